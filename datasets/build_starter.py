@@ -1,0 +1,118 @@
+"""The reproducible recipe for the bundled datasets: `python -m voxwatch.datasets.build_starter`.
+
+stt-starter-clean is synthesized with eSpeak NG in four voice and rate settings, resampled to
+16 kHz, padded with seeded silences over a faint noise floor, and loudness-normalised; each
+degraded set is a named transform of it (voxwatch.datasets.degrade). tts-prompts is text only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
+from voxwatch.providers.local.espeak_engine import EspeakEngine
+
+from . import degrade
+from .audio import CATALOG_RATE, normalize_loudness, resample, to_pcm16, write_wav
+from .catalog import bundled_root
+from .manifest import Clip, DatasetInfo, Prompt, file_sha256, write_info, write_records
+from .starter_texts import STT_UTTERANCES, TTS_PROMPTS
+
+FAMILY = "stt-starter"
+RECIPE = "voxwatch.datasets.build_starter v1"
+VOICES = (("en-us", 170), ("en-us+f3", 185), ("en-gb-x-rp", 155), ("en-us+m3", 200))
+TRAIL_S = 0.5
+FLOOR_DBFS = -72.0
+
+
+def _vad_record() -> dict:
+    return {"name": VAD_NAME, "version": VAD_VERSION, "params": VAD_PARAMS.as_record()}
+
+
+def _synthesize(engine: EspeakEngine, uid: str, text: str, voice: str, rate: int) -> np.ndarray:
+    speech = resample(engine.render(text, voice, rate).astype(np.float64) / 32768.0, engine.sample_rate, CATALOG_RATE)
+    rng = np.random.default_rng(degrade.seed_for("clean", uid))
+    lead = np.zeros(int(rng.uniform(0.3, 0.6) * CATALOG_RATE))
+    x = np.concatenate([lead, speech, np.zeros(int(TRAIL_S * CATALOG_RATE))])
+    x = normalize_loudness(x)
+    return x + rng.standard_normal(x.size) * 10 ** (FLOOR_DBFS / 20)
+
+
+def _clip(folder: Path, uid: str, text: str, x: np.ndarray, start: float, end: float, **extra) -> Clip:
+    path = folder / "clips" / f"{uid}.wav"
+    write_wav(path, x)
+    return Clip(id=uid, utterance_id=uid, text=text, path=f"clips/{uid}.wav", sha256=file_sha256(path),
+                duration_s=round(x.size / CATALOG_RATE, 4), sample_rate=CATALOG_RATE,
+                speech_start=start, speech_end=end, **extra)
+
+
+def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
+    engine = EspeakEngine.get()
+    folder = root / f"{FAMILY}-clean"
+    clips, audio = [], {}
+    for i, (uid, _category, text) in enumerate(STT_UTTERANCES):
+        voice, rate = VOICES[i % len(VOICES)]
+        x = _synthesize(engine, uid, text, voice, rate)
+        x = to_pcm16(x).astype(np.float64) / 32767.0  # what the file holds
+        anchors = speech_anchors(to_pcm16(x))
+        if anchors is None:
+            raise RuntimeError(f"{uid}: the VAD found no speech in the synthesized clip")
+        clips.append(_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end, voice=f"espeak-ng/{voice}@{rate}wpm"))
+        audio[uid] = x
+    write_records(folder / "manifest.jsonl", clips)
+    write_info(folder, DatasetInfo(
+        name=folder.name, kind="audio", family=FAMILY, condition="clean", recipe=RECIPE, sample_rate=CATALOG_RATE,
+        description=f"{len(clips)} caller utterances to voice agents, eSpeak NG {engine.version}, "
+                    f"{len(VOICES)} voice/rate settings, 16 kHz mono, -20 dBFS RMS", vad=_vad_record(),
+        extra={"voices": [f"{v}@{r}wpm" for v, r in VOICES]}))
+    return clips, audio
+
+
+def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np.ndarray]) -> None:
+    folder = root / f"{FAMILY}-{name}"
+    _func, params = degrade.TRANSFORMS[name]
+    record = {"name": name, "params": {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}}
+    clips = []
+    for c in clean:
+        d = degrade.apply(name, audio[c.utterance_id], c.speech_start, c.speech_end, c.utterance_id)
+        clips.append(_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3), round(d.speech_end, 3),
+                           voice=c.voice, source_clip=f"{FAMILY}-clean/{c.id}", transform=record))
+    write_records(folder / "manifest.jsonl", clips)
+    write_info(folder, DatasetInfo(
+        name=folder.name, kind="audio", family=FAMILY, condition=name, recipe=RECIPE, sample_rate=CATALOG_RATE,
+        description=f"{FAMILY}-clean through the {name} transform {record['params']}; anchors carried from the clean clips",
+        vad=_vad_record(), transform=record))
+
+
+def build_prompts(root: Path) -> None:
+    folder = root / "tts-prompts"
+    write_records(folder / "manifest.jsonl", [Prompt(id=p, text=t, category=c) for p, c, t in TTS_PROMPTS])
+    write_info(folder, DatasetInfo(
+        name="tts-prompts", kind="text", family="tts-prompts", condition="text", recipe=RECIPE,
+        description="30 customer-service prompts (order tracking, appointments, account verification, "
+                    "tech support) and 5 longer agent passages"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=bundled_root())
+    args = parser.parse_args()
+    for old in args.out.glob(f"{FAMILY}-*"):
+        shutil.rmtree(old)
+    clean, audio = build_clean(args.out)
+    for name in degrade.TRANSFORMS:
+        build_degraded(args.out, name, clean, audio)
+    build_prompts(args.out)
+    digest = hashlib.sha256(b"".join((args.out / d / "manifest.jsonl").read_bytes() for d in sorted(
+        p.name for p in args.out.iterdir() if (p / "manifest.jsonl").is_file()))).hexdigest()
+    print(f"built {len(clean)} utterances x {1 + len(degrade.TRANSFORMS)} conditions and {len(TTS_PROMPTS)} prompts "
+          f"in {args.out} (manifests sha256 {digest[:16]})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The degraded conditions: named, deterministic transforms of a clean clip.
+
+Each transform takes float audio at 16 kHz, the clip's speech anchors and a seed derived from
+the utterance id, and returns new audio and anchors. The anchors are the clean clip's, carried
+through the transform (shifted where time is inserted): the caller's words are where they were,
+even when noise or reverberation would fool a VAD.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.signal import butter, fftconvolve, sosfiltfilt
+
+from .audio import normalize_loudness, resample
+
+RATE = 16000
+
+
+@dataclass(frozen=True)
+class Degraded:
+    audio: np.ndarray
+    speech_start: float
+    speech_end: float
+
+
+def seed_for(transform: str, utterance_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{transform}:{utterance_id}".encode()).digest()[:8], "little")
+
+
+def pink_noise(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Unit-RMS 1/f noise, shaped in the frequency domain."""
+    spectrum = np.fft.rfft(rng.standard_normal(n))
+    f = np.arange(spectrum.size, dtype=np.float64)
+    f[0] = 1.0
+    y = np.fft.irfft(spectrum / np.sqrt(f), n)
+    return y / np.sqrt(np.mean(y * y))
+
+
+def clipping(x: np.ndarray, start: float, end: float, rng: np.random.Generator, gain_db: float = 15.0) -> Degraded:
+    """Overdriven input: amplified into hard clipping at full scale, then back to catalog loudness."""
+    y = np.clip(x * 10 ** (gain_db / 20), -1.0, 1.0)
+    return Degraded(normalize_loudness(y), start, end)
+
+
+def farfield(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
+             rt60_s: float = 0.6, drr_db: float = 0.0) -> Degraded:
+    """A distant talker: convolution with a synthetic exponentially decaying room impulse response."""
+    n = int(rt60_s * 1.2 * RATE)
+    tail = rng.standard_normal(n) * np.exp(-6.908 * np.arange(n) / (rt60_s * RATE))
+    tail[0] = 0.0
+    direct_energy = np.sum(tail ** 2) * 10 ** (drr_db / 10)
+    h = tail.copy()
+    h[0] = np.sqrt(direct_energy)
+    y = fftconvolve(x, h)[: x.size]
+    return Degraded(normalize_loudness(y), start, end)
+
+
+def noisegap(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
+             gap_s: float = 0.5, burst_s: float = 0.12, burst_dbfs: float = -30.0) -> Degraded:
+    """A dropout mid-utterance (silence inserted at the quietest point of the speech) and noise bursts
+    in the leading silence and inside the gap."""
+    s0, s1 = int(start * RATE), int(end * RATE)
+    lo, hi = s0 + (s1 - s0) * 3 // 10, s0 + (s1 - s0) * 7 // 10
+    win = RATE // 50
+    energy = np.convolve(x[lo:hi] ** 2, np.ones(win), mode="valid") if hi - lo > win else np.zeros(1)
+    cut = lo + int(np.argmin(energy)) + win // 2 if hi - lo > win else (s0 + s1) // 2
+    gap = np.zeros(int(gap_s * RATE))
+    burst_n = int(burst_s * RATE)
+    level = 10 ** (burst_dbfs / 20)
+    gap[(gap.size - burst_n) // 2:(gap.size + burst_n) // 2] += pink_noise(burst_n, rng) * level
+    y = np.concatenate([x[:cut], gap, x[cut:]])
+    if s0 > burst_n + RATE // 20:
+        at = int(rng.integers(0, s0 - burst_n - RATE // 20))
+        y[at:at + burst_n] += pink_noise(burst_n, rng) * level
+    return Degraded(y, start, end + gap.size / RATE)
+
+
+def _mulaw_encode(pcm: np.ndarray) -> np.ndarray:
+    """G.711 mu-law, segment by segment (bias 0x84, clip 32635)."""
+    x = pcm.astype(np.int32)
+    sign = (x < 0).astype(np.int32)
+    mag = np.minimum(np.abs(x), 32635) + 0x84
+    exponent = np.clip(np.floor(np.log2(mag)).astype(np.int32) - 7, 0, 7)
+    mantissa = (mag >> (exponent + 3)) & 0x0F
+    return (~((sign << 7) | (exponent << 4) | mantissa)) & 0xFF
+
+
+def _mulaw_decode(code: np.ndarray) -> np.ndarray:
+    c = ~code.astype(np.int32) & 0xFF
+    exponent, mantissa = (c >> 4) & 0x07, c & 0x0F
+    mag = (((mantissa << 3) + 0x84) << exponent) - 0x84
+    return np.where(c & 0x80, -mag, mag).astype(np.int16)
+
+
+def phonecodec(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
+               rate: int = 8000, band_hz: tuple[float, float] = (300.0, 3400.0)) -> Degraded:
+    """A phone call: 8 kHz, 300-3400 Hz band, G.711 mu-law, back to 16 kHz."""
+    narrow = resample(x, RATE, rate)
+    sos = butter(4, band_hz, btype="bandpass", fs=rate, output="sos")
+    narrow = sosfiltfilt(sos, narrow)
+    pcm = np.clip(np.round(narrow * 32767), -32768, 32767).astype(np.int16)
+    decoded = _mulaw_decode(_mulaw_encode(pcm)).astype(np.float64) / 32768.0
+    y = resample(decoded, rate, RATE)[: x.size]
+    return Degraded(normalize_loudness(y), start, end)
+
+
+def noise(x: np.ndarray, start: float, end: float, rng: np.random.Generator, snr_db: float = 10.0) -> Degraded:
+    """Steady background noise (pink) at a stated SNR over the speech span."""
+    speech = x[int(start * RATE):max(int(end * RATE), int(start * RATE) + 1)]
+    speech_rms = np.sqrt(np.mean(speech ** 2))
+    y = x + pink_noise(x.size, rng) * speech_rms * 10 ** (-snr_db / 20)
+    return Degraded(normalize_loudness(y), start, end)
+
+
+TRANSFORMS: dict[str, tuple[Callable[..., Degraded], dict]] = {
+    "clipping": (clipping, {"gain_db": 15.0}),
+    "farfield": (farfield, {"rt60_s": 0.6, "drr_db": 0.0}),
+    "noisegap": (noisegap, {"gap_s": 0.5, "burst_s": 0.12, "burst_dbfs": -30.0}),
+    "phonecodec": (phonecodec, {"rate": 8000, "band_hz": (300.0, 3400.0)}),
+    "noise": (noise, {"snr_db": 10.0}),
+}
+
+
+def apply(name: str, x: np.ndarray, start: float, end: float, utterance_id: str) -> Degraded:
+    func, params = TRANSFORMS[name]
+    return func(x, start, end, np.random.default_rng(seed_for(name, utterance_id)), **params)

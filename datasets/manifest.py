@@ -1,0 +1,123 @@
+"""Manifests: frozen records serialised to jsonl, one line per clip or prompt.
+
+A dataset is a folder holding `dataset.json` (what it is, how it was made) and `manifest.jsonl`
+(one record per item). Derived audio names its source clip and the transform that made it, with
+the transform's parameters, so no file is unexplained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA_VERSION = 1
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be read or breaks its schema; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Clip:
+    id: str
+    utterance_id: str  # shared by every variant of one utterance across a family
+    text: str
+    path: str  # relative to the dataset folder
+    sha256: str
+    duration_s: float
+    sample_rate: int
+    speech_start: float
+    speech_end: float
+    voice: str | None = None
+    source_clip: str | None = None
+    transform: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    text: str
+    category: str
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    kind: str  # "audio" (clips for STT / S2S) or "text" (prompts for TTS)
+    family: str
+    condition: str
+    description: str
+    recipe: str
+    schema: int = SCHEMA_VERSION
+    sample_rate: int | None = None
+    vad: dict[str, Any] | None = None
+    transform: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _from_record(cls, record: dict[str, Any], where: str):
+    names = {f.name for f in fields(cls)}
+    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+    unknown, missing = set(record) - names, required - set(record)
+    if unknown or missing:
+        raise ManifestError(f"{where}: " + "; ".join(
+            p for p in (f"unknown field(s) {sorted(unknown)}" if unknown else "",
+                        f"missing field(s) {sorted(missing)}" if missing else "") if p))
+    return cls(**record)
+
+
+def read_info(folder: Path) -> DatasetInfo:
+    path = folder / "dataset.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"{path}: {exc}") from None
+    info = _from_record(DatasetInfo, record, str(path))
+    if info.schema != SCHEMA_VERSION:
+        raise ManifestError(f"{path}: schema {info.schema} is not {SCHEMA_VERSION}")
+    return info
+
+
+def write_info(folder: Path, info: DatasetInfo) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dataset.json").write_text(json.dumps(asdict(info), indent=2, sort_keys=True) + "\n")
+
+
+def read_records(path: Path, cls: type) -> list:
+    items = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ManifestError(f"{path}: {exc}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"{path}:{n}: {exc}") from None
+        if not isinstance(record, dict):
+            raise ManifestError(f"{path}:{n}: expected a JSON object")
+        items.append(_from_record(cls, record, f"{path}:{n}"))
+    ids = [i.id for i in items]
+    if len(set(ids)) != len(ids):
+        raise ManifestError(f"{path}: duplicate ids")
+    return items
+
+
+def write_records(path: Path, items: Iterable) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for item in items:
+            f.write(json.dumps({k: v for k, v in asdict(item).items() if v is not None}, sort_keys=True) + "\n")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,36 @@
+"""One table of metric specs: what each stored number is, its unit, and which protocols have it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str  # the observation column
+    unit: str
+    protocols: tuple[str, ...]
+    lower_is_better: bool
+    description: str
+    headline: bool = False  # shown on the printed leaderboard
+
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec("ttfs_ms", "ms", ("stt-stream",), True, "final transcript after the end of speech (shared VAD)", True),
+    MetricSpec("first_partial_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after speech start", True),
+    MetricSpec("first_partial_from_t0_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after the first chunk"),
+    MetricSpec("latency_ms", "ms", ("stt-batch",), True, "batch request to response", True),
+    MetricSpec("rtf", "x", ("stt-batch",), True, "batch latency over audio duration", True),
+    MetricSpec("ttfa_ms", "ms", ("tts-stream",), True, "first audible sample heard, with the playout model", True),
+    MetricSpec("ttfb_ms", "ms", ("tts-stream",), True, "first non-empty audio chunk", True),
+    MetricSpec("leading_silence_ms", "ms", ("tts-stream",), True, "audio before the audible onset", True),
+    MetricSpec("synthesis_ms", "ms", ("tts-stream",), True, "request to last audio chunk"),
+    MetricSpec("v2v_ms", "ms", ("s2s",), True, "model's first audible onset after the caller's last word", True),
+    MetricSpec("connect_ms", "ms", ("stt-stream", "stt-batch", "tts-stream", "s2s"), True, "connection and session set-up, outside every other clock"),
+)
+
+BY_NAME = {m.name: m for m in METRICS}
+
+
+def for_protocol(protocol: str, headline_only: bool = False) -> list[MetricSpec]:
+    return [m for m in METRICS if protocol in m.protocols and (m.headline or not headline_only)]

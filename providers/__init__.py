@@ -1,0 +1,1 @@
+"""Providers: the three stream protocols, the registry of versioned ids, and the adapters."""

@@ -1,0 +1,70 @@
+"""The three stream protocols (STT, TTS, S2S) as small interfaces.
+
+An adapter opens its connection in `connect` (outside every clock except `connect_ms`), then
+speaks its vendor's protocol and marks events on the Timeline it was given. The harness in
+voxwatch.workers.measure owns pacing, timeouts and status; voxwatch.metrics owns every number.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .events import Timeline
+
+
+class ProviderError(Exception):
+    """A provider failed in a way that becomes an `error` row (never a latency)."""
+
+
+class STTStreamSession(Protocol):
+    async def send_audio(self, pcm16: bytes) -> None:
+        """Write one chunk of little-endian int16 PCM; mark CHUNK_SENT when written."""
+
+    async def end_audio(self) -> None:
+        """No more audio: force the final where the API allows it, then close the input."""
+
+    async def wait_final(self) -> None:
+        """Return once the final transcript has arrived (marked FINAL) or the stream closed."""
+
+    async def aclose(self) -> None: ...
+
+
+class STTStream(Protocol):
+    sample_rate: int
+
+    async def connect(self, timeline: Timeline) -> STTStreamSession: ...
+
+
+class STTBatch(Protocol):
+    sample_rate: int
+
+    async def transcribe(self, pcm16: bytes, timeline: Timeline) -> None:
+        """Mark REQUEST_SENT, then RESPONSE and FINAL (with the transcript text)."""
+
+
+class TTSSession(Protocol):
+    async def synthesize(self, text: str) -> None:
+        """Mark REQUEST_SENT, one AUDIO event per chunk (with its sample offset), then CLOSED."""
+
+    async def aclose(self) -> None: ...
+
+
+class TTSStream(Protocol):
+    async def connect(self, timeline: Timeline, voice: str | None = None) -> TTSSession: ...
+
+
+class S2SSession(Protocol):
+    async def send_audio(self, pcm16: bytes) -> None: ...
+
+    async def end_audio(self) -> None: ...
+
+    async def wait_response(self) -> None:
+        """Return once the model's spoken turn is complete (AUDIO events, then CLOSED)."""
+
+    async def aclose(self) -> None: ...
+
+
+class S2SStream(Protocol):
+    sample_rate: int
+
+    async def connect(self, timeline: Timeline) -> S2SSession: ...

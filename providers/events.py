@@ -1,0 +1,61 @@
+"""Timestamped events: the only thing an adapter reports.
+
+Adapters stamp events through an injected clock (the worker's monotonic clock by default) and
+compute nothing; voxwatch.metrics turns a timeline into numbers, identically for every vendor.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+Clock = Callable[[], int]
+"""Returns nanoseconds on a monotonic clock."""
+
+CONNECTED = "connected"
+CHUNK_SENT = "chunk_sent"
+AUDIO_END = "audio_end"
+REQUEST_SENT = "request_sent"
+PARTIAL = "partial"
+FINAL = "final"
+AUDIO = "audio"
+RESPONSE = "response"
+CLOSED = "closed"
+ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    t_ns: int
+    text: str | None = None
+    sample_offset: int | None = None
+    n_samples: int | None = None
+    sample_rate: int | None = None
+    audio: bytes | None = None  # little-endian int16 PCM for AUDIO events
+    detail: str | None = None
+
+
+@dataclass
+class Timeline:
+    """An append-only list of events; safe to append from an engine thread."""
+
+    clock: Clock = time.perf_counter_ns
+    events: list[Event] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def mark(self, kind: str, **data) -> Event:
+        event = Event(kind=kind, t_ns=self.clock(), **data)
+        with self._lock:
+            self.events.append(event)
+        return event
+
+    def of(self, kind: str) -> list[Event]:
+        with self._lock:
+            return [e for e in self.events if e.kind == kind]
+
+    def first(self, kind: str) -> Event | None:
+        found = self.of(kind)
+        return found[0] if found else None

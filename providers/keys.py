@@ -1,0 +1,43 @@
+"""API keys come from the environment only, as VOXWATCH_<VENDOR>_API_KEY, and never print."""
+
+from __future__ import annotations
+
+import os
+import re
+
+
+class Secret:
+    """A key that cannot leak through repr, str, f-strings or logging."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return "***"
+
+
+def key_variable(vendor: str) -> str:
+    return "VOXWATCH_" + re.sub(r"[^A-Z0-9]", "_", vendor.upper()) + "_API_KEY"
+
+
+def api_key(vendor: str) -> Secret | None:
+    value = os.environ.get(key_variable(vendor), "").strip()
+    return Secret(value) if value else None
+
+
+def scrub(text: str, secrets: list[Secret | None]) -> str:
+    """Remove every secret's value from text bound for a log, a row or a page."""
+    for s in secrets:
+        if s is not None and s.reveal():
+            text = text.replace(s.reveal(), "***")
+    return text

@@ -1,0 +1,1 @@
+"""Real local engines, so the embedded default measures something real with no API key."""

@@ -1,0 +1,134 @@
+"""The model registry: exact versioned ids as data (registry.toml), checked at load.
+
+A floating alias ("latest", or an id without the version its vendor uses) is refused with an
+error naming the exact ids it could mean, so a leaderboard series never silently changes model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any
+
+from .keys import api_key
+
+BOARDS = ("stt", "tts", "s2s")
+PROTOCOLS = {"stt-stream": "stt", "stt-batch": "stt", "tts-stream": "tts", "s2s": "s2s"}
+STATUSES = ("active", "early-access", "retired")
+_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[0-9][A-Za-z0-9.+-]*)?$")
+_FLOATING = re.compile(r"(^|[-_.:@/])latest$|^[^/]+/(default|stable|current)$", re.IGNORECASE)
+
+
+class RegistryError(ValueError):
+    """An id that is unknown, floating, or a registry file that breaks its schema."""
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    metric: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    board: str
+    vendor: str
+    protocol: str
+    adapter: str
+    status: str
+    region: str
+    needs_key: bool
+    voice: str | None
+    exclusions: tuple[Exclusion, ...]
+
+    @property
+    def version(self) -> str | None:
+        return self.id.split("@", 1)[1] if "@" in self.id else None
+
+    def excluded(self, metric: str) -> Exclusion | None:
+        return next((e for e in self.exclusions if e.metric == metric), None)
+
+    def key_is_set(self) -> bool:
+        return not self.needs_key or api_key(self.vendor) is not None
+
+
+_FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": str, "status": str,
+           "region": str, "needs_key": bool, "voice": str, "exclusions": list}
+_REQUIRED = set(_FIELDS) - {"voice", "exclusions"}
+
+
+def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
+    unknown = set(entry) - set(_FIELDS)
+    if unknown:
+        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}")
+    missing = _REQUIRED - set(entry)
+    if missing:
+        raise RegistryError(f"{where}: missing field(s) {sorted(missing)}")
+    for name, kind in _FIELDS.items():
+        if name in entry and not isinstance(entry[name], kind):
+            raise RegistryError(f"{where}: {name} must be {kind.__name__}, got {entry[name]!r}")
+    mid = entry["id"]
+    if not _ID.match(mid) or _FLOATING.search(mid):
+        raise RegistryError(f"{where}: id {mid!r} is not an exact versioned id")
+    if entry["protocol"] not in PROTOCOLS or PROTOCOLS[entry["protocol"]] != entry["board"]:
+        raise RegistryError(f"{where}: protocol {entry['protocol']!r} does not belong on board {entry['board']!r}")
+    if entry["status"] not in STATUSES:
+        raise RegistryError(f"{where}: status must be one of {STATUSES}, got {entry['status']!r}")
+    exclusions = []
+    for ex in entry.get("exclusions", []):
+        if set(ex) != {"metric", "reason"}:
+            raise RegistryError(f"{where}: each exclusion needs exactly metric and reason, got {ex!r}")
+        exclusions.append(Exclusion(ex["metric"], ex["reason"]))
+    return ModelInfo(mid, entry["board"], entry["vendor"], entry["protocol"], entry["adapter"], entry["status"],
+                     entry["region"], entry["needs_key"], entry.get("voice"), tuple(exclusions))
+
+
+class Registry:
+    def __init__(self, models: list[ModelInfo]) -> None:
+        self.models = {m.id: m for m in models}
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "registry.toml") -> "Registry":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise RegistryError(f"{source}: {exc}") from None
+        entries = data.get("model", [])
+        models = [_parse(e, f"{source} model #{i + 1}") for i, e in enumerate(entries)]
+        ids = [m.id for m in models]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise RegistryError(f"{source}: duplicate id(s) {dupes}")
+        return cls(models)
+
+    @classmethod
+    def default(cls) -> "Registry":
+        return cls.from_toml(files("voxwatch.providers").joinpath("registry.toml").read_text(), "registry.toml")
+
+    def resolve(self, model_id: str) -> ModelInfo:
+        """The exact model for an id; floating aliases and unknown ids raise RegistryError."""
+        if model_id in self.models:
+            return self.models[model_id]
+        candidates = sorted(m for m in self.models if m.startswith(model_id.split("@")[0].rstrip("-")))
+        if _FLOATING.search(model_id) or candidates:
+            vendor = model_id.split("/", 1)[0]
+            exact = candidates or sorted(m for m in self.models if m.startswith(vendor + "/"))
+            hint = f"; use an exact versioned id: {', '.join(exact)}" if exact else ""
+            raise RegistryError(f"{model_id!r} is a floating alias, not an exact versioned model id{hint}")
+        raise RegistryError(f"unknown model id {model_id!r}; `voxwatch providers list` shows the registered ids")
+
+    def on_board(self, board: str) -> list[ModelInfo]:
+        return [m for m in self.models.values() if m.board == board]
+
+    def create(self, model: ModelInfo) -> Any:
+        """Instantiate the adapter; a local engine must be the version its id names."""
+        module_name, _, class_name = model.adapter.partition(":")
+        adapter_cls = getattr(importlib.import_module(module_name), class_name)
+        installed = getattr(adapter_cls, "installed_version", None)
+        if installed is not None and model.version is not None and installed() != model.version:
+            raise RegistryError(f"{model.id} names version {model.version}, but {installed()} is installed")
+        return adapter_cls(model)
