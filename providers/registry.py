@@ -113,7 +113,10 @@ class Registry:
         """The exact model for an id; floating aliases and unknown ids raise RegistryError."""
         if model_id in self.models:
             return self.models[model_id]
-        candidates = sorted(m for m in self.models if m.startswith(model_id.split("@")[0].rstrip("-")))
+        base = model_id.split("@")[0]
+        candidates = sorted(m for m in self.models if m.startswith(base))
+        if "@" in model_id and candidates and not _FLOATING.search(model_id):
+            raise RegistryError(f"{model_id!r}: that version is not registered; registered: {', '.join(candidates)}")
         if _FLOATING.search(model_id) or candidates:
             vendor = model_id.split("/", 1)[0]
             exact = candidates or sorted(m for m in self.models if m.startswith(vendor + "/"))

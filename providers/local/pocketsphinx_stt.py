@@ -1,92 +1,139 @@
 """pocketsphinx as a streaming STT provider: partial hypotheses while audio arrives, then a final.
 
-The decoder runs on its own thread, fed by a queue, as a server would: the caller's pacing never
-waits for decoding, and a decoder that falls behind real time shows up as a late final.
+The decoder runs in its own process, fed over a pipe, as a server would: decoding holds the GIL,
+so in-process it would delay the caller's pacing. Replies are timestamped when they arrive back,
+like messages from a remote service, and a decoder that falls behind real time shows up as a
+late final.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
+import multiprocessing
 import threading
 from importlib.metadata import version
-
-from pocketsphinx import Decoder
+from multiprocessing.connection import Connection
 
 from ..events import CLOSED, FINAL, PARTIAL, Timeline
 from ..registry import ModelInfo
 
-_END = None
+SAMPLE_RATE = 16000
+
+
+def _serve(conn: Connection) -> None:
+    """The decoder process: ("start",) ("audio", pcm) ... ("end",) in; ("partial"|"final"|"error", text) out."""
+    from pocketsphinx import Decoder
+
+    decoder = Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
+    conn.send(("ready", ""))
+    last = ""
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        try:
+            if message[0] == "start":
+                decoder.start_utt()
+                last = ""
+            elif message[0] == "audio":
+                decoder.process_raw(message[1], False, False)
+                hyp = decoder.hyp()
+                text = hyp.hypstr if hyp is not None else ""
+                if text and text != last:
+                    conn.send(("partial", text))
+                    last = text
+            elif message[0] == "end":
+                decoder.end_utt()
+                hyp = decoder.hyp()
+                conn.send(("final", hyp.hypstr if hyp is not None else ""))
+        except Exception as exc:  # reported to the client, which makes it an error row
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
 class PocketsphinxSTT:
-    sample_rate = 16000
+    sample_rate = SAMPLE_RATE
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
-        self._decoder: Decoder | None = None
+        self._conn: Connection | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
         self._busy = threading.Lock()
 
     @staticmethod
     def installed_version() -> str:
         return version("pocketsphinx")
 
+    def _start_server(self) -> Connection:
+        if self._conn is None or self._process is None or not self._process.is_alive():
+            ctx = multiprocessing.get_context("spawn")
+            parent, child = ctx.Pipe()
+            self._process = ctx.Process(target=_serve, args=(child,), name="pocketsphinx-decoder", daemon=True)
+            self._process.start()
+            child.close()
+            if not parent.poll(60) or parent.recv()[0] != "ready":
+                raise RuntimeError("the pocketsphinx decoder process did not start")
+            self._conn = parent
+        return self._conn
+
     async def connect(self, timeline: Timeline) -> "PocketsphinxSession":
-        if self._decoder is None:
-            self._decoder = await asyncio.to_thread(Decoder, samprate=self.sample_rate, loglevel="FATAL")
+        conn = await asyncio.to_thread(self._start_server)
         if not self._busy.acquire(blocking=False):
             raise RuntimeError("one pocketsphinx decoder serves one stream at a time")
-        session = PocketsphinxSession(self._decoder, timeline, self._busy, asyncio.get_running_loop())
+        session = PocketsphinxSession(conn, timeline, self._busy, asyncio.get_running_loop())
         session.start()
         return session
 
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process = self._conn = None
+
 
 class PocketsphinxSession:
-    def __init__(self, decoder: Decoder, timeline: Timeline, busy: threading.Lock,
+    def __init__(self, conn: Connection, timeline: Timeline, busy: threading.Lock,
                  loop: asyncio.AbstractEventLoop) -> None:
-        self.decoder, self.timeline, self._busy, self._loop = decoder, timeline, busy, loop
-        self._inbox: queue.Queue[bytes | None] = queue.Queue()
+        self.conn, self.timeline, self._busy, self._loop = conn, timeline, busy, loop
         self._done = asyncio.Event()
-        self._thread = threading.Thread(target=self._decode, name="pocketsphinx", daemon=True)
-        self._error: BaseException | None = None
+        self._error: str | None = None
+        self._reader = threading.Thread(target=self._receive, name="pocketsphinx-reader", daemon=True)
 
     def start(self) -> None:
-        self.decoder.start_utt()
-        self._thread.start()
+        self.conn.send(("start",))
+        self._reader.start()
 
-    def _decode(self) -> None:
-        last = ""
+    def _receive(self) -> None:
         try:
-            while (chunk := self._inbox.get()) is not _END:
-                self.decoder.process_raw(chunk, False, False)
-                hyp = self.decoder.hyp()
-                text = hyp.hypstr if hyp is not None else ""
-                if text and text != last:
+            while True:
+                kind, text = self.conn.recv()
+                if kind == "partial":
                     self.timeline.mark(PARTIAL, text=text)
-                    last = text
-            self.decoder.end_utt()
-            hyp = self.decoder.hyp()
-            self.timeline.mark(FINAL, text=hyp.hypstr if hyp is not None else "")
-            self.timeline.mark(CLOSED)
-        except BaseException as exc:  # reported to the harness, which makes it an error row
-            self._error = exc
+                elif kind == "final":
+                    self.timeline.mark(FINAL, text=text)
+                    self.timeline.mark(CLOSED)
+                    return
+                else:
+                    self._error = text
+                    return
+        except (EOFError, OSError) as exc:
+            self._error = f"decoder process went away ({type(exc).__name__})"
         finally:
             self._loop.call_soon_threadsafe(self._done.set)
 
     async def send_audio(self, pcm16: bytes) -> None:
-        self._inbox.put(pcm16)
+        self.conn.send(("audio", pcm16))
 
     async def end_audio(self) -> None:
-        self._inbox.put(_END)
+        self.conn.send(("end",))
 
     async def wait_final(self) -> None:
         await self._done.wait()
         if self._error is not None:
-            raise RuntimeError(f"pocketsphinx failed: {self._error}")
+            raise RuntimeError(f"pocketsphinx: {self._error}")
 
     async def aclose(self) -> None:
-        if self._thread.is_alive():
-            self._inbox.put(_END)
-            await asyncio.to_thread(self._thread.join, 5)
+        if self._reader.is_alive():
+            self.conn.send(("end",))
+            await asyncio.to_thread(self._reader.join, 5)
         if self._busy.locked():
             self._busy.release()

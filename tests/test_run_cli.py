@@ -1,0 +1,150 @@
+"""`voxwatch` as a user runs it: real engines, a real SQLite file, subprocesses."""
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from conftest import run_cli
+from voxwatch.datasets.audio import resample
+from voxwatch.datasets.catalog import bundled_root
+from voxwatch.providers.local.espeak_engine import EspeakEngine
+
+PS = "pocketsphinx/en-us@5.1.1"
+WHISPER = "faster-whisper/tiny.en@1.2.1"
+ESPEAK = "espeak-ng/en-us@1.52.0"
+
+
+def _export(store_url: str) -> list[dict]:
+    out = run_cli("export", "--format", "jsonl", "--store", store_url).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _board(store_url: str) -> list[dict]:
+    return json.loads(run_cli("leaderboard", "--format", "json", "--store", store_url).stdout)["rows"]
+
+
+def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str):
+    first = run_cli("run", "--sample-size", "2", "--seed", "11", "--store", store_url, "--no-progress")
+    assert "succeeded: 10 observations" in first.stdout
+    assert "STT board" in first.stdout and "TTS board" in first.stdout
+    rows = _export(store_url)
+    assert len(rows) == 10 and {r["status"] for r in rows} == {"ok"}
+    by_model = {m: [r for r in rows if r["model_id"] == m] for m in (PS, WHISPER, ESPEAK)}
+    assert all(r["ttfs_ms"] is not None and r["first_partial_ms"] is not None and r["connect_ms"] is not None
+               for r in by_model[PS])
+    assert all(r["latency_ms"] > 0 and r["rtf"] > 0 for r in by_model[WHISPER])
+    assert all(r["ttfa_ms"] >= r["ttfb_ms"] > 0 and r["leading_silence_ms"] is not None and r["ref_words"] > 0
+               and r["instrument_id"] == WHISPER for r in by_model[ESPEAK])
+    # one draw for every model on the board, the same utterances in every condition of the family
+    draws = {}
+    for r in rows:
+        if r["board"] == "stt":
+            draws.setdefault((r["model_id"], r["dataset"]), []).append(r["utterance_id"])
+    assert len(draws) == 4
+    assert len({tuple(sorted(v)) for v in draws.values()}) == 1 and len(next(iter(draws.values()))) == 2
+    assert {r["method_version"] for r in rows} == {"2"} and all(r["vad_params"] and r["normalizer_version"] for r in rows)
+    assert {r["region"] for r in rows} == {"local"} and len({r["run_id"] for r in rows}) == 1
+
+    run_cli("run", "--sample-size", "2", "--store", store_url, "--no-progress")
+    rows = _export(store_url)
+    assert len(rows) == 20 and len({r["run_id"] for r in rows}) == 2
+    board = _board(store_url)
+    ttfs = next(b for b in board if b["model_id"] == PS and b["dataset"] == "stt-starter-clean" and b["metric"] == "ttfs_ms")
+    assert ttfs["n"] == 4 and ttfs["p50"] is None  # n < 5 shows as n/a
+
+    # the exported rows let anyone recompute the pooled WER
+    table = list(csv.DictReader(io.StringIO(run_cli("export", "--format", "csv", "--store", store_url).stdout)))
+    mine = [r for r in table if r["model_id"] == PS and r["dataset"] == "stt-starter-clean"]
+    errors = sum(int(r["substitutions"]) + int(r["deletions"]) + int(r["insertions"]) for r in mine)
+    assert ttfs["pooled_wer"] == pytest.approx(errors / sum(int(r["ref_words"]) for r in mine))
+    assert run_cli("leaderboard", "--window", "24h", "--format", "csv", "--store", store_url).stdout.startswith("board,")
+
+
+def _speech_folder(folder: Path) -> None:
+    """Three utterances at 22.05 kHz: a stereo WAV, a FLAC and a mono WAV, with a manifest."""
+    engine = EspeakEngine.get()
+    texts = {"a": "I need to reset my password.", "b": "Please call me back tomorrow.", "c": "Yes, that is correct."}
+    folder.mkdir()
+    lines = []
+    for i, (cid, text) in enumerate(texts.items()):
+        x = engine.render(text, "en-us", 170) / 32768.0
+        x = np.concatenate([np.zeros(8000), x, np.zeros(8000)]) * 0.5
+        name = ["a.wav", "b.flac", "c.wav"][i]
+        data = np.stack([x, x], axis=1) if cid == "a" else x
+        sf.write(folder / name, data, engine.sample_rate)
+        lines.append(json.dumps({"id": cid, "path": name, "text": text}))
+    (folder / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_bring_your_own_audio_then_measure_it(tmp_path: Path, store_url: str):
+    source = tmp_path / "mine"
+    _speech_folder(source)
+    env = {"VOXWATCH_DATASETS_DIR": str(tmp_path / "catalog")}
+    out = run_cli("datasets", "import", str(source), "--name", "my-calls", env=env).stdout
+    assert "imported 3 clips" in out
+    listing = run_cli("datasets", "list", env=env).stdout
+    assert any(line.split()[:4] == ["my-calls", "audio", "imported", "3"] for line in listing.splitlines())
+    manifest = [json.loads(l) for l in (tmp_path / "catalog" / "my-calls" / "manifest.jsonl").read_text().splitlines()]
+    assert all(m["sample_rate"] == 16000 and 0.3 < m["speech_start"] < m["speech_end"] for m in manifest)
+    run_cli("run", "--datasets", "my-calls", "--models", PS, "--sample-size", "10", "--store", store_url,
+            "--no-progress", env=env)
+    rows = _export(store_url)
+    assert sorted(r["clip_id"] for r in rows) == ["a", "b", "c"] and {r["status"] for r in rows} == {"ok"}
+    assert all(r["dataset"] == "my-calls" and r["condition"] == "imported" for r in rows)
+    again = run_cli("datasets", "import", str(source), "--name", "my-calls", env=env, check=False)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_a_corrupt_file_in_an_import_is_named_and_nothing_is_written(tmp_path: Path):
+    source = tmp_path / "mine"
+    _speech_folder(source)
+    (source / "b.flac").write_bytes(b"fLaC" + b"\x00garbage" * 20)
+    catalog = tmp_path / "catalog"
+    proc = run_cli("datasets", "import", str(source), "--name", "broken", check=False,
+                   env={"VOXWATCH_DATASETS_DIR": str(catalog)})
+    assert proc.returncode == 2 and "b.flac" in proc.stderr and "Traceback" not in proc.stderr
+    assert not any(catalog.iterdir())
+
+
+def test_a_tampered_dataset_aborts_the_run_before_anything_is_stored(tmp_path: Path, store_url: str):
+    catalog = tmp_path / "catalog"
+    shutil.copytree(bundled_root() / "stt-starter-noise", catalog / "copy-noise")
+    info = json.loads((catalog / "copy-noise" / "dataset.json").read_text())
+    (catalog / "copy-noise" / "dataset.json").write_text(json.dumps({**info, "name": "copy-noise"}))
+    victim = catalog / "copy-noise" / "clips" / "u020.wav"
+    victim.write_bytes(victim.read_bytes()[:-2] + b"\x01\x02")
+    proc = run_cli("run", "--datasets", "copy-noise", "--models", PS, "--store", store_url, "--no-progress",
+                   check=False, env={"VOXWATCH_DATASETS_DIR": str(catalog)})
+    assert proc.returncode == 2 and "u020.wav" in proc.stderr and "sha256" in proc.stderr
+    assert _export(store_url) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--models", "pocketsphinx/latest"], "floating alias"),
+    (["run", "--models", "pocketsphinx/en-us"], "exact versioned id: pocketsphinx/en-us@5.1.1"),
+    (["run", "--datasets", "no-such-set"], "unknown dataset 'no-such-set'"),
+    (["run", "--datasets", "tts-prompts", "--models", PS], "fit no board"),
+    (["leaderboard", "--store", "postgres://x"], "expected sqlite"),
+])
+def test_bad_requests_get_one_clear_line(args, message, store_url):
+    proc = run_cli(*args, "--store", store_url, check=False) if "--store" not in args else run_cli(*args, check=False)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_bad_config_file_names_the_key(tmp_path: Path):
+    bad = tmp_path / "voxwatch.toml"
+    bad.write_text("[run]\nsample_size = -3\n")
+    proc = run_cli("--config", str(bad), "run", check=False)
+    assert proc.returncode == 2 and "[run] sample_size = -3: expected a positive integer" in proc.stderr
+
+
+def test_providers_list_shows_every_id_with_its_board():
+    out = run_cli("providers", "list").stdout
+    for model, board in ((PS, "stt"), (WHISPER, "stt"), (ESPEAK, "tts")):
+        assert any(line.split()[:2] == [model, board] for line in out.splitlines())

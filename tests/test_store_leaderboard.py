@@ -1,0 +1,72 @@
+"""The SQLite store (idempotent, lossless) and the leaderboard built from it."""
+
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+
+from voxwatch import leaderboard
+from voxwatch.observation import Observation, RunRecord
+from voxwatch.store import StoreError, open_store
+
+
+def row(clip: str, status: str = "ok", ttfs: float | None = 100.0, s: int = 0, ref: int = 10, **kw) -> Observation:
+    base = Observation(run_id="r1", model_id="pocketsphinx/en-us@5.1.1", dataset="stt-starter-clean", clip_id=clip,
+                       attempt=1, board="stt", vendor="pocketsphinx", protocol="stt-stream", region="local",
+                       started_at=time.time(), status=status, ttfs_ms=ttfs if status == "ok" else None,
+                       first_partial_ms=50.0 if status == "ok" else None, substitutions=s, deletions=0,
+                       insertions=0, ref_words=ref if status == "ok" else None, method_version="2",
+                       hypothesis="some words", reference="some words", emulator=False)
+    return replace(base, **kw)
+
+
+def test_rows_round_trip_and_duplicates_are_not_counted_twice(tmp_path: Path):
+    store = open_store(f"sqlite:///{tmp_path}/s.sqlite")
+    rows = [row("a", s=1), row("b", connection_reused=True), row("c", status="timeout", reason="no final")]
+    assert store.add(rows) == 3
+    assert store.add(rows[:2]) == 0  # a redelivered write changes nothing
+    assert store.add([replace(rows[0], attempt=2)]) == 1  # a retry is a new attempt row
+    back = list(store.observations())
+    assert len(back) == 4
+    assert [asdict(r) for r in back if r.attempt == 1] == [asdict(r) for r in rows]
+    assert [r.connection_reused for r in back if r.attempt == 1] == [None, True, None]
+    store.close()
+
+
+def test_runs_are_recorded(tmp_path: Path):
+    store = open_store(f"sqlite:///{tmp_path}/s.sqlite")
+    run = RunRecord(run_id="r1", started_at=1.0, region="local", seed=3)
+    store.start_run(run)
+    run.status, run.rows = "succeeded", 4
+    store.finish_run(run)
+    assert [(r.run_id, r.status, r.rows) for r in store.runs()] == [("r1", "succeeded", 4)]
+
+
+def test_an_unusable_store_path_is_a_clear_error(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="cannot open the SQLite store"):
+        open_store(f"sqlite:///{blocker}/sub/s.sqlite")
+    with pytest.raises(StoreError, match="unsupported store URL"):
+        open_store("mysql://localhost/x")
+
+
+def test_leaderboard_statistics_error_rate_and_pooled_wer():
+    rows = [row(f"c{i}", ttfs=float(100 * (i + 1)), s=i % 2, ref=10) for i in range(6)]
+    rows += [row("t1", status="timeout"), row("e1", status="error")]
+    rows += [row("emu", ttfs=1e6, emulator=True)]  # never shown
+    rows += [row(f"v1-{i}", method_version="1") for i in range(5)]  # never pooled with v2
+    board = leaderboard.build(rows)
+    v2 = {r.metric: r for r in board if r.method_version == "2"}
+    ttfs = v2["ttfs_ms"]
+    assert ttfs.n == 6 and ttfs.p50 == pytest.approx(350.0) and ttfs.max == 600.0
+    assert ttfs.mean == pytest.approx(350.0) and ttfs.p95 == pytest.approx(575.0)
+    assert ttfs.attempts == 8 and ttfs.error_rate == pytest.approx(1 / 8) and ttfs.timeout_rate == pytest.approx(1 / 8)
+    assert ttfs.pooled_wer == pytest.approx(3 / 60) and ttfs.wer_words == 60
+    assert {r.method_version for r in board} == {"1", "2"}
+    table = leaderboard.format_table(board, "30d")
+    assert "method v1, v2" in table and "never pooled" in table
+    csv_text = leaderboard.format_csv(board)
+    assert csv_text.splitlines()[0].startswith("board,model_id,dataset")
+    assert len(csv_text.splitlines()) == 1 + len(board)

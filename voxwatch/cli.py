@@ -1,0 +1,204 @@
+"""The `voxwatch` command: run a tick, read the leaderboard, export rows, manage datasets."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from voxwatch import config as config_mod
+from voxwatch import leaderboard
+from voxwatch.datasets.audio import AudioError
+from voxwatch.datasets.catalog import Catalog, IntegrityError, UnknownDataset, bundled_root
+from voxwatch.datasets.importer import DatasetImportError, import_dataset
+from voxwatch.datasets.manifest import ManifestError
+from voxwatch.observation import FIELDS
+from voxwatch.providers.keys import key_variable
+from voxwatch.providers.local.whisper_stt import ModelIntegrityError
+from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.store import StoreError, open_store
+
+USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
+               UnknownDataset, DatasetImportError, ModelIntegrityError, ValueError)
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _config(args) -> config_mod.Config:
+    cfg = config_mod.load(args.config)
+    if getattr(args, "store", None):
+        cfg = cfg.with_store(args.store)
+    return cfg
+
+
+def _catalog(cfg: config_mod.Config) -> Catalog:
+    return Catalog([bundled_root(), cfg.datasets_dir])
+
+
+def cmd_run(args) -> int:
+    from voxwatch.workers.runner import plan_tick, resolve_instrument, run_tick
+
+    cfg = _config(args)
+    registry = Registry.default()
+    plan = plan_tick(cfg, registry, _catalog(cfg), models=_names(args.models) if args.models else None,
+                     datasets=_names(args.datasets) if args.datasets else None, sample_size=args.sample_size,
+                     seed=args.seed)
+    for line in plan.skipped:
+        print(line)
+    if not plan.tasks:
+        print("nothing to measure: no runnable model on the chosen boards")
+        return 1 if not plan.skipped else 0
+    instrument, instrument_id = resolve_instrument(cfg, registry, plan)
+    store = open_store(cfg.store_url)
+    try:
+        result = run_tick(cfg, store, registry, plan, progress=not args.no_progress,
+                          instrument=instrument, instrument_id=instrument_id)
+        failed = [r for r in result.rows if r.status != "ok"]
+        print(f"run {result.run.run_id} {result.run.status}: {len(result.rows)} observations "
+              f"({len(failed)} not ok), seed {plan.seed}, store {cfg.store_url}")
+        for r in failed[:10]:
+            print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
+        print()
+        rows = leaderboard.build(store.observations(since=leaderboard.since("30d")), registry)
+        print(leaderboard.format_table(rows, "30d"))
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    cfg = _config(args)
+    store = open_store(cfg.store_url)
+    try:
+        rows = leaderboard.build(store.observations(since=leaderboard.since(args.window)), Registry.default())
+    finally:
+        store.close()
+    if args.format == "table":
+        print(leaderboard.format_table(rows, args.window))
+    elif args.format == "csv":
+        sys.stdout.write(leaderboard.format_csv(rows))
+    else:
+        print(leaderboard.format_json(rows, args.window))
+    return 0
+
+
+def cmd_export(args) -> int:
+    cfg = _config(args)
+    store = open_store(cfg.store_url)
+    out = open(args.out, "w", newline="") if args.out else sys.stdout
+    count = 0
+    try:
+        if args.format == "csv":
+            writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
+            writer.writeheader()
+        for row in store.observations():
+            if args.format == "csv":
+                writer.writerow(asdict(row))
+            else:
+                out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
+            count += 1
+    finally:
+        store.close()
+        if args.out:
+            out.close()
+    if args.out:
+        print(f"wrote {count} observations to {args.out}")
+    return 0
+
+
+def cmd_providers_list(args) -> int:
+    registry = Registry.default()
+    table = [("id", "board", "protocol", "status", "key", "exclusions")]
+    for m in sorted(registry.models.values(), key=lambda m: (m.board, m.id)):
+        key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
+        excl = "; ".join(f"{e.metric}: {e.reason}" for e in m.exclusions) or "-"
+        table.append((m.id, m.board, m.protocol, m.status, key, excl))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def cmd_datasets_list(args) -> int:
+    cfg = _config(args)
+    catalog = _catalog(cfg)
+    table = [("name", "kind", "condition", "items", "minutes", "description")]
+    for name in catalog.names():
+        ds = catalog.load(name, verify=False)
+        minutes = f"{ds.duration_s / 60:.1f}" if ds.info.kind == "audio" else "-"
+        table.append((name, ds.info.kind, ds.info.condition, str(len(ds.items)), minutes, ds.info.description))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+    return 0
+
+
+def cmd_datasets_import(args) -> int:
+    cfg = _config(args)
+    folder, clips = import_dataset(Path(args.dir), args.name, cfg.datasets_dir, _catalog(cfg).names())
+    minutes = sum(c.duration_s for c in clips) / 60
+    print(f"imported {len(clips)} clips ({minutes:.1f} min) as {args.name} into {folder}")
+    print(f"measure it with: voxwatch run --datasets {args.name}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="voxwatch", description=__doc__)
+    p.add_argument("--config", help="TOML config file (default: $VOXWATCH_CONFIG, ./voxwatch.toml, or the packaged default)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one monitoring tick in-process and print the leaderboard")
+    run.add_argument("--models", help="comma-separated exact model ids (default: the boards' configured models)")
+    run.add_argument("--datasets", help="comma-separated dataset names (default: the boards' configured datasets)")
+    run.add_argument("--sample-size", type=int, help="items per dataset (more than a dataset holds means all)")
+    run.add_argument("--seed", type=int, help="sampling seed (default: config, or fresh per run)")
+    run.add_argument("--store", help="store URL (default: config)")
+    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.set_defaults(func=cmd_run)
+
+    lb = sub.add_parser("leaderboard", help="print the rolling leaderboard from the store")
+    lb.add_argument("--window", choices=sorted(leaderboard.WINDOWS), default="30d")
+    lb.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    lb.add_argument("--store", help="store URL (default: config)")
+    lb.set_defaults(func=cmd_leaderboard)
+
+    ex = sub.add_parser("export", help="write every stored observation (all fields)")
+    ex.add_argument("--format", choices=("csv", "jsonl"), default="jsonl")
+    ex.add_argument("--out", help="file to write (default: standard output)")
+    ex.add_argument("--store", help="store URL (default: config)")
+    ex.set_defaults(func=cmd_export)
+
+    prov = sub.add_parser("providers", help="the model registry").add_subparsers(dest="action", required=True)
+    prov.add_parser("list", help="every registered id with its board, protocol, status and key").set_defaults(
+        func=cmd_providers_list)
+
+    ds = sub.add_parser("datasets", help="the dataset catalog").add_subparsers(dest="action", required=True)
+    ds.add_parser("list", help="every dataset with clip counts and durations").set_defaults(func=cmd_datasets_list)
+    imp = ds.add_parser("import", help="import a folder of audio with a manifest.jsonl")
+    imp.add_argument("dir")
+    imp.add_argument("--name", required=True)
+    imp.set_defaults(func=cmd_datasets_import)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "sample_size", None) is not None and args.sample_size <= 0:
+        parser().error("--sample-size must be a positive integer")
+    try:
+        return args.func(args)
+    except USER_ERRORS as exc:
+        print(f"voxwatch: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("voxwatch: interrupted; completed rows are stored", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Configuration: one TOML file over the packaged default, then VOXWATCH_<SECTION>_<KEY> overrides.
+
+The schema below is the whole configuration; an unknown key, a wrong type or a bad value is an
+error that names the key and the problem. API keys are not configuration: see providers.keys.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Callable
+
+BOARDS = ("stt", "tts", "s2s")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _positive_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ValueError("expected a positive integer")
+    return v
+
+
+def _seed(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < -1:
+        raise ValueError("expected -1 (fresh seed per run) or a non-negative integer")
+    return v
+
+
+def _positive_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        raise ValueError("expected a positive number")
+    return float(v)
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError("expected a non-empty string")
+    return v
+
+
+def _store_url(v: Any) -> str:
+    v = _text(v)
+    if not v.startswith("sqlite:///"):
+        raise ValueError("expected sqlite:///relative/path or sqlite:////absolute/path "
+                         "(the Postgres store comes with distributed mode)")
+    return v
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, str) and x.strip() for x in v):
+        raise ValueError("expected a list of strings")
+    return tuple(v)
+
+
+_BOARD_KEYS: dict[str, Callable[[Any], Any]] = {"models": _names, "datasets": _names}
+SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "worker": {"region": _text},
+    "store": {"url": _store_url},
+    "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int},
+    "schedule": {"every_minutes": _positive_int},
+    "datasets": {"dir": _text},
+    "boards.stt": dict(_BOARD_KEYS),
+    "boards.tts": {**_BOARD_KEYS, "instrument": _text},
+    "boards.s2s": dict(_BOARD_KEYS),
+}
+
+
+@dataclass(frozen=True)
+class Board:
+    models: tuple[str, ...]
+    datasets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Config:
+    region: str
+    store_url: str
+    sample_size: int
+    seed: int
+    timeout_s: float
+    chunk_ms: int
+    every_minutes: int
+    datasets_dir: Path
+    boards: dict[str, Board]
+    tts_instrument: str
+    source: str
+
+    def with_store(self, url: str) -> "Config":
+        try:
+            _store_url(url)
+        except ValueError as exc:
+            raise ConfigError(f"--store: {exc}") from None
+        return Config(**{**self.__dict__, "store_url": url})
+
+
+def _flatten(data: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    sections: dict[str, dict[str, Any]] = {}
+    for name, value in data.items():
+        if name == "boards" and isinstance(value, dict):
+            for board, keys in value.items():
+                sections[f"boards.{board}"] = keys
+        else:
+            sections[name] = value
+    for name, keys in sections.items():
+        if name not in SCHEMA:
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(f'[{s}]' for s in SCHEMA)}")
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+        for key in keys:
+            if key not in SCHEMA[name]:
+                raise ConfigError(f"{source}: [{name}] unknown key {key!r}; known: {', '.join(SCHEMA[name])}")
+    return sections
+
+
+def _env_value(raw: str, current: Any) -> Any:
+    if isinstance(current, (list, tuple)):
+        return [x.strip() for x in raw.split(",") if x.strip()]
+    if isinstance(current, bool):
+        return raw.lower() in ("1", "true", "yes")
+    if isinstance(current, int):
+        try:
+            return int(raw)
+        except ValueError:
+            return raw
+    if isinstance(current, float):
+        try:
+            return float(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def env_name(section: str, key: str) -> str:
+    return "VOXWATCH_" + section.replace(".", "_").upper() + "_" + key.upper()
+
+
+def load(path: str | Path | None = None, environ: dict[str, str] | None = None) -> Config:
+    """The default, overlaid by the file (path, $VOXWATCH_CONFIG or ./voxwatch.toml), then the environment."""
+    env = os.environ if environ is None else environ
+    merged = _flatten(tomllib.loads(files("voxwatch").joinpath("default.toml").read_text()), "default.toml")
+    chosen = path or env.get("VOXWATCH_CONFIG") or ("voxwatch.toml" if Path("voxwatch.toml").is_file() else None)
+    source = str(chosen) if chosen else "default.toml"
+    if chosen:
+        try:
+            text = Path(chosen).read_text()
+        except OSError as exc:
+            raise ConfigError(f"{chosen}: cannot read config ({exc.strerror})") from None
+        try:
+            user = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{chosen}: not valid TOML ({exc})") from None
+        for name, keys in _flatten(user, source).items():
+            merged.setdefault(name, {}).update(keys)
+    where: dict[tuple[str, str], str] = {}
+    for name, keys in SCHEMA.items():
+        for key in keys:
+            var = env_name(name, key)
+            if var in env:
+                merged.setdefault(name, {})[key] = _env_value(env[var], merged.get(name, {}).get(key))
+                where[(name, key)] = f"environment {var}"
+    values: dict[str, dict[str, Any]] = {}
+    for name, keys in SCHEMA.items():
+        values[name] = {}
+        for key, check in keys.items():
+            raw = merged.get(name, {}).get(key)
+            try:
+                values[name][key] = check(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {raw!r}: {exc}") from None
+    return Config(
+        region=values["worker"]["region"],
+        store_url=values["store"]["url"],
+        sample_size=values["run"]["sample_size"],
+        seed=values["run"]["seed"],
+        timeout_s=values["run"]["timeout_s"],
+        chunk_ms=values["run"]["chunk_ms"],
+        every_minutes=values["schedule"]["every_minutes"],
+        datasets_dir=Path(values["datasets"]["dir"]),
+        boards={b: Board(values[f"boards.{b}"]["models"], values[f"boards.{b}"]["datasets"]) for b in BOARDS},
+        tts_instrument=values["boards.tts"]["instrument"],
+        source=source,
+    )

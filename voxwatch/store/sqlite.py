@@ -1,0 +1,80 @@
+"""SQLite backend: the embedded default, one file, tables built from the Observation dataclass."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import astuple, fields
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
+from . import StoreError
+
+
+
+def _column(f) -> str:
+    base = f.type.split("|")[0].strip() if isinstance(f.type, str) else f.type.__name__
+    return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
+
+
+SCHEMA_VERSION = 1
+
+
+class SQLiteStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the SQLite store at {path}: {exc}") from None
+
+    def _migrate(self) -> None:
+        cols = ", ".join(_column(f) for f in fields(Observation))
+        run_cols = ", ".join(_column(f) for f in fields(RunRecord))
+        with self._db:
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS observations ({cols}, UNIQUE ({', '.join(KEY)}))")
+            self._db.execute("CREATE INDEX IF NOT EXISTS observations_time ON observations (started_at)")
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS runs ({run_cols}, PRIMARY KEY (run_id))")
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def add(self, rows: Iterable[Observation]) -> int:
+        marks = ", ".join("?" for _ in FIELDS)
+        sql = f"INSERT INTO observations ({', '.join(FIELDS)}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+        try:
+            with self._db:
+                before = self._db.total_changes
+                self._db.executemany(sql, [astuple(r) for r in rows])
+                return self._db.total_changes - before
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write observations to {self.path}: {exc}") from None
+
+    def start_run(self, run: RunRecord) -> None:
+        with self._db:
+            self._db.execute(f"INSERT OR REPLACE INTO runs ({', '.join(RUN_FIELDS)}) VALUES "
+                             f"({', '.join('?' for _ in RUN_FIELDS)})", astuple(run))
+
+    finish_run = start_run
+
+    def runs(self) -> list[RunRecord]:
+        cur = self._db.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY started_at")
+        return [RunRecord(*row) for row in cur]
+
+    def observations(self, since: float | None = None) -> Iterator[Observation]:
+        sql = f"SELECT {', '.join(FIELDS)} FROM observations"
+        args: tuple = ()
+        if since is not None:
+            sql += " WHERE started_at >= ?"
+            args = (since,)
+        bools = {f.name for f in fields(Observation) if str(f.type).startswith("bool")}
+        for row in self._db.execute(sql + " ORDER BY started_at, rowid", args):
+            record = dict(zip(FIELDS, row))
+            for name in bools:
+                if record[name] is not None:
+                    record[name] = bool(record[name])
+            yield Observation(**record)
+
+    def close(self) -> None:
+        self._db.close()

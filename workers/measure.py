@@ -1,0 +1,183 @@
+"""Measuring one item: acquire -> measure -> observation. The harness owns the envelope.
+
+`measure_item` is the one public entry used by `voxwatch run`, the Celery task and the
+benchmarks. It opens the provider connection outside every clock (timed as `connect_ms`), paces
+or sends the input, waits with a timeout, hands the timeline to voxwatch.metrics, and turns any
+failure into a row with a status and a reason, never a latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from voxwatch import __version__
+from voxwatch.datasets.audio import resample
+from voxwatch.datasets.catalog import Dataset
+from voxwatch.datasets.manifest import Clip, Prompt
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.onset import ONSET_VERSION, levels
+from voxwatch.metrics.timeline import batch_metrics, collect_audio, stt_stream_metrics, tts_metrics
+from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
+from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
+from voxwatch.observation import Observation
+from voxwatch.providers.events import Clock, Timeline
+from voxwatch.providers.keys import Secret, scrub
+from voxwatch.providers.registry import ModelInfo
+
+from .pacer import paced_send
+
+TRIM_AFTER_SPEECH_S = 0.1
+CLOCK_FIELDS = ("connect_ms", "ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "latency_ms", "rtf",
+                "ttfa_ms", "ttfb_ms", "leading_silence_ms", "synthesis_ms", "v2v_ms", "pacing_error_ms")
+
+
+class Inaudible(Exception):
+    """Synthesized audio with no audible onset."""
+
+
+@dataclass(frozen=True)
+class MeasureContext:
+    run_id: str
+    seed: int
+    region: str
+    attempt: int = 1
+    timeout_s: float = 30.0
+    chunk_ms: int = 20
+    instrument: Callable[[np.ndarray], str] | None = None  # float32 16 kHz -> transcript
+    instrument_id: str | None = None
+    secrets: tuple[Secret | None, ...] = ()
+    clock: Clock = time.perf_counter_ns
+    emulator: bool = False
+
+
+def _ms_since(clock: Clock, start_ns: int) -> float:
+    return (clock() - start_ns) / 1e6
+
+
+def _base_row(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: MeasureContext) -> Observation:
+    clip = item if isinstance(item, Clip) else None
+    return Observation(
+        run_id=ctx.run_id, model_id=model.id, dataset=dataset.name, clip_id=item.id, attempt=ctx.attempt,
+        board=model.board, vendor=model.vendor, protocol=model.protocol, region=ctx.region,
+        started_at=time.time(), status="ok", condition=dataset.info.condition, family=dataset.info.family,
+        utterance_id=clip.utterance_id if clip else item.id, voice=model.voice if model.board == "tts" else None,
+        dataset_manifest_sha256=dataset.manifest_sha256, seed=ctx.seed, emulator=ctx.emulator,
+        reference=item.text, method_version=METHOD_VERSION, runner_version=__version__,
+        normalizer=NORMALIZER_NAME, normalizer_version=NORMALIZER_VERSION, vad=VAD_NAME, vad_version=VAD_VERSION,
+        vad_params=json.dumps(VAD_PARAMS.as_record(), sort_keys=True), onset_version=ONSET_VERSION,
+    )
+
+
+def _score(row: Observation, reference: str, hypothesis: str) -> None:
+    parts = word_errors(reference, hypothesis)
+    row.hypothesis = hypothesis
+    row.substitutions, row.deletions, row.insertions, row.ref_words = (
+        parts.substitutions, parts.deletions, parts.insertions, parts.ref_words)
+
+
+def _trimmed(dataset: Dataset, clip: Clip) -> bytes:
+    pcm = dataset.audio(clip)
+    return pcm[: int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))].tobytes()
+
+
+async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+    pcm = _trimmed(dataset, clip)
+    timeline = Timeline(ctx.clock)
+    start = ctx.clock()
+    session = await asyncio.wait_for(adapter.connect(timeline), ctx.timeout_s)
+    row.connect_ms = _ms_since(ctx.clock, start)
+    try:
+        pacing = await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
+        row.pacing_error_ms = pacing.max_late_ms
+        await session.end_audio()
+        await asyncio.wait_for(session.wait_final(), ctx.timeout_s)
+    finally:
+        await session.aclose()
+    m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end)
+    if m.ttfs_ms is None:
+        raise asyncio.TimeoutError("the stream closed without a final transcript")
+    row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = m.ttfs_ms, m.first_partial_ms, m.first_partial_from_t0_ms
+    _score(row, clip.text, m.hypothesis)
+
+
+async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+    pcm = _trimmed(dataset, clip)
+    timeline = Timeline(ctx.clock)
+    start = ctx.clock()
+    client = await asyncio.wait_for(adapter.connect(timeline), ctx.timeout_s)
+    row.connect_ms = _ms_since(ctx.clock, start)
+    await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
+    m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
+    row.latency_ms, row.rtf = m.latency_ms, m.rtf
+    _score(row, clip.text, m.hypothesis)
+
+
+async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx: MeasureContext) -> None:
+    timeline = Timeline(ctx.clock)
+    start = ctx.clock()
+    session = await asyncio.wait_for(adapter.connect(timeline, model.voice), ctx.timeout_s)
+    row.connect_ms = _ms_since(ctx.clock, start)
+    try:
+        await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
+    finally:
+        await session.aclose()
+    m = tts_metrics(timeline)
+    row.ttfb_ms, row.synthesis_ms, row.audio_duration_s = m.ttfb_ms, m.synthesis_ms, m.audio_duration_s
+    stream = collect_audio(timeline.events)
+    if m.ttfa_ms is None:
+        lv = levels(stream.samples)
+        raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
+    row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
+    if ctx.instrument is not None:
+        row.instrument_id = ctx.instrument_id
+        try:
+            audio16k = resample(stream.samples, stream.sample_rate, 16000).astype(np.float32)
+            text = await asyncio.to_thread(ctx.instrument, audio16k)
+            _score(row, prompt.text, text)
+        except Exception as exc:  # an instrument failure is not a provider failure
+            row.instrument_error = f"{type(exc).__name__}: {exc}"
+
+
+def _fail(row: Observation, status: str, reason: str, ctx: MeasureContext) -> Observation:
+    row.status, row.reason = status, scrub(reason, list(ctx.secrets))[:500]
+    for name in CLOCK_FIELDS:
+        setattr(row, name, None)
+    return row
+
+
+def failed_observation(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: MeasureContext,
+                       status: str, reason: str) -> Observation:
+    """A row for an item that could not be measured at all (for example, no adapter)."""
+    return _fail(_base_row(model, dataset, item, ctx), status, reason, ctx)
+
+
+async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip | Prompt,
+                       ctx: MeasureContext) -> Observation:
+    """One observation for one item; every failure becomes a row with a status and a reason."""
+    row = _base_row(model, dataset, item, ctx)
+    try:
+        if model.protocol == "stt-stream":
+            await _stt_stream(adapter, dataset, item, row, ctx)
+        elif model.protocol == "stt-batch":
+            await _stt_batch(adapter, dataset, item, row, ctx)
+        elif model.protocol == "tts-stream":
+            await _tts(adapter, model, item, row, ctx)
+        else:
+            return _fail(row, "excluded", f"protocol {model.protocol} has no local harness yet", ctx)
+    except (asyncio.TimeoutError, TimeoutError) as exc:
+        return _fail(row, "timeout", str(exc) or f"no result within {ctx.timeout_s:g} s", ctx)
+    except Inaudible as exc:
+        return _fail(row, "inaudible", str(exc), ctx)
+    except Exception as exc:
+        return _fail(row, "error", f"{type(exc).__name__}: {exc}", ctx)
+    for metric in ("ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "ttfa_ms", "latency_ms"):
+        exclusion = model.excluded(metric)
+        if exclusion is not None:
+            setattr(row, metric, None)
+    return row

@@ -1,0 +1,184 @@
+"""One monitoring tick in-process: plan the sample, measure every (item, model), store the rows.
+
+The same plan and `measure_item` serve `voxwatch run` and the distributed workers. Work is
+ordered item-major (every model measures item 1, then item 2, ...) so no provider is burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tqdm import tqdm
+
+from voxwatch.config import Config
+from voxwatch.datasets.catalog import Catalog, Dataset
+from voxwatch.datasets.manifest import Clip, Prompt
+from voxwatch.datasets.sampling import draw
+from voxwatch.observation import Observation, RunRecord
+from voxwatch.providers.keys import api_key, key_variable
+from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
+from voxwatch.store import Store
+
+from .measure import MeasureContext, failed_observation, measure_item
+
+BOARD_KIND = {"stt": "audio", "s2s": "audio", "tts": "text"}
+
+
+class PlanError(ValueError):
+    """A run that cannot start: unknown model or dataset, or a dataset on the wrong board."""
+
+
+@dataclass(frozen=True)
+class Task:
+    model: ModelInfo
+    dataset: Dataset
+    item: Clip | Prompt
+
+
+@dataclass
+class Plan:
+    seed: int
+    tasks: list[Task] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # one line per model that cannot run here
+
+
+def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: list[str] | None = None,
+              datasets: list[str] | None = None, sample_size: int | None = None, seed: int | None = None) -> Plan:
+    """Resolve models and datasets (integrity-checked), then draw one sample per family."""
+    seed = seed if seed is not None else (config.seed if config.seed >= 0 else random.SystemRandom().randrange(2**31))
+    n = sample_size or config.sample_size
+    if models is not None:
+        chosen_models = [registry.resolve(m) for m in models]
+    else:
+        chosen_models = [registry.resolve(m) for b in config.boards.values() for m in b.models]
+    loaded: dict[str, Dataset] = {}
+    plan = Plan(seed=seed)
+    by_board: dict[str, tuple[list[ModelInfo], list[Dataset]]] = {}
+    wanted = set(datasets or [])
+    used: set[str] = set()
+    for board in ("stt", "tts", "s2s"):
+        board_models = [m for m in chosen_models if m.board == board]
+        if not board_models:
+            continue
+        names = list(datasets or config.boards[board].datasets)
+        board_sets = []
+        for name in names:
+            if name not in loaded:
+                loaded[name] = catalog.load(name)
+            ds = loaded[name]
+            if ds.info.kind != BOARD_KIND[board]:
+                if datasets is None:
+                    raise PlanError(f"dataset {name} ({ds.info.kind}) cannot run on the {board} board")
+                continue
+            board_sets.append(ds)
+            used.add(name)
+        by_board[board] = (board_models, board_sets)
+    unused = wanted - used
+    if unused:
+        raise PlanError(f"dataset(s) {', '.join(sorted(unused))} fit no board of the chosen models")
+    for board, (board_models, board_sets) in by_board.items():
+        runnable = []
+        for m in board_models:
+            if not m.key_is_set():
+                plan.skipped.append(f"skipped {m.id}: set {key_variable(m.vendor)} to measure it")
+            elif m.status == "retired":
+                plan.skipped.append(f"skipped {m.id}: retired")
+            else:
+                runnable.append(m)
+        families: dict[str, list[Dataset]] = {}
+        for ds in board_sets:
+            families.setdefault(ds.info.family, []).append(ds)
+        for family, members in families.items():
+            common = set.intersection(*({_uid(i) for i in ds.items} for ds in members))
+            for uid in draw(seed, family, sorted(common), n):
+                for ds in members:
+                    item = next(i for i in ds.items if _uid(i) == uid)
+                    plan.tasks.extend(Task(m, ds, item) for m in runnable)
+    return plan
+
+
+def _uid(item: Clip | Prompt) -> str:
+    return item.utterance_id if isinstance(item, Clip) else item.id
+
+
+@dataclass
+class TickResult:
+    run: RunRecord
+    rows: list[Observation]
+    skipped: list[str]
+
+
+def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, progress: bool = True,
+             instrument: Callable | None = None, instrument_id: str | None = None,
+             on_row: Callable[[Observation], None] | None = None) -> TickResult:
+    """Measure every task of the plan and store each row as it completes."""
+    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed)
+    store.start_run(run)
+    rows: list[Observation] = []
+    try:
+        rows = asyncio.run(_measure_all(config, store, registry, plan, run, progress, instrument, instrument_id, on_row))
+        failed = sum(r.status != "ok" for r in rows)
+        run.status = "succeeded" if failed == 0 else ("failed" if failed == len(rows) and rows else "partial")
+    except BaseException as exc:
+        run.status = "partial" if run.rows else "failed"
+        run.note = f"interrupted: {type(exc).__name__}"
+        raise
+    finally:
+        run.finished_at = time.time()
+        run.failed_rows = sum(r.status != "ok" for r in rows) if rows else run.failed_rows
+        store.finish_run(run)
+    return TickResult(run, rows, plan.skipped)
+
+
+async def _measure_all(config: Config, store: Store, registry: Registry, plan: Plan, run: RunRecord, progress: bool,
+                       instrument, instrument_id, on_row) -> list[Observation]:
+    adapters: dict[str, object] = {}
+    secrets = tuple(api_key(t.model.vendor) for t in plan.tasks if t.model.needs_key)
+    rows: list[Observation] = []
+    bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
+    for task in plan.tasks:
+        ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
+                             chunk_ms=config.chunk_ms, instrument=instrument if task.model.board == "tts" else None,
+                             instrument_id=instrument_id, secrets=secrets)
+        if task.model.id not in adapters:
+            try:
+                adapters[task.model.id] = registry.create(task.model)
+            except (RegistryError, ImportError, OSError, RuntimeError) as exc:
+                adapters[task.model.id] = exc
+        adapter = adapters[task.model.id]
+        if isinstance(adapter, Exception):
+            row = failed_observation(task.model, task.dataset, task.item, ctx, "error", f"adapter unavailable: {adapter}")
+        else:
+            row = await measure_item(task.model, adapter, task.dataset, task.item, ctx)
+        store.add([row])
+        rows.append(row)
+        run.rows += 1
+        run.failed_rows += row.status != "ok"
+        if on_row is not None:
+            on_row(row)
+        bar.set_postfix_str(f"{task.model.id} {task.dataset.name}", refresh=False)
+        bar.update(1)
+    bar.close()
+    for adapter in adapters.values():
+        if hasattr(adapter, "close"):
+            adapter.close()
+    return rows
+
+
+def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[Callable | None, str | None]:
+    """The fixed STT that scores TTS intelligibility; only loaded when a TTS model is measured."""
+    if not any(t.model.board == "tts" for t in plan.tasks):
+        return None, None
+    model = registry.resolve(config.tts_instrument)
+    if model.vendor != "faster-whisper":
+        raise PlanError(f"instrument {model.id}: only the local faster-whisper model can be the instrument here")
+    from voxwatch.providers.local.whisper_stt import WhisperTiny
+
+    registry.create(model)  # checks the installed version against the id
+    return WhisperTiny.get().transcribe, model.id
