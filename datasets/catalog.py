@@ -7,7 +7,6 @@ and aborts with the file's name on a mismatch, before anything is measured.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -84,7 +83,7 @@ class Catalog:
         if info.name != name:
             raise ManifestError(f"{folder / 'dataset.json'}: name {info.name!r} does not match folder {name!r}")
         manifest = folder / "manifest.jsonl"
-        manifest_sha = hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.is_file() else ""
+        manifest_sha = file_sha256(manifest) if manifest.is_file() else ""
         if info.kind == "text":
             return Dataset(info, folder, manifest_sha, prompts=tuple(read_records(manifest, Prompt)))
         clips = tuple(read_records(manifest, Clip))

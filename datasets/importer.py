@@ -8,7 +8,6 @@ moved into place only when every clip succeeded, so a bad file leaves nothing ha
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile
@@ -17,7 +16,7 @@ from pathlib import Path
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
 
 from .audio import CATALOG_RATE, AudioError, normalize_loudness, read_mono, resample, to_pcm16, write_wav
-from .manifest import Clip, DatasetInfo, ManifestError, file_sha256, write_info, write_records
+from .manifest import Clip, DatasetInfo, ManifestError, file_sha256, iter_jsonl, write_info, write_records
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
@@ -36,13 +35,7 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
     if not manifest.is_file():
         raise DatasetImportError(f"{manifest}: not found (DIR needs a manifest.jsonl with id, path and text per line)")
     entries = []
-    for n, line in enumerate(manifest.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{manifest}:{n}: {exc}") from None
+    for n, record in iter_jsonl(manifest):
         missing = [k for k in ("id", "path", "text") if not isinstance(record.get(k), str) or not record[k].strip()]
         if missing:
             raise ManifestError(f"{manifest}:{n}: missing or empty {', '.join(missing)}")

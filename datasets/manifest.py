@@ -7,11 +7,12 @@ the transform's parameters, so no file is unexplained.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
+
+from voxwatch.integrity import file_sha256  # noqa: F401  (re-exported for dataset code)
 
 SCHEMA_VERSION = 1
 
@@ -86,8 +87,8 @@ def write_info(folder: Path, info: DatasetInfo) -> None:
     (folder / "dataset.json").write_text(json.dumps(asdict(info), indent=2, sort_keys=True) + "\n")
 
 
-def read_records(path: Path, cls: type) -> list:
-    items = []
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a bad line raises naming the file and line."""
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
@@ -101,7 +102,11 @@ def read_records(path: Path, cls: type) -> list:
             raise ManifestError(f"{path}:{n}: {exc}") from None
         if not isinstance(record, dict):
             raise ManifestError(f"{path}:{n}: expected a JSON object")
-        items.append(_from_record(cls, record, f"{path}:{n}"))
+        yield n, record
+
+
+def read_records(path: Path, cls: type) -> list:
+    items = [_from_record(cls, record, f"{path}:{n}") for n, record in iter_jsonl(path)]
     ids = [i.id for i in items]
     if len(set(ids)) != len(ids):
         raise ManifestError(f"{path}: duplicate ids")
@@ -113,11 +118,3 @@ def write_records(path: Path, items: Iterable) -> None:
     with path.open("w") as f:
         for item in items:
             f.write(json.dumps({k: v for k, v in asdict(item).items() if v is not None}, sort_keys=True) + "\n")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -40,9 +41,14 @@ def _catalog(cfg: config_mod.Config) -> Catalog:
     return Catalog([bundled_root(), cfg.datasets_dir])
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_run(args) -> int:
     from voxwatch.workers.runner import plan_tick, resolve_instrument, run_tick
 
+    signal.signal(signal.SIGTERM, _interrupt)
     cfg = _config(args)
     registry = Registry.default()
     plan = plan_tick(cfg, registry, _catalog(cfg), models=_names(args.models) if args.models else None,
@@ -58,6 +64,9 @@ def cmd_run(args) -> int:
     try:
         result = run_tick(cfg, store, registry, plan, progress=not args.no_progress,
                           instrument=instrument, instrument_id=instrument_id)
+        if result.spooled is not None:
+            print(f"warning: the store refused some rows; they are safe in {result.spooled} "
+                  f"(add them later with: voxwatch ingest {result.spooled})", file=sys.stderr)
         failed = [r for r in result.rows if r.status != "ok"]
         print(f"run {result.run.run_id} {result.run.status}: {len(result.rows)} observations "
               f"({len(failed)} not ok), seed {plan.seed}, store {cfg.store_url}")
@@ -108,6 +117,20 @@ def cmd_export(args) -> int:
             out.close()
     if args.out:
         print(f"wrote {count} observations to {args.out}")
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    from voxwatch.store.spool import read_rows
+
+    cfg = _config(args)
+    rows = list(read_rows(Path(args.file)))
+    store = open_store(cfg.store_url)
+    try:
+        added = store.add(rows)
+    finally:
+        store.close()
+    print(f"read {len(rows)} observations from {args.file}; {added} were new")
     return 0
 
 
@@ -172,6 +195,11 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", help="file to write (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
     ex.set_defaults(func=cmd_export)
+
+    ing = sub.add_parser("ingest", help="add rows from a JSONL export or spool file (idempotent)")
+    ing.add_argument("file")
+    ing.add_argument("--store", help="store URL (default: config)")
+    ing.set_defaults(func=cmd_ingest)
 
     prov = sub.add_parser("providers", help="the model registry").add_subparsers(dest="action", required=True)
     prov.add_parser("list", help="every registered id with its board, protocol, status and key").set_defaults(

@@ -61,7 +61,7 @@ def _names(v: Any) -> tuple[str, ...]:
 _BOARD_KEYS: dict[str, Callable[[Any], Any]] = {"models": _names, "datasets": _names}
 SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _text},
-    "store": {"url": _store_url},
+    "store": {"url": _store_url, "spool_dir": _text},
     "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int},
     "schedule": {"every_minutes": _positive_int},
     "datasets": {"dir": _text},
@@ -87,6 +87,7 @@ class Config:
     chunk_ms: int
     every_minutes: int
     datasets_dir: Path
+    spool_dir: Path
     boards: dict[str, Board]
     tts_instrument: str
     source: str
@@ -182,6 +183,7 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
         chunk_ms=values["run"]["chunk_ms"],
         every_minutes=values["schedule"]["every_minutes"],
         datasets_dir=Path(values["datasets"]["dir"]),
+        spool_dir=Path(values["store"]["spool_dir"]),
         boards={b: Board(values[f"boards.{b}"]["models"], values[f"boards.{b}"]["datasets"]) for b in BOARDS},
         tts_instrument=values["boards.tts"]["instrument"],
         source=source,

@@ -56,8 +56,12 @@ class MeasureContext:
     emulator: bool = False
 
 
-def _ms_since(clock: Clock, start_ns: int) -> float:
-    return (clock() - start_ns) / 1e6
+async def _connect(connecting, row: Observation, ctx: MeasureContext):
+    """Open and warm the provider connection: timed as connect_ms, outside every other clock."""
+    start = ctx.clock()
+    session = await asyncio.wait_for(connecting, ctx.timeout_s)
+    row.connect_ms = (ctx.clock() - start) / 1e6
+    return session
 
 
 def _base_row(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: MeasureContext) -> Observation:
@@ -89,9 +93,7 @@ def _trimmed(dataset: Dataset, clip: Clip) -> bytes:
 async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = _trimmed(dataset, clip)
     timeline = Timeline(ctx.clock)
-    start = ctx.clock()
-    session = await asyncio.wait_for(adapter.connect(timeline), ctx.timeout_s)
-    row.connect_ms = _ms_since(ctx.clock, start)
+    session = await _connect(adapter.connect(timeline), row, ctx)
     try:
         pacing = await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
         row.pacing_error_ms = pacing.max_late_ms
@@ -109,9 +111,7 @@ async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, c
 async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = _trimmed(dataset, clip)
     timeline = Timeline(ctx.clock)
-    start = ctx.clock()
-    client = await asyncio.wait_for(adapter.connect(timeline), ctx.timeout_s)
-    row.connect_ms = _ms_since(ctx.clock, start)
+    client = await _connect(adapter.connect(timeline), row, ctx)
     await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
     m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
     row.latency_ms, row.rtf = m.latency_ms, m.rtf
@@ -120,9 +120,7 @@ async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ct
 
 async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx: MeasureContext) -> None:
     timeline = Timeline(ctx.clock)
-    start = ctx.clock()
-    session = await asyncio.wait_for(adapter.connect(timeline, model.voice), ctx.timeout_s)
-    row.connect_ms = _ms_since(ctx.clock, start)
+    session = await _connect(adapter.connect(timeline, model.voice), row, ctx)
     try:
         await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
     finally:

