@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voxwatch.providers.events import AUDIO, CHUNK_SENT, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Event, Timeline
+from voxwatch.providers.events import (AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT,
+                                      RESPONSE, Event, Timeline)
 
 from .onset import detect_onset
 
@@ -19,6 +20,18 @@ NS_PER_MS = 1_000_000
 
 def _ms(ns: float) -> float:
     return ns / NS_PER_MS
+
+
+def connect_ms(timeline: Timeline) -> float | None:
+    """Connection and session set-up: from CONNECT_START to CONNECTED, outside every other clock."""
+    start, done = timeline.first(CONNECT_START), timeline.first(CONNECTED)
+    return _ms(done.t_ns - start.t_ns) if start and done else None
+
+
+def pacing_error_ms(timeline: Timeline) -> float | None:
+    """The latest any chunk was written after its real-time deadline (0 when all were on time)."""
+    late = [e.t_ns - e.deadline_ns for e in timeline.of(CHUNK_SENT) if e.deadline_ns is not None]
+    return _ms(max(0, max(late))) if late else None
 
 
 @dataclass(frozen=True)

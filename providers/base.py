@@ -1,8 +1,9 @@
 """The three stream protocols (STT, TTS, S2S) as small interfaces.
 
 An adapter opens its connection in `connect` (outside every clock except `connect_ms`), then
-speaks its vendor's protocol and marks events on the Timeline it was given. The harness in
-voxwatch.workers.measure owns pacing, timeouts and status; voxwatch.metrics owns every number.
+speaks its vendor's protocol and marks what comes back on the Timeline it was given. The harness
+in voxwatch.workers.measure owns pacing (it marks CHUNK_SENT as each write returns), timeouts
+and status; voxwatch.metrics owns every number.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ class ProviderError(Exception):
 
 class STTStreamSession(Protocol):
     async def send_audio(self, pcm16: bytes) -> None:
-        """Write one chunk of little-endian int16 PCM; mark CHUNK_SENT when written."""
+        """Write one chunk of little-endian int16 PCM; return once it is written."""
 
     async def end_audio(self) -> None:
         """No more audio: force the final where the API allows it, then close the input."""
@@ -37,6 +38,9 @@ class STTStream(Protocol):
 
 class STTBatch(Protocol):
     sample_rate: int
+
+    async def connect(self, timeline: Timeline) -> "STTBatch":
+        """Warm the client (open the HTTP connection, load the model); returns the client to use."""
 
     async def transcribe(self, pcm16: bytes, timeline: Timeline) -> None:
         """Mark REQUEST_SENT, then RESPONSE and FINAL (with the transcript text)."""

@@ -14,6 +14,7 @@ from typing import Callable
 Clock = Callable[[], int]
 """Returns nanoseconds on a monotonic clock."""
 
+CONNECT_START = "connect_start"
 CONNECTED = "connected"
 CHUNK_SENT = "chunk_sent"
 AUDIO_END = "audio_end"
@@ -36,6 +37,7 @@ class Event:
     sample_rate: int | None = None
     audio: bytes | None = None  # little-endian int16 PCM for AUDIO events
     detail: str | None = None
+    deadline_ns: int | None = None  # CHUNK_SENT: when the pacer meant to write it
 
 
 @dataclass

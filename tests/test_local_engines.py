@@ -12,6 +12,7 @@ from voxwatch.providers.events import AUDIO, CHUNK_SENT, CLOSED, FINAL, PARTIAL,
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError, WhisperTiny
 from voxwatch.providers.registry import Registry
+from voxwatch.metrics.timeline import pacing_error_ms
 from voxwatch.metrics.wer import pooled_wer, word_errors
 from voxwatch.workers.pacer import paced_send
 
@@ -46,18 +47,19 @@ def test_pocketsphinx_streams_partials_then_a_final():
 
     async def go():
         session = await adapter.connect(timeline)
-        pacing = await paced_send(session, pcm, CATALOG_RATE, 20, timeline)
+        chunks = await paced_send(session, pcm, CATALOG_RATE, 20, timeline)
         await session.end_audio()
         await asyncio.wait_for(session.wait_final(), 30)
         await session.aclose()
-        return pacing
+        return chunks
 
     try:
-        pacing = asyncio.run(go())
+        chunks = asyncio.run(go())
     finally:
         adapter.close()
     partials, finals = timeline.of(PARTIAL), timeline.of(FINAL)
-    assert pacing.chunks == len(timeline.of(CHUNK_SENT)) == -(-len(pcm) // 640)
+    assert chunks == len(timeline.of(CHUNK_SENT)) == -(-len(pcm) // 640)
+    assert 0 <= pacing_error_ms(timeline) < 20  # no chunk a whole chunk late
     assert partials and len(finals) == 1
     assert partials[0].t_ns < finals[0].t_ns and finals[0].t_ns > timeline.of(CHUNK_SENT)[-1].t_ns
     assert word_errors(clip.text, finals[0].text).ref_words == 13

@@ -6,9 +6,9 @@ import pytest
 from conftest import tone
 from voxwatch.metrics.onset import detect_onset
 from voxwatch.metrics.stats import summarize
-from voxwatch.metrics.timeline import batch_metrics, stt_stream_metrics, tts_metrics
+from voxwatch.metrics.timeline import batch_metrics, connect_ms, pacing_error_ms, stt_stream_metrics, tts_metrics
 from voxwatch.metrics.wer import WordErrors, clip_wer, pooled_wer, word_errors
-from voxwatch.providers.events import AUDIO, CHUNK_SENT, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Event, Timeline
+from voxwatch.providers.events import AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Event, Timeline
 
 
 @pytest.mark.parametrize("rate", [16000, 22050, 24000, 48000])
@@ -89,6 +89,17 @@ def test_a_final_before_the_end_of_speech_gives_a_negative_ttfs_that_is_kept():
     m = stt_stream_metrics(tl, speech_start=0.1, speech_end=2.0)
     assert m.ttfs_ms == pytest.approx(-100.0)
     assert m.hypothesis == "first part second"
+
+
+def test_connect_time_and_pacing_error_come_from_their_events():
+    ms = 1_000_000
+    tl = Timeline(clock=lambda: 0)
+    tl.events.extend([Event(CONNECT_START, 0), Event(CONNECTED, 120 * ms),
+                      Event(CHUNK_SENT, 200 * ms, deadline_ns=200 * ms), Event(CHUNK_SENT, 223 * ms, deadline_ns=220 * ms),
+                      Event(CHUNK_SENT, 240 * ms + 500, deadline_ns=240 * ms)])
+    assert connect_ms(tl) == pytest.approx(120.0)
+    assert pacing_error_ms(tl) == pytest.approx(3.0)
+    assert connect_ms(Timeline(clock=lambda: 0)) is None
 
 
 def test_batch_latency_and_real_time_factor():

@@ -21,9 +21,11 @@ from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
 from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.store import StoreError, open_store
+from voxwatch.store.spool import RowsFileError, read_rows
+from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
 USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
-               UnknownDataset, DatasetImportError, ModelIntegrityError, ValueError)
+               UnknownDataset, DatasetImportError, ModelIntegrityError, PlanError, RowsFileError)
 
 
 def _names(text: str) -> list[str]:
@@ -46,8 +48,6 @@ def _interrupt(signum, frame) -> None:
 
 
 def cmd_run(args) -> int:
-    from voxwatch.workers.runner import plan_tick, resolve_instrument, run_tick
-
     signal.signal(signal.SIGTERM, _interrupt)
     cfg = _config(args)
     registry = Registry.default()
@@ -121,8 +121,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_ingest(args) -> int:
-    from voxwatch.store.spool import read_rows
-
     cfg = _config(args)
     rows = list(read_rows(Path(args.file)))
     store = open_store(cfg.store_url)

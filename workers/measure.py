@@ -22,11 +22,12 @@ from voxwatch.datasets.catalog import Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.onset import ONSET_VERSION, levels
-from voxwatch.metrics.timeline import batch_metrics, collect_audio, stt_stream_metrics, tts_metrics
+from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms, stt_stream_metrics,
+                                       tts_metrics)
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
 from voxwatch.observation import Observation
-from voxwatch.providers.events import Clock, Timeline
+from voxwatch.providers.events import CONNECT_START, CONNECTED, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.registry import ModelInfo
 
@@ -56,11 +57,12 @@ class MeasureContext:
     emulator: bool = False
 
 
-async def _connect(connecting, row: Observation, ctx: MeasureContext):
-    """Open and warm the provider connection: timed as connect_ms, outside every other clock."""
-    start = ctx.clock()
+async def _connect(connecting, timeline: Timeline, row: Observation, ctx: MeasureContext):
+    """Open and warm the provider connection, outside every clock but connect_ms."""
+    timeline.mark(CONNECT_START)
     session = await asyncio.wait_for(connecting, ctx.timeout_s)
-    row.connect_ms = (ctx.clock() - start) / 1e6
+    timeline.mark(CONNECTED)
+    row.connect_ms = connect_ms(timeline)
     return session
 
 
@@ -93,10 +95,10 @@ def _trimmed(dataset: Dataset, clip: Clip) -> bytes:
 async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = _trimmed(dataset, clip)
     timeline = Timeline(ctx.clock)
-    session = await _connect(adapter.connect(timeline), row, ctx)
+    session = await _connect(adapter.connect(timeline), timeline, row, ctx)
     try:
-        pacing = await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
-        row.pacing_error_ms = pacing.max_late_ms
+        await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
+        row.pacing_error_ms = pacing_error_ms(timeline)
         await session.end_audio()
         await asyncio.wait_for(session.wait_final(), ctx.timeout_s)
     finally:
@@ -111,7 +113,7 @@ async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, c
 async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = _trimmed(dataset, clip)
     timeline = Timeline(ctx.clock)
-    client = await _connect(adapter.connect(timeline), row, ctx)
+    client = await _connect(adapter.connect(timeline), timeline, row, ctx)
     await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
     m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
     row.latency_ms, row.rtf = m.latency_ms, m.rtf
@@ -120,7 +122,7 @@ async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ct
 
 async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx: MeasureContext) -> None:
     timeline = Timeline(ctx.clock)
-    session = await _connect(adapter.connect(timeline, model.voice), row, ctx)
+    session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
     try:
         await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
     finally:

@@ -1,23 +1,15 @@
 """Real-time pacing (METHOD "Audio"): chunk k is written at the absolute deadline t0 + k * chunk.
 
-Deadlines are absolute, so a late chunk never shifts the ones after it; the worst lateness is
-reported as the pacing error.
+Deadlines are absolute, so a late chunk never shifts the ones after it; each CHUNK_SENT event
+carries its deadline, from which voxwatch.metrics computes the pacing error.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-
 from voxwatch.providers.events import CHUNK_SENT, Timeline
 
 SPIN_NS = 1_500_000  # sleep until this close to a deadline, then yield until it passes
-
-
-@dataclass(frozen=True)
-class Pacing:
-    chunks: int
-    max_late_ms: float
 
 
 def chunk_pcm(pcm16: bytes, sample_rate: int, chunk_ms: int) -> list[bytes]:
@@ -33,15 +25,13 @@ async def _sleep_until(deadline_ns: int, timeline: Timeline) -> None:
         await asyncio.sleep((left - SPIN_NS) / 1e9 if left > SPIN_NS else 0)
 
 
-async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, timeline: Timeline) -> Pacing:
-    """Write every chunk on its deadline and mark CHUNK_SENT as each write returns."""
+async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, timeline: Timeline) -> int:
+    """Write every chunk on its deadline, marking CHUNK_SENT (with the deadline) as each write returns."""
     chunks = chunk_pcm(pcm16, sample_rate, chunk_ms)
     t0 = timeline.clock()
-    worst = 0
     for k, chunk in enumerate(chunks):
         deadline = t0 + k * chunk_ms * 1_000_000
         await _sleep_until(deadline, timeline)
-        worst = max(worst, timeline.clock() - deadline)
         await session.send_audio(chunk)
-        timeline.mark(CHUNK_SENT, n_samples=len(chunk) // 2)
-    return Pacing(chunks=len(chunks), max_late_ms=worst / 1e6)
+        timeline.mark(CHUNK_SENT, n_samples=len(chunk) // 2, deadline_ns=deadline)
+    return len(chunks)

@@ -85,24 +85,36 @@ def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: l
     if unused:
         raise PlanError(f"dataset(s) {', '.join(sorted(unused))} fit no board of the chosen models")
     for board, (board_models, board_sets) in by_board.items():
-        runnable = []
-        for m in board_models:
-            if not m.key_is_set():
-                plan.skipped.append(f"skipped {m.id}: set {key_variable(m.vendor)} to measure it")
-            elif m.status == "retired":
-                plan.skipped.append(f"skipped {m.id}: retired")
-            else:
-                runnable.append(m)
-        families: dict[str, list[Dataset]] = {}
-        for ds in board_sets:
-            families.setdefault(ds.info.family, []).append(ds)
-        for family, members in families.items():
-            common = set.intersection(*({_uid(i) for i in ds.items} for ds in members))
-            for uid in draw(seed, family, sorted(common), n):
-                for ds in members:
-                    item = next(i for i in ds.items if _uid(i) == uid)
-                    plan.tasks.extend(Task(m, ds, item) for m in runnable)
+        plan.tasks.extend(_draw_tasks(_runnable(board_models, plan.skipped), board_sets, seed, n))
     return plan
+
+
+def _runnable(models: list[ModelInfo], skipped: list[str]) -> list[ModelInfo]:
+    """The models that can run here; one line in `skipped` for each that cannot."""
+    runnable = []
+    for m in models:
+        if not m.key_is_set():
+            skipped.append(f"skipped {m.id}: set {key_variable(m.vendor)} to measure it")
+        elif m.status == "retired":
+            skipped.append(f"skipped {m.id}: retired")
+        else:
+            runnable.append(m)
+    return runnable
+
+
+def _draw_tasks(models: list[ModelInfo], datasets: list[Dataset], seed: int, n: int) -> list[Task]:
+    """One draw per family, shared by every model and every condition; ordered item-major."""
+    families: dict[str, list[Dataset]] = {}
+    for ds in datasets:
+        families.setdefault(ds.info.family, []).append(ds)
+    tasks = []
+    for family, members in families.items():
+        by_uid = [{_uid(i): i for i in ds.items} for ds in members]
+        common = set.intersection(*(set(m) for m in by_uid))
+        for uid in draw(seed, family, sorted(common), n):
+            for ds, items in zip(members, by_uid):
+                tasks.extend(Task(m, ds, items[uid]) for m in models)
+    return tasks
 
 
 def _uid(item: Clip | Prompt) -> str:

@@ -53,7 +53,8 @@ class WhisperTiny:
         """Greedy English transcription of float32 mono 16 kHz audio."""
         with self._lock:
             segments, _ = self._model.transcribe(np.asarray(audio16k, dtype=np.float32), language="en", beam_size=1,
-                                                 vad_filter=False, condition_on_previous_text=False)
+                                                 vad_filter=False, condition_on_previous_text=False,
+                                                 without_timestamps=True)
             return " ".join(s.text.strip() for s in segments).strip()
 
 

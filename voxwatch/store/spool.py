@@ -15,6 +15,10 @@ from ..observation import FIELDS, Observation
 from . import Store, StoreError
 
 
+class RowsFileError(ValueError):
+    """A line of a rows file that is not an observation; the message names the file and line."""
+
+
 class SpoolingWriter:
     def __init__(self, store: Store, spool_dir: Path, run_id: str) -> None:
         self.store, self.spool_dir, self.run_id = store, spool_dir, run_id
@@ -51,7 +55,11 @@ class SpoolingWriter:
 
 def read_rows(path: Path) -> Iterator[Observation]:
     """Rows from a JSONL export or spool file; a malformed line raises naming the file and line."""
-    with path.open() as f:
+    try:
+        f = path.open()
+    except OSError as exc:
+        raise RowsFileError(f"{path}: {exc.strerror}") from None
+    with f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -59,4 +67,4 @@ def read_rows(path: Path) -> Iterator[Observation]:
                 record = json.loads(line)
                 yield Observation(**{k: record.get(k) for k in FIELDS if k in record})
             except (json.JSONDecodeError, TypeError) as exc:
-                raise ValueError(f"{path}:{n}: not an observation row ({exc})") from None
+                raise RowsFileError(f"{path}:{n}: not an observation row ({exc})") from None
