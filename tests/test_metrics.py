@@ -5,7 +5,7 @@ import pytest
 
 from conftest import tone
 from voxwatch.metrics.onset import detect_onset
-from voxwatch.metrics.stats import summarize
+from voxwatch.metrics.stats import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci, summarize
 from voxwatch.metrics.timeline import batch_metrics, connect_ms, pacing_error_ms, stt_stream_metrics, tts_metrics
 from voxwatch.metrics.wer import WordErrors, clip_wer, pooled_wer, word_errors
 from voxwatch.providers.events import AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Event, Timeline
@@ -135,3 +135,21 @@ def test_percentiles_interpolate_linearly_and_small_n_is_na():
     assert s.p95 == pytest.approx(9.55)  # percentile_cont(0.95)
     small = summarize([1, 2, 3, 4, None])
     assert small.n == 4 and small.p50 is None and small.mean is None
+
+
+def test_bootstrap_intervals_cover_the_estimate_and_narrow_with_more_clips():
+    rng = np.random.default_rng(3)
+    small, large = rng.lognormal(5, 0.5, 20), rng.lognormal(5, 0.5, 400)
+    ci_small, ci_large = bootstrap_percentile_ci(small, 50), bootstrap_percentile_ci(large, 50)
+    assert ci_small.low <= np.median(small) <= ci_small.high
+    assert (ci_large.high - ci_large.low) < (ci_small.high - ci_small.low)
+    assert bootstrap_percentile_ci(small, 50) == ci_small  # seeded: the same data gives the same interval
+    assert bootstrap_percentile_ci([1, 2, 3, 4], 50) is None
+
+
+def test_pooled_wer_interval_resamples_whole_clips():
+    errors, words = [0, 1, 0, 2, 0, 0, 1, 0], [10, 10, 12, 8, 10, 9, 11, 10]
+    ci = bootstrap_pooled_ci(errors, words)
+    assert ci.low <= sum(errors) / sum(words) <= ci.high and ci.low >= 0
+    assert bootstrap_pooled_ci([0] * 6, [5] * 6) == Interval(0.0, 0.0)
+    assert bootstrap_pooled_ci([1, 2], [3, 4]) is None

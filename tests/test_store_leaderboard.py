@@ -64,6 +64,7 @@ def test_leaderboard_statistics_error_rate_and_pooled_wer():
     assert ttfs.mean == pytest.approx(350.0) and ttfs.p95 == pytest.approx(575.0)
     assert ttfs.attempts == 8 and ttfs.error_rate == pytest.approx(1 / 8) and ttfs.timeout_rate == pytest.approx(1 / 8)
     assert ttfs.pooled_wer == pytest.approx(3 / 60) and ttfs.wer_words == 60
+    assert ttfs.p50_ci[0] <= ttfs.p50 <= ttfs.p50_ci[1] and ttfs.wer_ci[0] <= ttfs.pooled_wer <= ttfs.wer_ci[1]
     assert {r.method_version for r in board} == {"1", "2"}
     table = leaderboard.format_table(board, "30d")
     assert "method v1, v2" in table and "never pooled" in table

@@ -11,11 +11,11 @@ import csv
 import io
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Iterable
 
 from voxwatch.metrics.specs import for_protocol
-from voxwatch.metrics.stats import Summary, rate, summarize
+from voxwatch.metrics.stats import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci, rate, summarize
 from voxwatch.metrics.wer import WordErrors, pooled_wer
 from voxwatch.observation import Observation
 from voxwatch.providers.registry import Registry, RegistryError
@@ -41,6 +41,9 @@ class MetricRow:
     timeout_rate: float | None
     pooled_wer: float | None
     wer_words: int
+    p50_ci: tuple[float, float] | None = None  # bootstrap 95 % over clips
+    p95_ci: tuple[float, float] | None = None
+    wer_ci: tuple[float, float] | None = None
     note: str | None = None
 
 
@@ -61,13 +64,21 @@ def build(rows: Iterable[Observation], registry: Registry | None = None) -> list
         timeouts = sum(r.status == "timeout" for r in members)
         parts = [WordErrors(r.substitutions, r.deletions, r.insertions, r.ref_words) for r in ok if r.ref_words is not None]
         wer = pooled_wer(parts)
+        wer_ci = _pair(bootstrap_pooled_ci([p.errors for p in parts], [p.ref_words for p in parts]))
         for spec in for_protocol(protocol, headline_only=True):
             exclusion = model.excluded(spec.name) if model else None
-            s = summarize([getattr(r, spec.name) for r in ok]) if not exclusion else Summary(0, None, None, None, None, None, None)
+            values = [] if exclusion else [getattr(r, spec.name) for r in ok]
+            s = summarize(values)
             out.append(MetricRow(board, model_id, dataset, region, method, spec.name, s.n, s.mean, s.p50, s.p95, s.max,
                                  len(members), rate(errors, len(members)), rate(timeouts, len(members)), wer,
-                                 sum(p.ref_words for p in parts), exclusion.reason if exclusion else None))
+                                 sum(p.ref_words for p in parts), _pair(bootstrap_percentile_ci(values, 50)),
+                                 _pair(bootstrap_percentile_ci(values, 95)), wer_ci,
+                                 exclusion.reason if exclusion else None))
     return out
+
+
+def _pair(ci: Interval | None) -> tuple[float, float] | None:
+    return (ci.low, ci.high) if ci else None
 
 
 def _num(v: float | None, pct: bool = False) -> str:
@@ -108,13 +119,25 @@ def format_table(rows: list[MetricRow], window: str) -> str:
     return "\n".join(lines).lstrip("\n")
 
 
+def _flat(row: MetricRow) -> dict:
+    """One column per value: each interval becomes <name>_low and <name>_high."""
+    out = {}
+    for name, value in asdict(row).items():
+        if name.endswith("_ci"):
+            out[f"{name}_low"], out[f"{name}_high"] = value if value else (None, None)
+        else:
+            out[name] = value
+    return out
+
+
 def format_csv(rows: list[MetricRow]) -> str:
     buf = io.StringIO()
-    names = list(MetricRow.__dataclass_fields__)
+    names = [n for f in fields(MetricRow)
+             for n in ((f"{f.name}_low", f"{f.name}_high") if f.name.endswith("_ci") else (f.name,))]
     writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow(asdict(r))
+        writer.writerow(_flat(r))
     return buf.getvalue()
 
 
