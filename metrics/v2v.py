@@ -1,0 +1,97 @@
+"""Voice-to-voice latency from a two-channel call recording (METHOD "S2S: voice-to-voice latency").
+
+The recording is the evidence: channel 0 is the caller as sent (each chunk at its write time),
+channel 1 is the model's audio placed at its playout time (the TTFA playout model: playback
+starts with the first chunk and stalls when data is late), both on one clock whose zero is the
+first caller chunk. It is written to disk, and V2V is measured back from the file: the model's
+first audible onset after the caller's last word (the shared VAD's speech_end on channel 0),
+minus that last word.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+from scipy.signal import resample_poly
+
+from voxwatch.providers.events import CHUNK_SENT, Timeline
+
+from .onset import detect_onset
+from .timeline import collect_audio
+from .vad import VAD_PARAMS, speech_anchors
+
+RECORDING_RATE = VAD_PARAMS.sample_rate
+
+
+@dataclass(frozen=True)
+class V2V:
+    v2v_ms: float | None  # None when the model never spoke after the caller's last word
+    caller_speech_end_s: float
+    model_onset_s: float | None
+
+
+def _place(track: np.ndarray, samples: np.ndarray, at: int) -> None:
+    if at < 0:
+        samples, at = samples[-at:], 0
+    end = min(track.size, at + samples.size)
+    if end > at:
+        track[at:end] += samples[: end - at]
+
+
+def call_recording(timeline: Timeline, caller_pcm16: bytes, caller_rate: int = RECORDING_RATE) -> np.ndarray:
+    """(n, 2) float array at RECORDING_RATE: caller chunks at their write times, model audio at playout."""
+    sent = timeline.of(CHUNK_SENT)
+    if not sent:
+        raise ValueError("the call has no caller audio")
+    if caller_rate != RECORDING_RATE:
+        raise ValueError(f"caller audio must be {RECORDING_RATE} Hz")
+    t0 = sent[0].t_ns
+    caller = np.frombuffer(caller_pcm16, dtype="<i2").astype(np.float64) / 32768.0
+    model = collect_audio(timeline.events)
+    placements: list[tuple[int, np.ndarray]] = []
+    if model.samples.size:
+        sr = model.sample_rate
+        lead = np.maximum.accumulate(model.chunk_arrivals_ns - model.chunk_offsets * 1e9 / sr)  # playout start per chunk
+        bounds = list(model.chunk_offsets) + [model.samples.size]
+        up, down = RECORDING_RATE, sr
+        g = np.gcd(up, down)
+        for i in range(len(model.chunk_offsets)):
+            chunk = model.samples[bounds[i]:bounds[i + 1]]
+            heard_ns = lead[i] + bounds[i] * 1e9 / sr - t0
+            placements.append((int(round(heard_ns * RECORDING_RATE / 1e9)),
+                               resample_poly(chunk, up // g, down // g) if sr != RECORDING_RATE else chunk))
+    end = max([int(round((e.t_ns - t0) * RECORDING_RATE / 1e9)) + (e.n_samples or 0) for e in sent]
+              + [at + x.size for at, x in placements])
+    track = np.zeros((end, 2))
+    offset = 0
+    for e in sent:
+        n = e.n_samples or 0
+        _place(track[:, 0], caller[offset:offset + n], int(round((e.t_ns - t0) * RECORDING_RATE / 1e9)))
+        offset += n
+    for at, samples in placements:
+        _place(track[:, 1], samples, at)
+    return track
+
+
+def write_recording(path: Path, recording: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), np.clip(recording, -1, 32767 / 32768), RECORDING_RATE, subtype="PCM_16")
+
+
+def v2v_from_recording(path: Path) -> V2V:
+    """Measure V2V from a written two-channel recording."""
+    data, rate = sf.read(str(path), dtype="int16", always_2d=True)
+    if data.shape[1] != 2 or rate != RECORDING_RATE:
+        raise ValueError(f"{path}: expected a two-channel {RECORDING_RATE} Hz call recording")
+    anchors = speech_anchors(data[:, 0])
+    if anchors is None:
+        raise ValueError(f"{path}: no caller speech on channel 0")
+    end = int(round(anchors.speech_end * rate))
+    onset = detect_onset(data[end:, 1].astype(np.float64) / 32768.0, rate)
+    if onset is None:
+        return V2V(None, anchors.speech_end, None)
+    onset_s = (end + onset) / rate
+    return V2V((onset_s - anchors.speech_end) * 1000, anchors.speech_end, onset_s)
