@@ -25,6 +25,16 @@ def test_onset_ignores_a_click_and_finds_the_sustained_sound():
     assert abs(detect_onset(x, rate) / rate - 0.5) <= 0.001
 
 
+def test_a_quiet_lead_in_that_carries_into_loud_sound_is_part_of_the_onset():
+    """Like a 'th' at -45 dBFS running into a vowel: the onset is where the sound starts."""
+    rate = 22050
+    rng = np.random.default_rng(5)
+    x = tone(rate, onset_s=0.4, duration_s=0.3, total_s=0.9)
+    lead = slice(int(0.33 * rate), int(0.4 * rate))
+    x[lead] = rng.standard_normal(lead.stop - lead.start) * 10 ** (-45 / 20)
+    assert abs(detect_onset(x, rate) / rate - 0.33) <= 0.001
+
+
 def test_quiet_audio_has_no_onset():
     rate = 16000
     assert detect_onset(tone(rate, 0.1, 0.5, 1.0, amplitude=0.005), rate) is None  # about -49 dBFS RMS
