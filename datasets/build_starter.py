@@ -3,6 +3,8 @@
 stt-starter-clean is synthesized with eSpeak NG in four voice and rate settings, resampled to
 16 kHz, padded with seeded silences over a faint noise floor, and loudness-normalised; each
 degraded set is a named transform of it (voxwatch.datasets.degrade). tts-prompts is text only.
+eSpeak NG's frication noise is random, so a rebuild gives equivalent, not byte-identical, audio:
+the committed files and their sha256s are the reference; `--reanchor` refreshes anchors only.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +21,9 @@ from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_ancho
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
 from . import degrade
-from .audio import CATALOG_RATE, normalize_loudness, resample, to_pcm16, write_wav
+from .audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
 from .catalog import bundled_root
-from .manifest import Clip, DatasetInfo, Prompt, file_sha256, write_info, write_records
+from .manifest import Clip, DatasetInfo, Prompt, file_sha256, read_info, read_records, write_info, write_records
 from .starter_texts import STT_UTTERANCES, TTS_PROMPTS
 
 FAMILY = "stt-starter"
@@ -98,10 +101,44 @@ def build_prompts(root: Path) -> None:
                     "tech support) and 5 longer agent passages"))
 
 
+def reanchor(root: Path) -> int:
+    """Recompute the VAD anchors of the committed clips without re-synthesizing them.
+
+    eSpeak NG's frication noise is random, so a full rebuild makes new files (and new sha256s);
+    when only the VAD changes, the committed audio is kept and only the anchors move. Degraded
+    clips keep the shift their transform applied to the clean anchors.
+    """
+    clean_dir = root / f"{FAMILY}-clean"
+    old_clean = {c.id: c for c in read_records(clean_dir / "manifest.jsonl", Clip)}
+    new_clean = {}
+    for c in old_clean.values():
+        pcm, _ = read_pcm16(clean_dir / c.path)
+        anchors = speech_anchors(pcm)
+        new_clean[c.id] = replace(c, speech_start=anchors.speech_start, speech_end=anchors.speech_end)
+    write_records(clean_dir / "manifest.jsonl", new_clean.values())
+    changed = sum(new_clean[i] != old_clean[i] for i in old_clean)
+    for name in degrade.TRANSFORMS:
+        folder = root / f"{FAMILY}-{name}"
+        clips = []
+        for c in read_records(folder / "manifest.jsonl", Clip):
+            src_old, src_new = old_clean[c.utterance_id], new_clean[c.utterance_id]
+            clips.append(replace(c, speech_start=round(src_new.speech_start + c.speech_start - src_old.speech_start, 3),
+                                 speech_end=round(src_new.speech_end + c.speech_end - src_old.speech_end, 3)))
+        write_records(folder / "manifest.jsonl", clips)
+    for folder in [clean_dir] + [root / f"{FAMILY}-{n}" for n in degrade.TRANSFORMS]:
+        info = read_info(folder)
+        write_info(folder, replace(info, vad=_vad_record()))
+    return changed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=bundled_root())
+    parser.add_argument("--reanchor", action="store_true", help="only recompute VAD anchors of the existing clips")
     args = parser.parse_args()
+    if args.reanchor:
+        print(f"re-anchored {reanchor(args.out)} of the clean clips' anchors in {args.out}")
+        return
     for old in args.out.glob(f"{FAMILY}-*"):
         shutil.rmtree(old)
     clean, audio = build_clean(args.out)

@@ -1,9 +1,10 @@
 """Shared VAD anchors (METHOD "Shared VAD anchors"): one webrtcvad configuration for every clip.
 
 webrtcvad decides where speech is (30 ms frames, blips dropped, gaps bridged by the hangover);
-its frame edges run late at the end of speech (it holds "speech" for about 100 ms after the last
-word), so each boundary is refined to the edge of the outermost 10 ms window inside the frame
-search span whose RMS is audible (above -40 dBFS and above twice the clip's noise floor).
+its frame edges are coarse and run late at the end of speech (it holds "speech" for about
+100 ms after the last word), so each boundary is refined to the audible edge of the speech by
+the onset detector (voxwatch.metrics.onset), read forwards for the start and backwards for the
+end.
 
 `speech_start` and `speech_end` are computed once per clip when a dataset is built and stored in
 its manifest; every provider is timed against the same anchors.
@@ -17,7 +18,7 @@ from importlib.metadata import version
 import numpy as np
 import webrtcvad
 
-from .onset import windowed_rms
+from .onset import detect_onset
 
 VAD_NAME = "webrtcvad"
 VAD_VERSION = version("webrtcvad-wheels")
@@ -28,11 +29,10 @@ class VadParams:
     sample_rate: int = 16000
     frame_ms: int = 30
     aggressiveness: int = 3
+    prime_frames: int = 10  # the clip's quietest frames, fed first so the noise model starts adapted
     hangover_ms: int = 300  # unvoiced gaps up to this long inside speech are bridged
     min_speech_ms: int = 90  # voiced runs shorter than this are blips, dropped before bridging
-    refine_window_ms: int = 10
-    refine_span_ms: int = 300  # how far inside (end) or around (start) a frame edge to refine
-    refine_threshold_rms: float = 0.01  # -40 dBFS, the audibility threshold of the onset detector
+    refine_margin_ms: int = 60  # how far outside the speech frames the audible edges are sought
 
     def as_record(self) -> dict:
         return asdict(self)
@@ -48,11 +48,18 @@ class SpeechAnchors:
 
 
 def voiced_frames(pcm16: np.ndarray, params: VadParams = VAD_PARAMS) -> np.ndarray:
-    """One boolean per full frame: did webrtcvad call it speech."""
+    """One boolean per full frame: did webrtcvad call it speech.
+
+    A fresh webrtcvad calls the first frames of a noisy clip speech until its noise model has
+    adapted, so it is first primed with the clip's own quietest frames (their answers dropped).
+    """
     vad = webrtcvad.Vad(params.aggressiveness)
     n = params.sample_rate * params.frame_ms // 1000
     pcm = np.asarray(pcm16, dtype="<i2")
     frames = pcm[: pcm.size - pcm.size % n].reshape(-1, n)
+    energy = np.einsum("ij,ij->i", frames.astype(np.float64), frames.astype(np.float64))
+    for i in np.argsort(energy, kind="stable")[: params.prime_frames]:
+        vad.is_speech(frames[i].tobytes(), params.sample_rate)
     return np.array([vad.is_speech(f.tobytes(), params.sample_rate) for f in frames], dtype=bool)
 
 
@@ -80,19 +87,17 @@ def speech_anchors(pcm16: np.ndarray, params: VadParams = VAD_PARAMS) -> SpeechA
 
 
 def _refine(x: np.ndarray, start: int, end: int, params: VadParams) -> tuple[int, int]:
-    """Move the frame edges to the outermost audible 10 ms windows near them (1 ms steps)."""
-    rate = params.sample_rate
-    win, hop = rate * params.refine_window_ms // 1000, rate // 1000
-    rms = windowed_rms(x, win, hop)
-    if rms.size == 0:
-        return start, end
-    threshold = max(params.refine_threshold_rms, 2.0 * float(np.percentile(rms, 10)))
-    span = rate * params.refine_span_ms // 1000
-    frame = rate * params.frame_ms // 1000
-    lo, hi = max(0, start - frame), min(start + span, end)
-    hits = np.flatnonzero(rms[lo // hop: hi // hop] > threshold)
-    new_start = lo + int(hits[0]) * hop if hits.size else start
-    lo, hi = max(new_start, end - span), end
-    hits = np.flatnonzero(rms[lo // hop: max(lo, hi - win) // hop + 1] > threshold)
-    new_end = lo + int(hits[-1]) * hop + win if hits.size else end
-    return new_start, min(new_end, end)
+    """Move the frame edges to the audible edges of the speech with the onset detector.
+
+    speech_start is the onset of the audio from one margin before the first speech frame;
+    speech_end is the onset of the time-reversed audio from one margin after the last one: the
+    same definition of "audible", read from either side.
+    """
+    margin = params.sample_rate * params.refine_margin_ms // 1000
+    lo = max(0, start - margin)
+    onset = detect_onset(x[lo:end], params.sample_rate)
+    new_start = lo + onset if onset is not None else start
+    hi = min(x.size, end + margin)
+    offset = detect_onset(x[new_start:hi][::-1], params.sample_rate)
+    new_end = hi - offset if offset is not None else end
+    return new_start, max(new_end, new_start + 1)
