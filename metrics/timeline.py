@@ -51,7 +51,8 @@ def stt_stream_metrics(timeline: Timeline, speech_start: float, speech_end: floa
     transcript_events = [e for e in timeline.events if e.kind in (PARTIAL, FINAL) and (e.text or "").strip()]
     finals = timeline.of(FINAL)
     first = transcript_events[0] if transcript_events else None
-    last_final = finals[-1] if finals else None
+    worded = [e for e in finals if (e.text or "").strip()]
+    last_final = (worded or finals)[-1] if finals else None  # an empty flush after the last words is not the final
     return STTStreamMetrics(
         first_partial_ms=_ms(first.t_ns - t0 - speech_start * 1e9) if first else None,
         first_partial_from_t0_ms=_ms(first.t_ns - t0) if first else None,

@@ -95,7 +95,8 @@ def test_stt_clocks_are_anchored_on_the_shared_vad():
 
 def test_a_final_before_the_end_of_speech_gives_a_negative_ttfs_that_is_kept():
     ms = 1_000_000
-    tl = _stt_timeline([(CHUNK_SENT, 0, None), (FINAL, 1800 * ms, "first part"), (FINAL, 1900 * ms, "second")])
+    tl = _stt_timeline([(CHUNK_SENT, 0, None), (FINAL, 1800 * ms, "first part"), (FINAL, 1900 * ms, "second"),
+                        (FINAL, 2300 * ms, "")])  # an empty flush after the last words is not the final
     m = stt_stream_metrics(tl, speech_start=0.1, speech_end=2.0)
     assert m.ttfs_ms == pytest.approx(-100.0)
     assert m.hypothesis == "first part second"

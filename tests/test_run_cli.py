@@ -144,6 +144,27 @@ def test_a_bad_config_file_names_the_key(tmp_path: Path):
     assert proc.returncode == 2 and "[run] sample_size = -3: expected a positive integer" in proc.stderr
 
 
+def test_a_cloud_model_without_its_key_is_skipped_with_one_line_and_local_engines_still_run(store_url: str):
+    proc = run_cli("run", "--models", f"deepgram/nova-3,{ESPEAK}", "--sample-size", "2", "--store", store_url,
+                   "--no-progress")
+    assert "skipped deepgram/nova-3: set VOXWATCH_DEEPGRAM_API_KEY to measure it" in proc.stdout
+    assert {r["model_id"] for r in _export(store_url)} == {ESPEAK}
+
+
+def test_a_cloud_model_against_its_emulator_end_to_end(store_url: str):
+    """The CLI path with a base URL override: rows are measured, labelled emulator, and kept off the board."""
+    from voxwatch.providers.emulators.scenario import TTSScenario
+    from voxwatch.providers.emulators.server import serve
+
+    with serve("cartesia", TTSScenario(ttfb_ms=70.0, api_key="emu-key")) as url:
+        run_cli("run", "--models", "cartesia/sonic-3.5", "--sample-size", "3", "--store", store_url, "--no-progress",
+                env={"VOXWATCH_CARTESIA_BASE_URL": url, "VOXWATCH_CARTESIA_API_KEY": "emu-key"})
+    rows = _export(store_url)
+    assert len(rows) == 3 and all(r["status"] == "ok" and r["emulator"] for r in rows)
+    assert all(abs(r["ttfb_ms"] - 70.0) < 5 for r in rows)
+    assert _board(store_url) == []
+
+
 def test_providers_list_shows_every_id_with_its_board():
     out = run_cli("providers", "list").stdout
     for model, board in ((PS, "stt"), (WHISPER, "stt"), (ESPEAK, "tts")):

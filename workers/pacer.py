@@ -6,23 +6,13 @@ carries its deadline, from which voxwatch.metrics computes the pacing error.
 
 from __future__ import annotations
 
-import asyncio
+from voxwatch.clock import sleep_until
 from voxwatch.providers.events import CHUNK_SENT, Timeline
-
-SPIN_NS = 1_500_000  # sleep until this close to a deadline, then yield until it passes
 
 
 def chunk_pcm(pcm16: bytes, sample_rate: int, chunk_ms: int) -> list[bytes]:
     step = sample_rate * chunk_ms // 1000 * 2
     return [pcm16[i:i + step] for i in range(0, len(pcm16), step)]
-
-
-async def _sleep_until(deadline_ns: int, timeline: Timeline) -> None:
-    while True:
-        left = deadline_ns - timeline.clock()
-        if left <= 0:
-            return
-        await asyncio.sleep((left - SPIN_NS) / 1e9 if left > SPIN_NS else 0)
 
 
 async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, timeline: Timeline) -> int:
@@ -31,7 +21,7 @@ async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, tim
     t0 = timeline.clock()
     for k, chunk in enumerate(chunks):
         deadline = t0 + k * chunk_ms * 1_000_000
-        await _sleep_until(deadline, timeline)
+        await sleep_until(deadline, timeline.clock)
         await session.send_audio(chunk)
         timeline.mark(CHUNK_SENT, n_samples=len(chunk) // 2, deadline_ns=deadline)
     return len(chunks)

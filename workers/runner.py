@@ -179,15 +179,15 @@ async def _measure_tasks(config: Config, writer: SpoolingWriter, registry: Regis
                          rows: list[Observation], instrument, instrument_id, on_row, adapters: dict,
                          secrets: tuple, bar) -> None:
     for task in plan.tasks:
-        ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
-                             chunk_ms=config.chunk_ms, instrument=instrument if task.model.board == "tts" else None,
-                             instrument_id=instrument_id, secrets=secrets)
         if task.model.id not in adapters:
             try:
                 adapters[task.model.id] = registry.create(task.model)
             except (RegistryError, ImportError, OSError, RuntimeError) as exc:
                 adapters[task.model.id] = exc
         adapter = adapters[task.model.id]
+        ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
+                             chunk_ms=config.chunk_ms, instrument=instrument if task.model.board == "tts" else None,
+                             instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False))
         if isinstance(adapter, Exception):
             row = failed_observation(task.model, task.dataset, task.item, ctx, "error", f"adapter unavailable: {adapter}")
         else:

@@ -1,0 +1,80 @@
+"""Cartesia Sonic text-to-speech over the `/tts/websocket` WebSocket, as the vendor documents it.
+
+A generation request is one JSON message (model_id, transcript, voice, output_format, context_id,
+continue); audio comes back as `{"type": "chunk", "data": <base64 PCM>}` messages, then
+`{"type": "done"}`; `{"type": "error"}` ends the context. Auth: `Authorization: Bearer <key>`
+with the `Cartesia-Version` header.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+import websockets
+
+from .base import ProviderError
+from .endpoints import base_url, is_loopback
+from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from .keys import api_key
+from .registry import ModelInfo
+
+DEFAULT_URL = "wss://api.cartesia.ai"
+API_VERSION = "2026-03-01"
+SAMPLE_RATE = 24000
+
+
+class CartesiaTTS:
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+
+    async def connect(self, timeline: Timeline, voice: str | None = None) -> "CartesiaSession":
+        key = api_key(self.model.vendor)
+        if key is None:
+            raise ProviderError("no API key")
+        try:
+            ws = await websockets.connect(f"{self.url}/tts/websocket", max_size=None, compression=None,
+                                          additional_headers={"Authorization": f"Bearer {key.reveal()}",
+                                                              "Cartesia-Version": API_VERSION})
+        except websockets.InvalidStatus as exc:
+            raise ProviderError(f"Cartesia refused the connection: HTTP {exc.response.status_code}") from None
+        return CartesiaSession(ws, timeline, self.model.id.split("/", 1)[1], voice or self.model.voice or "")
+
+
+class CartesiaSession:
+    def __init__(self, ws, timeline: Timeline, model_id: str, voice_id: str) -> None:
+        self.ws, self.timeline, self.model_id, self.voice_id = ws, timeline, model_id, voice_id
+
+    async def synthesize(self, text: str) -> None:
+        context = str(uuid.uuid4())
+        await self.ws.send(json.dumps({
+            "model_id": self.model_id, "transcript": text, "voice": {"mode": "id", "id": self.voice_id},
+            "language": "en", "context_id": context, "continue": False,
+            "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": SAMPLE_RATE}}))
+        self.timeline.mark(REQUEST_SENT)
+        offset = 0
+        try:
+            async for message in self.ws:
+                data = json.loads(message)
+                if data.get("context_id") not in (None, context):
+                    continue
+                if data.get("type") == "chunk":
+                    pcm = base64.b64decode(data["data"])
+                    self.timeline.mark(AUDIO, sample_offset=offset, n_samples=len(pcm) // 2,
+                                       sample_rate=SAMPLE_RATE, audio=pcm)
+                    offset += len(pcm) // 2
+                elif data.get("type") == "error":
+                    raise ProviderError(f"Cartesia error: {data.get('title') or data.get('error') or data.get('message')}")
+                if data.get("done"):
+                    break
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ProviderError(f"malformed message from Cartesia ({type(exc).__name__})") from None
+        except websockets.ConnectionClosed as exc:
+            raise ProviderError(f"Cartesia closed the connection mid-stream (code {exc.code})") from None
+        self.timeline.mark(CLOSED)
+
+    async def aclose(self) -> None:
+        await self.ws.close()

@@ -1,0 +1,95 @@
+"""Deepgram live transcription (`/v1/listen` WebSocket), as the vendor documents it.
+
+Binary frames carry linear16 PCM; `{"type": "Finalize"}` flushes the stream and the last final
+comes back with `from_finalize: true`; `{"type": "CloseStream"}` ends the session. Results
+messages carry `channel.alternatives[0].transcript` with `is_final` for final segments and
+interim results otherwise. Auth: `Authorization: Token <key>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from urllib.parse import urlencode
+
+import websockets
+
+from .base import ProviderError
+from .endpoints import base_url, is_loopback
+from .events import CLOSED, FINAL, PARTIAL, Timeline
+from .keys import api_key
+from .registry import ModelInfo
+
+DEFAULT_URL = "wss://api.deepgram.com"
+
+
+class DeepgramSTT:
+    sample_rate = 16000
+
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+
+    async def connect(self, timeline: Timeline) -> "DeepgramSession":
+        key = api_key(self.model.vendor)
+        if key is None:
+            raise ProviderError("no API key")
+        query = urlencode({"model": self.model.id.split("/", 1)[1], "encoding": "linear16",
+                           "sample_rate": self.sample_rate, "channels": 1, "interim_results": "true"})
+        try:
+            ws = await websockets.connect(f"{self.url}/v1/listen?{query}", max_size=None, compression=None,
+                                          additional_headers={"Authorization": f"Token {key.reveal()}"})
+        except websockets.InvalidStatus as exc:
+            raise ProviderError(f"Deepgram refused the connection: HTTP {exc.response.status_code}") from None
+        return DeepgramSession(ws, timeline)
+
+
+class DeepgramSession:
+    def __init__(self, ws, timeline: Timeline) -> None:
+        self.ws, self.timeline = ws, timeline
+        self._done = asyncio.Event()
+        self._error: str | None = None
+        self._reader = asyncio.create_task(self._receive())
+
+    async def _receive(self) -> None:
+        try:
+            async for message in self.ws:
+                if isinstance(message, bytes):
+                    continue
+                data = json.loads(message)
+                kind = data.get("type")
+                if kind == "Results":
+                    text = data["channel"]["alternatives"][0]["transcript"]
+                    self.timeline.mark(FINAL if data.get("is_final") else PARTIAL, text=text)
+                    if data.get("from_finalize"):
+                        self._done.set()
+                elif kind == "Error" or "err_code" in data:
+                    self._error = str(data.get("description") or data.get("err_msg") or data)[:300]
+                    break
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+            self._error = f"malformed message from Deepgram ({type(exc).__name__})"
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.timeline.mark(CLOSED)
+            self._done.set()
+
+    async def send_audio(self, pcm16: bytes) -> None:
+        await self.ws.send(pcm16)
+
+    async def end_audio(self) -> None:
+        await self.ws.send(json.dumps({"type": "Finalize"}))
+
+    async def wait_final(self) -> None:
+        await self._done.wait()
+        if self._error is not None:
+            raise ProviderError(self._error)
+
+    async def aclose(self) -> None:
+        try:
+            await self.ws.send(json.dumps({"type": "CloseStream"}))
+        except websockets.ConnectionClosed:
+            pass
+        await self.ws.close()
+        self._reader.cancel()

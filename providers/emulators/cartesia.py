@@ -1,0 +1,64 @@
+"""A loopback emulator of Cartesia's TTS WebSocket (`/tts/websocket`).
+
+Checks `Authorization: Bearer <key>` and the `Cartesia-Version` header; for each generation
+request sends base64 `pcm_s16le` `chunk` messages at the requested sample rate - leading silence,
+then a sharp-onset tone as the speech - starting `ttfb_ms` after the request arrived (the speech
+`gaming_delay_ms` after the silence, when set), then a `done` message for the context.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from http import HTTPStatus
+
+import numpy as np
+
+from voxwatch.clock import sleep_until
+
+from .scenario import TTSScenario, jitter_ms
+
+
+class CartesiaEmulator:
+    def __init__(self, scenario: TTSScenario) -> None:
+        self.scenario = scenario
+
+    def process_request(self, connection, request):
+        if request.path.split("?")[0] != "/tts/websocket":
+            return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
+        if request.headers.get("Authorization") != f"Bearer {self.scenario.api_key}":
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "invalid API key\n")
+        if not request.headers.get("Cartesia-Version"):
+            return connection.respond(HTTPStatus.BAD_REQUEST, "Cartesia-Version header required\n")
+        return None
+
+    def _audio(self, rate: int) -> tuple[np.ndarray, int]:
+        s = self.scenario
+        silence = np.zeros(int(round(s.leading_silence_ms * rate / 1000)))
+        t = np.arange(int(round(s.speech_ms * rate / 1000))) / rate
+        speech = 0.3 * np.sin(2 * np.pi * 220.0 * t)
+        return (np.concatenate([silence, speech]) * 32767).astype("<i2"), silence.size
+
+    async def handle(self, ws) -> None:
+        async for message in ws:
+            arrived = time.perf_counter_ns()
+            request = json.loads(message)
+            context = request.get("context_id")
+            try:
+                rate = int(request["output_format"]["sample_rate"])
+                transcript = str(request["transcript"])
+            except (KeyError, TypeError, ValueError):
+                await ws.send(json.dumps({"type": "error", "done": True, "status_code": 400, "context_id": context,
+                                          "title": "Invalid request", "message": "missing transcript or output_format"}))
+                continue
+            s = self.scenario
+            audio, silence_n = self._audio(rate)
+            step = int(round(s.chunk_ms * rate / 1000))
+            first_at = arrived + int((s.ttfb_ms + jitter_ms(transcript, s.jitter_ms)) * 1e6)
+            for start in range(0, audio.size, step):
+                at = first_at + (int(s.gaming_delay_ms * 1e6) if s.gaming_delay_ms and start >= silence_n else 0)
+                await sleep_until(at)
+                await ws.send(json.dumps({"type": "chunk", "data": base64.b64encode(audio[start:start + step].tobytes()).decode(),
+                                          "done": False, "status_code": 206, "step_time": 1, "context_id": context}))
+            await ws.send(json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": context}))

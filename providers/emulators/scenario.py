@@ -1,0 +1,51 @@
+"""Scenarios: the known truth an emulator injects, shared by the emulator and whoever checks it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+def jitter_ms(key: bytes | str, spread_ms: float) -> float:
+    """A per-stream offset in [-spread, +spread], derived from the stream's own content."""
+    if spread_ms <= 0:
+        return 0.0
+    data = key.encode() if isinstance(key, str) else key
+    unit = int.from_bytes(hashlib.sha256(data).digest()[:8], "little") / 2**64
+    return (2 * unit - 1) * spread_ms
+
+
+@dataclass(frozen=True)
+class STTScenario:
+    """Streaming STT: times are on the emulator's clock from the first audio chunk's arrival."""
+
+    transcript: str
+    speech_start_s: float
+    speech_end_s: float
+    first_partial_ms: float = 150.0  # after the start of speech
+    partial_every_ms: float = 100.0
+    final_ms: float = 250.0  # after the end of speech; negative: before it
+    jitter_ms: float = 0.0  # per stream, keyed by the first audio chunk's bytes
+    api_key: str = "emulator-key"
+
+    def truth(self, first_chunk: bytes) -> dict[str, float]:
+        j = jitter_ms(first_chunk, self.jitter_ms)
+        return {"first_partial_ms": self.first_partial_ms + j, "ttfs_ms": self.final_ms + j}
+
+
+@dataclass(frozen=True)
+class TTSScenario:
+    """Streaming TTS: times are on the emulator's clock from the request's arrival."""
+
+    ttfb_ms: float = 120.0
+    leading_silence_ms: float = 80.0  # a whole number of chunks
+    speech_ms: float = 600.0
+    chunk_ms: float = 20.0
+    gaming_delay_ms: float = 0.0  # > 0: the silence is sent at TTFB, the speech this much later
+    jitter_ms: float = 0.0  # per stream, keyed by the transcript
+    api_key: str = "emulator-key"
+
+    def truth(self, transcript: str) -> dict[str, float]:
+        ttfb = self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)
+        return {"ttfb_ms": ttfb, "leading_silence_ms": self.leading_silence_ms,
+                "ttfa_ms": ttfb + max(self.leading_silence_ms, self.gaming_delay_ms)}

@@ -1,0 +1,83 @@
+"""Contract tests: each cloud adapter against a loopback emulator of its vendor's protocol, over
+real sockets; the metrics computed from its events equal the injected truth within 2 ms."""
+
+import asyncio
+
+import pytest
+
+from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
+from voxwatch.providers.emulators.server import serve
+from voxwatch.providers.keys import Secret
+from voxwatch.providers.registry import Registry
+from voxwatch.workers.measure import MeasureContext, measure_item
+
+REGISTRY = Registry.default()
+KEY = "emulator-key-0123456789"
+
+
+@pytest.fixture(scope="module")
+def clean():
+    ds = Catalog([bundled_root()]).load("stt-starter-clean")
+    return ds, next(c for c in ds.clips if c.id == "u049")
+
+
+def _measure(model_id: str, dataset, item, **ctx):
+    model = REGISTRY.resolve(model_id)
+    adapter = REGISTRY.create(model)
+    return asyncio.run(measure_item(model, adapter, dataset, item, MeasureContext(
+        run_id="r", seed=1, region="test", timeout_s=10, secrets=(Secret(KEY),), emulator=True, **ctx)))
+
+
+def test_deepgram_partials_and_forced_final(monkeypatch, clean):
+    ds, clip = clean
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           first_partial_ms=180.0, final_ms=240.0, api_key=KEY)
+    with serve("deepgram", scenario) as url:
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
+        row = _measure("deepgram/nova-3", ds, clip)
+    assert row.status == "ok", row.reason
+    assert row.first_partial_ms == pytest.approx(180.0, abs=2.0)
+    assert row.ttfs_ms == pytest.approx(240.0, abs=2.0)
+    assert row.hypothesis == clip.text and row.substitutions == row.deletions == row.insertions == 0
+    assert row.connect_ms is not None and row.emulator
+
+
+def test_deepgram_final_before_the_end_of_speech_is_negative(monkeypatch, clean):
+    ds, clip = clean
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           final_ms=-60.0, api_key=KEY)
+    with serve("deepgram", scenario) as url:
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
+        row = _measure("deepgram/nova-3", ds, clip)
+    assert row.status == "ok" and row.ttfs_ms == pytest.approx(-60.0, abs=2.0)
+
+
+def test_a_bad_key_is_an_error_row_that_never_shows_the_key(monkeypatch, clean):
+    ds, clip = clean
+    with serve("deepgram", STTScenario(transcript="x", speech_start_s=0.1, speech_end_s=0.5, api_key="other")) as url:
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
+        row = _measure("deepgram/nova-3", ds, clip)
+    assert row.status == "error" and "HTTP 401" in row.reason and KEY not in row.reason
+    assert row.ttfs_ms is None and row.connect_ms is None
+
+
+@pytest.mark.parametrize("scenario", [
+    TTSScenario(ttfb_ms=90.0, leading_silence_ms=60.0, api_key=KEY),
+    TTSScenario(ttfb_ms=40.0, leading_silence_ms=100.0, gaming_delay_ms=400.0, api_key=KEY),  # silence first, speech late
+], ids=["streaming", "gaming"])
+def test_cartesia_ttfa_with_its_components(monkeypatch, scenario):
+    prompts = Catalog([bundled_root()]).load("tts-prompts")
+    prompt = prompts.prompts[3]
+    truth = scenario.truth(prompt.text)
+    with serve("cartesia", scenario) as url:
+        monkeypatch.setenv("VOXWATCH_CARTESIA_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
+        row = _measure("cartesia/sonic-3.5", prompts, prompt)
+    assert row.status == "ok", row.reason
+    assert row.ttfb_ms == pytest.approx(truth["ttfb_ms"], abs=2.0)
+    assert row.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0)
+    assert row.ttfa_ms == pytest.approx(truth["ttfa_ms"], abs=2.0)
