@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from typing import Callable
 
@@ -15,3 +16,32 @@ async def sleep_until(deadline_ns: int, clock: Callable[[], int] = time.perf_cou
         if left <= 0:
             return
         await asyncio.sleep((left - SPIN_NS) / 1e9 if left > SPIN_NS else 0)
+
+
+class _GcPause:
+    """Hold the cyclic garbage collector off while any measurement is on the clock.
+
+    A full collection in a process that holds a loaded model takes milliseconds; inside a timed
+    window it would land in a latency. Nested and concurrent measurements share one pause; the
+    collector runs once the last of them ends.
+    """
+
+    def __init__(self) -> None:
+        self._depth = 0
+
+    def __enter__(self) -> None:
+        if self._depth == 0 and gc.isenabled():
+            gc.disable()
+            self._owner = True
+        elif self._depth == 0:
+            self._owner = False
+        self._depth += 1
+
+    def __exit__(self, *exc) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._owner:
+            gc.enable()
+            gc.collect(0)
+
+
+gc_paused = _GcPause()

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from voxwatch import __version__
+from voxwatch.clock import gc_paused
 from voxwatch.datasets.audio import resample
 from voxwatch.datasets.catalog import Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
@@ -162,14 +163,15 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
     """One observation for one item; every failure becomes a row with a status and a reason."""
     row = _base_row(model, dataset, item, ctx)
     try:
-        if model.protocol == "stt-stream":
-            await _stt_stream(adapter, dataset, item, row, ctx)
-        elif model.protocol == "stt-batch":
-            await _stt_batch(adapter, dataset, item, row, ctx)
-        elif model.protocol == "tts-stream":
-            await _tts(adapter, model, item, row, ctx)
-        else:
-            return _fail(row, "excluded", f"protocol {model.protocol} has no local harness yet", ctx)
+        with gc_paused:
+            if model.protocol == "stt-stream":
+                await _stt_stream(adapter, dataset, item, row, ctx)
+            elif model.protocol == "stt-batch":
+                await _stt_batch(adapter, dataset, item, row, ctx)
+            elif model.protocol == "tts-stream":
+                await _tts(adapter, model, item, row, ctx)
+            else:
+                return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
     except (asyncio.TimeoutError, TimeoutError) as exc:
         return _fail(row, "timeout", str(exc) or f"no result within {ctx.timeout_s:g} s", ctx)
     except Inaudible as exc:

@@ -23,6 +23,8 @@ from .scenario import TTSScenario, jitter_ms
 class CartesiaEmulator:
     def __init__(self, scenario: TTSScenario) -> None:
         self.scenario = scenario
+        audio, _ = self._audio(24000)  # first-use costs paid before any stream is timed
+        json.dumps({"data": base64.b64encode(audio[:480].tobytes()).decode()})
 
     def process_request(self, connection, request):
         if request.path.split("?")[0] != "/tts/websocket":
