@@ -2,8 +2,9 @@
 
 Checks `Authorization: Bearer <key>` and the `Cartesia-Version` header; for each generation
 request sends base64 `pcm_s16le` `chunk` messages at the requested sample rate - leading silence,
-then a sharp-onset tone as the speech - starting `ttfb_ms` after the request arrived (the speech
-`gaming_delay_ms` after the silence, when set), then a `done` message for the context.
+then a sharp-onset tone as the speech - the first `ttfb_ms` after the request arrived and the rest
+every `send_every_ms` (faster than real time; the speech `gaming_delay_ms` after the silence, when
+set), then a `done` message for the context.
 """
 
 from __future__ import annotations
@@ -23,8 +24,17 @@ from .scenario import TTSScenario, jitter_ms
 class CartesiaEmulator:
     def __init__(self, scenario: TTSScenario) -> None:
         self.scenario = scenario
-        audio, _ = self._audio(24000)  # first-use costs paid before any stream is timed
-        json.dumps({"data": base64.b64encode(audio[:480].tobytes()).decode()})
+        self._chunks: dict[int, tuple[list[str], int]] = {}
+        self._encoded(24000)  # first-use costs paid before any stream is timed
+
+    def _encoded(self, rate: int) -> tuple[list[str], int]:
+        """The stream's chunks, base64-encoded once per sample rate, and the index of the first speech chunk."""
+        if rate not in self._chunks:
+            audio, silence_n = self._audio(rate)
+            step = int(round(self.scenario.chunk_ms * rate / 1000))
+            self._chunks[rate] = ([base64.b64encode(audio[i:i + step].tobytes()).decode()
+                                   for i in range(0, audio.size, step)], -(-silence_n // step))
+        return self._chunks[rate]
 
     def process_request(self, connection, request):
         if request.path.split("?")[0] != "/tts/websocket":
@@ -55,12 +65,15 @@ class CartesiaEmulator:
                                           "title": "Invalid request", "message": "missing transcript or output_format"}))
                 continue
             s = self.scenario
-            audio, silence_n = self._audio(rate)
-            step = int(round(s.chunk_ms * rate / 1000))
+            chunks, first_speech = self._encoded(rate)
             first_at = arrived + int((s.ttfb_ms + jitter_ms(transcript, s.jitter_ms)) * 1e6)
-            for start in range(0, audio.size, step):
-                at = first_at + (int(s.gaming_delay_ms * 1e6) if s.gaming_delay_ms and start >= silence_n else 0)
+            every = int(s.send_every_ms * 1e6)
+            for i, data in enumerate(chunks):
+                if s.gaming_delay_ms and i >= first_speech:
+                    at = first_at + int(s.gaming_delay_ms * 1e6) + (i - first_speech) * every
+                else:
+                    at = first_at + i * every
                 await sleep_until(at)
-                await ws.send(json.dumps({"type": "chunk", "data": base64.b64encode(audio[start:start + step].tobytes()).decode(),
-                                          "done": False, "status_code": 206, "step_time": 1, "context_id": context}))
+                await ws.send(json.dumps({"type": "chunk", "data": data, "done": False, "status_code": 206,
+                                          "step_time": 1, "context_id": context}))
             await ws.send(json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": context}))

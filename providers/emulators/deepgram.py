@@ -62,9 +62,10 @@ class DeepgramEmulator:
     async def _speak(self, ws, t0: int, first_chunk: bytes, finalized: asyncio.Event, final_sent: asyncio.Event) -> None:
         s = self.scenario
         j = jitter_ms(first_chunk, s.jitter_ms)
+        speech_start, speech_end = s.anchors_for(first_chunk)
         words = s.transcript.split()
-        at = t0 + int((s.speech_start_s * 1000 + s.first_partial_ms + j) * 1e6)
-        final_at = t0 + int((s.speech_end_s * 1000 + s.final_ms + j) * 1e6)
+        at = t0 + int((speech_start * 1000 + s.first_partial_ms + j) * 1e6)
+        final_at = t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6)
         k = 1
         while at < final_at:
             await sleep_until(at)

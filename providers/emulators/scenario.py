@@ -27,6 +27,13 @@ class STTScenario:
     final_ms: float = 250.0  # after the end of speech; negative: before it
     jitter_ms: float = 0.0  # per stream, keyed by the first audio chunk's bytes
     api_key: str = "emulator-key"
+    # per-stream speech anchors, keyed by the sha256 of the stream's first chunk (hex); streams
+    # whose first chunk is not listed use speech_start_s / speech_end_s
+    anchors: tuple[tuple[str, float, float], ...] = ()
+
+    def anchors_for(self, first_chunk: bytes) -> tuple[float, float]:
+        digest = hashlib.sha256(first_chunk).hexdigest()
+        return next(((a, b) for key, a, b in self.anchors if key == digest), (self.speech_start_s, self.speech_end_s))
 
     def truth(self, first_chunk: bytes) -> dict[str, float]:
         j = jitter_ms(first_chunk, self.jitter_ms)
@@ -41,6 +48,7 @@ class TTSScenario:
     leading_silence_ms: float = 80.0  # a whole number of chunks
     speech_ms: float = 600.0
     chunk_ms: float = 20.0
+    send_every_ms: float = 5.0  # chunks go out this often: faster than real time, never one burst
     gaming_delay_ms: float = 0.0  # > 0: the silence is sent at TTFB, the speech this much later
     jitter_ms: float = 0.0  # per stream, keyed by the transcript
     api_key: str = "emulator-key"
