@@ -21,6 +21,7 @@ from .keys import api_key
 from .registry import ModelInfo
 
 DEFAULT_URL = "wss://api.deepgram.com"
+CLOSE_WAIT_S = 2.0
 
 
 class DeepgramSTT:
@@ -64,6 +65,8 @@ class DeepgramSession:
                     self.timeline.mark(FINAL if data.get("is_final") else PARTIAL, text=text)
                     if data.get("from_finalize"):
                         self._done.set()
+                elif kind == "Metadata":
+                    break
                 elif kind == "Error" or "err_code" in data:
                     self._error = str(data.get("description") or data.get("err_msg") or data)[:300]
                     break
@@ -87,9 +90,11 @@ class DeepgramSession:
             raise ProviderError(self._error)
 
     async def aclose(self) -> None:
+        """CloseStream, then let the server send its Metadata and close (briefly), then close."""
         try:
             await self.ws.send(json.dumps({"type": "CloseStream"}))
-        except websockets.ConnectionClosed:
+            await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
+        except (websockets.ConnectionClosed, asyncio.TimeoutError):
             pass
         await self.ws.close()
         self._reader.cancel()

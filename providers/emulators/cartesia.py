@@ -15,6 +15,7 @@ import time
 from http import HTTPStatus
 
 import numpy as np
+import websockets
 
 from voxwatch.clock import sleep_until
 
@@ -53,6 +54,12 @@ class CartesiaEmulator:
         return (np.concatenate([silence, speech]) * 32767).astype("<i2"), silence.size
 
     async def handle(self, ws) -> None:
+        try:
+            await self._serve(ws)
+        except websockets.ConnectionClosed:
+            pass  # the client went away; nothing is owed to it
+
+    async def _serve(self, ws) -> None:
         async for message in ws:
             arrived = time.perf_counter_ns()
             request = json.loads(message)

@@ -15,6 +15,8 @@ import time
 import uuid
 from http import HTTPStatus
 
+import websockets
+
 from voxwatch.clock import sleep_until
 
 from .scenario import STTScenario, jitter_ms
@@ -55,6 +57,8 @@ class DeepgramEmulator:
                 elif kind == "CloseStream":
                     await ws.send(json.dumps({"type": "Metadata", "request_id": str(uuid.uuid4()), "channels": 1}))
                     break
+        except websockets.ConnectionClosed:
+            pass  # the client went away; nothing is owed to it
         finally:
             if sender is not None:
                 sender.cancel()
