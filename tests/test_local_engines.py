@@ -43,20 +43,32 @@ def test_pocketsphinx_streams_partials_then_a_final():
     ds = Catalog([bundled_root()]).load("stt-starter-clean")
     clip = next(c for c in ds.clips if c.id == "u049")
     pcm = ds.audio(clip)[: int((clip.speech_end + 0.1) * CATALOG_RATE)].tobytes()
-    timeline = Timeline()
+    other = next(c for c in ds.clips if c.id == "u039")  # "Yes please."
+    other_pcm = ds.audio(other)[: int((other.speech_end + 0.1) * CATALOG_RATE)].tobytes()
+    timeline, abandoned, after = Timeline(), Timeline(), Timeline()
 
-    async def go():
-        session = await adapter.connect(timeline)
-        chunks = await paced_send(session, pcm, CATALOG_RATE, 20, timeline)
-        await session.end_audio()
-        await asyncio.wait_for(session.wait_final(), 30)
+    async def stream(tl: Timeline, audio: bytes, finish: bool = True) -> int:
+        session = await adapter.connect(tl)
+        chunks = await paced_send(session, audio, CATALOG_RATE, 20, tl)
+        if finish:
+            await session.end_audio()
+            await asyncio.wait_for(session.wait_final(), 30)
         await session.aclose()
         return chunks
+
+    async def go():
+        first = await stream(timeline, pcm)
+        await stream(abandoned, other_pcm[: len(other_pcm) // 2], finish=False)  # given up mid-stream
+        await stream(after, other_pcm)
+        return first
 
     try:
         chunks = asyncio.run(go())
     finally:
         adapter.close()
+    # one decoder process serves stream after stream; no reply ever lands in the wrong stream
+    assert after.of(FINAL)[0].t_ns > after.of(CHUNK_SENT)[-1].t_ns
+    assert "yes" in after.of(FINAL)[0].text
     partials, finals = timeline.of(PARTIAL), timeline.of(FINAL)
     assert chunks == len(timeline.of(CHUNK_SENT)) == -(-len(pcm) // 640)
     assert 0 <= pacing_error_ms(timeline) < 20  # no chunk a whole chunk late

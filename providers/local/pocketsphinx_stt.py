@@ -21,12 +21,16 @@ SAMPLE_RATE = 16000
 
 
 def _serve(conn: Connection) -> None:
-    """The decoder process: ("start",) ("audio", pcm) ... ("end",) in; ("partial"|"final"|"error", text) out."""
+    """The decoder process: ("start", seq) ("audio", pcm) ... ("end",) in; (seq, "partial"|"final"|"error", text) out.
+
+    Every reply carries the sequence number of the utterance it belongs to, so a reply left in the
+    pipe by an abandoned stream can never be read as the next stream's.
+    """
     from pocketsphinx import Decoder
 
     decoder = Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
     conn.send(("ready", ""))
-    last = ""
+    last, seq, open_utt = "", -1, False
     while True:
         try:
             message = conn.recv()
@@ -34,21 +38,25 @@ def _serve(conn: Connection) -> None:
             return
         try:
             if message[0] == "start":
+                if open_utt:
+                    decoder.end_utt()  # an abandoned stream's utterance
                 decoder.start_utt()
-                last = ""
-            elif message[0] == "audio":
+                last, seq, open_utt = "", message[1], True
+            elif message[0] == "audio" and open_utt:
                 decoder.process_raw(message[1], False, False)
                 hyp = decoder.hyp()
                 text = hyp.hypstr if hyp is not None else ""
                 if text and text != last:
-                    conn.send(("partial", text))
+                    conn.send((seq, "partial", text))
                     last = text
-            elif message[0] == "end":
+            elif message[0] == "end" and open_utt:
                 decoder.end_utt()
+                open_utt = False
                 hyp = decoder.hyp()
-                conn.send(("final", hyp.hypstr if hyp is not None else ""))
+                conn.send((seq, "final", hyp.hypstr if hyp is not None else ""))
         except Exception as exc:  # reported to the client, which makes it an error row
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            open_utt = False
+            conn.send((seq, "error", f"{type(exc).__name__}: {exc}"))
 
 
 class PocketsphinxSTT:
@@ -59,6 +67,7 @@ class PocketsphinxSTT:
         self._conn: Connection | None = None
         self._process: multiprocessing.process.BaseProcess | None = None
         self._busy = threading.Lock()
+        self._seq = 0
 
     @staticmethod
     def installed_version() -> str:
@@ -80,7 +89,8 @@ class PocketsphinxSTT:
         conn = await asyncio.to_thread(self._start_server)
         if not self._busy.acquire(blocking=False):
             raise RuntimeError("one pocketsphinx decoder serves one stream at a time")
-        session = PocketsphinxSession(conn, timeline, self._busy, asyncio.get_running_loop())
+        self._seq += 1
+        session = PocketsphinxSession(conn, timeline, self._busy, asyncio.get_running_loop(), self._seq)
         session.start()
         return session
 
@@ -92,20 +102,23 @@ class PocketsphinxSTT:
 
 class PocketsphinxSession:
     def __init__(self, conn: Connection, timeline: Timeline, busy: threading.Lock,
-                 loop: asyncio.AbstractEventLoop) -> None:
-        self.conn, self.timeline, self._busy, self._loop = conn, timeline, busy, loop
+                 loop: asyncio.AbstractEventLoop, seq: int) -> None:
+        self.conn, self.timeline, self._busy, self._loop, self.seq = conn, timeline, busy, loop, seq
+        self._ended = False
         self._done = asyncio.Event()
         self._error: str | None = None
         self._reader = threading.Thread(target=self._receive, name="pocketsphinx-reader", daemon=True)
 
     def start(self) -> None:
-        self.conn.send(("start",))
+        self.conn.send(("start", self.seq))
         self._reader.start()
 
     def _receive(self) -> None:
         try:
             while True:
-                kind, text = self.conn.recv()
+                seq, kind, text = self.conn.recv()
+                if seq != self.seq:
+                    continue  # left over from an earlier, abandoned stream
                 if kind == "partial":
                     self.timeline.mark(PARTIAL, text=text)
                 elif kind == "final":
@@ -124,6 +137,7 @@ class PocketsphinxSession:
         self.conn.send(("audio", pcm16))
 
     async def end_audio(self) -> None:
+        self._ended = True
         self.conn.send(("end",))
 
     async def wait_final(self) -> None:
@@ -132,8 +146,9 @@ class PocketsphinxSession:
             raise RuntimeError(f"pocketsphinx: {self._error}")
 
     async def aclose(self) -> None:
-        if self._reader.is_alive():
+        if not self._ended:
+            self._ended = True
             self.conn.send(("end",))
-            await asyncio.to_thread(self._reader.join, 5)
+        await asyncio.to_thread(self._reader.join, 5)
         if self._busy.locked():
             self._busy.release()
