@@ -6,8 +6,8 @@ that first window is not the onset: the window turns audible only once enough lo
 entered it, and speech often begins with a quieter sound (a fricative, a plosive burst) that
 leads without a break into the loud part. So the onset is walked back to the start of the
 contiguous sound that carries into the audible run - the last point, within 500 ms before it,
-where the 5 ms RMS falls to the noise floor (4 x the 10th-percentile 5 ms RMS before the run,
-at least -60 dBFS) - and refined to the first sample there that rises above that floor. Vectorised: block sums over 1 ms hops, no Python loop over windows.
+where the 5 ms RMS falls to the noise floor (4 x the quietest 5 ms RMS before the run, at
+least -60 dBFS) - and refined to the first sample there that rises above that floor. Vectorised: block sums over 1 ms hops, no Python loop over windows.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class OnsetParams:
     sustain_s: float = 0.050
     lookback_s: float = 0.500  # how far a quiet lead-in may extend before the audible run
     quiet_window_s: float = 0.005
-    floor_lookback_s: float = 0.100  # the floor is the 10th-percentile 5 ms RMS of the lead-in and 100 ms before it
+    floor_lookback_s: float = 0.100  # the floor is the quietest 5 ms RMS of the lead-in and 100 ms before it
     floor_factor: float = 4.0
     min_sample_level: float = 0.001  # -60 dBFS: the quietest level that can start an onset
 
@@ -92,7 +92,7 @@ def _refine(x: np.ndarray, window_start: int, win: int, sample_rate: int, params
     before = x[max(0, lo - floor_n):window_start]
     centre = float(before.mean()) if before.size else 0.0
     blocks = before[: before.size // q * q].reshape(-1, q) - centre
-    floor = float(np.percentile(np.sqrt(np.mean(blocks * blocks, axis=1)), 10)) if blocks.size else 0.0
+    floor = float(np.sqrt(np.mean(blocks * blocks, axis=1)).min()) if blocks.size else 0.0
     level = max(params.min_sample_level, params.floor_factor * floor)
     span = np.abs(x[lo:window_start + win] - centre)
     if span.size > q:
