@@ -29,7 +29,6 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("connect_ms", "ms", ("stt-stream", "stt-batch", "tts-stream", "s2s"), True, "connection and session set-up, outside every other clock"),
 )
 
-BY_NAME = {m.name: m for m in METRICS}
 
 
 def for_protocol(protocol: str, headline_only: bool = False) -> list[MetricSpec]:
