@@ -30,6 +30,5 @@ METRICS: tuple[MetricSpec, ...] = (
 )
 
 
-
 def for_protocol(protocol: str, headline_only: bool = False) -> list[MetricSpec]:
     return [m for m in METRICS if protocol in m.protocols and (m.headline or not headline_only)]
