@@ -118,7 +118,6 @@ class TTSMetrics:
     leading_silence_ms: float | None
     synthesis_ms: float
     audio_duration_s: float
-    onset_sample: int | None
 
 
 def tts_metrics(timeline: Timeline) -> TTSMetrics:
@@ -137,5 +136,4 @@ def tts_metrics(timeline: Timeline) -> TTSMetrics:
         leading_silence_ms=onset * 1000 / stream.sample_rate if onset is not None else None,
         synthesis_ms=_ms(int(stream.chunk_arrivals_ns.max()) - t0),
         audio_duration_s=stream.samples.size / stream.sample_rate,
-        onset_sample=onset,
     )

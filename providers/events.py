@@ -17,14 +17,12 @@ Clock = Callable[[], int]
 CONNECT_START = "connect_start"
 CONNECTED = "connected"
 CHUNK_SENT = "chunk_sent"
-AUDIO_END = "audio_end"
 REQUEST_SENT = "request_sent"
 PARTIAL = "partial"
 FINAL = "final"
 AUDIO = "audio"
 RESPONSE = "response"
 CLOSED = "closed"
-ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -36,7 +34,6 @@ class Event:
     n_samples: int | None = None
     sample_rate: int | None = None
     audio: bytes | None = None  # little-endian int16 PCM for AUDIO events
-    detail: str | None = None
     deadline_ns: int | None = None  # CHUNK_SENT: when the pacer meant to write it
 
 

@@ -124,9 +124,6 @@ class Registry:
             raise RegistryError(f"{model_id!r} is a floating alias, not an exact versioned model id{hint}")
         raise RegistryError(f"unknown model id {model_id!r}; `voxwatch providers list` shows the registered ids")
 
-    def on_board(self, board: str) -> list[ModelInfo]:
-        return [m for m in self.models.values() if m.board == board]
-
     def create(self, model: ModelInfo) -> Any:
         """Instantiate the adapter; a local engine must be the version its id names."""
         module_name, _, class_name = model.adapter.partition(":")

@@ -28,18 +28,17 @@ class _GcPause:
 
     def __init__(self) -> None:
         self._depth = 0
+        self._was_enabled = False
 
     def __enter__(self) -> None:
-        if self._depth == 0 and gc.isenabled():
+        if self._depth == 0:
+            self._was_enabled = gc.isenabled()
             gc.disable()
-            self._owner = True
-        elif self._depth == 0:
-            self._owner = False
         self._depth += 1
 
     def __exit__(self, *exc) -> None:
         self._depth -= 1
-        if self._depth == 0 and self._owner:
+        if self._depth == 0 and self._was_enabled:
             gc.enable()
             gc.collect(0)
 

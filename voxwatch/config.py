@@ -122,8 +122,6 @@ def _flatten(data: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
 def _env_value(raw: str, current: Any) -> Any:
     if isinstance(current, (list, tuple)):
         return [x.strip() for x in raw.split(",") if x.strip()]
-    if isinstance(current, bool):
-        return raw.lower() in ("1", "true", "yes")
     if isinstance(current, int):
         try:
             return int(raw)

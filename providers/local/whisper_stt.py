@@ -20,7 +20,6 @@ from ..events import FINAL, REQUEST_SENT, RESPONSE, Timeline
 from ..registry import ModelInfo
 
 MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
-INSTRUMENT_ID = "faster-whisper/tiny.en@" + version("faster-whisper")
 
 
 class ModelIntegrityError(RuntimeError):
