@@ -103,12 +103,19 @@ def collect_audio(events: list[Event]) -> AudioStream:
     )
 
 
+def playout_starts_ns(stream: AudioStream) -> np.ndarray:
+    """Playout model: when sample 0 would have been heard, as of each chunk (chunks in stream order).
+
+    Playback starts with the first chunk and stalls when data is late, so sample s is heard at
+    max over chunks i with s_i <= s of (a_i - s_i/sr), plus s/sr.
+    """
+    return np.maximum.accumulate(stream.chunk_arrivals_ns - stream.chunk_offsets * 1e9 / stream.sample_rate)
+
+
 def heard_at_ns(stream: AudioStream, sample: int) -> float:
-    """Playout model: sample s is heard at max over chunks with s_i <= s of (a_i - s_i/sr) + s/sr."""
-    sr = stream.sample_rate
-    started = stream.chunk_offsets <= sample
-    lead = stream.chunk_arrivals_ns[started] - stream.chunk_offsets[started] * 1e9 / sr
-    return float(lead.max() + sample * 1e9 / sr)
+    """When sample `sample` of the stream is heard under the playout model."""
+    chunk = int(np.searchsorted(stream.chunk_offsets, sample, side="right")) - 1
+    return float(playout_starts_ns(stream)[chunk] + sample * 1e9 / stream.sample_rate)
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,7 @@ class TTSMetrics:
     leading_silence_ms: float | None
     synthesis_ms: float
     audio_duration_s: float
+    stream: AudioStream  # the audio as received, for the inaudible report and the instrument
 
 
 def tts_metrics(timeline: Timeline) -> TTSMetrics:
@@ -136,4 +144,5 @@ def tts_metrics(timeline: Timeline) -> TTSMetrics:
         leading_silence_ms=onset * 1000 / stream.sample_rate if onset is not None else None,
         synthesis_ms=_ms(int(stream.chunk_arrivals_ns.max()) - t0),
         audio_duration_s=stream.samples.size / stream.sample_rate,
+        stream=stream,
     )

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-from scipy.signal import resample_poly
 
+from voxwatch.datasets.audio import resample
 from voxwatch.providers.events import CHUNK_SENT, Timeline
 
 from .onset import detect_onset
-from .timeline import collect_audio
+from .timeline import collect_audio, playout_starts_ns
 from .vad import VAD_PARAMS, speech_anchors
 
 RECORDING_RATE = VAD_PARAMS.sample_rate
@@ -54,15 +54,12 @@ def call_recording(timeline: Timeline, caller_pcm16: bytes, caller_rate: int = R
     placements: list[tuple[int, np.ndarray]] = []
     if model.samples.size:
         sr = model.sample_rate
-        lead = np.maximum.accumulate(model.chunk_arrivals_ns - model.chunk_offsets * 1e9 / sr)  # playout start per chunk
+        starts = playout_starts_ns(model)
         bounds = list(model.chunk_offsets) + [model.samples.size]
-        up, down = RECORDING_RATE, sr
-        g = np.gcd(up, down)
         for i in range(len(model.chunk_offsets)):
-            chunk = model.samples[bounds[i]:bounds[i + 1]]
-            heard_ns = lead[i] + bounds[i] * 1e9 / sr - t0
+            heard_ns = starts[i] + bounds[i] * 1e9 / sr - t0
             placements.append((int(round(heard_ns * RECORDING_RATE / 1e9)),
-                               resample_poly(chunk, up // g, down // g) if sr != RECORDING_RATE else chunk))
+                               resample(model.samples[bounds[i]:bounds[i + 1]], sr, RECORDING_RATE)))
     end = max([int(round((e.t_ns - t0) * RECORDING_RATE / 1e9)) + (e.n_samples or 0) for e in sent]
               + [at + x.size for at, x in placements])
     track = np.zeros((end, 2))

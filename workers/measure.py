@@ -23,7 +23,7 @@ from voxwatch.datasets.catalog import Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.onset import ONSET_VERSION, levels
-from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms, stt_stream_metrics,
+from voxwatch.metrics.timeline import (batch_metrics, connect_ms, pacing_error_ms, stt_stream_metrics,
                                        tts_metrics)
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
@@ -130,7 +130,7 @@ async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx:
         await session.aclose()
     m = tts_metrics(timeline)
     row.ttfb_ms, row.synthesis_ms, row.audio_duration_s = m.ttfb_ms, m.synthesis_ms, m.audio_duration_s
-    stream = collect_audio(timeline.events)
+    stream = m.stream
     if m.ttfa_ms is None:
         lv = levels(stream.samples)
         raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
