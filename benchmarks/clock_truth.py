@@ -29,7 +29,8 @@ from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S, MeasureContext, measure_item
+from voxwatch.workers.measure import MeasureContext, audio_sent, measure_item
+from voxwatch.workers.pacer import chunk_pcm
 
 KEY = "clock-truth-key"
 LEVELS = (1, 16, 64)
@@ -47,8 +48,7 @@ def _ctx() -> MeasureContext:
 
 
 def _first_chunk(ds, clip, chunk_ms: int = 20) -> bytes:
-    pcm = ds.audio(clip)[: int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))]
-    return pcm[: clip.sample_rate * chunk_ms // 1000].tobytes()
+    return chunk_pcm(audio_sent(ds, clip), clip.sample_rate, chunk_ms)[0]
 
 
 async def _streams(model, adapter, dataset, items) -> list:

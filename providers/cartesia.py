@@ -15,9 +15,8 @@ import uuid
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, is_loopback
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .keys import api_key
 from .registry import ModelInfo
 
 DEFAULT_URL = "wss://api.cartesia.ai"
@@ -32,15 +31,9 @@ class CartesiaTTS:
         self.emulator = is_loopback(self.url)
 
     async def connect(self, timeline: Timeline, voice: str | None = None) -> "CartesiaSession":
-        key = api_key(self.model.vendor)
-        if key is None:
-            raise ProviderError("no API key")
-        try:
-            ws = await websockets.connect(f"{self.url}/tts/websocket", max_size=None, compression=None,
-                                          additional_headers={"Authorization": f"Bearer {key.reveal()}",
-                                                              "Cartesia-Version": API_VERSION})
-        except websockets.InvalidStatus as exc:
-            raise ProviderError(f"Cartesia refused the connection: HTTP {exc.response.status_code}") from None
+        key = require_key(self.model.vendor)
+        ws = await open_websocket(f"{self.url}/tts/websocket", {"Authorization": f"Bearer {key.reveal()}",
+                                                                "Cartesia-Version": API_VERSION}, "Cartesia")
         return CartesiaSession(ws, timeline, self.model.id.split("/", 1)[1], voice or self.model.voice or "")
 
 

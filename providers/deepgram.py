@@ -15,9 +15,8 @@ from urllib.parse import urlencode
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, is_loopback
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
-from .keys import api_key
 from .registry import ModelInfo
 
 DEFAULT_URL = "wss://api.deepgram.com"
@@ -33,16 +32,11 @@ class DeepgramSTT:
         self.emulator = is_loopback(self.url)
 
     async def connect(self, timeline: Timeline) -> "DeepgramSession":
-        key = api_key(self.model.vendor)
-        if key is None:
-            raise ProviderError("no API key")
+        key = require_key(self.model.vendor)
         query = urlencode({"model": self.model.id.split("/", 1)[1], "encoding": "linear16",
                            "sample_rate": self.sample_rate, "channels": 1, "interim_results": "true"})
-        try:
-            ws = await websockets.connect(f"{self.url}/v1/listen?{query}", max_size=None, compression=None,
-                                          additional_headers={"Authorization": f"Token {key.reveal()}"})
-        except websockets.InvalidStatus as exc:
-            raise ProviderError(f"Deepgram refused the connection: HTTP {exc.response.status_code}") from None
+        ws = await open_websocket(f"{self.url}/v1/listen?{query}", {"Authorization": f"Token {key.reveal()}"},
+                                  "Deepgram")
         return DeepgramSession(ws, timeline)
 
 

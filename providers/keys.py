@@ -26,8 +26,13 @@ class Secret:
         return "***"
 
 
+def vendor_variable(vendor: str, suffix: str) -> str:
+    """VOXWATCH_<VENDOR>_<SUFFIX>: where per-vendor settings live in the environment."""
+    return "VOXWATCH_" + re.sub(r"[^A-Z0-9]", "_", vendor.upper()) + "_" + suffix
+
+
 def key_variable(vendor: str) -> str:
-    return "VOXWATCH_" + re.sub(r"[^A-Z0-9]", "_", vendor.upper()) + "_API_KEY"
+    return vendor_variable(vendor, "API_KEY")
 
 
 def api_key(vendor: str) -> Secret | None:

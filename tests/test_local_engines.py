@@ -14,6 +14,7 @@ from voxwatch.providers.local.whisper_stt import ModelIntegrityError, WhisperTin
 from voxwatch.providers.registry import Registry
 from voxwatch.metrics.timeline import pacing_error_ms
 from voxwatch.metrics.wer import pooled_wer, word_errors
+from voxwatch.workers.measure import audio_sent
 from voxwatch.workers.pacer import paced_send
 
 
@@ -42,9 +43,9 @@ def test_pocketsphinx_streams_partials_then_a_final():
     adapter = registry.create(registry.resolve("pocketsphinx/en-us@5.1.1"))
     ds = Catalog([bundled_root()]).load("stt-starter-clean")
     clip = next(c for c in ds.clips if c.id == "u049")
-    pcm = ds.audio(clip)[: int((clip.speech_end + 0.1) * CATALOG_RATE)].tobytes()
+    pcm = audio_sent(ds, clip)
     other = next(c for c in ds.clips if c.id == "u039")  # "Yes please."
-    other_pcm = ds.audio(other)[: int((other.speech_end + 0.1) * CATALOG_RATE)].tobytes()
+    other_pcm = audio_sent(ds, other)
     timeline, abandoned, after = Timeline(), Timeline(), Timeline()
 
     async def stream(tl: Timeline, audio: bytes, finish: bool = True) -> int:

@@ -10,6 +10,7 @@ from conftest import tone
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
 from voxwatch.providers.events import AUDIO, CHUNK_SENT, Event, Timeline
+from voxwatch.workers.measure import audio_sent
 
 MS = 1_000_000
 
@@ -32,7 +33,7 @@ def _call(caller: np.ndarray, replies: list[tuple[int, np.ndarray]], reply_rate:
 def caller():
     ds = Catalog([bundled_root()]).load("stt-starter-clean")
     clip = next(c for c in ds.clips if c.id == "u040")
-    pcm = ds.audio(clip)[: int((clip.speech_end + 0.1) * 16000)]
+    pcm = np.frombuffer(audio_sent(ds, clip), dtype="<i2")
     return clip, pcm
 
 

@@ -73,7 +73,7 @@ def cmd_run(args) -> int:
         for r in failed[:10]:
             print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
         print()
-        rows = leaderboard.build(store.observations(since=leaderboard.since("30d")), registry)
+        rows = leaderboard.from_store(store, "30d", registry)
         print(leaderboard.format_table(rows, "30d"))
     finally:
         store.close()
@@ -84,7 +84,7 @@ def cmd_leaderboard(args) -> int:
     cfg = _config(args)
     store = open_store(cfg.store_url)
     try:
-        rows = leaderboard.build(store.observations(since=leaderboard.since(args.window)), Registry.default())
+        rows = leaderboard.from_store(store, args.window, Registry.default())
     finally:
         store.close()
     if args.format == "table":

@@ -147,3 +147,8 @@ def format_json(rows: list[MetricRow], window: str) -> str:
 
 def since(window: str, now: float | None = None) -> float:
     return (now or time.time()) - WINDOWS[window]
+
+
+def from_store(store, window: str, registry: Registry | None = None) -> list[MetricRow]:
+    """The rolling leaderboard over one window of a store's rows."""
+    return build(store.observations(since=since(window)), registry)

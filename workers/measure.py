@@ -88,13 +88,14 @@ def _score(row: Observation, reference: str, hypothesis: str) -> None:
         parts.substitutions, parts.deletions, parts.insertions, parts.ref_words)
 
 
-def _trimmed(dataset: Dataset, clip: Clip) -> bytes:
+def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
+    """What a caller sends: the clip trimmed to 100 ms after the end of speech (METHOD "Shared VAD anchors")."""
     pcm = dataset.audio(clip)
     return pcm[: int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))].tobytes()
 
 
 async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
-    pcm = _trimmed(dataset, clip)
+    pcm = audio_sent(dataset, clip)
     timeline = Timeline(ctx.clock)
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
     try:
@@ -112,7 +113,7 @@ async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, c
 
 
 async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
-    pcm = _trimmed(dataset, clip)
+    pcm = audio_sent(dataset, clip)
     timeline = Timeline(ctx.clock)
     client = await _connect(adapter.connect(timeline), timeline, row, ctx)
     await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)

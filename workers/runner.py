@@ -160,14 +160,32 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     return TickResult(run, rows, plan.skipped, spooled)
 
 
+def _adapter(registry: Registry, model: ModelInfo) -> object:
+    """The model's adapter, or the exception that prevented it (every item then becomes an error row)."""
+    try:
+        return registry.create(model)
+    except (RegistryError, ImportError, OSError, RuntimeError) as exc:
+        return exc
+
+
 async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
                        rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
-    adapters: dict[str, object] = {}
+    models = {t.model.id: t.model for t in plan.tasks}
+    adapters = {model_id: _adapter(registry, model) for model_id, model in models.items()}
     secrets = tuple(api_key(t.model.vendor) for t in plan.tasks if t.model.needs_key)
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
     try:
-        await _measure_tasks(config, writer, registry, plan, run, rows, instrument, instrument_id, on_row,
-                             adapters, secrets, bar)
+        for task in plan.tasks:
+            row = await _measure_task(config, task, adapters[task.model.id], plan, run, secrets, instrument,
+                                      instrument_id)
+            writer.write(row)
+            rows.append(row)
+            run.rows += 1
+            run.failed_rows += row.status != "ok"
+            if on_row is not None:
+                on_row(row)
+            bar.set_postfix_str(f"{task.model.id} {task.dataset.name}", refresh=False)
+            bar.update(1)
     finally:
         bar.close()
         for adapter in adapters.values():
@@ -175,31 +193,15 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
                 adapter.close()
 
 
-async def _measure_tasks(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
-                         rows: list[Observation], instrument, instrument_id, on_row, adapters: dict,
-                         secrets: tuple, bar) -> None:
-    for task in plan.tasks:
-        if task.model.id not in adapters:
-            try:
-                adapters[task.model.id] = registry.create(task.model)
-            except (RegistryError, ImportError, OSError, RuntimeError) as exc:
-                adapters[task.model.id] = exc
-        adapter = adapters[task.model.id]
-        ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
-                             chunk_ms=config.chunk_ms, instrument=instrument if task.model.board == "tts" else None,
-                             instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False))
-        if isinstance(adapter, Exception):
-            row = failed_observation(task.model, task.dataset, task.item, ctx, "error", f"adapter unavailable: {adapter}")
-        else:
-            row = await measure_item(task.model, adapter, task.dataset, task.item, ctx)
-        writer.write(row)
-        rows.append(row)
-        run.rows += 1
-        run.failed_rows += row.status != "ok"
-        if on_row is not None:
-            on_row(row)
-        bar.set_postfix_str(f"{task.model.id} {task.dataset.name}", refresh=False)
-        bar.update(1)
+async def _measure_task(config: Config, task: Task, adapter, plan: Plan, run: RunRecord, secrets: tuple,
+                        instrument, instrument_id) -> Observation:
+    ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
+                         chunk_ms=config.chunk_ms, instrument=instrument if task.model.board == "tts" else None,
+                         instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False))
+    if isinstance(adapter, Exception):
+        return failed_observation(task.model, task.dataset, task.item, ctx, "error",
+                                  f"adapter unavailable: {adapter}")
+    return await measure_item(task.model, adapter, task.dataset, task.item, ctx)
 
 
 def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[Callable | None, str | None]:
