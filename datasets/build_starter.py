@@ -17,13 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from voxwatch.integrity import file_sha256
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
 from . import degrade
 from .audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
 from .catalog import bundled_root
-from .manifest import Clip, DatasetInfo, Prompt, file_sha256, read_info, read_records, write_info, write_records
+from .manifest import Clip, DatasetInfo, Prompt, read_info, read_records, write_info, write_records
 from .starter_texts import STT_UTTERANCES, TTS_PROMPTS
 
 FAMILY = "stt-starter"

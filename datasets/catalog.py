@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from .audio import CATALOG_RATE, AudioError, read_pcm16
-from .manifest import Clip, DatasetInfo, ManifestError, Prompt, file_sha256, read_info, read_records
+from voxwatch.integrity import file_sha256
+
+from .manifest import Clip, DatasetInfo, ManifestError, Prompt, read_info, read_records
 
 
 class IntegrityError(ValueError):

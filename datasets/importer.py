@@ -16,7 +16,9 @@ from pathlib import Path
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
 
 from .audio import CATALOG_RATE, AudioError, normalize_loudness, read_mono, resample, to_pcm16, write_wav
-from .manifest import Clip, DatasetInfo, ManifestError, file_sha256, iter_jsonl, write_info, write_records
+from voxwatch.integrity import file_sha256
+
+from .manifest import Clip, DatasetInfo, ManifestError, iter_jsonl, write_info, write_records
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]")

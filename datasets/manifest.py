@@ -12,8 +12,6 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from voxwatch.integrity import file_sha256  # noqa: F401  (re-exported for dataset code)
-
 SCHEMA_VERSION = 1
 
 

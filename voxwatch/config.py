@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
@@ -97,7 +97,7 @@ class Config:
             _store_url(url)
         except ValueError as exc:
             raise ConfigError(f"--store: {exc}") from None
-        return Config(**{**self.__dict__, "store_url": url})
+        return replace(self, store_url=url)
 
 
 def _flatten(data: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
