@@ -13,8 +13,23 @@ from typing import Protocol
 from .events import Timeline
 
 
+FAILURE_STATUSES = ("error", "auth_error", "rate_limited", "server_error", "malformed", "disconnected")
+
+
 class ProviderError(Exception):
-    """A provider failed in a way that becomes an `error` row (never a latency)."""
+    """A provider failed in a way that becomes a failure row (never a latency).
+
+    `status` names the kind of failure (one of FAILURE_STATUSES): a refused key, a rate limit (with
+    the server's Retry-After, which the scheduler honours between items, never inside a clock), a
+    server error, a message that breaks the protocol, or a connection dropped mid-stream.
+    """
+
+    def __init__(self, message: str, status: str = "error", retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        if status not in FAILURE_STATUSES:
+            raise ValueError(f"unknown failure status {status!r}")
+        self.status = status
+        self.retry_after_s = retry_after_s
 
 
 class STTStreamSession(Protocol):

@@ -15,7 +15,7 @@ import uuid
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, is_loopback, open_websocket, require_key
+from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 
@@ -64,9 +64,9 @@ class CartesiaSession:
                 if data.get("done"):
                     break
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(f"malformed message from Cartesia ({type(exc).__name__})") from None
+            raise ProviderError(f"malformed message from Cartesia ({type(exc).__name__})", "malformed") from None
         except websockets.ConnectionClosed as exc:
-            raise ProviderError(f"Cartesia closed the connection mid-stream (code {exc.code})") from None
+            raise ProviderError(f"Cartesia closed the connection mid-stream (code {close_code(exc)})", "disconnected") from None
         self.timeline.mark(CLOSED)
 
     async def aclose(self) -> None:

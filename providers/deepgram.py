@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, is_loopback, open_websocket, require_key
+from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
 from .registry import ModelInfo
 
@@ -44,7 +44,7 @@ class DeepgramSession:
     def __init__(self, ws, timeline: Timeline) -> None:
         self.ws, self.timeline = ws, timeline
         self._done = asyncio.Event()
-        self._error: str | None = None
+        self._error: ProviderError | None = None
         self._reader = asyncio.create_task(self._receive())
 
     async def _receive(self) -> None:
@@ -62,10 +62,12 @@ class DeepgramSession:
                 elif kind == "Metadata":
                     break
                 elif kind == "Error" or "err_code" in data:
-                    self._error = str(data.get("description") or data.get("err_msg") or data)[:300]
+                    self._error = ProviderError(f"Deepgram error: {str(data.get('description') or data.get('err_msg'))[:300]}")
                     break
-        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
-            self._error = f"malformed message from Deepgram ({type(exc).__name__})"
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            self._error = ProviderError(f"malformed message from Deepgram ({type(exc).__name__})", "malformed")
+        except websockets.ConnectionClosedError as exc:
+            self._error = ProviderError(f"Deepgram closed the connection mid-stream (code {close_code(exc)})", "disconnected")
         except websockets.ConnectionClosed:
             pass
         finally:
@@ -81,7 +83,7 @@ class DeepgramSession:
     async def wait_final(self) -> None:
         await self._done.wait()
         if self._error is not None:
-            raise ProviderError(self._error)
+            raise self._error
 
     async def aclose(self) -> None:
         """CloseStream, then let the server send its Metadata and close (briefly), then close."""

@@ -1,39 +1,125 @@
 """Where and how a cloud adapter connects: the vendor's URL (or an override such as a loopback
-emulator), its key, and one translation of a refused WebSocket handshake.
+emulator), its key, a warmed HTTP client, and one translation of a refused request or handshake.
 
-`VOXWATCH_<VENDOR>_BASE_URL` points a vendor at another server without touching adapter code;
-rows measured against a loopback address are labelled `emulator` and never reach a leaderboard.
+`VOXWATCH_<VENDOR>_BASE_URL` points a vendor at another server without touching adapter code
+(`http://127.0.0.1:PORT` serves both the vendor's HTTP and WebSocket endpoints); rows measured
+against a loopback address are labelled `emulator` and never reach a leaderboard.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import time
+from email.utils import parsedate_to_datetime
+from typing import Mapping
 from urllib.parse import urlsplit
 
+import httpx
 import websockets
 
 from .base import ProviderError
 from .keys import Secret, api_key, vendor_variable
+
+HTTP_TIMEOUT_S = 60.0
 
 
 def base_url(vendor: str, default: str) -> str:
     return os.environ.get(vendor_variable(vendor, "BASE_URL"), "").strip().rstrip("/") or default
 
 
+def ws_url(url: str) -> str:
+    """The WebSocket form of a base URL (https -> wss, http -> ws)."""
+    scheme, rest = url.split("://", 1)
+    return {"https": "wss", "http": "ws"}.get(scheme, scheme) + "://" + rest
+
+
+def http_url(url: str) -> str:
+    """The HTTP form of a base URL (wss -> https, ws -> http)."""
+    scheme, rest = url.split("://", 1)
+    return {"wss": "https", "ws": "http"}.get(scheme, scheme) + "://" + rest
+
+
 def require_key(vendor: str) -> Secret:
     key = api_key(vendor)
     if key is None:
-        raise ProviderError("no API key")
+        raise ProviderError("no API key", "auth_error")
     return key
 
 
-async def open_websocket(url: str, headers: dict[str, str], vendor: str):
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Retry-After as seconds (RFC 9110: delay-seconds or an HTTP date); None when absent or unreadable."""
+    value = (headers.get("retry-after") or headers.get("Retry-After") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def http_failure(status: int, headers: Mapping[str, str], vendor: str) -> ProviderError:
+    """A refused HTTP request or WebSocket handshake, by kind; never includes the request (or its key)."""
+    if status in (401, 403):
+        return ProviderError(f"{vendor} refused the key: HTTP {status}", "auth_error")
+    if status == 429:
+        wait = retry_after_s(headers)
+        hint = f"; Retry-After {wait:g} s" if wait is not None else ""
+        return ProviderError(f"{vendor} rate limit: HTTP 429{hint}", "rate_limited", wait)
+    if status >= 500:
+        return ProviderError(f"{vendor} server error: HTTP {status}", "server_error")
+    return ProviderError(f"{vendor} refused the request: HTTP {status}")
+
+
+async def open_websocket(url: str, headers: dict[str, str], vendor: str, subprotocols: list[str] | None = None):
     """A WebSocket with the vendor's auth headers; a refused handshake becomes a ProviderError."""
     try:
-        return await websockets.connect(url, max_size=None, compression=None, additional_headers=headers)
+        return await websockets.connect(ws_url(url), max_size=None, compression=None, additional_headers=headers,
+                                        subprotocols=subprotocols)
     except websockets.InvalidStatus as exc:
-        raise ProviderError(f"{vendor} refused the connection: HTTP {exc.response.status_code}") from None
+        raise http_failure(exc.response.status_code, exc.response.headers, vendor) from None
+    except (OSError, websockets.InvalidHandshake) as exc:
+        raise ProviderError(f"cannot connect to {vendor}: {type(exc).__name__}", "disconnected") from None
+
+
+def close_code(exc: websockets.ConnectionClosed) -> int:
+    """The close code the server sent, or 1006 when the connection dropped without a close frame."""
+    return exc.rcvd.code if exc.rcvd is not None else 1006
+
+
+class WarmClient:
+    """An httpx client with HTTP/2 where the server offers it, warmed before t0.
+
+    `warm()` opens the connection (any response will do); each timed request then reports, through
+    httpcore's trace hook, whether it had to open a new connection: a latency timed over a cold
+    connection includes TCP and TLS set-up, so the harness keeps it null with the reason.
+    """
+
+    def __init__(self, base: str, headers: dict[str, str], vendor: str) -> None:
+        self.base, self.vendor = http_url(base), vendor
+        self.client = httpx.AsyncClient(base_url=self.base, headers=headers, http2=True, timeout=HTTP_TIMEOUT_S)
+
+    async def warm(self, path: str = "/") -> None:
+        try:
+            await self.client.request("HEAD", path)
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"cannot connect to {self.vendor}: {type(exc).__name__}", "disconnected") from None
+
+    def stream(self, method: str, path: str, cold: list[bool], **kwargs):
+        """`client.stream(...)` whose trace sets cold[0] when the request opened a new connection."""
+
+        async def trace(name: str, info: dict) -> None:
+            if name.startswith("connection.connect_tcp"):
+                cold[0] = True
+
+        return self.client.stream(method, path, extensions={"trace": trace}, **kwargs)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
 
 
 def is_loopback(url: str) -> bool:

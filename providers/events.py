@@ -35,6 +35,8 @@ class Event:
     sample_rate: int | None = None
     audio: bytes | None = None  # little-endian int16 PCM for AUDIO events
     deadline_ns: int | None = None  # CHUNK_SENT: when the pacer meant to write it
+    http_version: str | None = None  # RESPONSE over HTTP: "HTTP/1.1", "HTTP/2"
+    connection_reused: bool | None = None  # RESPONSE over HTTP: False when the request opened a connection
 
 
 @dataclass

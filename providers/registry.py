@@ -18,7 +18,9 @@ from .keys import api_key
 BOARDS = ("stt", "tts", "s2s")
 PROTOCOLS = {"stt-stream": "stt", "stt-batch": "stt", "tts-stream": "tts", "s2s": "s2s"}
 STATUSES = ("active", "early-access", "retired")
-_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[0-9][A-Za-z0-9.+-]*)?$")
+# "<vendor>/<model>[:<transport>][@<engine version>]"; the transport tells apart one model served
+# over two APIs (a realtime WebSocket and a batch HTTP endpoint, say)
+_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9._-]*(:[a-z0-9-]+)?(@[0-9][A-Za-z0-9.+-]*)?$")
 _FLOATING = re.compile(r"(^|[-_.:@/])latest$|^[^/]+/(default|stable|current)$", re.IGNORECASE)
 
 
@@ -48,6 +50,11 @@ class ModelInfo:
     @property
     def version(self) -> str | None:
         return self.id.split("@", 1)[1] if "@" in self.id else None
+
+    @property
+    def vendor_model(self) -> str:
+        """The model name the vendor's API takes (the id without vendor, transport or version)."""
+        return self.id.split("/", 1)[1].split("@", 1)[0].split(":", 1)[0]
 
     def excluded(self, metric: str) -> Exclusion | None:
         return next((e for e in self.exclusions if e.metric == metric), None)

@@ -1,50 +1,19 @@
 """Contract tests: each cloud adapter against a loopback emulator of its vendor's protocol, over
-real sockets; the metrics computed from its events equal the injected truth.
-
-On this shared 2-core VM a process can be held off the CPU for a few milliseconds, sometimes
-for several streams in a row, and the first stream through fresh code paths runs slower. So each
-contract discards one warm-up stream, measures three, and holds their median to 5 ms and every
-stream to 15 ms; the 1-2 ms accuracy targets are measured, with their full error distribution,
-by benchmarks/clock_truth.py.
+real sockets; the metrics computed from its events equal the injected truth (tolerances: contract.py).
 """
 
-import asyncio
-import statistics
-
 import pytest
+from contract import KEY, assert_failure_row, measure, measure_three, within
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
 from voxwatch.providers.emulators.server import serve
-from voxwatch.providers.keys import Secret
-from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import MeasureContext, measure_item
-
-REGISTRY = Registry.default()
-KEY = "emulator-key-0123456789"
 
 
 @pytest.fixture(scope="module")
 def clean():
     ds = Catalog([bundled_root()]).load("stt-starter-clean")
     return ds, next(c for c in ds.clips if c.id == "u049")
-
-
-def within(values: list[float], truth: float, median_ms: float = 5.0, worst_ms: float = 15.0) -> bool:
-    errors = [abs(v - truth) for v in values]
-    return statistics.median(errors) <= median_ms and max(errors) <= worst_ms
-
-
-def _measure_three(model_id: str, dataset, item) -> list:
-    """One warm-up stream (discarded), then three measured ones."""
-    return [_measure(model_id, dataset, item) for _ in range(4)][1:]
-
-
-def _measure(model_id: str, dataset, item, **ctx):
-    model = REGISTRY.resolve(model_id)
-    adapter = REGISTRY.create(model)
-    return asyncio.run(measure_item(model, adapter, dataset, item, MeasureContext(
-        run_id="r", seed=1, region="test", timeout_s=10, secrets=(Secret(KEY),), emulator=True, **ctx)))
 
 
 def test_deepgram_partials_and_forced_final(monkeypatch, clean):
@@ -54,7 +23,7 @@ def test_deepgram_partials_and_forced_final(monkeypatch, clean):
     with serve("deepgram", scenario) as url:
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
-        rows = _measure_three("deepgram/nova-3", ds, clip)
+        rows = measure_three("deepgram/nova-3", ds, clip)
     assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
     assert within([r.first_partial_ms for r in rows], 180.0)
     assert within([r.ttfs_ms for r in rows], 240.0)
@@ -71,8 +40,21 @@ def test_deepgram_final_before_the_end_of_speech_is_negative(monkeypatch, clean)
     with serve("deepgram", scenario) as url:
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
-        rows = _measure_three("deepgram/nova-3", ds, clip)
+        rows = measure_three("deepgram/nova-3", ds, clip)
     assert all(r.status == "ok" for r in rows) and within([r.ttfs_ms for r in rows], -60.0)
+
+
+@pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
+                                   "no_final"])
+def test_deepgram_failures_become_rows(monkeypatch, clean, fault):
+    ds, clip = clean
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           api_key=KEY, fault=fault)
+    with serve("deepgram", scenario) as url:
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
+        row = measure("deepgram/nova-3", ds, clip, timeout_s=2)
+    assert_failure_row(row, fault)
 
 
 def test_a_bad_key_is_an_error_row_that_never_shows_the_key(monkeypatch, clean):
@@ -80,8 +62,8 @@ def test_a_bad_key_is_an_error_row_that_never_shows_the_key(monkeypatch, clean):
     with serve("deepgram", STTScenario(transcript="x", speech_start_s=0.1, speech_end_s=0.5, api_key="other")) as url:
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
-        row = _measure("deepgram/nova-3", ds, clip)
-    assert row.status == "error" and "HTTP 401" in row.reason and KEY not in row.reason
+        row = measure("deepgram/nova-3", ds, clip)
+    assert row.status == "auth_error" and "HTTP 401" in row.reason and KEY not in row.reason
     assert row.ttfs_ms is None and row.connect_ms is None
 
 
@@ -96,8 +78,19 @@ def test_cartesia_ttfa_with_its_components(monkeypatch, scenario):
     with serve("cartesia", scenario) as url:
         monkeypatch.setenv("VOXWATCH_CARTESIA_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
-        rows = _measure_three("cartesia/sonic-3.5", prompts, prompt)
+        rows = measure_three("cartesia/sonic-3.5", prompts, prompt)
     assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
     assert within([r.ttfb_ms for r in rows], truth["ttfb_ms"])
     assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows)
     assert within([r.ttfa_ms for r in rows], truth["ttfa_ms"])
+
+
+@pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
+                                   "no_final", "inaudible"])
+def test_cartesia_failures_become_rows(monkeypatch, fault):
+    prompts = Catalog([bundled_root()]).load("tts-prompts")
+    with serve("cartesia", TTSScenario(api_key=KEY, fault=fault)) as url:
+        monkeypatch.setenv("VOXWATCH_CARTESIA_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
+        row = measure("cartesia/sonic-3.5", prompts, prompts.prompts[0], timeout_s=2)
+    assert_failure_row(row, fault)

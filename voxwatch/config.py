@@ -62,7 +62,8 @@ _BOARD_KEYS: dict[str, Callable[[Any], Any]] = {"models": _names, "datasets": _n
 SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _text},
     "store": {"url": _store_url, "spool_dir": _text},
-    "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int},
+    "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
+            "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text},
     "schedule": {"every_minutes": _positive_int},
     "datasets": {"dir": _text},
     "boards.stt": dict(_BOARD_KEYS),
@@ -85,6 +86,9 @@ class Config:
     seed: int
     timeout_s: float
     chunk_ms: int
+    max_retry_after_s: float
+    default_backoff_s: float
+    recordings_dir: Path
     every_minutes: int
     datasets_dir: Path
     spool_dir: Path
@@ -179,6 +183,9 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
         seed=values["run"]["seed"],
         timeout_s=values["run"]["timeout_s"],
         chunk_ms=values["run"]["chunk_ms"],
+        max_retry_after_s=values["run"]["max_retry_after_s"],
+        default_backoff_s=values["run"]["backoff_s"],
+        recordings_dir=Path(values["run"]["recordings_dir"]),
         every_minutes=values["schedule"]["every_minutes"],
         datasets_dir=Path(values["datasets"]["dir"]),
         spool_dir=Path(values["store"]["spool_dir"]),

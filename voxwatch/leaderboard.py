@@ -17,7 +17,7 @@ from typing import Iterable
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.metrics.stats import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci, rate, summarize
 from voxwatch.metrics.wer import WordErrors, pooled_wer
-from voxwatch.observation import Observation
+from voxwatch.observation import FAILED, Observation
 from voxwatch.providers.registry import Registry, RegistryError
 
 WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
@@ -60,7 +60,7 @@ def build(rows: Iterable[Observation], registry: Registry | None = None) -> list
         except RegistryError:
             model = None
         ok = [r for r in members if r.status == "ok"]
-        errors = sum(r.status in ("error", "inaudible") for r in members)
+        errors = sum(r.status in FAILED and r.status != "timeout" for r in members)
         timeouts = sum(r.status == "timeout" for r in members)
         parts = [WordErrors(r.substitutions, r.deletions, r.insertions, r.ref_words) for r in ok if r.ref_words is not None]
         wer = pooled_wer(parts)

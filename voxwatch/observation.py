@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-STATUSES = ("ok", "error", "timeout", "inaudible", "excluded")
+STATUSES = ("ok", "error", "auth_error", "rate_limited", "server_error", "malformed", "disconnected", "timeout",
+            "inaudible", "excluded")
+FAILED = frozenset(STATUSES) - {"ok", "excluded"}  # counted in the error rate (timeouts also on their own)
 
 
 @dataclass
@@ -27,6 +29,7 @@ class Observation:
     started_at: float  # unix seconds (UTC) at the start of the attempt
     status: str
     reason: str | None = None
+    retry_after_s: float | None = None  # rate_limited: how long the server asked us to wait
     condition: str | None = None
     family: str | None = None
     utterance_id: str | None = None

@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import websockets
 
 from voxwatch import __version__
 from voxwatch.clock import gc_paused
@@ -25,10 +28,13 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.onset import ONSET_VERSION, levels
 from voxwatch.metrics.timeline import (batch_metrics, connect_ms, pacing_error_ms, stt_stream_metrics,
                                        tts_metrics)
+from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
 from voxwatch.observation import Observation
-from voxwatch.providers.events import CONNECT_START, CONNECTED, Clock, Timeline
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.endpoints import close_code
+from voxwatch.providers.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.registry import ModelInfo
 
@@ -56,6 +62,7 @@ class MeasureContext:
     secrets: tuple[Secret | None, ...] = ()
     clock: Clock = time.perf_counter_ns
     emulator: bool = False
+    recordings_dir: Path | None = None  # S2S call recordings; a temporary file when None
 
 
 async def _connect(connecting, timeline: Timeline, row: Observation, ctx: MeasureContext):
@@ -79,6 +86,21 @@ def _base_row(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: Meas
         normalizer=NORMALIZER_NAME, normalizer_version=NORMALIZER_VERSION, vad=VAD_NAME, vad_version=VAD_VERSION,
         vad_params=json.dumps(VAD_PARAMS.as_record(), sort_keys=True), onset_version=ONSET_VERSION,
     )
+
+
+COLD_LATENCIES = ("latency_ms", "rtf", "ttfb_ms", "ttfa_ms", "leading_silence_ms", "synthesis_ms")
+
+
+def _http_facts(row: Observation, timeline: Timeline) -> None:
+    """Record the HTTP version and connection reuse; a latency timed over a cold connection stays null."""
+    response = next((e for e in timeline.of(RESPONSE) if e.http_version is not None), None)
+    if response is None:
+        return
+    row.http_version, row.connection_reused = response.http_version, response.connection_reused
+    if response.connection_reused is False:
+        for name in COLD_LATENCIES:
+            setattr(row, name, None)
+        row.reason = "timed over a cold connection (it includes connection set-up); latency not recorded"
 
 
 def _score(row: Observation, reference: str, hypothesis: str) -> None:
@@ -119,6 +141,7 @@ async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ct
     await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
     m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
     row.latency_ms, row.rtf = m.latency_ms, m.rtf
+    _http_facts(row, timeline)
     _score(row, clip.text, m.hypothesis)
 
 
@@ -136,6 +159,7 @@ async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx:
         lv = levels(stream.samples)
         raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
     row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
+    _http_facts(row, timeline)
     if ctx.instrument is not None:
         row.instrument_id = ctx.instrument_id
         try:
@@ -144,6 +168,35 @@ async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx:
             _score(row, prompt.text, text)
         except Exception as exc:  # an instrument failure is not a provider failure
             row.instrument_error = f"{type(exc).__name__}: {exc}"
+
+
+async def _s2s(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+    """One spoken turn: the clip paced in real time, the model's reply captured into the call recording."""
+    pcm = audio_sent(dataset, clip)
+    timeline = Timeline(ctx.clock)
+    session = await _connect(adapter.connect(timeline), timeline, row, ctx)
+    try:
+        await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
+        row.pacing_error_ms = pacing_error_ms(timeline)
+        await session.end_audio()
+        await asyncio.wait_for(session.wait_response(), ctx.timeout_s)
+    finally:
+        await session.aclose()
+    m = tts_metrics(timeline)
+    row.audio_duration_s = m.audio_duration_s
+    if ctx.recordings_dir is not None:
+        path = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") / f"{row.dataset}-{clip.id}.wav"
+        write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
+        v = v2v_from_recording(path)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "call.wav"
+            write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
+            v = v2v_from_recording(path)
+    if v.v2v_ms is None:
+        lv = levels(m.stream.samples)
+        raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
+    row.v2v_ms = v.v2v_ms
 
 
 def _fail(row: Observation, status: str, reason: str, ctx: MeasureContext) -> Observation:
@@ -171,12 +224,19 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
                 await _stt_batch(adapter, dataset, item, row, ctx)
             elif model.protocol == "tts-stream":
                 await _tts(adapter, model, item, row, ctx)
+            elif model.protocol == "s2s":
+                await _s2s(adapter, dataset, item, row, ctx)
             else:
                 return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
     except (asyncio.TimeoutError, TimeoutError) as exc:
         return _fail(row, "timeout", str(exc) or f"no result within {ctx.timeout_s:g} s", ctx)
     except Inaudible as exc:
         return _fail(row, "inaudible", str(exc), ctx)
+    except ProviderError as exc:
+        row.retry_after_s = exc.retry_after_s
+        return _fail(row, exc.status, str(exc), ctx)
+    except websockets.ConnectionClosed as exc:
+        return _fail(row, "disconnected", f"the provider closed the connection mid-stream (code {close_code(exc)})", ctx)
     except Exception as exc:
         return _fail(row, "error", f"{type(exc).__name__}: {exc}", ctx)
     for metric in ("ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "ttfa_ms", "latency_ms"):

@@ -174,10 +174,16 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
     adapters = {model_id: _adapter(registry, model) for model_id, model in models.items()}
     secrets = tuple(api_key(t.model.vendor) for t in plan.tasks if t.model.needs_key)
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
+    not_before: dict[str, float] = {}  # vendor -> monotonic time its Retry-After ends
     try:
         for task in plan.tasks:
+            wait = not_before.get(task.model.vendor, 0.0) - time.monotonic()
+            if wait > 0:  # a rate limit is honoured here, between items, never inside a clock
+                await asyncio.sleep(min(wait, config.max_retry_after_s))
             row = await _measure_task(config, task, adapters[task.model.id], plan, run, secrets, instrument,
                                       instrument_id)
+            if row.status == "rate_limited":
+                not_before[task.model.vendor] = time.monotonic() + (row.retry_after_s or config.default_backoff_s)
             writer.write(row)
             rows.append(row)
             run.rows += 1
@@ -196,7 +202,7 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
 async def _measure_task(config: Config, task: Task, adapter, plan: Plan, run: RunRecord, secrets: tuple,
                         instrument, instrument_id) -> Observation:
     ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
-                         chunk_ms=config.chunk_ms, instrument=instrument if task.model.board == "tts" else None,
+                         chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if task.model.board == "tts" else None,
                          instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False))
     if isinstance(adapter, Exception):
         return failed_observation(task.model, task.dataset, task.item, ctx, "error",

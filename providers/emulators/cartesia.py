@@ -19,6 +19,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
+from .faults import drop, websocket_refusal
 from .scenario import TTSScenario, jitter_ms
 
 
@@ -44,13 +45,13 @@ class CartesiaEmulator:
             return connection.respond(HTTPStatus.UNAUTHORIZED, "invalid API key\n")
         if not request.headers.get("Cartesia-Version"):
             return connection.respond(HTTPStatus.BAD_REQUEST, "Cartesia-Version header required\n")
-        return None
+        return websocket_refusal(connection, self.scenario.fault)
 
     def _audio(self, rate: int) -> tuple[np.ndarray, int]:
         s = self.scenario
         silence = np.zeros(int(round(s.leading_silence_ms * rate / 1000)))
         t = np.arange(int(round(s.speech_ms * rate / 1000))) / rate
-        speech = 0.3 * np.sin(2 * np.pi * 220.0 * t)
+        speech = 0.0 * t if s.fault == "inaudible" else 0.3 * np.sin(2 * np.pi * 220.0 * t)
         return (np.concatenate([silence, speech]) * 32767).astype("<i2"), silence.size
 
     async def handle(self, ws) -> None:
@@ -81,6 +82,12 @@ class CartesiaEmulator:
                 else:
                     at = first_at + i * every
                 await sleep_until(at)
+                if s.fault == "malformed" and i == 1:
+                    await ws.send('{"type": "chunk", "data": ')
+                elif s.fault == "disconnect" and i == 2:
+                    await drop(ws)
+                    return
                 await ws.send(json.dumps({"type": "chunk", "data": data, "done": False, "status_code": 206,
                                           "step_time": 1, "context_id": context}))
-            await ws.send(json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": context}))
+            if s.fault != "no_final":
+                await ws.send(json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": context}))

@@ -19,6 +19,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
+from .faults import drop, websocket_refusal
 from .scenario import STTScenario, jitter_ms
 
 
@@ -37,7 +38,7 @@ class DeepgramEmulator:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
         if request.headers.get("Authorization") != f"Token {self.scenario.api_key}":
             return connection.respond(HTTPStatus.UNAUTHORIZED, "invalid credentials\n")
-        return None
+        return websocket_refusal(connection, self.scenario.fault)
 
     async def handle(self, ws) -> None:
         finalized = asyncio.Event()
@@ -73,9 +74,16 @@ class DeepgramEmulator:
         k = 1
         while at < final_at:
             await sleep_until(at)
+            if s.fault == "malformed":
+                await ws.send('{"type": "Results", "channel": ')
+            elif s.fault == "disconnect":
+                await drop(ws)
+                return
             await ws.send(_results(" ".join(words[:k]), False))
             k = min(k + 1, len(words))
             at += int(s.partial_every_ms * 1e6)
+        if s.fault == "no_final":
+            return
         await sleep_until(final_at)
         await ws.send(_results(s.transcript, True, from_finalize=finalized.is_set()))
         final_sent.set()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from .faults import check
+
 
 def jitter_ms(key: bytes | str, spread_ms: float) -> float:
     """A per-stream offset in [-spread, +spread], derived from the stream's own content."""
@@ -30,6 +32,10 @@ class STTScenario:
     # per-stream speech anchors, keyed by the sha256 of the stream's first chunk (hex); streams
     # whose first chunk is not listed use speech_start_s / speech_end_s
     anchors: tuple[tuple[str, float, float], ...] = ()
+    fault: str | None = None  # see faults.py
+
+    def __post_init__(self) -> None:
+        check(self.fault)
 
     def anchors_for(self, first_chunk: bytes) -> tuple[float, float]:
         digest = hashlib.sha256(first_chunk).hexdigest()
@@ -52,6 +58,10 @@ class TTSScenario:
     gaming_delay_ms: float = 0.0  # > 0: the silence is sent at TTFB, the speech this much later
     jitter_ms: float = 0.0  # per stream, keyed by the transcript
     api_key: str = "emulator-key"
+    fault: str | None = None  # see faults.py
+
+    def __post_init__(self) -> None:
+        check(self.fault)
 
     def truth(self, transcript: str) -> dict[str, float]:
         ttfb = self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)

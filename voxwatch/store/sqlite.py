@@ -17,7 +17,7 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class SQLiteStore:
@@ -36,6 +36,10 @@ class SQLiteStore:
         run_cols = ", ".join(_column(f) for f in fields(RunRecord))
         with self._db:
             self._db.execute(f"CREATE TABLE IF NOT EXISTS observations ({cols}, UNIQUE ({', '.join(KEY)}))")
+            have = {r[1] for r in self._db.execute("PRAGMA table_info(observations)")}
+            for f in fields(Observation):
+                if f.name not in have:  # a store made by an older voxwatch gains the new field
+                    self._db.execute(f"ALTER TABLE observations ADD COLUMN {_column(f)}")
             self._db.execute("CREATE INDEX IF NOT EXISTS observations_time ON observations (started_at)")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS runs ({run_cols}, PRIMARY KEY (run_id))")
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
