@@ -32,10 +32,16 @@ class STTScenario:
     # per-stream speech anchors, keyed by the sha256 of the stream's first chunk (hex); streams
     # whose first chunk is not listed use speech_start_s / speech_end_s
     anchors: tuple[tuple[str, float, float], ...] = ()
+    # per-stream transcripts, keyed the same way (the clip's reference, perhaps with injected errors)
+    transcripts: tuple[tuple[str, str], ...] = ()
     fault: str | None = None  # see faults.py
 
     def __post_init__(self) -> None:
         check(self.fault)
+
+    def transcript_for(self, first_chunk: bytes) -> str:
+        digest = hashlib.sha256(first_chunk).hexdigest()
+        return next((text for key, text in self.transcripts if key == digest), self.transcript)
 
     def anchors_for(self, first_chunk: bytes) -> tuple[float, float]:
         digest = hashlib.sha256(first_chunk).hexdigest()
@@ -59,6 +65,7 @@ class TTSScenario:
     jitter_ms: float = 0.0  # per stream, keyed by the transcript
     api_key: str = "emulator-key"
     fault: str | None = None  # see faults.py
+    voice: str = "tone"  # "tone": a sharp-onset 220 Hz tone; "espeak": the transcript spoken by eSpeak NG
 
     def __post_init__(self) -> None:
         check(self.fault)
@@ -67,3 +74,53 @@ class TTSScenario:
         ttfb = self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)
         return {"ttfb_ms": ttfb, "leading_silence_ms": self.leading_silence_ms,
                 "ttfa_ms": ttfb + max(self.leading_silence_ms, self.gaming_delay_ms)}
+
+
+@dataclass(frozen=True)
+class S2SScenario:
+    """Speech-to-speech: the model's reply starts `response_ms` after the caller's speech ends.
+
+    Times are on the emulator's clock: the end of the caller's speech is the first audio chunk's
+    arrival plus the clip's speech_end (from `anchors`, as in STTScenario). The reply's audio
+    (leading silence, then speech) goes out in chunks every `send_every_ms`.
+    """
+
+    response_ms: float = 400.0
+    leading_silence_ms: float = 60.0
+    speech_ms: float = 600.0
+    chunk_ms: float = 20.0
+    send_every_ms: float = 5.0
+    transcript: str = "sure, i can help with that"
+    speech_end_s: float = 1.0
+    anchors: tuple[tuple[str, float, float], ...] = ()
+    jitter_ms: float = 0.0  # per stream, keyed by the first audio chunk's bytes
+    api_key: str = "emulator-key"
+    fault: str | None = None
+    voice: str = "tone"
+
+    def __post_init__(self) -> None:
+        check(self.fault)
+
+    def speech_end_for(self, first_chunk: bytes) -> float:
+        digest = hashlib.sha256(first_chunk).hexdigest()
+        return next((b for key, a, b in self.anchors if key == digest), self.speech_end_s)
+
+    def truth(self, first_chunk: bytes) -> dict[str, float]:
+        return {"v2v_ms": self.response_ms + jitter_ms(first_chunk, self.jitter_ms) + self.leading_silence_ms}
+
+
+@dataclass(frozen=True)
+class Scenarios:
+    """One emulator process serving several of a vendor's APIs at once (Deepgram's STT and TTS, say)."""
+
+    stt: STTScenario | None = None
+    tts: TTSScenario | None = None
+    s2s: S2SScenario | None = None
+
+
+def scenario_for(scenario, board: str):
+    """The scenario an emulator should use for one board's API, from a single scenario or a bundle."""
+    if isinstance(scenario, Scenarios):
+        return getattr(scenario, board)
+    kind = {"stt": STTScenario, "tts": TTSScenario, "s2s": S2SScenario}[board]
+    return scenario if isinstance(scenario, kind) else None
