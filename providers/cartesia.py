@@ -18,6 +18,7 @@ from .base import ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
+from .stamped import received
 
 DEFAULT_URL = "wss://api.cartesia.ai"
 API_VERSION = "2026-03-01"
@@ -33,7 +34,8 @@ class CartesiaTTS:
     async def connect(self, timeline: Timeline, voice: str | None = None) -> "CartesiaSession":
         key = require_key(self.model.vendor)
         ws = await open_websocket(f"{self.url}/tts/websocket", {"Authorization": f"Bearer {key.reveal()}",
-                                                                "Cartesia-Version": API_VERSION}, "Cartesia")
+                                                                "Cartesia-Version": API_VERSION}, "Cartesia",
+                                  clock=timeline.clock)
         return CartesiaSession(ws, timeline, self.model.id.split("/", 1)[1], voice or self.model.voice or "")
 
 
@@ -50,13 +52,13 @@ class CartesiaSession:
         self.timeline.mark(REQUEST_SENT)
         offset = 0
         try:
-            async for message in self.ws:
+            async for message, at in received(self.ws):
                 data = json.loads(message)
                 if data.get("context_id") not in (None, context):
                     continue
                 if data.get("type") == "chunk":
                     pcm = base64.b64decode(data["data"])
-                    self.timeline.mark(AUDIO, sample_offset=offset, n_samples=len(pcm) // 2,
+                    self.timeline.mark(AUDIO, at, sample_offset=offset, n_samples=len(pcm) // 2,
                                        sample_rate=SAMPLE_RATE, audio=pcm)
                     offset += len(pcm) // 2
                 elif data.get("type") == "error":

@@ -18,6 +18,7 @@ from .base import ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
 from .registry import ModelInfo
+from .stamped import received
 
 DEFAULT_URL = "wss://api.deepgram.com"
 CLOSE_WAIT_S = 2.0
@@ -36,7 +37,7 @@ class DeepgramSTT:
         query = urlencode({"model": self.model.id.split("/", 1)[1], "encoding": "linear16",
                            "sample_rate": self.sample_rate, "channels": 1, "interim_results": "true"})
         ws = await open_websocket(f"{self.url}/v1/listen?{query}", {"Authorization": f"Token {key.reveal()}"},
-                                  "Deepgram")
+                                  "Deepgram", clock=timeline.clock)
         return DeepgramSession(ws, timeline)
 
 
@@ -49,14 +50,14 @@ class DeepgramSession:
 
     async def _receive(self) -> None:
         try:
-            async for message in self.ws:
+            async for message, at in received(self.ws):
                 if isinstance(message, bytes):
                     continue
                 data = json.loads(message)
                 kind = data.get("type")
                 if kind == "Results":
                     text = data["channel"]["alternatives"][0]["transcript"]
-                    self.timeline.mark(FINAL if data.get("is_final") else PARTIAL, text=text)
+                    self.timeline.mark(FINAL if data.get("is_final") else PARTIAL, at, text=text)
                     if data.get("from_finalize"):
                         self._done.set()
                 elif kind == "Metadata":

@@ -12,7 +12,7 @@ import ipaddress
 import os
 import time
 from email.utils import parsedate_to_datetime
-from typing import Mapping
+from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
 import httpx
@@ -20,6 +20,7 @@ import websockets
 
 from .base import ProviderError
 from .keys import Secret, api_key, vendor_variable
+from .stamped import StampedConnection, stamped_connection
 
 HTTP_TIMEOUT_S = 60.0
 
@@ -75,11 +76,13 @@ def http_failure(status: int, headers: Mapping[str, str], vendor: str) -> Provid
     return ProviderError(f"{vendor} refused the request: HTTP {status}")
 
 
-async def open_websocket(url: str, headers: dict[str, str], vendor: str, subprotocols: list[str] | None = None):
-    """A WebSocket with the vendor's auth headers; a refused handshake becomes a ProviderError."""
+async def open_websocket(url: str, headers: dict[str, str], vendor: str, subprotocols: list[str] | None = None,
+                         clock: Callable[[], int] = time.perf_counter_ns) -> StampedConnection:
+    """A WebSocket with the vendor's auth headers whose messages carry arrival stamps on `clock`
+    (read them with `stamped.received`); a refused handshake becomes a ProviderError."""
     try:
         return await websockets.connect(ws_url(url), max_size=None, compression=None, additional_headers=headers,
-                                        subprotocols=subprotocols)
+                                        subprotocols=subprotocols, create_connection=stamped_connection(clock))
     except websockets.InvalidStatus as exc:
         raise http_failure(exc.response.status_code, exc.response.headers, vendor) from None
     except (OSError, websockets.InvalidHandshake) as exc:
@@ -109,12 +112,16 @@ class WarmClient:
         except httpx.HTTPError as exc:
             raise ProviderError(f"cannot connect to {self.vendor}: {type(exc).__name__}", "disconnected") from None
 
-    def stream(self, method: str, path: str, cold: list[bool], **kwargs):
-        """`client.stream(...)` whose trace sets cold[0] when the request opened a new connection."""
+    def stream(self, method: str, path: str, cold: list[bool], sending: Callable[[], object] | None = None, **kwargs):
+        """`client.stream(...)` whose trace sets cold[0] when the request opened a new connection and
+        calls `sending()` just before the request's first bytes are written (where REQUEST_SENT belongs:
+        the client library's own set-up before that is not the vendor's latency)."""
 
         async def trace(name: str, info: dict) -> None:
             if name.startswith("connection.connect_tcp"):
                 cold[0] = True
+            elif sending is not None and name.endswith("send_request_headers.started"):
+                sending()
 
         return self.client.stream(method, path, extensions={"trace": trace}, **kwargs)
 

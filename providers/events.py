@@ -47,8 +47,9 @@ class Timeline:
     events: list[Event] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def mark(self, kind: str, **data) -> Event:
-        event = Event(kind=kind, t_ns=self.clock(), **data)
+    def mark(self, kind: str, at_ns: int | None = None, **data) -> Event:
+        """Record an event now, or at `at_ns` on this timeline's clock (a socket arrival stamp)."""
+        event = Event(kind=kind, t_ns=self.clock() if at_ns is None else at_ns, **data)
         with self._lock:
             self.events.append(event)
         return event

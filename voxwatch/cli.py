@@ -168,6 +168,18 @@ def cmd_datasets_import(args) -> int:
     return 0
 
 
+def cmd_emulate(args) -> int:
+    from voxwatch import emulate
+
+    vendors = _names(args.vendors) if args.vendors != "all" else list(emulate.VENDORS)
+    unknown = sorted(set(vendors) - set(emulate.VENDORS))
+    if unknown:
+        raise config_mod.ConfigError(f"no emulator for {', '.join(unknown)}; known: {', '.join(emulate.VENDORS)}")
+    cfg = _config(args)
+    emulate.serve_forever(_catalog(cfg), vendors, cfg.chunk_ms)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="voxwatch", description=__doc__)
     p.add_argument("--config", help="TOML config file (default: $VOXWATCH_CONFIG, ./voxwatch.toml, or the packaged default)")
@@ -202,6 +214,11 @@ def parser() -> argparse.ArgumentParser:
     prov = sub.add_parser("providers", help="the model registry").add_subparsers(dest="action", required=True)
     prov.add_parser("list", help="every registered id with its board, protocol, status and key").set_defaults(
         func=cmd_providers_list)
+
+    emu = sub.add_parser("emulate", help="serve loopback emulators of the cloud vendors (tests and trials only; "
+                                         "their rows never reach a leaderboard)")
+    emu.add_argument("--vendors", default="all", help="all, or a comma-separated list of vendors")
+    emu.set_defaults(func=cmd_emulate)
 
     ds = sub.add_parser("datasets", help="the dataset catalog").add_subparsers(dest="action", required=True)
     ds.add_parser("list", help="every dataset with clip counts and durations").set_defaults(func=cmd_datasets_list)

@@ -45,6 +45,7 @@ class MetricRow:
     p95_ci: tuple[float, float] | None = None
     wer_ci: tuple[float, float] | None = None
     note: str | None = None
+    instrument: str | None = None  # TTS: the STT that scored intelligibility (never pooled across)
 
 
 def build(rows: Iterable[Observation], registry: Registry | None = None) -> list[MetricRow]:
@@ -52,9 +53,11 @@ def build(rows: Iterable[Observation], registry: Registry | None = None) -> list
     for r in rows:
         if r.emulator:
             continue
-        groups.setdefault((r.board, r.model_id, r.dataset, r.region, r.method_version, r.protocol), []).append(r)
+        instrument = r.instrument_id if r.board == "tts" else None
+        groups.setdefault((r.board, r.model_id, r.dataset, r.region, r.method_version, r.protocol, instrument or ""),
+                          []).append(r)
     out: list[MetricRow] = []
-    for (board, model_id, dataset, region, method, protocol), members in sorted(groups.items()):
+    for (board, model_id, dataset, region, method, protocol, instrument), members in sorted(groups.items()):
         try:
             model = registry.resolve(model_id) if registry else None
         except RegistryError:
@@ -73,7 +76,7 @@ def build(rows: Iterable[Observation], registry: Registry | None = None) -> list
                                  len(members), rate(errors, len(members)), rate(timeouts, len(members)), wer,
                                  sum(p.ref_words for p in parts), _pair(bootstrap_percentile_ci(values, 50)),
                                  _pair(bootstrap_percentile_ci(values, 95)), wer_ci,
-                                 exclusion.reason if exclusion else None))
+                                 exclusion.reason if exclusion else None, instrument or None))
     return out
 
 

@@ -26,8 +26,8 @@ from voxwatch.datasets.catalog import Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.onset import ONSET_VERSION, levels
-from voxwatch.metrics.timeline import (batch_metrics, connect_ms, pacing_error_ms, stt_stream_metrics,
-                                       tts_metrics)
+from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
+                                       stt_stream_metrics, tts_metrics)
 from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
@@ -63,6 +63,14 @@ class MeasureContext:
     clock: Clock = time.perf_counter_ns
     emulator: bool = False
     recordings_dir: Path | None = None  # S2S call recordings; a temporary file when None
+    on_timeline: Callable[[Timeline], None] | None = None  # calibration: sees each timeline as it is made
+
+
+def _timeline(ctx: MeasureContext) -> Timeline:
+    timeline = Timeline(ctx.clock)
+    if ctx.on_timeline is not None:
+        ctx.on_timeline(timeline)  # it fills in as the measurement runs
+    return timeline
 
 
 async def _connect(connecting, timeline: Timeline, row: Observation, ctx: MeasureContext):
@@ -118,7 +126,7 @@ def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
 
 async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = audio_sent(dataset, clip)
-    timeline = Timeline(ctx.clock)
+    timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
     try:
         await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
@@ -136,7 +144,7 @@ async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, c
 
 async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = audio_sent(dataset, clip)
-    timeline = Timeline(ctx.clock)
+    timeline = _timeline(ctx)
     client = await _connect(adapter.connect(timeline), timeline, row, ctx)
     await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
     m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
@@ -146,7 +154,7 @@ async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ct
 
 
 async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx: MeasureContext) -> None:
-    timeline = Timeline(ctx.clock)
+    timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
     try:
         await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
@@ -173,7 +181,7 @@ async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx:
 async def _s2s(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     """One spoken turn: the clip paced in real time, the model's reply captured into the call recording."""
     pcm = audio_sent(dataset, clip)
-    timeline = Timeline(ctx.clock)
+    timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
     try:
         await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
@@ -182,8 +190,10 @@ async def _s2s(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: Mea
         await asyncio.wait_for(session.wait_response(), ctx.timeout_s)
     finally:
         await session.aclose()
-    m = tts_metrics(timeline)
-    row.audio_duration_s = m.audio_duration_s
+    reply = collect_audio(timeline.events)
+    if reply.samples.size == 0:
+        raise Inaudible("the model sent no audio")
+    row.audio_duration_s = reply.samples.size / reply.sample_rate
     if ctx.recordings_dir is not None:
         path = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") / f"{row.dataset}-{clip.id}.wav"
         write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
@@ -194,7 +204,7 @@ async def _s2s(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: Mea
             write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
             v = v2v_from_recording(path)
     if v.v2v_ms is None:
-        lv = levels(m.stream.samples)
+        lv = levels(reply.samples)
         raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
     row.v2v_ms = v.v2v_ms
 

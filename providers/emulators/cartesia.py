@@ -20,6 +20,7 @@ import websockets
 from voxwatch.clock import sleep_until
 
 from .faults import drop, websocket_refusal
+from .ledger import record
 from .scenario import TTSScenario, jitter_ms
 
 
@@ -87,6 +88,10 @@ class CartesiaEmulator:
                 elif s.fault == "disconnect" and i == 2:
                     await drop(ws)
                     return
+                if i == 0:
+                    record(self, transcript, "first_audio")
+                if i == first_speech:
+                    record(self, transcript, "first_speech")
                 await ws.send(json.dumps({"type": "chunk", "data": data, "done": False, "status_code": 206,
                                           "step_time": 1, "context_id": context}))
             if s.fault != "no_final":

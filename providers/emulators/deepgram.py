@@ -1,10 +1,17 @@
-"""A loopback emulator of Deepgram's live transcription WebSocket (`/v1/listen`).
+"""A loopback emulator of Deepgram's live transcription (`/v1/listen`) and Aura text-to-speech
+(`/v1/speak`) WebSockets, both on one port as Deepgram serves them on one host.
 
-Checks `Authorization: Token <key>`; takes linear16 binary frames; sends interim `Results`
-(`is_final: false`) on a cadence from `first_partial_ms` after the start of speech, and the final
-(`is_final`, `speech_final`, `from_finalize` when a `Finalize` has arrived) `final_ms` after the end
-of speech; answers a late `Finalize` with an empty `from_finalize` final; `CloseStream` gets a
-`Metadata` message and a normal close.
+Both check `Authorization: Token <key>`. `/v1/listen` takes linear16 binary frames; sends interim
+`Results` (`is_final: false`) on a cadence from `first_partial_ms` after the start of speech, and
+the final (`is_final`, `speech_final`, `from_finalize` when a `Finalize` has arrived) `final_ms`
+after the end of speech; answers a late `Finalize` with an empty `from_finalize` final;
+`CloseStream` gets a `Metadata` message and a normal close.
+
+`/v1/speak` opens with a `Metadata` message; buffers `Speak` text; on `Flush` sends linear16
+binary frames at the requested sample rate - leading silence, then the speech (a sharp-onset tone
+or eSpeak NG) - the first `ttfb_ms` after the Flush arrived and the rest every `send_every_ms`
+(the speech `gaming_delay_ms` after the silence, when set), then `{"type": "Flushed",
+"sequence_id"}`; `Clear` empties the buffer (`Cleared`); `Close` flushes and closes normally.
 """
 
 from __future__ import annotations
@@ -14,13 +21,19 @@ import json
 import time
 import uuid
 from http import HTTPStatus
+from urllib.parse import parse_qs, urlsplit
 
+import numpy as np
 import websockets
 
 from voxwatch.clock import sleep_until
 
 from .faults import drop, websocket_refusal
-from .scenario import STTScenario, jitter_ms
+from .ledger import record
+from .scenario import STTScenario, TTSScenario, jitter_ms, scenario_for
+from .speech import speech_pcm
+
+LISTEN, SPEAK = "/v1/listen", "/v1/speak"
 
 
 def _results(text: str, is_final: bool, from_finalize: bool = False) -> str:
@@ -30,17 +43,33 @@ def _results(text: str, is_final: bool, from_finalize: bool = False) -> str:
 
 
 class DeepgramEmulator:
-    def __init__(self, scenario: STTScenario) -> None:
-        self.scenario = scenario
+    def __init__(self, scenario) -> None:
+        self.stt: STTScenario | None = scenario_for(scenario, "stt")
+        self.tts: TTSScenario | None = scenario_for(scenario, "tts")
+        self._audio: dict[tuple[str, int], tuple[list[bytes], int]] = {}
+        if self.tts is not None and self.tts.voice == "tone":
+            self._chunks("", 24000)  # first-use costs paid before any stream is timed
 
     def process_request(self, connection, request):
-        if request.path.split("?")[0] != "/v1/listen":
+        scenario = {LISTEN: self.stt, SPEAK: self.tts}.get(request.path.split("?")[0])
+        if scenario is None:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
-        if request.headers.get("Authorization") != f"Token {self.scenario.api_key}":
+        if request.headers.get("Authorization") != f"Token {scenario.api_key}":
             return connection.respond(HTTPStatus.UNAUTHORIZED, "invalid credentials\n")
-        return websocket_refusal(connection, self.scenario.fault)
+        return websocket_refusal(connection, scenario.fault)
 
     async def handle(self, ws) -> None:
+        try:
+            if ws.request.path.split("?")[0] == SPEAK:
+                await self._speak_session(ws)
+            else:
+                await self._listen_session(ws)
+        except websockets.ConnectionClosed:
+            pass  # the client went away; nothing is owed to it
+
+    # --- /v1/listen ---
+
+    async def _listen_session(self, ws) -> None:
         finalized = asyncio.Event()
         final_sent = asyncio.Event()
         sender: asyncio.Task | None = None
@@ -48,7 +77,8 @@ class DeepgramEmulator:
             async for message in ws:
                 if isinstance(message, bytes):
                     if sender is None:
-                        sender = asyncio.create_task(self._speak(ws, time.perf_counter_ns(), message, finalized, final_sent))
+                        sender = asyncio.create_task(self._transcribe(ws, time.perf_counter_ns(), message, finalized,
+                                                                      final_sent))
                     continue
                 kind = json.loads(message).get("type")
                 if kind == "Finalize":
@@ -58,17 +88,17 @@ class DeepgramEmulator:
                 elif kind == "CloseStream":
                     await ws.send(json.dumps({"type": "Metadata", "request_id": str(uuid.uuid4()), "channels": 1}))
                     break
-        except websockets.ConnectionClosed:
-            pass  # the client went away; nothing is owed to it
         finally:
             if sender is not None:
                 sender.cancel()
 
-    async def _speak(self, ws, t0: int, first_chunk: bytes, finalized: asyncio.Event, final_sent: asyncio.Event) -> None:
-        s = self.scenario
+    async def _transcribe(self, ws, t0: int, first_chunk: bytes, finalized: asyncio.Event,
+                          final_sent: asyncio.Event) -> None:
+        s = self.stt
         j = jitter_ms(first_chunk, s.jitter_ms)
         speech_start, speech_end = s.anchors_for(first_chunk)
-        words = s.transcript.split()
+        transcript = s.transcript_for(first_chunk)
+        words = transcript.split()
         at = t0 + int((speech_start * 1000 + s.first_partial_ms + j) * 1e6)
         final_at = t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6)
         k = 1
@@ -79,11 +109,87 @@ class DeepgramEmulator:
             elif s.fault == "disconnect":
                 await drop(ws)
                 return
+            if k == 1:
+                record(self, transcript, "first_partial")
             await ws.send(_results(" ".join(words[:k]), False))
             k = min(k + 1, len(words))
             at += int(s.partial_every_ms * 1e6)
         if s.fault == "no_final":
             return
         await sleep_until(final_at)
-        await ws.send(_results(s.transcript, True, from_finalize=finalized.is_set()))
+        record(self, transcript, "final")
+        await ws.send(_results(transcript, True, from_finalize=finalized.is_set()))
         final_sent.set()
+
+    # --- /v1/speak ---
+
+    def _chunks(self, text: str, rate: int) -> tuple[list[bytes], int]:
+        """The stream's linear16 chunks, made once per text and rate, and the index of the first speech chunk."""
+        s = self.tts
+        key = (text if s.voice == "espeak" else "", rate)
+        if key not in self._audio:
+            pcm, silence_n = speech_pcm(text, rate, s.voice, s.speech_ms, s.leading_silence_ms)
+            if s.fault == "inaudible":
+                pcm = np.zeros_like(pcm)
+            step = int(round(s.chunk_ms * rate / 1000))
+            self._audio[key] = ([pcm[i:i + step].tobytes() for i in range(0, pcm.size, step)], -(-silence_n // step))
+        return self._audio[key]
+
+    async def _speak_session(self, ws) -> None:
+        query = parse_qs(urlsplit(ws.request.path).query)
+        model = query.get("model", ["aura-asteria-en"])[0]
+        if query.get("encoding", ["linear16"])[0] != "linear16":
+            await ws.close(1008, "DATA-0000: this emulator speaks linear16 only")
+            return
+        rate = int(query.get("sample_rate", ["24000"])[0])
+        await ws.send(json.dumps({"type": "Metadata", "request_id": str(uuid.uuid4()), "model_name": model,
+                                  "model_version": "emulator", "model_uuid": str(uuid.uuid4())}))
+        parts: list[str] = []
+        sequence = 0
+        async for message in ws:
+            arrived = time.perf_counter_ns()
+            kind = json.loads(message).get("type") if isinstance(message, str) else None
+            if kind == "Speak":
+                parts.append(str(json.loads(message).get("text", "")))
+            elif kind in ("Flush", "Close"):
+                if parts or kind == "Flush":
+                    if not await self._say(ws, arrived, "".join(parts), rate, sequence):
+                        return
+                    sequence += 1
+                parts.clear()
+                if kind == "Close":
+                    await ws.close()
+                    return
+            elif kind == "Clear":
+                parts.clear()
+                await ws.send(json.dumps({"type": "Cleared", "sequence_id": sequence}))
+            else:
+                await ws.send(json.dumps({"type": "Warning", "code": "UNKNOWN_MESSAGE_TYPE",
+                                          "description": "Expected Speak, Flush, Clear or Close."}))
+
+    async def _say(self, ws, arrived: int, text: str, rate: int, sequence: int) -> bool:
+        """One flush's audio, then `Flushed`; False when a fault ended the stream."""
+        s = self.tts
+        chunks, first_speech = self._chunks(text, rate)
+        first_at = arrived + int((s.ttfb_ms + jitter_ms(text, s.jitter_ms)) * 1e6)
+        every = int(s.send_every_ms * 1e6)
+        for i, chunk in enumerate(chunks):
+            if s.gaming_delay_ms and i >= first_speech:
+                at = first_at + int(s.gaming_delay_ms * 1e6) + (i - first_speech) * every
+            else:
+                at = first_at + i * every
+            await sleep_until(at)
+            if s.fault == "malformed" and i == 1:
+                await ws.send('{"type": "Flushed", ')
+            elif s.fault == "disconnect" and i == 2:
+                await drop(ws)
+                return False
+            if i == 0:
+                record(self, text, "first_audio")
+            if i == first_speech:
+                record(self, text, "first_speech")
+            await ws.send(chunk)
+        if s.fault != "no_final":
+            await ws.send(json.dumps({"type": "Flushed", "sequence_id": sequence}))
+        return True
+

@@ -16,7 +16,6 @@ from typing import Iterator
 # kind -> "module:Class" under voxwatch.providers.emulators, imported in the emulator's process
 EMULATORS = {
     "deepgram": "deepgram:DeepgramEmulator",
-    "deepgram-tts": "deepgram_tts:DeepgramAuraEmulator",
     "cartesia": "cartesia:CartesiaEmulator",
     "assemblyai": "assemblyai:AssemblyAIEmulator",
     "speechmatics": "speechmatics:SpeechmaticsEmulator",
@@ -34,12 +33,13 @@ def emulator_class(kind: str):
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
-def _run(kind: str, scenario, conn) -> None:
+def _run(kind: str, scenario, conn, ledger) -> None:
     emulator = emulator_class(kind)(scenario)
+    emulator.ledger = ledger  # calibration only: see ledger.py
     if hasattr(emulator, "app"):
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         sock.listen(256)  # connections queue until uvicorn accepts them
@@ -61,11 +61,14 @@ def _run(kind: str, scenario, conn) -> None:
 
 
 @contextlib.contextmanager
-def serve(kind: str, scenario) -> Iterator[str]:
-    """Yield the emulator's base URL (ws:// or http://127.0.0.1:PORT); the process is stopped on exit."""
+def serve(kind: str, scenario, ledger=None) -> Iterator[str]:
+    """Yield the emulator's base URL (ws:// or http://127.0.0.1:PORT); the process is stopped on exit.
+
+    `ledger`: a multiprocessing queue (from `ledger_queue()`) that receives the emulator's send times.
+    """
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
-    process = ctx.Process(target=_run, args=(kind, scenario, child), name=f"{kind}-emulator", daemon=True)
+    process = ctx.Process(target=_run, args=(kind, scenario, child, ledger), name=f"{kind}-emulator", daemon=True)
     process.start()
     try:
         if not parent.poll(30):
@@ -75,3 +78,8 @@ def serve(kind: str, scenario) -> Iterator[str]:
     finally:
         process.kill()
         process.join(5)
+
+
+def ledger_queue():
+    """A queue an emulator process can write its send times to (see ledger.py)."""
+    return multiprocessing.get_context("spawn").Queue()

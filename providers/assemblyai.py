@@ -1,0 +1,210 @@
+"""AssemblyAI Universal-Streaming (streaming API v3, `/v3/ws` WebSocket), as the vendor documents it.
+
+Protocol facts followed (AssemblyAI streaming AsyncAPI spec and the assemblyai-python-sdk v3 client):
+- `wss://streaming.assemblyai.com/v3/ws?sample_rate=..&encoding=pcm_s16le&format_turns=..&speech_model=..`;
+  auth is the raw key in `Authorization` (no scheme). The server opens with `Begin` (`id`, `expires_at`).
+- Audio goes as binary frames of pcm_s16le; each frame must hold 50 to 1000 ms of audio (close code
+  3007 otherwise). The harness writes 20 ms chunks, so this adapter batches them and sends once
+  50 ms are buffered: the first audio reaches AssemblyAI 40 ms after t0 and every later sample up
+  to 40 ms late, a cost of the protocol that every AssemblyAI caller with 20 ms frames pays, and
+  which the latencies measured here therefore include. The remainder at the end is padded with
+  silence to 50 ms.
+- `Turn` messages carry `turn_order`, `end_of_turn`, `turn_is_formatted`, `transcript` (the turn's
+  finalized words only) and `words` (each with `word_is_final`). A Turn with `end_of_turn: false`
+  is a partial: its text is all its words, final or not, which is what a caller would display. The
+  first `end_of_turn: true` Turn of a `turn_order` is that turn's final (its `transcript`).
+- `format_turns=false`: the final a caller gets is the first end-of-turn Turn, unformatted (lower
+  case, no punctuation; the WER normalizer ignores both). With formatting on, AssemblyAI sends a
+  second, formatted end-of-turn Turn later; AssemblyAI advises voice agents not to wait for it, so
+  it is not requested, and if one ever arrives it is ignored (the turn already has its final).
+- A clip may hold several turns; each turn's final is a FINAL event, so the hypothesis is the
+  joined turns and TTFS the last turn's final.
+- `{"type": "ForceEndpoint"}` ends the open turn now; `{"type": "Terminate"}` makes the server flush
+  what it has, send `Termination` and close. `{"type": "Error", "error": ..}` (or a bare `error`)
+  and close codes (4001 not authorized, 4029/4102/3009/1013 rate or concurrency limits, 3005/1011
+  server errors, 3007 chunk duration) end the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from urllib.parse import urlencode
+
+import websockets
+
+from .base import ProviderError
+from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .events import CLOSED, FINAL, PARTIAL, Timeline
+from .registry import ModelInfo
+from .stamped import received
+
+DEFAULT_URL = "wss://streaming.assemblyai.com"
+MIN_CHUNK_MS = 50  # AssemblyAI takes 50-1000 ms of audio per binary message
+CLOSE_WAIT_S = 2.0
+# close code -> row status; any other application code (3000-4999) is an "error" with its reason
+CLOSE_STATUS = {4001: "auth_error", 1008: "auth_error", 4029: "rate_limited", 4102: "rate_limited",
+                3009: "rate_limited", 1013: "rate_limited", 3005: "server_error", 1011: "server_error"}
+
+
+def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError:
+    """A close that ended the session early, by kind; the reason is AssemblyAI's, never the request."""
+    code = close_code(exc)
+    reason = (exc.rcvd.reason if exc.rcvd is not None else "")[:200]
+    if code == 1006:
+        return ProviderError(f"AssemblyAI closed the connection {during} (code 1006)", "disconnected")
+    status = CLOSE_STATUS.get(code, "error" if 3000 <= code < 5000 else "disconnected")
+    return ProviderError(f"AssemblyAI closed the connection {during}: {code} {reason}".rstrip(), status)
+
+
+class AssemblyAISTT:
+    sample_rate = 16000
+    format_turns = False  # see the module docstring: the final is the first, unformatted, end of turn
+
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+
+    async def connect(self, timeline: Timeline) -> "AssemblyAISession":
+        """Open the session and wait for `Begin`, so session set-up stays outside the clocks."""
+        key = require_key(self.model.vendor)
+        query = urlencode({"sample_rate": self.sample_rate, "encoding": "pcm_s16le",
+                           "format_turns": str(self.format_turns).lower(), "speech_model": self.model.vendor_model})
+        ws = await open_websocket(f"{self.url}/v3/ws?{query}", {"Authorization": key.reveal()}, "AssemblyAI",
+                                  clock=timeline.clock)
+        try:
+            while True:
+                message = await ws.recv()
+                ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
+                data = json.loads(message)
+                if data.get("type") == "Begin":
+                    break
+                _raise_for_error(data)
+        except websockets.ConnectionClosed as exc:
+            raise closed_error(exc, "before the session began") from None
+        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+            await ws.close()
+            raise ProviderError(f"malformed message from AssemblyAI ({type(exc).__name__})", "malformed") from None
+        except ProviderError:
+            await ws.close()
+            raise
+        return AssemblyAISession(ws, timeline, self.sample_rate)
+
+
+def _raise_for_error(data: dict) -> None:
+    if data.get("type") == "Error" or ("error" in data and "type" not in data):
+        raise ProviderError(f"AssemblyAI error: {str(data.get('error'))[:300]}")
+
+
+class AssemblyAISession:
+    def __init__(self, ws, timeline: Timeline, sample_rate: int) -> None:
+        self.ws, self.timeline = ws, timeline
+        self.min_bytes = sample_rate * MIN_CHUNK_MS // 1000 * 2
+        self._buffer = bytearray()
+        self._finalized: set[int] = set()  # turn_order values whose final has arrived
+        self._open_turn = False  # a turn has words and no final yet
+        self._forced = False  # ForceEndpoint sent: the next end of turn is the stream's final
+        self._terminated = False  # Terminate sent
+        self._final_after_force = asyncio.Event()
+        self._closed = asyncio.Event()
+        self._error: ProviderError | None = None
+        self._reader = asyncio.create_task(self._receive())
+
+    async def _receive(self) -> None:
+        try:
+            async for message, at in received(self.ws):
+                if isinstance(message, bytes):
+                    continue
+                data = json.loads(message)
+                kind = data.get("type")
+                if kind == "Turn":
+                    self._turn(data, at)
+                elif kind == "Termination":
+                    break
+                else:
+                    _raise_for_error(data)  # Begin, SpeechStarted, Warning and newer kinds carry no transcript
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
+            self._error = ProviderError(f"malformed message from AssemblyAI ({type(exc).__name__})", "malformed")
+        except ProviderError as exc:
+            self._error = exc
+        except websockets.ConnectionClosedError as exc:
+            self._error = closed_error(exc, "mid-stream")
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.timeline.mark(CLOSED)
+            self._closed.set()
+
+    def _turn(self, data: dict, at: int) -> None:
+        order, end = data["turn_order"], data["end_of_turn"]
+        transcript, words = data["transcript"], data["words"]
+        if not isinstance(order, int) or not isinstance(end, bool) or not isinstance(transcript, str):
+            raise TypeError("Turn fields of the wrong type")
+        if order in self._finalized:
+            return  # the formatted copy of a turn that already has its final
+        if end:
+            self._finalized.add(order)
+            self._open_turn = False
+            self.timeline.mark(FINAL, at, text=transcript)
+            if self._forced:
+                self._final_after_force.set()
+        else:
+            text = " ".join(str(w["text"]) for w in words) or transcript
+            self._open_turn = self._open_turn or bool(text.strip())
+            self.timeline.mark(PARTIAL, at, text=text)
+
+    async def _send(self, message: bytes | str) -> None:
+        """Send; a session AssemblyAI has closed fails with its close code and reason (its error channel)."""
+        try:
+            await self.ws.send(message)
+        except websockets.ConnectionClosed as exc:
+            raise self._error or closed_error(exc, "mid-stream") from None
+
+    async def send_audio(self, pcm16: bytes) -> None:
+        """Buffer until 50 ms are held (AssemblyAI's minimum message), then send them as one frame."""
+        self._buffer += pcm16
+        if len(self._buffer) >= self.min_bytes:
+            chunk, self._buffer = bytes(self._buffer), bytearray()
+            await self._send(chunk)
+
+    async def end_audio(self) -> None:
+        """Send what is buffered (padded with silence to 50 ms), then ForceEndpoint."""
+        if self._buffer:
+            chunk = bytes(self._buffer) + bytes(max(0, self.min_bytes - len(self._buffer)))
+            self._buffer = bytearray()
+            await self._send(chunk)
+        self._forced = True
+        await self._send(json.dumps({"type": "ForceEndpoint"}))
+
+    async def wait_final(self) -> None:
+        """Return once the open turn has ended after ForceEndpoint, or, when no turn was open,
+        once the server has flushed and terminated (it sends any last turn's final first)."""
+        if not self._open_turn and not self._closed.is_set():
+            await self._terminate()
+        waiters = [asyncio.ensure_future(self._final_after_force.wait()), asyncio.ensure_future(self._closed.wait())]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+        if self._error is not None:
+            raise self._error
+
+    async def _terminate(self) -> None:
+        if not self._terminated:
+            self._terminated = True
+            try:
+                await self.ws.send(json.dumps({"type": "Terminate"}))
+            except websockets.ConnectionClosed:
+                pass
+
+    async def aclose(self) -> None:
+        """Terminate, let the server send Termination and close (briefly), then close."""
+        await self._terminate()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
+        except asyncio.TimeoutError:
+            pass
+        await self.ws.close()
+        self._reader.cancel()

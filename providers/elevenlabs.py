@@ -1,0 +1,328 @@
+"""ElevenLabs: text to speech over the stream-input WebSocket and the HTTP streaming endpoint, and
+Scribe v2 Realtime speech to text, as the vendor documents them. Auth everywhere: `xi-api-key`.
+
+TTS WebSocket, `GET /v1/text-to-speech/{voice_id}/stream-input?model_id=..&output_format=pcm_24000`:
+the first message is `{"text": " "}` (it may also carry voice_settings / generation_config); text
+goes up as `{"text": "... ", "flush": true}` (text ends with a space; flush generates at once,
+whatever the chunk_length_schedule), and `{"text": ""}` ends the input. The server answers with
+`{"audio": <base64 of the output format>, "normalizedAlignment", "alignment"}` messages, then
+`{"isFinal": true}`, and closes the connection; an error is `{"message", "error", "code"}`
+followed by a close (1008 policy violation).
+
+TTS HTTP, `POST /v1/text-to-speech/{voice_id}/stream?output_format=pcm_24000` with JSON
+`{"text", "model_id"}`: the body is the audio in the output format (pcm_24000: little-endian int16
+at 24 kHz, no header), sent chunked as it is generated.
+
+STT, `GET /v1/speech-to-text/realtime?model_id=scribe_v2_realtime&audio_format=pcm_16000&commit_strategy=manual`:
+the server opens with `session_started`; audio goes up as `{"message_type": "input_audio_chunk",
+"audio_base_64", "commit": false, "sample_rate"}`; the same message with `"commit": true` and no
+audio commits the segment (manual strategy: the final is forced). `partial_transcript` and
+`committed_transcript` carry `text`; an error is a message whose `message_type` names it
+(`auth_error`, `quota_exceeded`, `rate_limited`, `transcriber_error`, ...) with an `error` text.
+The client ends the session by closing the WebSocket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from urllib.parse import quote, urlencode
+
+import httpx
+import websockets
+
+from .base import ProviderError
+from .endpoints import WarmClient, base_url, close_code, http_failure, is_loopback, open_websocket, require_key
+from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Timeline
+from .registry import ModelInfo
+from .stamped import received
+
+VENDOR = "ElevenLabs"
+DEFAULT_URL = "https://api.elevenlabs.io"  # wss:// for the WebSocket endpoints (endpoints.ws_url)
+DEFAULT_VOICE = "JBFqnCBsd6RMkjVDRZzb"  # "George", the voice of the vendor's quickstarts
+TTS_SAMPLE_RATE = 24000
+OUTPUT_FORMAT = f"pcm_{TTS_SAMPLE_RATE}"
+MALFORMED = (json.JSONDecodeError, binascii.Error, KeyError, TypeError, ValueError, AttributeError)
+
+# Scribe realtime error message types -> row status (the rest are "error")
+STT_ERROR_STATUS = {
+    "auth_error": "auth_error", "unaccepted_terms": "auth_error",
+    "quota_exceeded": "rate_limited", "rate_limited": "rate_limited", "commit_throttled": "rate_limited",
+    "transcriber_error": "server_error", "resource_exhausted": "server_error",
+}
+STT_ERRORS = {*STT_ERROR_STATUS, "error", "input_error", "invalid_request", "queue_overflow",
+              "session_time_limit_exceeded", "chunk_size_exceeded", "insufficient_audio_activity"}
+
+
+def _closed(exc: websockets.ConnectionClosed) -> ProviderError:
+    """A connection that ended mid-stream: dropped (no close frame) or closed by the vendor with a reason."""
+    code = close_code(exc)
+    if exc.rcvd is None:
+        return ProviderError(f"{VENDOR} closed the connection mid-stream (code {code})", "disconnected")
+    status = "server_error" if code == 1011 else "error"
+    return ProviderError(f"{VENDOR} closed the connection (code {code}: {exc.rcvd.reason[:200]})", status)
+
+
+def _tts_error(data: dict) -> ProviderError:
+    """A stream-input error message `{"message", "error", "code"}`, by kind."""
+    kind = str(data.get("error") or "")
+    status = ("auth_error" if "api_key" in kind or "auth" in kind or "unauthorized" in kind else
+              "rate_limited" if "quota" in kind or "rate" in kind or "concurrent" in kind else "error")
+    return ProviderError(f"{VENDOR} error {kind or 'unknown'}: {str(data.get('message') or '')[:300]}", status)
+
+
+class _Samples:
+    """Whole int16 samples out of a byte stream whose chunks may split a sample."""
+
+    def __init__(self) -> None:
+        self.left = b""
+
+    def feed(self, data: bytes) -> bytes:
+        data = self.left + data
+        cut = len(data) - len(data) % 2
+        self.left = data[cut:]
+        return data[:cut]
+
+
+def _mark_audio(timeline: Timeline, pcm: bytes, offset: int, at: int | None = None) -> int:
+    """One AUDIO event for a chunk of whole samples; returns the next sample offset."""
+    n = len(pcm) // 2
+    if n:
+        timeline.mark(AUDIO, at, sample_offset=offset, n_samples=n, sample_rate=TTS_SAMPLE_RATE, audio=pcm)
+    return offset + n
+
+
+# --- TTS over the stream-input WebSocket ---
+
+
+class ElevenLabsWebSocketTTS:
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+
+    async def connect(self, timeline: Timeline, voice: str | None = None) -> "ElevenLabsWebSocketSession":
+        """Open the stream and send the opening `{"text": " "}`: both before t0."""
+        key = require_key(self.model.vendor)
+        voice_id = voice or self.model.voice or DEFAULT_VOICE
+        query = urlencode({"model_id": self.model.vendor_model, "output_format": OUTPUT_FORMAT})
+        ws = await open_websocket(f"{self.url}/v1/text-to-speech/{quote(voice_id, safe='')}/stream-input?{query}",
+                                  {"xi-api-key": key.reveal()}, VENDOR, clock=timeline.clock)
+        try:
+            await ws.send(json.dumps({"text": " "}))
+        except websockets.ConnectionClosed as exc:
+            raise _closed(exc) from None
+        return ElevenLabsWebSocketSession(ws, timeline)
+
+
+class ElevenLabsWebSocketSession:
+    def __init__(self, ws, timeline: Timeline) -> None:
+        self.ws, self.timeline = ws, timeline
+
+    async def synthesize(self, text: str) -> None:
+        try:
+            await self.ws.send(json.dumps({"text": text.strip() + " ", "flush": True}))
+            self.timeline.mark(REQUEST_SENT)
+            await self.ws.send(json.dumps({"text": ""}))
+            await self._receive()
+        except websockets.ConnectionClosed as exc:
+            raise _closed(exc) from None
+        self.timeline.mark(CLOSED)
+
+    async def _receive(self) -> None:
+        samples, offset = _Samples(), 0
+        try:
+            async for message, at in received(self.ws):  # ends when the server closes normally
+                data = json.loads(message)
+                if data.get("audio"):
+                    offset = _mark_audio(self.timeline, samples.feed(base64.b64decode(data["audio"], validate=True)),
+                                         offset, at)
+                elif data.get("error") or (data.get("message") and not data.get("isFinal")):
+                    raise _tts_error(data)
+                if data.get("isFinal"):
+                    break
+        except MALFORMED as exc:
+            raise ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed") from None
+        if samples.left:
+            raise ProviderError(f"malformed audio from {VENDOR} (a split sample)", "malformed")
+
+    async def aclose(self) -> None:
+        await self.ws.close()
+
+
+# --- TTS over HTTP streaming ---
+
+
+class ElevenLabsHTTPTTS:
+    """One warmed HTTP client per adapter, reused across items (a connection per item would time TLS)."""
+
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+        self._client: WarmClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def connect(self, timeline: Timeline, voice: str | None = None) -> "ElevenLabsHTTPSession":
+        """Create the client once (per event loop) and warm its connection before t0."""
+        key = require_key(self.model.vendor)
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client, self._loop = WarmClient(self.url, {"xi-api-key": key.reveal()}, VENDOR), loop
+        await self._client.warm()
+        return ElevenLabsHTTPSession(self._client, timeline, self.model.vendor_model,
+                                     voice or self.model.voice or DEFAULT_VOICE)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def close(self) -> None:
+        """For the runner's synchronous clean-up: close the client on its loop if that loop still runs."""
+        if self._client is not None and self._loop is not None and self._loop.is_running():
+            self._loop.create_task(self.aclose())
+
+
+class ElevenLabsHTTPSession:
+    def __init__(self, client: WarmClient, timeline: Timeline, model_id: str, voice_id: str) -> None:
+        self.client, self.timeline, self.model_id, self.voice_id = client, timeline, model_id, voice_id
+
+    async def synthesize(self, text: str) -> None:
+        cold = [False]
+        samples, offset = _Samples(), 0
+        path = f"/v1/text-to-speech/{quote(self.voice_id, safe='')}/stream"
+        try:
+            async with self.client.stream("POST", path, cold, sending=lambda: self.timeline.mark(REQUEST_SENT),
+                                          params={"output_format": OUTPUT_FORMAT},
+                                          json={"text": text, "model_id": self.model_id}) as response:
+                self.timeline.mark(RESPONSE, http_version=response.http_version, connection_reused=not cold[0])
+                if response.status_code != 200:
+                    await response.aread()
+                    raise http_failure(response.status_code, response.headers, VENDOR)
+                kind = response.headers.get("content-type", "")
+                if not kind.startswith(("audio/", "application/octet-stream")):
+                    raise ProviderError(f"malformed response from {VENDOR} (content-type {kind[:60]!r})", "malformed")
+                async for chunk in response.aiter_bytes():
+                    offset = _mark_audio(self.timeline, samples.feed(chunk), offset)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError) as exc:
+            raise ProviderError(f"{VENDOR} dropped the connection mid-stream ({type(exc).__name__})",
+                                "disconnected") from None
+        if samples.left:
+            raise ProviderError(f"malformed audio from {VENDOR} (a split sample)", "malformed")
+        self.timeline.mark(CLOSED)
+
+    async def aclose(self) -> None:
+        """The client stays open for the next item."""
+
+
+# --- STT: Scribe v2 Realtime ---
+
+
+class ElevenLabsRealtimeSTT:
+    sample_rate = 16000
+
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+
+    async def connect(self, timeline: Timeline) -> "ScribeSession":
+        """Open the session and wait for `session_started`, before t0."""
+        key = require_key(self.model.vendor)
+        query = urlencode({"model_id": self.model.vendor_model, "audio_format": f"pcm_{self.sample_rate}",
+                           "commit_strategy": "manual", "language_code": "en"})
+        ws = await open_websocket(f"{self.url}/v1/speech-to-text/realtime?{query}", {"xi-api-key": key.reveal()},
+                                  VENDOR, clock=timeline.clock)
+        session = ScribeSession(ws, timeline, self.sample_rate)
+        try:
+            await session.started()
+        except BaseException:
+            await ws.close()
+            raise
+        return session
+
+
+class ScribeSession:
+    def __init__(self, ws, timeline: Timeline, sample_rate: int) -> None:
+        self.ws, self.timeline, self.sample_rate = ws, timeline, sample_rate
+        self._messages = received(ws)
+        self._done = asyncio.Event()
+        self._committing = False
+        self._error: ProviderError | None = None
+        self._reader: asyncio.Task | None = None
+
+    async def started(self) -> None:
+        try:
+            message, _ = await anext(self._messages)
+            data = json.loads(message)
+            kind = data["message_type"]
+        except StopAsyncIteration:
+            raise ProviderError(f"{VENDOR} closed the session before it started", "disconnected") from None
+        except websockets.ConnectionClosed as exc:
+            raise _closed(exc) from None
+        except MALFORMED as exc:
+            raise ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed") from None
+        if kind in STT_ERRORS:
+            raise self._failure(kind, data)
+        if kind != "session_started":
+            raise ProviderError(f"malformed session start from {VENDOR} ({str(kind)[:40]!r})", "malformed")
+        self._reader = asyncio.create_task(self._receive())
+
+    @staticmethod
+    def _failure(kind: str, data: dict) -> ProviderError:
+        return ProviderError(f"{VENDOR} {kind}: {str(data.get('error') or '')[:300]}",
+                             STT_ERROR_STATUS.get(kind, "error"))
+
+    async def _receive(self) -> None:
+        try:
+            async for message, at in self._messages:
+                data = json.loads(message)
+                kind = data["message_type"]
+                if kind in ("partial_transcript", "committed_transcript"):
+                    text = data["text"]
+                    if not isinstance(text, str):
+                        raise TypeError("text is not a string")
+                    self.timeline.mark(FINAL if kind == "committed_transcript" else PARTIAL, at, text=text)
+                    if kind == "committed_transcript" and self._committing:
+                        break
+                elif kind in STT_ERRORS:
+                    self._error = self._failure(kind, data)
+                    break
+        except MALFORMED as exc:
+            self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
+        except websockets.ConnectionClosedError as exc:
+            self._error = _closed(exc)
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.timeline.mark(CLOSED)
+            self._done.set()
+
+    async def _send(self, audio: bytes, commit: bool) -> None:
+        try:
+            await self.ws.send(json.dumps({"message_type": "input_audio_chunk", "audio_base_64":
+                                           base64.b64encode(audio).decode(), "commit": commit,
+                                           "sample_rate": self.sample_rate}))
+        except websockets.ConnectionClosed as exc:
+            raise (self._error or _closed(exc)) from None
+
+    async def send_audio(self, pcm16: bytes) -> None:
+        await self._send(pcm16, False)
+
+    async def end_audio(self) -> None:
+        """Commit what was sent: the committed transcript that answers it is the final."""
+        self._committing = True
+        await self._send(b"", True)
+
+    async def wait_final(self) -> None:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+
+    async def aclose(self) -> None:
+        await self.ws.close()
+        if self._reader is not None:
+            self._reader.cancel()

@@ -1,0 +1,275 @@
+"""A loopback emulator of ElevenLabs' TTS (stream-input WebSocket and HTTP streaming) and Scribe
+v2 Realtime STT, on one port as the vendor serves them on one host (an ASGI app for uvicorn).
+
+Every endpoint checks the `xi-api-key` header (the stream-input WebSocket also takes the key as
+`xi_api_key` in its first message). TTS sends `pcm_<rate>` audio (little-endian int16) - leading
+silence, then the speech (a sharp-onset tone or eSpeak NG) - the first chunk `ttfb_ms` after the
+text that triggers generation arrived (a `flush: true` message or the closing `{"text": ""}`; the
+HTTP request), the rest every `send_every_ms` (the speech `gaming_delay_ms` after the silence,
+when set). The WebSocket sends `{"audio": <base64>}` messages, then `{"isFinal": true}` once the
+input has ended, and closes; HTTP streams the raw PCM as a chunked body. STT opens with
+`session_started`, sends `partial_transcript`s on a cadence from `first_partial_ms` after the
+start of speech, and `committed_transcript` `final_ms` after the end of speech - not before a
+commit arrived, under the manual commit strategy; a commit after the final gets an empty one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import time
+import uuid
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from voxwatch.clock import sleep_until
+
+from .faults import http_refusal
+from .ledger import record
+from .scenario import STTScenario, TTSScenario, jitter_ms, scenario_for
+from .speech import speech_pcm
+
+INVALID_KEY = {"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}
+
+
+def _abort(receive) -> None:
+    """Drop the connection under uvicorn without a close frame or the rest of the body (the disconnect fault)."""
+    receive.__self__.transport.abort()
+
+
+def _pcm_rate(output_format: str | None) -> int | None:
+    match = re.fullmatch(r"pcm_(\d+)", output_format or "")
+    return int(match.group(1)) if match else None
+
+
+def _refusal(key: str | None, scenario: TTSScenario | STTScenario | None) -> Response | None:
+    """The HTTP answer that refuses a request or an upgrade: no such API here, a wrong key, a handshake fault."""
+    if scenario is None:
+        return JSONResponse({"detail": "Not Found"}, 404)
+    if key is not None and key != scenario.api_key:
+        return JSONResponse(INVALID_KEY, 401)
+    return http_refusal(scenario.fault)
+
+
+class ElevenLabsEmulator:
+    def __init__(self, scenario) -> None:
+        self.tts: TTSScenario | None = scenario_for(scenario, "tts")
+        self.stt: STTScenario | None = scenario_for(scenario, "stt")
+        self._audio: dict[tuple[str, int], tuple[list[bytes], list[str], int]] = {}
+        if self.tts is not None and self.tts.voice == "tone":
+            self._chunks("", 24000)  # first-use costs paid before any stream is timed
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[
+            WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", self._tts_websocket),
+            Route("/v1/text-to-speech/{voice_id}/stream", self._tts_http, methods=["POST"]),
+            WebSocketRoute("/v1/speech-to-text/realtime", self._stt_websocket),
+        ])
+
+    # --- TTS audio, shared by both transports ---
+
+    def _chunks(self, text: str, rate: int) -> tuple[list[bytes], list[str], int]:
+        """The stream's chunks (raw and base64), made once per text and rate, and the first speech chunk's index."""
+        s = self.tts
+        key = (text if s.voice == "espeak" else "", rate)
+        if key not in self._audio:
+            pcm, silence_n = speech_pcm(text, rate, s.voice, s.speech_ms, s.leading_silence_ms)
+            if s.fault == "inaudible":
+                pcm = np.zeros_like(pcm)
+            step = int(round(s.chunk_ms * rate / 1000))
+            raw = [pcm[i:i + step].tobytes() for i in range(0, pcm.size, step)]
+            self._audio[key] = (raw, [base64.b64encode(c).decode() for c in raw], -(-silence_n // step))
+        return self._audio[key]
+
+    def _schedule(self, arrived: int, text: str, n: int, first_speech: int):
+        """When each of n chunks goes out: from TTFB after the request's arrival, the speech maybe held back."""
+        s = self.tts
+        first_at = arrived + int((s.ttfb_ms + jitter_ms(text, s.jitter_ms)) * 1e6)
+        every = int(s.send_every_ms * 1e6)
+        for i in range(n):
+            if s.gaming_delay_ms and i >= first_speech:
+                yield i, first_at + int(s.gaming_delay_ms * 1e6) + (i - first_speech) * every
+            else:
+                yield i, first_at + i * every
+
+    def _record(self, text: str, i: int, first_speech: int) -> None:
+        """Calibration (ledger.py): the first chunk and the first speech chunk go out now."""
+        if i == 0:
+            record(self, text, "first_audio")
+        if i == first_speech:
+            record(self, text, "first_speech")
+
+    # --- TTS: stream-input WebSocket ---
+
+    async def _tts_websocket(self, ws: WebSocket) -> None:
+        key = ws.headers.get("xi-api-key")
+        refusal = _refusal(key, self.tts)
+        if refusal is not None:
+            await ws.send_denial_response(refusal)
+            return
+        await ws.accept()
+        try:
+            await self._tts_stream(ws, key, _pcm_rate(ws.query_params.get("output_format", "mp3_44100")))
+        except WebSocketDisconnect:
+            pass  # the client went away; nothing is owed to it
+
+    async def _fail(self, ws: WebSocket, error: str, message: str) -> None:
+        await ws.send_text(json.dumps({"message": message, "error": error, "code": 1008}))
+        await ws.close(1008, message[:120])
+
+    async def _tts_stream(self, ws: WebSocket, key: str | None, rate: int | None) -> None:
+        s = self.tts
+        try:
+            first = json.loads(await ws.receive_text())
+        except json.JSONDecodeError:
+            first = {}
+        if not isinstance(first, dict) or first.get("text") != " ":
+            return await self._fail(ws, "invalid_input_message", "The first message must have text ' '.")
+        if key is None and first.get("xi_api_key") != s.api_key:
+            return await self._fail(ws, "invalid_api_key", "Invalid API key")
+        if rate is None:
+            return await self._fail(ws, "invalid_output_format", "This emulator serves pcm_<rate> output only.")
+        parts: list[str] = []
+        ended, arrived = False, None
+        while arrived is None and not ended:
+            message = json.loads(await ws.receive_text())
+            at = time.perf_counter_ns()
+            text = str(message.get("text", ""))
+            if text == "":
+                ended = True
+                arrived = at if parts else None
+            else:
+                parts.append(text)
+                arrived = at if message.get("flush") else None
+        if arrived is not None:
+            transcript = "".join(parts).strip()
+            _, encoded, first_speech = self._chunks(transcript, rate)
+            for i, at in self._schedule(arrived, transcript, len(encoded), first_speech):
+                await sleep_until(at)
+                if s.fault == "malformed" and i == 1:
+                    await ws.send_text('{"audio": ')
+                elif s.fault == "disconnect" and i == 2:
+                    return _abort(ws._receive)
+                self._record(transcript, i, first_speech)
+                await ws.send_text(json.dumps({"audio": encoded[i], "isFinal": None, "normalizedAlignment": None,
+                                               "alignment": None}))
+        while not ended:  # the input stays open until `{"text": ""}`
+            ended = str(json.loads(await ws.receive_text()).get("text", "")) == ""
+        if s.fault == "no_final":
+            while True:
+                await ws.receive_text()
+        await ws.send_text(json.dumps({"isFinal": True}))
+        await ws.close(1000)
+
+    # --- TTS: HTTP streaming ---
+
+    async def _tts_http(self, request: Request) -> Response:
+        arrived = time.perf_counter_ns()
+        refusal = _refusal(request.headers.get("xi-api-key", ""), self.tts)
+        if refusal is not None:
+            return refusal
+        s = self.tts
+        try:
+            body = await request.json()
+            text = str(body["text"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return JSONResponse({"detail": [{"loc": ["body", "text"], "msg": "Field required"}]}, 422)
+        rate = _pcm_rate(request.query_params.get("output_format", "mp3_44100"))
+        if rate is None:
+            return JSONResponse({"detail": {"status": "invalid_output_format",
+                                            "message": "This emulator serves pcm_<rate> output only."}}, 400)
+        if s.fault == "malformed":
+            return Response('{"detail": ', media_type="application/json")
+        raw, _, first_speech = self._chunks(text, rate)
+
+        async def body_chunks():
+            for i, at in self._schedule(arrived, text, len(raw), first_speech):
+                await sleep_until(at)
+                if s.fault == "disconnect" and i == 2:
+                    _abort(request.receive)
+                    return
+                self._record(text, i, first_speech)
+                yield raw[i]
+            if s.fault == "no_final":
+                await asyncio.Event().wait()  # the body never ends
+
+        return StreamingResponse(body_chunks(), media_type="audio/pcm")
+
+    # --- STT: Scribe v2 Realtime ---
+
+    async def _stt_websocket(self, ws: WebSocket) -> None:
+        refusal = _refusal(ws.headers.get("xi-api-key", ""), self.stt)
+        if refusal is not None:
+            await ws.send_denial_response(refusal)
+            return
+        await ws.accept()
+        query = ws.query_params
+        manual = query.get("commit_strategy", "manual") == "manual"
+        audio_format = query.get("audio_format", "pcm_16000")
+        await ws.send_text(json.dumps({"message_type": "session_started", "session_id": uuid.uuid4().hex, "config": {
+            "sample_rate": _pcm_rate(audio_format), "audio_format": audio_format,
+            "language_code": query.get("language_code"), "model_id": query.get("model_id"),
+            "commit_strategy": "manual" if manual else "vad", "include_timestamps": False}}))
+        committed, final_sent = asyncio.Event(), asyncio.Event()
+        if not manual:
+            committed.set()
+        speaker: asyncio.Task | None = None
+        try:
+            while True:
+                message = json.loads(await ws.receive_text())
+                arrived = time.perf_counter_ns()
+                if message.get("message_type") != "input_audio_chunk":
+                    await ws.send_text(json.dumps({"message_type": "input_error",
+                                                   "error": "Expected an input_audio_chunk message."}))
+                    continue
+                audio = base64.b64decode(message.get("audio_base_64") or "")
+                if audio and speaker is None:
+                    speaker = asyncio.create_task(self._transcribe(ws, arrived, audio, committed, final_sent))
+                if message.get("commit"):
+                    if final_sent.is_set() or speaker is None:
+                        await ws.send_text(json.dumps({"message_type": "committed_transcript", "text": ""}))
+                    committed.set()
+        except WebSocketDisconnect:
+            pass  # the client went away; nothing is owed to it
+        finally:
+            if speaker is not None:
+                speaker.cancel()
+
+    async def _transcribe(self, ws: WebSocket, t0: int, first_chunk: bytes, committed: asyncio.Event,
+                          final_sent: asyncio.Event) -> None:
+        s = self.stt
+        j = jitter_ms(first_chunk, s.jitter_ms)
+        speech_start, speech_end = s.anchors_for(first_chunk)
+        transcript = s.transcript_for(first_chunk)
+        words = transcript.split()
+        at = t0 + int((speech_start * 1000 + s.first_partial_ms + j) * 1e6)
+        final_at = t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6)
+        k = 1
+        try:
+            while at < final_at:
+                await sleep_until(at)
+                if s.fault == "malformed":
+                    await ws.send_text('{"message_type": "partial_transcript", "text": ')
+                elif s.fault == "disconnect":
+                    return _abort(ws._receive)
+                if k == 1:
+                    record(self, transcript, "first_partial")
+                await ws.send_text(json.dumps({"message_type": "partial_transcript", "text": " ".join(words[:k])}))
+                k = min(k + 1, len(words))
+                at += int(s.partial_every_ms * 1e6)
+            if s.fault == "no_final":
+                return
+            await committed.wait()
+            await sleep_until(final_at)
+            record(self, transcript, "final")
+            await ws.send_text(json.dumps({"message_type": "committed_transcript", "text": transcript}))
+            final_sent.set()
+        except WebSocketDisconnect:
+            pass

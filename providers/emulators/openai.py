@@ -1,0 +1,464 @@
+"""A loopback emulator of OpenAI's audio APIs, all on one host as the vendor serves them.
+
+- `POST /v1/audio/transcriptions` (multipart form: `file` (WAV), `model`, `response_format`):
+  answers `{"text": ...}` `final_ms` after the request body has arrived (STTScenario: the
+  processing time of a batch request); transcript and jitter are keyed by the sha256 of the WAV's
+  PCM samples.
+- `POST /v1/audio/speech` (JSON: `model`, `input`, `voice`, `response_format: "pcm"`): streams raw
+  24 kHz 16-bit little-endian mono PCM as a chunked body, timed as the Cartesia emulator times its
+  chunks (TTSScenario: headers and the first chunk `ttfb_ms` after the body arrived, then a chunk
+  every `send_every_ms`; the speech `gaming_delay_ms` after the silence, when set).
+- `/v1/realtime` WebSocket, GA interface: `?intent=transcription` opens a transcription session
+  (STTScenario), `?model=<id>` a speech-to-speech session (S2SScenario). Both open with
+  `session.created`, answer `session.update` with `session.updated` (or an `error` event when the
+  session type or the 24 kHz `audio/pcm` input format is wrong), take base64 pcm16 in
+  `input_audio_buffer.append`, and answer `input_audio_buffer.commit` with
+  `input_audio_buffer.committed` (an `error` when the buffer is empty).
+  Transcription: as the service does with turn detection off, nothing is transcribed until the
+  commit; then `conversation.item.input_audio_transcription.delta` events (a word each, every
+  `partial_every_ms` from the commit) and `.completed` `final_ms` after the end of speech (never
+  before the commit). S2S: `response.create` gets `response.created`, then the reply's audio in
+  `response.output_audio.delta` events - leading silence, then speech - from `response_ms` after
+  the end of the caller's speech (never before the `response.create`), a chunk every
+  `send_every_ms`, then `response.output_audio.done`, `response.output_audio_transcript.done` and
+  `response.done`.
+
+Clocks and per-stream keys: a realtime session's clock starts when its first
+`input_audio_buffer.append` arrives, and its anchors, transcript and jitter are keyed by the
+sha256 of that append's decoded audio - the 24 kHz PCM exactly as the client sent it (for the
+voxwatch adapter: the clip's first 16 kHz chunk through `openai_realtime.Upsampler`), not the
+16 kHz clip bytes.
+
+Calibration ledger (ledger.py), recorded just before each send: batch `final` (keyed by the
+transcript), realtime transcription `first_partial` and `final` (by the transcript), TTS
+`first_audio` and `first_speech` (by the input text), S2S `first_audio` and `first_speech` (by the
+stream's first-append key, the sha256 hex above).
+
+Auth: `Authorization: Bearer <key>`; a wrong key is refused with 401 (HTTP and WebSocket upgrade
+alike). Handshake faults refuse the request or upgrade; stream faults: `malformed` (a broken JSON
+event, or an odd trailing byte in a PCM body), `disconnect` (the WebSocket closed with 1011 - ASGI
+has no way to drop a socket without a close frame - or the HTTP body cut short), `no_final`
+(no `.completed` / `response.done`, an HTTP body that never ends), `inaudible` (silent audio).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import io
+import json
+import time
+import uuid
+import wave
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from voxwatch.clock import sleep_until
+
+from .faults import http_refusal
+from .ledger import record
+from .scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
+from .speech import speech_pcm
+
+RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:22]}"
+
+
+def _error_body(message: str, kind: str = "invalid_request_error", code: str | None = None) -> dict:
+    return {"message": message, "type": kind, "param": None, "code": code}
+
+
+def _json_error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": _error_body(message, kind, code)}, status_code=status)
+
+
+def _chunks(pcm: bytes, chunk_ms: float) -> list[bytes]:
+    step = int(round(chunk_ms * RATE / 1000)) * 2
+    return [pcm[i:i + step] for i in range(0, len(pcm), step)]
+
+
+def _form(content_type: str, body: bytes) -> dict[str, bytes]:
+    """The fields of a multipart/form-data body (name -> raw value)."""
+    boundary = next((p.split("=", 1)[1].strip().strip('"') for p in content_type.split(";")
+                     if p.strip().startswith("boundary=")), None)
+    if not content_type.startswith("multipart/form-data") or not boundary:
+        raise ValueError("expected multipart/form-data")
+    fields: dict[str, bytes] = {}
+    for part in body.split(b"--" + boundary.encode())[1:]:
+        if part.startswith(b"--"):
+            break
+        head, _, value = part.partition(b"\r\n\r\n")
+        disposition = next((line for line in head.decode("latin-1").split("\r\n")
+                            if line.lower().startswith("content-disposition")), "")
+        name = next((p.split("=", 1)[1].strip().strip('"') for p in disposition.split(";")
+                     if p.strip().startswith("name=")), None)
+        if name is not None:
+            fields[name] = value[:-2] if value.endswith(b"\r\n") else value
+    return fields
+
+
+class _Timed(Response):
+    """A JSON body sent at an absolute time on the emulator clock, or the fault it calls for."""
+
+    def __init__(self, at_ns: int, body: bytes, fault: str | None, on_send) -> None:
+        self.at_ns, self.payload, self.fault, self.on_send = at_ns, body, fault, on_send
+        self.background = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        await sleep_until(self.at_ns)
+        if self.fault == "no_final":
+            await asyncio.Event().wait()  # never answers; the client gives up
+        body = b'{"text": ' if self.fault == "malformed" else self.payload
+        self.on_send()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        if self.fault == "disconnect":
+            await send({"type": "http.response.body", "body": body[:4], "more_body": True})
+            return  # uvicorn closes the connection on an unfinished response
+        await send({"type": "http.response.body", "body": body})
+
+
+class _PCMStream(Response):
+    """Raw PCM chunks on the TTSScenario schedule, as a chunked HTTP body."""
+
+    def __init__(self, chunks: list[bytes], first_speech: int, first_at: int, scenario: TTSScenario, on_send) -> None:
+        self.chunks, self.first_speech, self.first_at, self.s = chunks, first_speech, first_at, scenario
+        self.on_send = on_send  # (what) -> None, for the calibration ledger
+        self.background = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        s, every = self.s, int(self.s.send_every_ms * 1e6)
+        await sleep_until(self.first_at)
+        self.on_send("first_audio")
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"audio/pcm")]})
+        for i, chunk in enumerate(self.chunks):
+            if s.gaming_delay_ms and i >= self.first_speech:
+                at = self.first_at + int(s.gaming_delay_ms * 1e6) + (i - self.first_speech) * every
+            else:
+                at = self.first_at + i * every
+            await sleep_until(at)
+            if s.fault == "disconnect" and i == 2:
+                return  # uvicorn closes the connection on an unfinished response
+            if i == self.first_speech:
+                self.on_send("first_speech")
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if s.fault == "malformed":
+            await send({"type": "http.response.body", "body": b"\x00", "more_body": True})  # half a sample
+        if s.fault == "no_final":
+            await asyncio.Event().wait()  # the body never ends
+        await send({"type": "http.response.body", "body": b""})
+
+
+class _Realtime:
+    """One Realtime WebSocket session: the event loop shared by both session types."""
+
+    session_type = ""
+
+    def __init__(self, ws: WebSocket, scenario, emulator) -> None:
+        self.ws, self.s, self.emulator = ws, scenario, emulator
+        self.t0: int | None = None
+        self.first: bytes = b""
+        self.buffered = 0
+        self.last_item: str | None = None
+        self.tasks: list[asyncio.Task] = []
+
+    async def send(self, event: dict) -> None:
+        await self.ws.send_text(json.dumps({"event_id": _id("event"), **event}))
+
+    async def error(self, message: str, code: str) -> None:
+        await self.send({"type": "error", "error": _error_body(message, "invalid_request_error", code)})
+
+    def config(self) -> dict:
+        return {"object": "realtime.session", "type": self.session_type, "id": _id("sess"),
+                "audio": {"input": {"format": {"type": "audio/pcm", "rate": RATE}}}}
+
+    def valid(self, session: dict) -> str | None:
+        """Why a session.update is refused, or None."""
+        if session.get("type") != self.session_type:
+            return f"session.type must be '{self.session_type}' on this connection"
+        fmt = ((session.get("audio") or {}).get("input") or {}).get("format")
+        if fmt is not None and fmt != {"type": "audio/pcm", "rate": RATE}:
+            return "audio.input.format must be audio/pcm at 24000 Hz"
+        return None
+
+    async def run(self) -> None:
+        await self.send({"type": "session.created", "session": self.config()})
+        try:
+            while True:
+                text = await self.ws.receive_text()
+                arrived = time.perf_counter_ns()
+                try:
+                    event = json.loads(text)
+                    kind = event["type"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    await self.error("could not parse the event", "invalid_json")
+                    continue
+                await self.handle(kind, event, arrived)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            for task in self.tasks:
+                task.cancel()
+
+    async def handle(self, kind: str, event: dict, arrived: int) -> None:
+        if kind == "session.update":
+            session = event.get("session") or {}
+            problem = self.valid(session)
+            if problem:
+                await self.error(problem, "invalid_value")
+            else:
+                await self.send({"type": "session.updated", "session": {**self.config(), **session}})
+        elif kind == "input_audio_buffer.append":
+            try:
+                audio = base64.b64decode(event["audio"], validate=True)
+            except (KeyError, TypeError, ValueError):
+                await self.error("audio must be base64-encoded pcm16", "invalid_value")
+                return
+            if self.t0 is None:
+                self.t0, self.first = arrived, audio
+            self.buffered += len(audio)
+        elif kind == "input_audio_buffer.commit":
+            if not self.buffered:
+                await self.error("the input audio buffer is empty", "input_audio_buffer_commit_empty")
+                return
+            item = _id("item")
+            await self.send({"type": "input_audio_buffer.committed", "previous_item_id": self.last_item, "item_id": item})
+            n_bytes, self.last_item, self.buffered = self.buffered, item, 0
+            await self.committed(item, arrived, n_bytes)
+        elif kind == "response.create":
+            await self.respond(arrived)
+
+    async def committed(self, item: str, arrived: int, n_bytes: int) -> None: ...
+
+    async def respond(self, arrived: int) -> None:
+        await self.error("responses are not available in this session", "invalid_request")
+
+    async def misbehave(self) -> bool:
+        """Commit the scenario's stream fault at the first timed send; True when the stream ends here."""
+        if self.s.fault == "malformed":
+            await self.ws.send_text('{"type": "conversation.item.input_audio_transcription.delta", "delta": ')
+        elif self.s.fault == "disconnect":
+            await self.ws.close(code=1011)
+            return True
+        return False
+
+
+class _Transcription(_Realtime):
+    session_type = "transcription"
+
+    def valid(self, session: dict) -> str | None:
+        problem = super().valid(session)
+        model = (((session.get("audio") or {}).get("input") or {}).get("transcription") or {}).get("model")
+        return problem or (None if model else "audio.input.transcription.model is required")
+
+    async def committed(self, item: str, arrived: int, n_bytes: int) -> None:
+        self.tasks.append(asyncio.create_task(self._transcribe(item, arrived, n_bytes / 2 / RATE)))
+
+    async def _transcribe(self, item: str, committed_at: int, seconds: float) -> None:
+        s: STTScenario = self.s
+        j = jitter_ms(self.first, s.jitter_ms)
+        _, speech_end = s.anchors_for(self.first)
+        final_at = max(self.t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6), committed_at)
+        transcript = s.transcript_for(self.first)
+        words = transcript.split()
+        every = int(s.partial_every_ms * 1e6)
+        at, k, faulted = committed_at + every, 0, False
+        while at < final_at and k < len(words):
+            await sleep_until(at)
+            if not faulted:
+                faulted = True
+                if await self.misbehave():
+                    return
+            if k == 0:
+                record(self.emulator, transcript, "first_partial")
+            await self.send({"type": "conversation.item.input_audio_transcription.delta", "item_id": item,
+                             "content_index": 0, "delta": (" " if k else "") + words[k]})
+            k, at = k + 1, at + every
+        if s.fault == "no_final":
+            return
+        await sleep_until(final_at)
+        if not faulted and await self.misbehave():
+            return
+        record(self.emulator, transcript, "final")
+        await self.send({"type": "conversation.item.input_audio_transcription.completed", "item_id": item,
+                         "content_index": 0, "transcript": transcript,
+                         "usage": {"type": "duration", "seconds": round(seconds, 3)}})
+
+
+class _Conversation(_Realtime):
+    session_type = "realtime"
+
+    def __init__(self, ws: WebSocket, scenario: S2SScenario, emulator, model: str, chunks: list[str],
+                 first_speech: int) -> None:
+        super().__init__(ws, scenario, emulator)
+        self.model, self.chunks, self.first_speech = model, chunks, first_speech
+
+    def config(self) -> dict:
+        config = super().config()
+        config["model"] = self.model
+        config["audio"]["output"] = {"format": {"type": "audio/pcm", "rate": RATE}, "voice": "marin"}
+        return config
+
+    def valid(self, session: dict) -> str | None:
+        fmt = ((session.get("audio") or {}).get("output") or {}).get("format")
+        if fmt is not None and fmt != {"type": "audio/pcm", "rate": RATE}:
+            return "audio.output.format must be audio/pcm at 24000 Hz"
+        return super().valid(session)
+
+    async def respond(self, arrived: int) -> None:
+        response, item = _id("resp"), _id("item")
+        await self.send({"type": "response.created", "response": {
+            "object": "realtime.response", "id": response, "status": "in_progress", "output": []}})
+        self.tasks.append(asyncio.create_task(self._reply(response, item, arrived)))
+
+    async def _reply(self, response: str, item: str, requested_at: int) -> None:
+        s: S2SScenario = self.s
+        if self.t0 is None:
+            start = requested_at + int(s.response_ms * 1e6)
+        else:
+            j = jitter_ms(self.first, s.jitter_ms)
+            start = self.t0 + int((s.speech_end_for(self.first) * 1000 + s.response_ms + j) * 1e6)
+        start = max(start, requested_at)
+        every = int(s.send_every_ms * 1e6)
+        ids = {"response_id": response, "item_id": item, "output_index": 0, "content_index": 0}
+        stream = hashlib.sha256(self.first).hexdigest()  # the ledger's key: the stream's first-append key
+        for i, data in enumerate(self.chunks):
+            await sleep_until(start + i * every)
+            if i == 1 and s.fault == "malformed":
+                await self.ws.send_text('{"type": "response.output_audio.delta", "delta": ')
+            elif i == 2 and s.fault == "disconnect":
+                await self.ws.close(code=1011)
+                return
+            if i == 0:
+                record(self.emulator, stream, "first_audio")
+            if i == self.first_speech:
+                record(self.emulator, stream, "first_speech")
+            await self.send({"type": "response.output_audio.delta", **ids, "delta": data})
+        await self.send({"type": "response.output_audio.done", **ids})
+        await self.send({"type": "response.output_audio_transcript.done", **ids, "transcript": s.transcript})
+        if s.fault == "no_final":
+            return
+        await self.send({"type": "response.done", "response": {
+            "object": "realtime.response", "id": response, "status": "completed", "status_details": None,
+            "output": [{"id": item, "type": "message", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_audio", "transcript": s.transcript}]}]}})
+
+
+class OpenAIEmulator:
+    def __init__(self, scenario) -> None:
+        self.stt: STTScenario | None = scenario_for(scenario, "stt")
+        self.tts: TTSScenario | None = scenario_for(scenario, "tts")
+        self.s2s: S2SScenario | None = scenario_for(scenario, "s2s")
+        self._tts_audio: dict[str, tuple[list[bytes], int]] = {}
+        self._s2s_chunks: list[str] = []
+        self._s2s_first_speech = 0
+        if self.tts is not None and self.tts.voice == "tone":
+            self._speech("")  # first-use costs paid before any stream is timed
+        if self.s2s is not None:
+            s = self.s2s
+            pcm, silence_n = speech_pcm(s.transcript, RATE, s.voice, s.speech_ms, s.leading_silence_ms)
+            if s.fault == "inaudible":
+                pcm[:] = 0
+            self._s2s_chunks = [base64.b64encode(c).decode() for c in _chunks(pcm.tobytes(), s.chunk_ms)]
+            self._s2s_first_speech = -(-silence_n // int(round(s.chunk_ms * RATE / 1000)))
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[
+            Route("/v1/audio/transcriptions", self.transcriptions, methods=["POST"]),
+            Route("/v1/audio/speech", self.speech, methods=["POST"]),
+            WebSocketRoute("/v1/realtime", self.realtime),
+        ])
+
+    @staticmethod
+    def _refusal(scenario, headers) -> Response | None:
+        if scenario is None:
+            return _json_error(404, "this emulator does not serve that API", code="not_found")
+        if headers.get("authorization") != f"Bearer {scenario.api_key}":
+            return _json_error(401, "Incorrect API key provided.", code="invalid_api_key")
+        return http_refusal(scenario.fault)
+
+    async def transcriptions(self, request: Request) -> Response:
+        refusal = self._refusal(self.stt, request.headers)
+        if refusal is not None:
+            return refusal
+        body = await request.body()
+        arrived = time.perf_counter_ns()
+        try:
+            form = _form(request.headers.get("content-type", ""), body)
+            with wave.open(io.BytesIO(form["file"])) as w:
+                if w.getnchannels() != 1 or w.getsampwidth() != 2:
+                    raise ValueError("expected mono 16-bit PCM")
+                pcm = w.readframes(w.getnframes())
+                seconds = w.getnframes() / w.getframerate()
+            model = form["model"].decode()
+            response_format = form.get("response_format", b"json").decode()
+        except (KeyError, ValueError, EOFError, wave.Error, UnicodeDecodeError) as exc:
+            return _json_error(400, f"could not read the request: {exc}")
+        if model not in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"):
+            return _json_error(400, f"unknown model {model!r}", code="model_not_found")
+        if response_format != "json":
+            return _json_error(400, "this emulator answers response_format json only")
+        s = self.stt
+        text = s.transcript_for(pcm)
+        at = arrived + int((s.final_ms + jitter_ms(pcm, s.jitter_ms)) * 1e6)
+        payload = json.dumps({"text": text, "usage": {"type": "duration", "seconds": round(seconds, 3)}}).encode()
+        return _Timed(at, payload, s.fault, lambda: record(self, text, "final"))
+
+    def _speech(self, text: str) -> tuple[list[bytes], int]:
+        """The reply's chunks and the index of the first speech chunk (cached: eSpeak renders once per text)."""
+        s = self.tts
+        key = text if s.voice != "tone" else ""
+        if key not in self._tts_audio:
+            pcm, silence_n = speech_pcm(text, RATE, s.voice, s.speech_ms, s.leading_silence_ms)
+            if s.fault == "inaudible":
+                pcm[:] = 0
+            step = int(round(s.chunk_ms * RATE / 1000))
+            self._tts_audio[key] = (_chunks(pcm.tobytes(), s.chunk_ms), -(-silence_n // step))
+        return self._tts_audio[key]
+
+    async def speech(self, request: Request) -> Response:
+        refusal = self._refusal(self.tts, request.headers)
+        if refusal is not None:
+            return refusal
+        body = await request.body()
+        arrived = time.perf_counter_ns()
+        try:
+            req = json.loads(body)
+            text, _model, _voice = str(req["input"]), req["model"], req["voice"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            return _json_error(400, f"could not read the request: {type(exc).__name__}")
+        if req.get("response_format", "mp3") != "pcm":
+            return _json_error(400, "this emulator answers response_format pcm only")
+        s = self.tts
+        chunks, first_speech = await asyncio.to_thread(self._speech, text)  # eSpeak must finish within ttfb_ms
+        first_at = arrived + int((s.ttfb_ms + jitter_ms(text, s.jitter_ms)) * 1e6)
+        return _PCMStream(chunks, first_speech, first_at, s, lambda what: record(self, text, what))
+
+    async def realtime(self, websocket: WebSocket) -> None:
+        params = websocket.query_params
+        if params.get("intent") == "transcription":
+            scenario = self.stt
+        elif params.get("model"):
+            scenario = self.s2s
+        else:
+            await websocket.send_denial_response(_json_error(400, "give ?model= or ?intent=transcription"))
+            return
+        refusal = self._refusal(scenario, websocket.headers)
+        if refusal is not None:
+            await websocket.send_denial_response(refusal)
+            return
+        await websocket.accept()
+        if scenario is self.stt:
+            await _Transcription(websocket, scenario, self).run()
+        else:
+            await _Conversation(websocket, scenario, self, params["model"], self._s2s_chunks,
+                                self._s2s_first_speech).run()
+

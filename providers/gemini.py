@@ -1,0 +1,185 @@
+"""Google Gemini Live API (speech-to-speech over the `BidiGenerateContent` WebSocket), as Google documents it.
+
+Protocol facts followed (ai.google.dev/api/live; googleapis/python-genai google/genai/live.py):
+- Endpoint `wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent`;
+  the key goes in the `x-goog-api-key` header (as the Python SDK sends it), never in the URL.
+- The first client message is `setup` {model: "models/<id>", generationConfig.responseModalities
+  ["AUDIO"], realtimeInputConfig.automaticActivityDetection.disabled: true}; the server answers
+  `setupComplete` before anything else is sent.
+- With automatic activity detection disabled the client marks the turn itself: `realtimeInput`
+  {activityStart: {}}, then `realtimeInput.audio` blobs {mimeType: "audio/pcm;rate=16000", data:
+  base64 little-endian int16 PCM}, then {activityEnd: {}} (`audioStreamEnd` is only for automatic
+  detection).
+- The server streams `serverContent.modelTurn.parts[].inlineData` {mimeType: "audio/pcm;rate=24000",
+  data: base64 PCM}, then `generationComplete`, then `turnComplete`; `interrupted` means the
+  generation was cut off; `goAway.timeLeft` warns of a coming disconnect. Server frames may be
+  binary (the SDK reads them with `recv(decode=False)`); both are JSON.
+- Failures after the upgrade come as close frames whose reason names them (1007 invalid argument or
+  key, 1008 policy, 1011 internal error or RESOURCE_EXHAUSTED quota).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import re
+
+import websockets
+
+from .base import ProviderError
+from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from .keys import Secret
+from .registry import ModelInfo
+from .stamped import received
+
+DEFAULT_URL = "wss://generativelanguage.googleapis.com"
+PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+INPUT_RATE = 16000
+OUTPUT_RATE = 24000  # the documented output rate; each blob's mimeType is read in case it says otherwise
+INPUT_MIME = f"audio/pcm;rate={INPUT_RATE}"
+
+
+def _closed_error(exc: websockets.ConnectionClosed, key: Secret, note: str = "") -> ProviderError:
+    """A session the server ended, by kind: the close reason names auth and quota failures."""
+    code = close_code(exc)
+    reason = (exc.rcvd.reason if exc.rcvd is not None else "").replace(key.reveal(), "***")[:200]
+    text = reason.lower()
+    message = f"Gemini closed the session (code {code}{': ' + reason if reason else ''}){note}"
+    if "api key" in text or "permission" in text or "unauthenticated" in text:
+        return ProviderError(message, "auth_error")
+    if "quota" in text or "resource_exhausted" in text or "rate limit" in text:
+        return ProviderError(message, "rate_limited")
+    if code in (1011, 1013):
+        return ProviderError(message, "server_error")
+    if code in (1000, 1001, 1006):
+        return ProviderError(message + " before the model's turn was complete", "disconnected")
+    return ProviderError(message)
+
+
+def _decode(message: str | bytes) -> dict:
+    data = json.loads(message)
+    if not isinstance(data, dict):
+        raise TypeError("a server message is a JSON object")
+    return data
+
+
+class GeminiLiveS2S:
+    sample_rate = INPUT_RATE
+
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+
+    async def connect(self, timeline: Timeline) -> "GeminiLiveSession":
+        """Open the socket, set the session up and open the caller's turn (all before t0)."""
+        key = require_key(self.model.vendor)
+        ws = await open_websocket(self.url + PATH, {"x-goog-api-key": key.reveal()}, "Gemini", clock=timeline.clock)
+        setup = {"setup": {
+            "model": f"models/{self.model.vendor_model}",
+            "generationConfig": {"responseModalities": ["AUDIO"]},
+            "realtimeInputConfig": {"automaticActivityDetection": {"disabled": True}},
+        }}
+        try:
+            await ws.send(json.dumps(setup))
+            while True:
+                message = await ws.recv()
+                ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
+                data = _decode(message)
+                if "setupComplete" in data:
+                    break
+                if "error" in data:
+                    raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
+            await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
+        except websockets.ConnectionClosed as exc:
+            await ws.close()
+            raise _closed_error(exc, key) from None
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+            await ws.close()
+            raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
+        except ProviderError:
+            await ws.close()
+            raise
+        except BaseException:
+            ws.transport.abort()  # cancelled (the harness timed the set-up out): no close handshake to wait for
+            raise
+        return GeminiLiveSession(ws, timeline, key)
+
+
+class GeminiLiveSession:
+    def __init__(self, ws, timeline: Timeline, key: Secret) -> None:
+        self.ws, self.timeline, self.key = ws, timeline, key
+        self._done = asyncio.Event()
+        self._error: ProviderError | None = None
+        self._go_away: str | None = None
+        self._reader = asyncio.create_task(self._receive())
+
+    async def _receive(self) -> None:
+        offset = 0
+        complete = False
+        try:
+            async for message, at in received(self.ws):
+                data = _decode(message)
+                if "goAway" in data:
+                    self._go_away = str((data["goAway"] or {}).get("timeLeft"))
+                if "error" in data:
+                    self._error = ProviderError(f"Gemini error: {str(data['error'])[:300]}")
+                    break
+                content = data.get("serverContent")
+                if content is None:
+                    continue  # setup, usage, transcription and resumption updates carry no audio
+                for part in (content.get("modelTurn") or {}).get("parts", []):
+                    blob = part.get("inlineData")
+                    if blob is None or not str(blob.get("mimeType", "")).startswith("audio/pcm"):
+                        continue
+                    pcm = base64.b64decode(blob["data"], validate=True)
+                    rate = re.search(r"rate=(\d+)", blob["mimeType"])
+                    n = len(pcm) // 2
+                    self.timeline.mark(AUDIO, at, sample_offset=offset, n_samples=n,
+                                       sample_rate=int(rate.group(1)) if rate else OUTPUT_RATE, audio=pcm)
+                    offset += n
+                if content.get("interrupted"):
+                    self._error = ProviderError("Gemini interrupted the model's turn")
+                    break
+                if content.get("turnComplete"):
+                    complete = True
+                    break
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError,
+                binascii.Error) as exc:
+            self._error = ProviderError(f"malformed message from Gemini ({type(exc).__name__})", "malformed")
+        except websockets.ConnectionClosed as exc:
+            note = f" after goAway (timeLeft {self._go_away})" if self._go_away is not None else ""
+            self._error = _closed_error(exc, self.key, note)
+        finally:
+            if not complete and self._error is None:
+                self._error = ProviderError(f"Gemini closed the session (code {self.ws.close_code}) before "
+                                            "turnComplete", "disconnected")
+            self.timeline.mark(CLOSED)
+            self._done.set()
+
+    async def _send(self, payload: dict) -> None:
+        try:
+            await self.ws.send(json.dumps(payload))
+        except websockets.ConnectionClosed as exc:
+            raise self._error or _closed_error(exc, self.key) from None
+
+    async def send_audio(self, pcm16: bytes) -> None:
+        await self._send({"realtimeInput": {"audio": {"mimeType": INPUT_MIME,
+                                                      "data": base64.b64encode(pcm16).decode()}}})
+
+    async def end_audio(self) -> None:
+        """Close the caller's turn (manual activity detection): the model answers from here."""
+        await self._send({"realtimeInput": {"activityEnd": {}}})
+        self.timeline.mark(REQUEST_SENT)
+
+    async def wait_response(self) -> None:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+
+    async def aclose(self) -> None:
+        self._reader.cancel()
+        await self.ws.close()

@@ -1,0 +1,73 @@
+"""OpenAI text-to-speech (`POST /v1/audio/speech`), as the vendor documents it.
+
+The request is JSON: `model`, `input` (the text), `voice` (a built-in voice name such as `marin`)
+and `response_format: "pcm"` - raw samples at 24 kHz, 16-bit signed little-endian, without a
+header (the documented fastest format, with `wav`). The audio comes back as the response body,
+streamed (chunked) as it is generated. Auth: `Authorization: Bearer <key>`; refusals are HTTP
+statuses with an `error` object (401 bad key, 429 with Retry-After, 5xx).
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from .base import ProviderError
+from .endpoints import WarmClient, base_url, http_failure, is_loopback
+from .events import AUDIO, CLOSED, REQUEST_SENT, RESPONSE, Timeline
+from .openai_batch import DEFAULT_URL, VENDOR, WarmClients
+from .registry import ModelInfo
+
+PATH = "/v1/audio/speech"
+SAMPLE_RATE = 24000
+DEFAULT_VOICE = "marin"
+
+
+class OpenAITTS:
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+        self._clients = WarmClients(self.url, model.vendor, VENDOR)
+
+    async def connect(self, timeline: Timeline, voice: str | None = None) -> "OpenAITTSSession":
+        client = await self._clients.get()
+        return OpenAITTSSession(client, timeline, self.model.vendor_model, voice or self.model.voice or DEFAULT_VOICE)
+
+
+class OpenAITTSSession:
+    def __init__(self, client: WarmClient, timeline: Timeline, model: str, voice: str) -> None:
+        self.client, self.timeline, self.model, self.voice = client, timeline, model, voice
+
+    async def synthesize(self, text: str) -> None:
+        request = {"model": self.model, "input": text, "voice": self.voice, "response_format": "pcm"}
+        cold = [False]
+        offset, pending = 0, b""
+        try:
+            self.timeline.mark(REQUEST_SENT)
+            async with self.client.stream("POST", PATH, cold, json=request) as response:
+                self.timeline.mark(RESPONSE, http_version=response.http_version, connection_reused=not cold[0])
+                if response.status_code >= 400:
+                    raise http_failure(response.status_code, response.headers, VENDOR)
+                async for data in response.aiter_raw():
+                    data, pending = _whole_samples(pending + data)
+                    if data:
+                        self.timeline.mark(AUDIO, sample_offset=offset, n_samples=len(data) // 2,
+                                           sample_rate=SAMPLE_RATE, audio=data)
+                        offset += len(data) // 2
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            raise ProviderError(f"{VENDOR} dropped the connection mid-stream ({type(exc).__name__})",
+                                "disconnected") from None
+        except httpx.ConnectError as exc:
+            raise ProviderError(f"cannot connect to {VENDOR}: {type(exc).__name__}", "disconnected") from None
+        if pending:
+            raise ProviderError(f"malformed audio from {VENDOR}: the pcm body ended mid-sample", "malformed")
+        self.timeline.mark(CLOSED)
+
+    async def aclose(self) -> None:
+        """Nothing to close: the warmed client is the adapter's, reused by the next item."""
+
+
+def _whole_samples(data: bytes) -> tuple[bytes, bytes]:
+    """Split a body read into whole 16-bit samples and the odd byte that waits for the next read."""
+    cut = len(data) - len(data) % 2
+    return data[:cut], data[cut:]

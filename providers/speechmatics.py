@@ -1,0 +1,188 @@
+"""Speechmatics real-time transcription (Realtime API v2 WebSocket), as the vendor documents it.
+
+Protocol facts followed (speechmatics/docs spec/realtime.yaml, the turn-detection and WebSocket
+protocol guides, and the speechmatics-python-sdk `rt` client):
+- `wss://eu2.rt.speechmatics.com/v2` (the SDKs' and API reference's default; eu1/us1/us2 and the
+  `eu.`/`us.` aliases are other regions); auth `Authorization: Bearer <key>`; a refused key is
+  HTTP 401 on the handshake (or an `Error` of type `not_authorised` with close code 4001).
+- The client sends `StartRecognition` (`audio_format` raw pcm_s16le at the sample rate;
+  `transcription_config` with `language`, `model` (`enhanced` | `standard`, which replaced the
+  deprecated `operating_point`), `enable_partials`, `max_delay`) and must wait for
+  `RecognitionStarted` before sending audio; `Info` messages may come first.
+- Audio goes as binary frames; the server acknowledges each with `AudioAdded` (`seq_no`).
+- `AddPartialTranscript` and `AddTranscript` carry `metadata.transcript`. Finals come per segment
+  (every up to `max_delay` seconds), not once per stream: each AddTranscript with words is a FINAL
+  event, so the hypothesis is the joined segments and TTFS the last segment's final (what
+  metrics.timeline.stt_stream_metrics computes).
+- `ForceEndOfUtterance` (with `timestamp`, the seconds of audio sent, as the SDK does) makes the
+  server finalize what it has now: an `AddTranscript`, then `EndOfUtterance`. That is the forced
+  final, without ending the session. `EndOfStream` (`last_seq_no`) ends the input; the server
+  sends any last finals and `EndOfTranscript`.
+- `Error` (`type`, `reason`) ends the session, followed by a close (4001 not authorised,
+  4005 quota, 4013 job error, 1011 internal error, 1003 protocol error).
+
+Settings measured: `max_delay` 0.7 s (the minimum, in Speechmatics' low-latency configuration)
+with `max_delay_mode` flexible and partials on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import websockets
+
+from .base import ProviderError
+from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .events import CLOSED, FINAL, PARTIAL, Timeline
+from .registry import ModelInfo
+from .stamped import received
+
+DEFAULT_URL = "wss://eu2.rt.speechmatics.com"
+MAX_DELAY_S = 0.7
+CLOSE_WAIT_S = 2.0
+# Error.type -> row status; any other type is an "error"
+ERROR_STATUS = {"not_authorised": "auth_error", "quota_exceeded": "rate_limited", "timelimit_exceeded": "rate_limited",
+                "job_error": "server_error", "session_transfer": "server_error"}
+CLOSE_STATUS = {4001: "auth_error", 4005: "rate_limited", 4013: "server_error", 1011: "server_error"}
+
+
+def error_from(data: dict) -> ProviderError:
+    kind = str(data.get("type"))
+    return ProviderError(f"Speechmatics error {kind}: {str(data.get('reason'))[:300]}", ERROR_STATUS.get(kind, "error"))
+
+
+def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError:
+    """A close that ended the session early, by kind, with Speechmatics' reason."""
+    code = close_code(exc)
+    if code == 1006:
+        return ProviderError(f"Speechmatics closed the connection {during} (code 1006)", "disconnected")
+    reason = (exc.rcvd.reason if exc.rcvd is not None else "")[:200]
+    status = CLOSE_STATUS.get(code, "error" if code == 1003 or 1007 <= code < 5000 else "disconnected")
+    return ProviderError(f"Speechmatics closed the connection {during}: {code} {reason}".rstrip(), status)
+
+
+class SpeechmaticsSTT:
+    """`<model>-<language>` ids, e.g. `speechmatics/enhanced-en`: the realtime model and the language pack."""
+
+    sample_rate = 16000
+
+    def __init__(self, model: ModelInfo) -> None:
+        self.model = model
+        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.emulator = is_loopback(self.url)
+        self.model_name, _, self.language = model.vendor_model.rpartition("-")
+
+    async def connect(self, timeline: Timeline) -> "SpeechmaticsSession":
+        """Open the session and wait for `RecognitionStarted`, so set-up stays outside the clocks."""
+        key = require_key(self.model.vendor)
+        ws = await open_websocket(f"{self.url}/v2", {"Authorization": f"Bearer {key.reveal()}"}, "Speechmatics",
+                                  clock=timeline.clock)
+        try:
+            await ws.send(json.dumps({
+                "message": "StartRecognition",
+                "audio_format": {"type": "raw", "encoding": "pcm_s16le", "sample_rate": self.sample_rate},
+                "transcription_config": {"language": self.language, "model": self.model_name, "enable_partials": True,
+                                         "max_delay": MAX_DELAY_S, "max_delay_mode": "flexible"}}))
+            while True:
+                message = await ws.recv()
+                ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
+                data = json.loads(message)
+                kind = data.get("message")
+                if kind == "RecognitionStarted":
+                    break
+                if kind == "Error":
+                    raise error_from(data)
+        except websockets.ConnectionClosed as exc:
+            raise closed_error(exc, "before recognition started") from None
+        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+            await ws.close()
+            raise ProviderError(f"malformed message from Speechmatics ({type(exc).__name__})", "malformed") from None
+        except ProviderError:
+            await ws.close()
+            raise
+        return SpeechmaticsSession(ws, timeline, self.sample_rate)
+
+
+class SpeechmaticsSession:
+    def __init__(self, ws, timeline: Timeline, sample_rate: int) -> None:
+        self.ws, self.timeline, self.sample_rate = ws, timeline, sample_rate
+        self._sent_chunks = 0  # the server numbers AudioAdded seq_no from 1 in the order it reads them
+        self._sent_bytes = 0
+        self._forced = False
+        self._utterance_ended = asyncio.Event()
+        self._closed = asyncio.Event()
+        self._error: ProviderError | None = None
+        self._reader = asyncio.create_task(self._receive())
+
+    async def _receive(self) -> None:
+        try:
+            async for message, at in received(self.ws):
+                if isinstance(message, bytes):
+                    continue
+                data = json.loads(message)
+                kind = data["message"]
+                if kind in ("AddTranscript", "AddPartialTranscript"):
+                    text = data["metadata"]["transcript"]
+                    if not isinstance(text, str):
+                        raise TypeError("metadata.transcript is not a string")
+                    self.timeline.mark(FINAL if kind == "AddTranscript" else PARTIAL, at, text=text)
+                elif kind == "EndOfUtterance":
+                    if self._forced:
+                        self._utterance_ended.set()
+                elif kind == "EndOfTranscript":
+                    break
+                elif kind == "Error":
+                    raise error_from(data)
+                # AudioAdded, Info, Warning, AudioEvent* and newer kinds carry no transcript
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            self._error = ProviderError(f"malformed message from Speechmatics ({type(exc).__name__})", "malformed")
+        except ProviderError as exc:
+            self._error = exc
+        except websockets.ConnectionClosedError as exc:
+            self._error = closed_error(exc, "mid-stream")
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.timeline.mark(CLOSED)
+            self._closed.set()
+
+    async def _send(self, message: bytes | str) -> None:
+        """Send; a session Speechmatics has closed fails with its Error, or its close code and reason."""
+        try:
+            await self.ws.send(message)
+        except websockets.ConnectionClosed as exc:
+            raise self._error or closed_error(exc, "mid-stream") from None
+
+    async def send_audio(self, pcm16: bytes) -> None:
+        await self._send(pcm16)
+        self._sent_chunks += 1
+        self._sent_bytes += len(pcm16)
+
+    async def end_audio(self) -> None:
+        """ForceEndOfUtterance: finalize everything sent so far, keeping the session open."""
+        self._forced = True
+        await self._send(json.dumps({"message": "ForceEndOfUtterance",
+                                     "timestamp": self._sent_bytes / 2 / self.sample_rate}))
+
+    async def wait_final(self) -> None:
+        """Return once the forced utterance has ended (its finals are in) or the stream closed."""
+        waiters = [asyncio.ensure_future(self._utterance_ended.wait()), asyncio.ensure_future(self._closed.wait())]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+        if self._error is not None:
+            raise self._error
+
+    async def aclose(self) -> None:
+        """EndOfStream, let the server send EndOfTranscript (briefly), then close."""
+        try:
+            if not self._closed.is_set():
+                await self.ws.send(json.dumps({"message": "EndOfStream", "last_seq_no": self._sent_chunks}))
+            await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
+        except (websockets.ConnectionClosed, asyncio.TimeoutError):
+            pass
+        await self.ws.close()
+        self._reader.cancel()

@@ -1,0 +1,114 @@
+"""Contract tests: the ElevenLabs adapters (TTS over the stream-input WebSocket and over HTTP
+streaming, Scribe v2 Realtime STT) against one loopback emulator of all three endpoints, over real
+sockets; the metrics equal the injected truth (tolerances: contract.py) and every fault gives its row.
+"""
+
+import asyncio
+import contextlib
+
+import pytest
+from contract import KEY, REGISTRY, assert_failure_row, measure, measure_three, within
+
+from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
+from voxwatch.providers.emulators.server import serve
+from voxwatch.providers.keys import Secret
+from voxwatch.workers.measure import MeasureContext, measure_item
+
+WS, HTTP, STT = "elevenlabs/eleven_flash_v2_5:ws", "elevenlabs/eleven_flash_v2_5:http", "elevenlabs/scribe_v2_realtime"
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return Catalog([bundled_root()]).load("tts-prompts")
+
+
+@pytest.fixture(scope="module")
+def clean():
+    ds = Catalog([bundled_root()]).load("stt-starter-clean")
+    return ds, next(c for c in ds.clips if c.id == "u049")
+
+
+@pytest.fixture
+def elevenlabs(monkeypatch):
+    """Serve a scenario (or a bundle) and point the adapters at it."""
+    with contextlib.ExitStack() as stack:
+        def start(scenario) -> None:
+            monkeypatch.setenv("VOXWATCH_ELEVENLABS_BASE_URL", stack.enter_context(serve("elevenlabs", scenario)))
+            monkeypatch.setenv("VOXWATCH_ELEVENLABS_API_KEY", KEY)
+        yield start
+
+
+@pytest.mark.parametrize("scenario", [
+    TTSScenario(ttfb_ms=90.0, leading_silence_ms=60.0, api_key=KEY),
+    TTSScenario(ttfb_ms=40.0, leading_silence_ms=100.0, gaming_delay_ms=400.0, api_key=KEY),  # silence first, speech late
+], ids=["streaming", "gaming"])
+def test_tts_ttfa_with_its_components_over_websocket_and_http(elevenlabs, prompts, scenario):
+    prompt = prompts.prompts[3]
+    truth = scenario.truth(prompt.text)
+    elevenlabs(scenario)
+    for model_id in (WS, HTTP):
+        rows = measure_three(model_id, prompts, prompt)
+        assert all(r.status == "ok" for r in rows), (model_id, [r.reason for r in rows])
+        assert within([r.ttfb_ms for r in rows], truth["ttfb_ms"]), (model_id, [r.ttfb_ms for r in rows])
+        assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows)
+        assert within([r.ttfa_ms for r in rows], truth["ttfa_ms"]), (model_id, [r.ttfa_ms for r in rows])
+        assert all(r.connect_ms is not None and r.emulator for r in rows)
+
+
+def test_http_rows_record_the_http_version_and_a_reused_connection(elevenlabs, prompts):
+    """One adapter across items, as the runner uses it: every timed request after the warm-up rides a
+    warm connection (the emulator, under uvicorn, speaks HTTP/1.1)."""
+    elevenlabs(TTSScenario(api_key=KEY))
+    model = REGISTRY.resolve(HTTP)
+    ctx = MeasureContext(run_id="r", seed=1, region="test", timeout_s=10, secrets=(Secret(KEY),), emulator=True)
+
+    async def items():
+        adapter = REGISTRY.create(model)
+        try:
+            return [await measure_item(model, adapter, prompts, p, ctx) for p in prompts.prompts[:3]]
+        finally:
+            await adapter.aclose()
+
+    rows = asyncio.run(items())
+    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
+    assert all(r.http_version == "HTTP/1.1" and r.connection_reused is True for r in rows)
+    assert all(r.ttfb_ms is not None and r.ttfa_ms is not None and r.reason is None for r in rows)
+    ws_row = measure(WS, prompts, prompts.prompts[0])
+    assert ws_row.status == "ok" and ws_row.http_version is None and ws_row.connection_reused is None
+
+
+def test_scribe_partials_and_the_committed_final(elevenlabs, clean):
+    ds, clip = clean
+    elevenlabs(STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           first_partial_ms=180.0, final_ms=240.0, api_key=KEY))
+    rows = measure_three(STT, ds, clip)
+    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
+    assert within([r.first_partial_ms for r in rows], 180.0)
+    assert within([r.ttfs_ms for r in rows], 240.0)
+    row = rows[0]
+    assert row.hypothesis == clip.text and row.substitutions == row.deletions == row.insertions == 0
+
+
+@pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
+                                   "no_final", "inaudible"])
+def test_failures_become_rows_on_every_endpoint(elevenlabs, prompts, clean, fault):
+    """One emulator process serves the TTS and STT scenarios of a fault; each adapter gives its row."""
+    ds, clip = clean
+    elevenlabs(Scenarios(tts=TTSScenario(api_key=KEY, fault=fault),
+                         stt=STTScenario(transcript=clip.text, speech_start_s=clip.speech_start,
+                                         speech_end_s=clip.speech_end, api_key=KEY, fault=fault)))
+    for model_id in (WS, HTTP):
+        assert_failure_row(measure(model_id, prompts, prompts.prompts[0], timeout_s=2), fault)
+    if fault != "inaudible":  # TTS only
+        assert_failure_row(measure(STT, ds, clip, timeout_s=2), fault)
+
+
+def test_a_wrong_key_is_refused_on_every_endpoint_and_never_shown(elevenlabs, prompts, clean):
+    ds, clip = clean
+    elevenlabs(Scenarios(tts=TTSScenario(api_key="another-key"),
+                         stt=STTScenario(transcript="x", speech_start_s=0.1, speech_end_s=0.5, api_key="another-key")))
+    rows = [measure(WS, prompts, prompts.prompts[0]), measure(HTTP, prompts, prompts.prompts[0]),
+            measure(STT, ds, clip)]
+    for row in rows:
+        assert row.status == "auth_error" and "HTTP 401" in row.reason and KEY not in repr(row)

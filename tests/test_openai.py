@@ -1,0 +1,200 @@
+"""Contract tests: the OpenAI adapters (batch and Realtime STT, TTS, Realtime S2S) against the
+loopback OpenAI emulator, over real sockets; the metrics computed from their events equal the
+injected truth (tolerances: contract.py), and every fault that fits gives its failure row.
+"""
+
+import asyncio
+import hashlib
+
+import numpy as np
+import pytest
+from contract import KEY, REGISTRY, assert_failure_row, measure, measure_three, within
+
+from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
+from voxwatch.providers.emulators.server import serve
+from voxwatch.providers.events import PARTIAL, Timeline
+from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.workers.measure import audio_sent
+from voxwatch.workers.pacer import chunk_pcm, paced_send
+
+BATCH = ("openai/whisper-1", "openai/gpt-4o-transcribe:http")
+REALTIME_STT = "openai/gpt-4o-transcribe:realtime"
+TTS = "openai/gpt-4o-mini-tts-2025-12-15"
+S2S = "openai/gpt-realtime-2025-08-28"
+
+
+@pytest.fixture(scope="module")
+def clips():
+    ds = Catalog([bundled_root()]).load("stt-starter-clean")
+    return ds, {c.id: c for c in ds.clips}
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return Catalog([bundled_root()]).load("tts-prompts")
+
+
+@pytest.fixture
+def openai_env(monkeypatch):
+    def point(url: str) -> None:
+        monkeypatch.setenv("VOXWATCH_OPENAI_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_OPENAI_API_KEY", KEY)
+    return point
+
+
+def first_append(ds, clip) -> bytes:
+    """The audio of a stream's first `input_audio_buffer.append`: the emulator keys its truth on it."""
+    return Upsampler().push(chunk_pcm(audio_sent(ds, clip), clip.sample_rate, 20)[0])
+
+
+def test_upsampler_is_continuous_and_keeps_the_rate():
+    rate_in, n = 16000, 16000
+    tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(n) / rate_in) * 32767).astype("<i2").tobytes()
+    up = Upsampler()
+    out = b"".join(up.push(c) for c in chunk_pcm(tone, rate_in, 20))
+    y = np.frombuffer(out, dtype="<i2").astype(np.float64)
+    assert abs(y.size - n * 3 // 2) <= 1
+    expected = 0.3 * 32767 * np.sin(2 * np.pi * 440 * np.arange(y.size) / 24000)
+    assert np.max(np.abs(y - expected)) < 0.01 * 32767  # no seams at the 20 ms chunk boundaries
+
+
+@pytest.mark.parametrize("model_id", BATCH)
+def test_batch_latency_is_the_processing_time_over_a_reused_connection(openai_env, clips, model_id):
+    ds, by_id = clips
+    clip = by_id["u049"]
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           final_ms=280.0, api_key=KEY)
+    with serve("openai", scenario) as url:
+        openai_env(url)
+        rows = measure_three(model_id, ds, clip)
+    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
+    assert within([r.latency_ms for r in rows], 280.0)
+    audio_s = (clip.speech_end + 0.1)
+    assert all(r.rtf == pytest.approx(r.latency_ms / 1000 / audio_s, rel=0.01) for r in rows)
+    # plain-text loopback has no TLS to negotiate HTTP/2, so the warmed connection speaks HTTP/1.1
+    assert all(r.http_version == "HTTP/1.1" and r.connection_reused is True for r in rows)
+    assert all(r.hypothesis == clip.text and r.substitutions == r.deletions == r.insertions == 0 for r in rows)
+
+
+def test_batch_client_is_the_tts_instrument(openai_env, clips):
+    ds, by_id = clips
+    clip = by_id["u040"]
+    with serve("openai", STTScenario(transcript="that works for me", speech_start_s=0.1, speech_end_s=1.0,
+                                     final_ms=20.0, api_key=KEY)) as url:
+        openai_env(url)
+        adapter = REGISTRY.create(REGISTRY.resolve("openai/gpt-4o-transcribe:http"))
+        audio = np.frombuffer(ds.audio(clip).tobytes(), dtype="<i2").astype(np.float32) / 32768
+        try:
+            assert adapter.transcribe_text(audio) == "that works for me"
+            assert adapter.transcribe_text(audio) == "that works for me"  # the client is reused
+        finally:
+            adapter.close()
+
+
+def test_realtime_transcription_final_keyed_on_the_first_append(openai_env, clips):
+    ds, by_id = clips
+    clip = by_id["u040"]
+    key = hashlib.sha256(first_append(ds, clip)).hexdigest()
+    # the default anchors are wrong on purpose: only the per-stream ones, keyed by the 24 kHz
+    # first append, give the truth
+    scenario = STTScenario(transcript="wrong", speech_start_s=0.0, speech_end_s=0.2, final_ms=320.0,
+                           partial_every_ms=40.0, api_key=KEY, anchors=((key, clip.speech_start, clip.speech_end),),
+                           transcripts=((key, clip.text),))
+    with serve("openai", scenario) as url:
+        openai_env(url)
+        rows = measure_three(REALTIME_STT, ds, clip)
+        partials = asyncio.run(_partials(ds, clip))
+    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
+    assert within([r.ttfs_ms for r in rows], 320.0)
+    assert all(r.hypothesis == clip.text for r in rows)
+    # deltas come only after the commit, so the registry leaves first partial out
+    assert all(r.first_partial_ms is None and r.first_partial_from_t0_ms is None for r in rows)
+    assert partials and all(clip.text.startswith(p) for p in partials)
+    assert partials[-1] != partials[0]  # cumulative text, a word per delta
+
+
+async def _partials(ds, clip) -> list[str]:
+    """One stream driven directly, to see the PARTIAL events the harness's row leaves out."""
+    model = REGISTRY.resolve(REALTIME_STT)
+    timeline = Timeline()
+    session = await REGISTRY.create(model).connect(timeline)
+    try:
+        await paced_send(session, audio_sent(ds, clip), clip.sample_rate, 20, timeline)
+        await session.end_audio()
+        await asyncio.wait_for(session.wait_final(), 5)
+    finally:
+        await session.aclose()
+    return [e.text for e in timeline.of(PARTIAL)]
+
+
+@pytest.mark.parametrize("scenario", [
+    TTSScenario(ttfb_ms=110.0, leading_silence_ms=60.0, api_key=KEY),
+    TTSScenario(ttfb_ms=50.0, leading_silence_ms=100.0, gaming_delay_ms=400.0, api_key=KEY),  # silence first, speech late
+], ids=["streaming", "gaming"])
+def test_tts_ttfa_with_its_components(openai_env, prompts, scenario):
+    prompt = prompts.prompts[3]
+    truth = scenario.truth(prompt.text)
+    with serve("openai", scenario) as url:
+        openai_env(url)
+        rows = measure_three(TTS, prompts, prompt)
+    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
+    assert within([r.ttfb_ms for r in rows], truth["ttfb_ms"])
+    assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows)
+    assert within([r.ttfa_ms for r in rows], truth["ttfa_ms"])
+    assert all(r.http_version == "HTTP/1.1" and r.connection_reused is True for r in rows)
+
+
+def test_s2s_v2v_from_the_call_recording(openai_env, clips, tmp_path):
+    ds, by_id = clips
+    clip = by_id["u040"]
+    first = first_append(ds, clip)
+    key = hashlib.sha256(first).hexdigest()
+    scenario = S2SScenario(response_ms=350.0, leading_silence_ms=60.0, jitter_ms=30.0, speech_end_s=0.2,
+                           anchors=((key, clip.speech_start, clip.speech_end),), api_key=KEY)
+    truth = scenario.truth(first)["v2v_ms"]
+    with serve("openai", scenario) as url:
+        openai_env(url)
+        rows = measure_three(S2S, ds, clip, recordings_dir=tmp_path)
+    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
+    # both ends are found in the recording (the caller's last word by the 16 kHz VAD, the reply's
+    # onset by onset detection); the tone's sharp onset and the clip's VAD-made anchors need no
+    # tolerance beyond the contract's (errors measured here: under 1 ms)
+    assert within([r.v2v_ms for r in rows], truth)
+    assert all(r.audio_duration_s == pytest.approx((60.0 + 600.0) / 1000, abs=0.001) for r in rows)
+    assert len(list(tmp_path.rglob("*.wav"))) == 1  # one call recording per clip, overwritten per attempt
+
+
+def _bundle(fault: str | None, api_key: str = KEY) -> Scenarios:
+    return Scenarios(stt=STTScenario(transcript="that works for me", speech_start_s=0.414, speech_end_s=1.298,
+                                     final_ms=300.0, partial_every_ms=40.0, api_key=api_key, fault=fault),
+                     tts=TTSScenario(api_key=api_key, fault=fault),
+                     s2s=S2SScenario(speech_end_s=1.298, api_key=api_key, fault=fault))
+
+
+@pytest.mark.parametrize("fault", ["unauthorized", "forbidden", "rate_limited", "server_error", "malformed",
+                                   "disconnect", "no_final", "inaudible"])
+def test_failures_become_rows(openai_env, clips, prompts, fault):
+    """One emulator serves every API with the fault; each model that the fault fits gives its row."""
+    ds, by_id = clips
+    clip = by_id["u040"]
+    models = [(BATCH[1], ds, clip), (REALTIME_STT, ds, clip), (TTS, prompts, prompts.prompts[0]), (S2S, ds, clip)]
+    if fault == "inaudible":  # only audio can be silent
+        models = [m for m in models if m[0] in (TTS, S2S)]
+    with serve("openai", _bundle(fault)) as url:
+        openai_env(url)
+        for model_id, dataset, item in models:
+            row = measure(model_id, dataset, item, timeout_s=2)
+            assert_failure_row(row, fault)
+
+
+def test_a_bad_key_is_refused_everywhere_and_never_shown(openai_env, clips, prompts):
+    ds, by_id = clips
+    clip = by_id["u040"]
+    with serve("openai", _bundle(None, api_key="another-key")) as url:
+        openai_env(url)
+        for model_id, dataset, item in [(BATCH[0], ds, clip), (REALTIME_STT, ds, clip),
+                                        (TTS, prompts, prompts.prompts[0]), (S2S, ds, clip)]:
+            row = measure(model_id, dataset, item)
+            assert row.status == "auth_error" and "HTTP 401" in row.reason, (model_id, row.reason)
+            assert KEY not in repr(row)

@@ -1,0 +1,54 @@
+"""Contract tests: the Speechmatics real-time adapter against its loopback emulator, over real
+sockets; the metrics computed from its events equal the injected truth (tolerances: contract.py).
+
+The emulator finalizes a long transcript in two segments (one mid-speech, one `final_ms` after the
+end of speech), so these tests also hold the adapter to Speechmatics' per-segment finals: the
+hypothesis is the joined segments and TTFS the last segment's final.
+"""
+
+import pytest
+from contract import KEY, assert_failure_row, measure, measure_three, within
+
+from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.providers.emulators.scenario import STTScenario
+from voxwatch.providers.emulators.server import serve
+
+MODEL = "speechmatics/enhanced-en"
+
+
+@pytest.fixture(scope="module")
+def clean():
+    ds = Catalog([bundled_root()]).load("stt-starter-clean")
+    return ds, next(c for c in ds.clips if c.id == "u049")
+
+
+def _env(monkeypatch, url: str) -> None:
+    monkeypatch.setenv("VOXWATCH_SPEECHMATICS_BASE_URL", url)
+    monkeypatch.setenv("VOXWATCH_SPEECHMATICS_API_KEY", KEY)
+
+
+def test_partials_segment_finals_and_the_forced_end_of_utterance(monkeypatch, clean):
+    ds, clip = clean
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           first_partial_ms=180.0, final_ms=240.0, api_key=KEY)
+    with serve("speechmatics", scenario) as url:
+        _env(monkeypatch, url)
+        rows = measure_three(MODEL, ds, clip)
+    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
+    assert within([r.first_partial_ms for r in rows], 180.0), [r.first_partial_ms for r in rows]
+    assert within([r.ttfs_ms for r in rows], 240.0), [r.ttfs_ms for r in rows]
+    row = rows[0]
+    assert row.hypothesis == clip.text and row.substitutions == row.deletions == row.insertions == 0
+    assert row.connect_ms is not None and row.emulator
+
+
+@pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
+                                   "no_final"])
+def test_failures_become_rows(monkeypatch, clean, fault):
+    ds, clip = clean
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           api_key=KEY, fault=fault)
+    with serve("speechmatics", scenario) as url:
+        _env(monkeypatch, url)
+        row = measure(MODEL, ds, clip, timeout_s=2)
+    assert_failure_row(row, fault)
