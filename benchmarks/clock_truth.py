@@ -31,9 +31,9 @@ import numpy as np
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Prompt
-from voxwatch.providers.emulators.ledger import drain
+from voxwatch.providers.emulators.ledger import Ledger
 from voxwatch.providers.emulators.scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms
-from voxwatch.providers.emulators.server import ledger_queue, serve
+from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.events import CHUNK_SENT, REQUEST_SENT, Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
@@ -96,8 +96,24 @@ class Errors:
     def __init__(self) -> None:
         self.values: dict[str, list[tuple[float, float]]] = {}
 
-    def add(self, metric: str, measured: float, sent_truth: float, injected_truth: float) -> None:
+    def add(self, metric: str, measured: float | None, sent_truth: float, injected_truth: float) -> None:
+        if measured is None:  # excluded for this model (registry exclusions)
+            return
         self.values.setdefault(metric, []).append((measured - sent_truth, measured - injected_truth))
+
+
+def _rounds(model, adapter, dataset, batches: list[list]) -> list[tuple]:
+    """Each batch measured concurrently, the batches one after another, in one event loop (as a
+    worker's tick runs); (item, row, timeline) for every item."""
+
+    async def run() -> list[tuple]:
+        out = []
+        for items in batches:
+            rows, timelines = await _streams(model, adapter, dataset, items)
+            out.extend(zip(items, rows, timelines))
+        return out
+
+    return asyncio.run(run())
 
 
 async def _streams(model, adapter, dataset, items) -> tuple[list, list[Timeline]]:
@@ -123,42 +139,40 @@ def audio_in(registry: Registry, protocol: Protocol, levels, rounds: int) -> dic
     else:
         scenario = replace(STT, anchors=anchors, transcripts=tuple((keyed[c.id], texts[c.id]) for c in clips)
                            + tuple((whole[c.id], texts[c.id]) for c in clips))
-    queue = ledger_queue()
+    ledger = Ledger()
     out: dict[int, Errors] = {}
-    with serve(protocol.emulator, scenario, ledger=queue) as url:
+    with serve(protocol.emulator, scenario, ledger=ledger) as url:
         os.environ[vendor_variable(model.vendor, "BASE_URL")] = url
         adapter = registry.create(model)
         asyncio.run(_streams(model, adapter, ds, clips[:2]))  # warm-up, discarded
         for level in levels:
             errors = out.setdefault(level, Errors())
-            for r in range(max(1, rounds // level)):
-                drain(queue)
-                batch = [clips[(r * level + i) % len(clips)] for i in range(level)]
-                rows, timelines = asyncio.run(_streams(model, adapter, ds, batch))
-                time.sleep(0.05)  # let the ledger's feeder thread deliver
-                sent = drain(queue)
-                for clip, row, timeline in zip(batch, rows, timelines):
-                    if row.status != "ok":
-                        raise RuntimeError(f"{protocol.name} {clip.id}: {row.status}: {row.reason}")
-                    if model.protocol == "stt-batch":
-                        final = sent[(texts[clip.id], "final")]
-                        errors.add("latency_ms", row.latency_ms, (final - timeline.first(REQUEST_SENT).t_ns) / 1e6,
-                                   STT.final_ms + jitter_ms(audio_sent(ds, clip), STT.jitter_ms))
-                        continue
-                    t0 = timeline.of(CHUNK_SENT)[0].t_ns
-                    if model.board == "s2s":
-                        first, speech = sent[(keyed[clip.id], "first_audio")], sent[(keyed[clip.id], "first_speech")]
-                        heard = max(speech, first + S2S.leading_silence_ms * 1e6)  # the playout model
-                        errors.add("v2v_ms", row.v2v_ms, (heard - t0) / 1e6 - clip.speech_end * 1000,
-                                   S2S.truth(firsts[clip.id])["v2v_ms"])
-                        continue
-                    truth = STT.truth(firsts[clip.id])
-                    key = texts[clip.id]
-                    errors.add("first_partial_ms", row.first_partial_ms,
-                               (sent[(key, "first_partial")] - t0) / 1e6 - clip.speech_start * 1000,
-                               truth["first_partial_ms"])
-                    errors.add("ttfs_ms", row.ttfs_ms, (sent[(key, "final")] - t0) / 1e6 - clip.speech_end * 1000,
-                               truth["ttfs_ms"])
+            ledger.drain()
+            batches = [[clips[(r * level + i) % len(clips)] for i in range(level)] for r in range(max(1, rounds // level))]
+            measured = _rounds(model, adapter, ds, batches)
+            sent = ledger.drain()
+            for clip, row, timeline in measured:
+                if row.status != "ok":
+                    raise RuntimeError(f"{protocol.name} {clip.id}: {row.status}: {row.reason}")
+                if model.protocol == "stt-batch":
+                    final = sent[(texts[clip.id], "final")]
+                    errors.add("latency_ms", row.latency_ms, (final - timeline.first(REQUEST_SENT).t_ns) / 1e6,
+                               STT.final_ms + jitter_ms(audio_sent(ds, clip), STT.jitter_ms))
+                    continue
+                t0 = timeline.of(CHUNK_SENT)[0].t_ns
+                if model.board == "s2s":
+                    first, speech = sent[(keyed[clip.id], "first_audio")], sent[(keyed[clip.id], "first_speech")]
+                    heard = max(speech, first + S2S.leading_silence_ms * 1e6)  # the playout model
+                    errors.add("v2v_ms", row.v2v_ms, (heard - t0) / 1e6 - clip.speech_end * 1000,
+                               S2S.truth(firsts[clip.id])["v2v_ms"])
+                    continue
+                truth = STT.truth(firsts[clip.id])
+                key = texts[clip.id]
+                errors.add("first_partial_ms", row.first_partial_ms,
+                           (sent[(key, "first_partial")] - t0) / 1e6 - clip.speech_start * 1000,
+                           truth["first_partial_ms"])
+                errors.add("ttfs_ms", row.ttfs_ms, (sent[(key, "final")] - t0) / 1e6 - clip.speech_end * 1000,
+                           truth["ttfs_ms"])
     return out
 
 
@@ -167,31 +181,29 @@ def tts(registry: Registry, protocol: Protocol, levels, rounds: int) -> dict[int
     base = Catalog([bundled_root()]).load("tts-prompts")
     out: dict[int, Errors] = {}
     for name, scenario in TTS.items():
-        queue = ledger_queue()
-        with serve(protocol.emulator, scenario, ledger=queue) as url:
+        ledger = Ledger()
+        with serve(protocol.emulator, scenario, ledger=ledger) as url:
             os.environ[vendor_variable(model.vendor, "BASE_URL")] = url
             adapter = registry.create(model)
             asyncio.run(_streams(model, adapter, base, list(base.prompts[:2])))  # warm-up, discarded
             for level in levels:
                 errors = out.setdefault(level, Errors())
-                for r in range(max(1, rounds // level)):
-                    drain(queue)
-                    items = [Prompt(id=f"s{r}-{i}", text=f"{base.prompts[i % len(base.prompts)].text} ({r}.{i})",
-                                    category="bench") for i in range(level)]
-                    rows, timelines = asyncio.run(_streams(model, adapter, base, items))
-                    time.sleep(0.05)
-                    sent = drain(queue)
-                    for item, row, timeline in zip(items, rows, timelines):
-                        if row.status != "ok":
-                            raise RuntimeError(f"{protocol.name} {item.id}: {row.status}: {row.reason}")
-                        truth = scenario.truth(item.text)
-                        asked = timeline.first(REQUEST_SENT).t_ns
-                        first, speech = sent[(item.text, "first_audio")], sent[(item.text, "first_speech")]
-                        heard = max(speech, first + scenario.leading_silence_ms * 1e6)  # the playout model
-                        metric = "ttfa_gaming_ms" if name == "gaming" else "ttfa_ms"
-                        errors.add(metric, row.ttfa_ms, (heard - asked) / 1e6, truth["ttfa_ms"])
-                        if name == "streaming":
-                            errors.add("ttfb_ms", row.ttfb_ms, (first - asked) / 1e6, truth["ttfb_ms"])
+                ledger.drain()
+                batches = [[Prompt(id=f"s{r}-{i}", text=f"{base.prompts[i % len(base.prompts)].text} ({r}.{i})",
+                                   category="bench") for i in range(level)] for r in range(max(1, rounds // level))]
+                measured = _rounds(model, adapter, base, batches)
+                sent = ledger.drain()
+                for item, row, timeline in measured:
+                    if row.status != "ok":
+                        raise RuntimeError(f"{protocol.name} {item.id}: {row.status}: {row.reason}")
+                    truth = scenario.truth(item.text)
+                    asked = timeline.first(REQUEST_SENT).t_ns
+                    first, speech = sent[(item.text, "first_audio")], sent[(item.text, "first_speech")]
+                    heard = max(speech, first + scenario.leading_silence_ms * 1e6)  # the playout model
+                    metric = "ttfa_gaming_ms" if name == "gaming" else "ttfa_ms"
+                    errors.add(metric, row.ttfa_ms, (heard - asked) / 1e6, truth["ttfa_ms"])
+                    if name == "streaming":
+                        errors.add("ttfb_ms", row.ttfb_ms, (first - asked) / 1e6, truth["ttfb_ms"])
     return out
 
 

@@ -12,6 +12,7 @@ import soundfile as sf
 
 from conftest import run_cli
 from voxwatch.datasets.catalog import bundled_root
+from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
 PS = "pocketsphinx/en-us@5.1.1"
@@ -49,7 +50,7 @@ def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str
             draws.setdefault((r["model_id"], r["dataset"]), []).append(r["utterance_id"])
     assert len(draws) == 4
     assert len({tuple(sorted(v)) for v in draws.values()}) == 1 and len(next(iter(draws.values()))) == 2
-    assert {r["method_version"] for r in rows} == {"2"} and all(r["vad_params"] and r["normalizer_version"] for r in rows)
+    assert {r["method_version"] for r in rows} == {METHOD_VERSION} and all(r["vad_params"] and r["normalizer_version"] for r in rows)
     assert {r["region"] for r in rows} == {"local"} and len({r["run_id"] for r in rows}) == 1
 
     run_cli("run", "--sample-size", "2", "--store", store_url, "--no-progress")
@@ -131,7 +132,7 @@ def test_a_tampered_dataset_aborts_the_run_before_anything_is_stored(tmp_path: P
     (["run", "--models", "pocketsphinx/en-us"], "exact versioned id: pocketsphinx/en-us@5.1.1"),
     (["run", "--datasets", "no-such-set"], "unknown dataset 'no-such-set'"),
     (["run", "--datasets", "tts-prompts", "--models", PS], "fit no board"),
-    (["leaderboard", "--store", "postgres://x"], "expected sqlite"),
+    (["leaderboard", "--store", "mysql://x"], "expected sqlite"),
 ])
 def test_bad_requests_get_one_clear_line(args, message, store_url):
     proc = run_cli(*args, "--store", store_url, check=False) if "--store" not in args else run_cli(*args, check=False)

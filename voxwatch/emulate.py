@@ -46,8 +46,8 @@ def scenarios(catalog: Catalog, chunk_ms: int, key: str = EMULATOR_KEY) -> Scena
             first = chunk_pcm(pcm, clip.sample_rate, chunk_ms)[0]
             # how the emulators see a stream: its first chunk as sent (16 kHz), or upsampled to
             # 24 kHz (OpenAI Realtime), or the whole clip (a batch request)
-            for key in (first, Upsampler().push(first)):
-                digest = hashlib.sha256(key).hexdigest()
+            for seen in (first, Upsampler().push(first)):
+                digest = hashlib.sha256(seen).hexdigest()
                 anchors.append((digest, clip.speech_start, clip.speech_end))
                 transcripts.append((digest, with_errors(clip.text)))
             transcripts.append((hashlib.sha256(pcm).hexdigest(), with_errors(clip.text)))

@@ -9,6 +9,7 @@ failure into a row with a status and a reason, never a latency.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import tempfile
@@ -20,7 +21,7 @@ import numpy as np
 import websockets
 
 from voxwatch import __version__
-from voxwatch.clock import gc_paused
+from voxwatch.clock import busy_poll, gc_paused
 from voxwatch.datasets.audio import resample
 from voxwatch.datasets.catalog import Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
@@ -124,7 +125,7 @@ def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
     return pcm[: int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))].tobytes()
 
 
-async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = audio_sent(dataset, clip)
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
@@ -142,7 +143,7 @@ async def _stt_stream(adapter, dataset: Dataset, clip: Clip, row: Observation, c
     _score(row, clip.text, m.hypothesis)
 
 
-async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     pcm = audio_sent(dataset, clip)
     timeline = _timeline(ctx)
     client = await _connect(adapter.connect(timeline), timeline, row, ctx)
@@ -153,7 +154,7 @@ async def _stt_batch(adapter, dataset: Dataset, clip: Clip, row: Observation, ct
     _score(row, clip.text, m.hypothesis)
 
 
-async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx: MeasureContext) -> None:
+async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row: Observation, ctx: MeasureContext) -> None:
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
     try:
@@ -178,7 +179,7 @@ async def _tts(adapter, model: ModelInfo, prompt: Prompt, row: Observation, ctx:
             row.instrument_error = f"{type(exc).__name__}: {exc}"
 
 
-async def _s2s(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     """One spoken turn: the clip paced in real time, the model's reply captured into the call recording."""
     pcm = audio_sent(dataset, clip)
     timeline = _timeline(ctx)
@@ -209,6 +210,9 @@ async def _s2s(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: Mea
     row.v2v_ms = v.v2v_ms
 
 
+HARNESSES = {"stt-stream": _stt_stream, "stt-batch": _stt_batch, "tts-stream": _tts, "s2s": _s2s}
+
+
 def _fail(row: Observation, status: str, reason: str, ctx: MeasureContext) -> Observation:
     row.status, row.reason = status, scrub(reason, list(ctx.secrets))[:500]
     for name in CLOCK_FIELDS:
@@ -227,17 +231,13 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
     """One observation for one item; every failure becomes a row with a status and a reason."""
     row = _base_row(model, dataset, item, ctx)
     try:
-        with gc_paused:
-            if model.protocol == "stt-stream":
-                await _stt_stream(adapter, dataset, item, row, ctx)
-            elif model.protocol == "stt-batch":
-                await _stt_batch(adapter, dataset, item, row, ctx)
-            elif model.protocol == "tts-stream":
-                await _tts(adapter, model, item, row, ctx)
-            elif model.protocol == "s2s":
-                await _s2s(adapter, dataset, item, row, ctx)
-            else:
-                return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
+        harness = HARNESSES.get(model.protocol)
+        if harness is None:
+            return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
+        # a local engine needs the CPU a busy poll would take, and its events come from threads
+        async with busy_poll if model.region != "local" else contextlib.nullcontext():
+            with gc_paused:
+                await harness(adapter, model, dataset, item, row, ctx)
     except (asyncio.TimeoutError, TimeoutError) as exc:
         return _fail(row, "timeout", str(exc) or f"no result within {ctx.timeout_s:g} s", ctx)
     except Inaudible as exc:

@@ -160,7 +160,7 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     return TickResult(run, rows, plan.skipped, spooled)
 
 
-def _adapter(registry: Registry, model: ModelInfo) -> object:
+def create_adapter(registry: Registry, model: ModelInfo) -> object:
     """The model's adapter, or the exception that prevented it (every item then becomes an error row)."""
     try:
         return registry.create(model)
@@ -171,7 +171,7 @@ def _adapter(registry: Registry, model: ModelInfo) -> object:
 async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
                        rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
     models = {t.model.id: t.model for t in plan.tasks}
-    adapters = {model_id: _adapter(registry, model) for model_id, model in models.items()}
+    adapters = {model_id: create_adapter(registry, model) for model_id, model in models.items()}
     secrets = tuple(api_key(t.model.vendor) for t in plan.tasks if t.model.needs_key)
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
     not_before: dict[str, float] = {}  # vendor -> monotonic time its Retry-After ends
@@ -180,8 +180,8 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
             wait = not_before.get(task.model.vendor, 0.0) - time.monotonic()
             if wait > 0:  # a rate limit is honoured here, between items, never inside a clock
                 await asyncio.sleep(min(wait, config.max_retry_after_s))
-            row = await _measure_task(config, task, adapters[task.model.id], plan, run, secrets, instrument,
-                                      instrument_id)
+            row = await measure_task(config, task, adapters[task.model.id], run.run_id, plan.seed, secrets,
+                                     instrument, instrument_id)
             if row.status == "rate_limited":
                 not_before[task.model.vendor] = time.monotonic() + (row.retry_after_s or config.default_backoff_s)
             writer.write(row)
@@ -199,9 +199,10 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
                 adapter.close()
 
 
-async def _measure_task(config: Config, task: Task, adapter, plan: Plan, run: RunRecord, secrets: tuple,
-                        instrument, instrument_id) -> Observation:
-    ctx = MeasureContext(run_id=run.run_id, seed=plan.seed, region=config.region, timeout_s=config.timeout_s,
+async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: int, secrets: tuple,
+                       instrument, instrument_id) -> Observation:
+    """One row for one task, in-process or in a Celery worker: the worker's region is stamped on it."""
+    ctx = MeasureContext(run_id=run_id, seed=seed, region=config.region, timeout_s=config.timeout_s,
                          chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if task.model.board == "tts" else None,
                          instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False))
     if isinstance(adapter, Exception):
@@ -214,9 +215,18 @@ def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[
     """The fixed STT that scores TTS intelligibility; only loaded when a TTS model is measured."""
     if not any(t.model.board == "tts" for t in plan.tasks):
         return None, None
+    return load_instrument(config, registry)
+
+
+def load_instrument(config: Config, registry: Registry) -> tuple[Callable, str]:
+    """The configured instrument, loaded (a Celery worker process loads it once, on its first TTS task)."""
     model = registry.resolve(config.tts_instrument)
+    if model.id == "openai/whisper-1":
+        if not model.key_is_set():
+            raise PlanError(f"instrument {model.id}: set {key_variable(model.vendor)} to use it")
+        return registry.create(model).transcribe_text, model.id
     if model.vendor != "faster-whisper":
-        raise PlanError(f"instrument {model.id}: only the local faster-whisper model can be the instrument here")
+        raise PlanError(f"instrument {model.id}: the instrument is the local faster-whisper model or openai/whisper-1")
     from voxwatch.providers.local.whisper_stt import WhisperTiny
 
     registry.create(model)  # checks the installed version against the id

@@ -2,42 +2,48 @@
 
 Checks `Authorization: Bearer <key>` and the `Cartesia-Version` header; for each generation
 request sends base64 `pcm_s16le` `chunk` messages at the requested sample rate - leading silence,
-then a sharp-onset tone as the speech - the first `ttfb_ms` after the request arrived and the rest
+then the speech (a sharp-onset tone, or eSpeak NG saying the transcript) - the first `ttfb_ms` after the request arrived and the rest
 every `send_every_ms` (faster than real time; the speech `gaming_delay_ms` after the silence, when
 set), then a `done` message for the context.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
 from http import HTTPStatus
 
-import numpy as np
 import websockets
 
 from voxwatch.clock import sleep_until
 
 from .faults import drop, websocket_refusal
 from .ledger import record
-from .scenario import TTSScenario, jitter_ms
+from .scenario import Scenarios, TTSScenario, jitter_ms, scenario_for
+from .speech import speech_pcm
 
 
 class CartesiaEmulator:
-    def __init__(self, scenario: TTSScenario) -> None:
-        self.scenario = scenario
-        self._chunks: dict[int, tuple[list[str], int]] = {}
-        self._encoded(24000)  # first-use costs paid before any stream is timed
+    def __init__(self, scenario: TTSScenario | Scenarios) -> None:
+        self.scenario = scenario_for(scenario, "tts")
+        self._chunks: dict[tuple[str, int], tuple[list[str], int]] = {}
+        self._encoded("", 24000)  # first-use costs paid before any stream is timed
 
-    def _encoded(self, rate: int) -> tuple[list[str], int]:
-        """The stream's chunks, base64-encoded once per sample rate, and the index of the first speech chunk."""
-        if rate not in self._chunks:
-            audio, silence_n = self._audio(rate)
-            step = int(round(self.scenario.chunk_ms * rate / 1000))
-            self._chunks[rate] = ([base64.b64encode(audio[i:i + step].tobytes()).decode()
-                                   for i in range(0, audio.size, step)], -(-silence_n // step))
-        return self._chunks[rate]
+    def _encoded(self, text: str, rate: int) -> tuple[list[str], int]:
+        """The stream's chunks, base64-encoded once per text (eSpeak) or once (tone) per sample rate,
+        and the index of the first speech chunk."""
+        s = self.scenario
+        key = (text if s.voice != "tone" else "", rate)
+        if key not in self._chunks:
+            audio, silence_n = speech_pcm(text or "hello", rate, s.voice, s.speech_ms, s.leading_silence_ms)
+            if s.fault == "inaudible":
+                audio[:] = 0
+            step = int(round(s.chunk_ms * rate / 1000))
+            self._chunks[key] = ([base64.b64encode(audio[i:i + step].tobytes()).decode()
+                                  for i in range(0, audio.size, step)], -(-silence_n // step))
+        return self._chunks[key]
 
     def process_request(self, connection, request):
         if request.path.split("?")[0] != "/tts/websocket":
@@ -47,13 +53,6 @@ class CartesiaEmulator:
         if not request.headers.get("Cartesia-Version"):
             return connection.respond(HTTPStatus.BAD_REQUEST, "Cartesia-Version header required\n")
         return websocket_refusal(connection, self.scenario.fault)
-
-    def _audio(self, rate: int) -> tuple[np.ndarray, int]:
-        s = self.scenario
-        silence = np.zeros(int(round(s.leading_silence_ms * rate / 1000)))
-        t = np.arange(int(round(s.speech_ms * rate / 1000))) / rate
-        speech = 0.0 * t if s.fault == "inaudible" else 0.3 * np.sin(2 * np.pi * 220.0 * t)
-        return (np.concatenate([silence, speech]) * 32767).astype("<i2"), silence.size
 
     async def handle(self, ws) -> None:
         try:
@@ -74,7 +73,7 @@ class CartesiaEmulator:
                                           "title": "Invalid request", "message": "missing transcript or output_format"}))
                 continue
             s = self.scenario
-            chunks, first_speech = self._encoded(rate)
+            chunks, first_speech = await asyncio.to_thread(self._encoded, transcript, rate)
             first_at = arrived + int((s.ttfb_ms + jitter_ms(transcript, s.jitter_ms)) * 1e6)
             every = int(s.send_every_ms * 1e6)
             for i, data in enumerate(chunks):

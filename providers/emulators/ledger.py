@@ -4,6 +4,11 @@ An emulator schedules its sends on the injected truth, but its own event loop ca
 calibration run that wants the error of voxwatch's clocks alone (transit plus the worker's
 receive path) compares each arrival stamp with the matching send stamp. Both are on the
 machine's monotonic clock (`time.perf_counter_ns`), which every process here shares.
+
+The emulator only appends to a list while it serves: handing records to another thread (a
+multiprocessing queue's feeder) at send time would wake that thread, which then holds the GIL
+just as the send should happen. The records cross to the calibrating process on request, when
+the streams are done.
 """
 
 from __future__ import annotations
@@ -17,15 +22,23 @@ def record(emulator, key: str, what: str) -> None:
     Call it immediately before the send: the send writes to the socket before it first yields, and
     a task cancelled inside the send (a client that closes at once) would otherwise lose the record.
     """
-    queue = getattr(emulator, "ledger", None)
-    if queue is not None:
-        queue.put((key, what, time.perf_counter_ns()))
+    records = getattr(emulator, "ledger", None)
+    if records is not None:
+        records.append((key, what, time.perf_counter_ns()))
 
 
-def drain(queue) -> dict[tuple[str, str], int]:
-    """Everything recorded so far: (stream key, what) -> send time (ns); the first record wins."""
-    out: dict[tuple[str, str], int] = {}
-    while not queue.empty():
-        key, what, t = queue.get()
-        out.setdefault((key, what), t)
-    return out
+class Ledger:
+    """The calibrating side: pass to `serve(..., ledger=Ledger())`, then `drain()` between batches."""
+
+    def __init__(self) -> None:
+        self._conn = None  # set by serve(): a pipe to the emulator process
+
+    def drain(self) -> dict[tuple[str, str], int]:
+        """Everything recorded since the last drain: (stream key, what) -> send time (ns); the first record wins."""
+        if self._conn is None:
+            raise RuntimeError("this ledger is not attached to a running emulator")
+        self._conn.send("ledger")
+        out: dict[tuple[str, str], int] = {}
+        for key, what, t in self._conn.recv():
+            out.setdefault((key, what), t)
+        return out

@@ -11,7 +11,10 @@ import contextlib
 import importlib
 import multiprocessing
 import socket
+import threading
 from typing import Iterator
+
+from .ledger import Ledger
 
 # kind -> "module:Class" under voxwatch.providers.emulators, imported in the emulator's process
 EMULATORS = {
@@ -33,9 +36,20 @@ def emulator_class(kind: str):
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
-def _run(kind: str, scenario, conn, ledger) -> None:
+def _answer_ledger(emulator, conn) -> None:
+    """Hand over the send records on request (a thread that sleeps in recv() until asked)."""
+    while True:
+        try:
+            conn.recv()
+        except EOFError:
+            return
+        records, emulator.ledger = emulator.ledger, []
+        conn.send(records)
+
+
+def _run(kind: str, scenario, conn, with_ledger: bool) -> None:
     emulator = emulator_class(kind)(scenario)
-    emulator.ledger = ledger  # calibration only: see ledger.py
+    emulator.ledger = [] if with_ledger else None  # calibration only: see ledger.py
     if hasattr(emulator, "app"):
         import uvicorn
 
@@ -44,6 +58,8 @@ def _run(kind: str, scenario, conn, ledger) -> None:
         sock.bind(("127.0.0.1", 0))
         sock.listen(256)  # connections queue until uvicorn accepts them
         conn.send(("http", sock.getsockname()[1]))
+        if with_ledger:
+            threading.Thread(target=_answer_ledger, args=(emulator, conn), daemon=True).start()
         server = uvicorn.Server(uvicorn.Config(emulator.app(), log_level="warning", ws="websockets-sansio",
                                                ws_max_size=2**26, ws_per_message_deflate=False, lifespan="off"))
         server.run(sockets=[sock])
@@ -55,31 +71,30 @@ def _run(kind: str, scenario, conn, ledger) -> None:
         async with websockets.serve(emulator.handle, "127.0.0.1", 0, process_request=emulator.process_request,
                                     max_size=None, compression=None) as server:
             conn.send(("ws", server.sockets[0].getsockname()[1]))
+            if with_ledger:
+                threading.Thread(target=_answer_ledger, args=(emulator, conn), daemon=True).start()
             await asyncio.Future()
 
     asyncio.run(main())
 
 
 @contextlib.contextmanager
-def serve(kind: str, scenario, ledger=None) -> Iterator[str]:
+def serve(kind: str, scenario, ledger: Ledger | None = None) -> Iterator[str]:
     """Yield the emulator's base URL (ws:// or http://127.0.0.1:PORT); the process is stopped on exit.
 
-    `ledger`: a multiprocessing queue (from `ledger_queue()`) that receives the emulator's send times.
+    `ledger`: a Ledger that can then fetch the emulator's send times (calibration).
     """
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
-    process = ctx.Process(target=_run, args=(kind, scenario, child, ledger), name=f"{kind}-emulator", daemon=True)
+    process = ctx.Process(target=_run, args=(kind, scenario, child, ledger is not None), name=f"{kind}-emulator", daemon=True)
     process.start()
     try:
         if not parent.poll(30):
             raise RuntimeError(f"the {kind} emulator did not start")
         scheme, port = parent.recv()
+        if ledger is not None:
+            ledger._conn = parent
         yield f"{scheme}://127.0.0.1:{port}"
     finally:
         process.kill()
         process.join(5)
-
-
-def ledger_queue():
-    """A queue an emulator process can write its send times to (see ledger.py)."""
-    return multiprocessing.get_context("spawn").Queue()
