@@ -163,7 +163,7 @@ def test_a_cloud_model_against_its_emulator_end_to_end(store_url: str):
                 env={"VOXWATCH_CARTESIA_BASE_URL": url, "VOXWATCH_CARTESIA_API_KEY": "emu-key"})
     rows = _export(store_url)
     assert len(rows) == 3 and all(r["status"] == "ok" and r["emulator"] for r in rows)
-    assert all(abs(r["ttfb_ms"] - 70.0) < 5 for r in rows)
+    assert all(abs(r["ttfb_ms"] - 70.0) < 15 for r in rows)  # accuracy: the contract tests and clock_truth
     assert _board(store_url) == []
 
 

@@ -71,3 +71,17 @@ def test_leaderboard_statistics_error_rate_and_pooled_wer():
     csv_text = leaderboard.format_csv(board)
     assert csv_text.splitlines()[0].startswith("board,model_id,dataset")
     assert len(csv_text.splitlines()) == 1 + len(board)
+
+
+def test_statistics_do_not_depend_on_row_order_and_exclusions_blank_a_metric():
+    from voxwatch.providers.registry import Registry
+
+    rows = [row(f"c{i}", ttfs=float((i * 7919) % 997), s=i % 3, ref=8 + i % 5) for i in range(40)]
+    rows += [row(f"x{i}", model_id="openai/gpt-4o-transcribe:realtime", ttfs=100.0 + i) for i in range(6)]
+    forward, backward = leaderboard.build(rows, Registry.default()), leaderboard.build(rows[::-1], Registry.default())
+    for a, b in zip(forward, backward):
+        assert (a.p50_ci, a.p95_ci, a.wer_ci, a.p99) == (b.p50_ci, b.p95_ci, b.wer_ci, b.p99)
+        assert a.mean == pytest.approx(b.mean) and a.std == pytest.approx(b.std)
+    excluded = [r for r in forward if r.note]
+    assert [(r.model_id, r.metric, r.n, r.p50, r.p50_ci) for r in excluded] == \
+        [("openai/gpt-4o-transcribe:realtime", "first_partial_ms", 0, None, None)]

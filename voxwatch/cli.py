@@ -180,6 +180,64 @@ def cmd_emulate(args) -> int:
     return 0
 
 
+def cmd_db(args) -> int:
+    from voxwatch.store import redact
+
+    cfg = _config(args)
+    store = open_store(cfg.store_url)  # opening a store applies any migration it lacks
+    try:
+        applied = getattr(store, "migrated", [])
+        print(f"{redact(cfg.store_url)}: schema up to date"
+              + (f" (applied migrations {', '.join(map(str, applied))})" if applied else ""))
+        if args.action == "refresh" and hasattr(store, "refresh"):
+            print(f"recomputed the rolling aggregates of {store.refresh()} series")
+    finally:
+        store.close()
+    return 0
+
+
+def _region_config(args) -> config_mod.Config:
+    from dataclasses import replace
+
+    cfg = _config(args)
+    return replace(cfg, region=args.region) if args.region else cfg
+
+
+def cmd_worker(args) -> int:
+    from voxwatch.workers.celery_app import run_worker
+
+    return run_worker(_region_config(args), args.concurrency, args.loglevel)
+
+
+def cmd_beat(args) -> int:
+    from voxwatch.workers.celery_app import run_beat
+
+    Path(args.schedule_file).parent.mkdir(parents=True, exist_ok=True)
+    return run_beat(_config(args), args.schedule_file, args.loglevel)
+
+
+def cmd_tick(args) -> int:
+    from voxwatch.workers.celery_app import BrokerUnreachable, enqueue_plan
+
+    cfg = _region_config(args)
+    models = _names(args.models) if args.models else None
+    datasets = _names(args.datasets) if args.datasets else None
+    registry, known = Registry.default(), _catalog(cfg).names()
+    for m in models or []:
+        registry.resolve(m)  # an unknown or floating id stops here, before anything is queued
+    for d in datasets or []:
+        if d not in known:
+            raise UnknownDataset(f"unknown dataset {d!r}; `voxwatch datasets list` shows the catalog")
+    try:
+        run_id, queue = enqueue_plan(cfg, cfg.region, models=models, datasets=datasets, sample_size=args.sample_size,
+                                     seed=args.seed)
+    except BrokerUnreachable as exc:
+        print(f"voxwatch: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"run {run_id} planned on queue {queue}; a `voxwatch worker --region {cfg.region}` measures it")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="voxwatch", description=__doc__)
     p.add_argument("--config", help="TOML config file (default: $VOXWATCH_CONFIG, ./voxwatch.toml, or the packaged default)")
@@ -226,7 +284,42 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("dir")
     imp.add_argument("--name", required=True)
     imp.set_defaults(func=cmd_datasets_import)
+
+    db = sub.add_parser("db", help="the store's schema").add_subparsers(dest="action", required=True)
+    for action, text in (("upgrade", "apply any schema migration the store lacks"),
+                         ("refresh", "upgrade, then recompute every series' rolling aggregates (Postgres)")):
+        cmd = db.add_parser(action, help=text)
+        cmd.add_argument("--store", help="store URL (default: config)")
+        cmd.set_defaults(func=cmd_db)
+
+    wk = sub.add_parser("worker", help="distributed mode: a Celery worker measuring its region's queue")
+    wk.add_argument("--region", help="the region it serves and stamps on every row (default: config)")
+    wk.add_argument("--concurrency", type=_positive, default=1,
+                    help="measurements at a time (default 1; local engines share the CPU with the clock)")
+    wk.add_argument("--store", help="store URL (default: config)")
+    wk.add_argument("--loglevel", default="info")
+    wk.set_defaults(func=cmd_worker)
+
+    bt = sub.add_parser("beat", help="distributed mode: schedule a tick per board, dataset and region")
+    bt.add_argument("--schedule-file", default="var/celerybeat-schedule", help="where beat keeps its last run times")
+    bt.add_argument("--loglevel", default="info")
+    bt.set_defaults(func=cmd_beat)
+
+    tk = sub.add_parser("tick", help="distributed mode: enqueue one tick now for a region's workers")
+    tk.add_argument("--region", help="the region whose workers measure it (default: config)")
+    tk.add_argument("--models", help="comma-separated exact model ids (default: the boards' configured models)")
+    tk.add_argument("--datasets", help="comma-separated dataset names (default: the boards' configured datasets)")
+    tk.add_argument("--sample-size", type=_positive, help="items per dataset")
+    tk.add_argument("--seed", type=int, help="sampling seed (default: config, or fresh)")
+    tk.set_defaults(func=cmd_tick)
     return p
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("expected a positive integer")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

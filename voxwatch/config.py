@@ -7,6 +7,7 @@ error that names the key and the problem. API keys are not configuration: see pr
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from importlib.resources import files
@@ -46,10 +47,30 @@ def _text(v: Any) -> str:
 
 def _store_url(v: Any) -> str:
     v = _text(v)
-    if not v.startswith("sqlite:///"):
-        raise ValueError("expected sqlite:///relative/path or sqlite:////absolute/path "
-                         "(the Postgres store comes with distributed mode)")
+    if not v.startswith(("sqlite:///", "postgresql://", "postgres://")):
+        raise ValueError("expected sqlite:///relative/path, sqlite:////absolute/path "
+                         "or postgresql://user@host:port/database")
     return v
+
+
+def _broker_url(v: Any) -> str:
+    v = _text(v)
+    if not v.startswith(("redis://", "rediss://")):
+        raise ValueError("expected redis://host:port/db or rediss://host:port/db")
+    return v
+
+
+def _name_part(v: Any) -> str:
+    v = _text(v)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", v):
+        raise ValueError("expected letters, digits, '.', '_' or '-' (it names a queue)")
+    return v
+
+
+def _regions(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list):
+        raise ValueError("expected a list of region names")
+    return tuple(_name_part(x) for x in v)
 
 
 def _names(v: Any) -> tuple[str, ...]:
@@ -64,7 +85,9 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "store": {"url": _store_url, "spool_dir": _text},
     "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text},
-    "schedule": {"every_minutes": _positive_int},
+    "schedule": {"every_minutes": _positive_int, "regions": _regions},
+    "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
+               "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int},
     "datasets": {"dir": _text},
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
@@ -76,6 +99,16 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
 class Board:
     models: tuple[str, ...]
     datasets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Broker:
+    """Distributed mode: the Redis broker, queue names and the limits that make redelivery safe."""
+    url: str = "redis://127.0.0.1:6379/0"
+    queue_prefix: str = "voxwatch"
+    visibility_timeout_s: int = 3600  # an unacknowledged task goes back to its queue after this
+    soft_time_limit_s: int = 540  # a measure task past this ends as a timeout row
+    time_limit_s: int = 600  # the worker process is killed past this (the row is still written)
 
 
 @dataclass(frozen=True)
@@ -95,6 +128,8 @@ class Config:
     boards: dict[str, Board]
     tts_instrument: str
     source: str
+    broker: Broker = Broker()
+    schedule_regions: tuple[str, ...] = ()  # regions beat plans for; empty means [worker] region
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -175,7 +210,8 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
             try:
                 values[name][key] = check(raw)
             except ValueError as exc:
-                raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {raw!r}: {exc}") from None
+                shown = _redact(raw) if key == "url" and isinstance(raw, str) else raw  # a URL may hold a password
+                raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
     return Config(
         region=values["worker"]["region"],
         store_url=values["store"]["url"],
@@ -192,4 +228,22 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
         boards={b: Board(values[f"boards.{b}"]["models"], values[f"boards.{b}"]["datasets"]) for b in BOARDS},
         tts_instrument=values["boards.tts"]["instrument"],
         source=source,
+        broker=_broker(values["broker"], source),
+        schedule_regions=values["schedule"]["regions"],
     )
+
+
+def _redact(url: str) -> str:
+    from voxwatch.store import redact
+
+    return redact(url)
+
+
+def _broker(values: dict[str, Any], source: str) -> Broker:
+    """The broker section; a task must end before Redis would hand it to another worker."""
+    broker = Broker(**values)
+    if not broker.soft_time_limit_s < broker.time_limit_s < broker.visibility_timeout_s:
+        raise ConfigError(f"{source}: [broker] needs soft_time_limit_s < time_limit_s < visibility_timeout_s "
+                          f"(got {broker.soft_time_limit_s}, {broker.time_limit_s}, {broker.visibility_timeout_s}): "
+                          "a task still running when its visibility timeout ends is measured twice")
+    return broker

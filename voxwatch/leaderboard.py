@@ -11,14 +11,14 @@ import csv
 import io
 import json
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.metrics.stats import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci, rate, summarize
-from voxwatch.metrics.wer import WordErrors, pooled_wer
+from voxwatch.metrics.wer import WordErrors
 from voxwatch.observation import FAILED, Observation
-from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
 WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 
@@ -35,7 +35,9 @@ class MetricRow:
     mean: float | None
     p50: float | None
     p95: float | None
+    p99: float | None
     max: float | None
+    std: float | None
     attempts: int
     error_rate: float | None
     timeout_rate: float | None
@@ -48,35 +50,69 @@ class MetricRow:
     instrument: str | None = None  # TTS: the STT that scored intelligibility (never pooled across)
 
 
+SeriesKey = tuple[str, str, str, str, str, str, str]
+"""board, model_id, dataset, region, method_version, protocol, instrument ("" when none): one leaderboard series."""
+
+
+def series_key(r: Observation) -> SeriesKey:
+    instrument = r.instrument_id if r.board == "tts" else None
+    return r.board, r.model_id, r.dataset, r.region, r.method_version, r.protocol, instrument or ""
+
+
 def build(rows: Iterable[Observation], registry: Registry | None = None) -> list[MetricRow]:
-    groups: dict[tuple, list[Observation]] = {}
+    groups: dict[SeriesKey, list[Observation]] = {}
     for r in rows:
-        if r.emulator:
-            continue
-        instrument = r.instrument_id if r.board == "tts" else None
-        groups.setdefault((r.board, r.model_id, r.dataset, r.region, r.method_version, r.protocol, instrument or ""),
-                          []).append(r)
+        if not r.emulator:
+            groups.setdefault(series_key(r), []).append(r)
     out: list[MetricRow] = []
-    for (board, model_id, dataset, region, method, protocol, instrument), members in sorted(groups.items()):
-        try:
-            model = registry.resolve(model_id) if registry else None
-        except RegistryError:
-            model = None
+    for key, members in sorted(groups.items()):
         ok = [r for r in members if r.status == "ok"]
-        errors = sum(r.status in FAILED and r.status != "timeout" for r in members)
-        timeouts = sum(r.status == "timeout" for r in members)
+        values = {spec.name: [getattr(r, spec.name) for r in ok] for spec in for_protocol(key[5], headline_only=True)}
         parts = [WordErrors(r.substitutions, r.deletions, r.insertions, r.ref_words) for r in ok if r.ref_words is not None]
-        wer = pooled_wer(parts)
-        wer_ci = _pair(bootstrap_pooled_ci([p.errors for p in parts], [p.ref_words for p in parts]))
-        for spec in for_protocol(protocol, headline_only=True):
-            exclusion = model.excluded(spec.name) if model else None
-            values = [] if exclusion else [getattr(r, spec.name) for r in ok]
-            s = summarize(values)
-            out.append(MetricRow(board, model_id, dataset, region, method, spec.name, s.n, s.mean, s.p50, s.p95, s.max,
-                                 len(members), rate(errors, len(members)), rate(timeouts, len(members)), wer,
-                                 sum(p.ref_words for p in parts), _pair(bootstrap_percentile_ci(values, 50)),
-                                 _pair(bootstrap_percentile_ci(values, 95)), wer_ci,
-                                 exclusion.reason if exclusion else None, instrument or None))
+        out.extend(series_rows(key, [r.status for r in members], values, [p.errors for p in parts],
+                               [p.ref_words for p in parts]))
+    return exclude(out, registry)
+
+
+def series_rows(key: SeriesKey, statuses: list[str], values: dict[str, list[float | None]], errors: list[int],
+                words: list[int]) -> list[MetricRow]:
+    """One series' rows, one per headline metric, from just the columns the statistics read.
+
+    values maps each headline metric to its value on every `ok` row; errors (S + D + I) and words
+    (N) are the WER parts of the `ok` rows that have them. The Postgres store calls this on the
+    columns it fetches, so both stores compute every number with the same code.
+    """
+    board, model_id, dataset, region, method, protocol, instrument = key
+    failed = sum(s in FAILED and s != "timeout" for s in statuses)
+    timeouts = sum(s == "timeout" for s in statuses)
+    total_words = sum(words)
+    wer = rate(sum(errors), total_words)  # pooled WER (metrics.wer.pooled_wer): sum(S + D + I) / sum(N)
+    wer_ci = _pair(bootstrap_pooled_ci(errors, words))
+    out = []
+    for spec in for_protocol(protocol, headline_only=True):
+        s = summarize(values[spec.name])
+        out.append(MetricRow(board, model_id, dataset, region, method, spec.name, s.n, s.mean, s.p50, s.p95, s.p99,
+                             s.max, s.std, len(statuses), rate(failed, len(statuses)), rate(timeouts, len(statuses)),
+                             wer, total_words, _pair(bootstrap_percentile_ci(values[spec.name], 50)),
+                             _pair(bootstrap_percentile_ci(values[spec.name], 95)), wer_ci, None, instrument or None))
+    return out
+
+
+def exclude(rows: list[MetricRow], registry: Registry | None) -> list[MetricRow]:
+    """Blank the statistics of metrics the registry excludes for a model, with its reason as the note."""
+    if registry is None:
+        return rows
+    models: dict[str, ModelInfo | None] = {}
+    out = []
+    for r in rows:
+        if r.model_id not in models:
+            try:
+                models[r.model_id] = registry.resolve(r.model_id)
+            except RegistryError:
+                models[r.model_id] = None
+        exclusion = models[r.model_id].excluded(r.metric) if models[r.model_id] else None
+        out.append(replace(r, n=0, mean=None, p50=None, p95=None, p99=None, max=None, std=None, p50_ci=None,
+                           p95_ci=None, note=exclusion.reason) if exclusion else r)
     return out
 
 
@@ -122,8 +158,8 @@ def format_table(rows: list[MetricRow], window: str) -> str:
     return "\n".join(lines).lstrip("\n")
 
 
-def _flat(row: MetricRow) -> dict:
-    """One column per value: each interval becomes <name>_low and <name>_high."""
+def flat(row: MetricRow) -> dict:
+    """One column per value: each interval becomes <name>_low and <name>_high (CSV, the Postgres aggregates)."""
     out = {}
     for name, value in asdict(row).items():
         if name.endswith("_ci"):
@@ -140,7 +176,7 @@ def format_csv(rows: list[MetricRow]) -> str:
     writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow(_flat(r))
+        writer.writerow(flat(r))
     return buf.getvalue()
 
 
@@ -153,5 +189,12 @@ def since(window: str, now: float | None = None) -> float:
 
 
 def from_store(store, window: str, registry: Registry | None = None) -> list[MetricRow]:
-    """The rolling leaderboard over one window of a store's rows."""
+    """The rolling leaderboard over one window of a store's rows.
+
+    A store that keeps the aggregates current as rows arrive (Postgres) is read as is; otherwise
+    (SQLite) they are computed here from the window's rows.
+    """
+    precomputed = getattr(store, "aggregates", None)
+    if precomputed is not None:
+        return exclude(precomputed(window, since(window)), registry)
     return build(store.observations(since=since(window)), registry)

@@ -1,0 +1,260 @@
+"""The Postgres store at scale: ingest rate, write-to-current-aggregates latency, full rebuild,
+leaderboard query time, and storage per row with the growth it implies.
+
+    python -m benchmarks.store_scale --rows 1000000 [--url postgresql://postgres@127.0.0.1:5432/postgres]
+
+Works in a fresh database (voxwatch_bench_<random>, dropped at the end unless --keep). Synthetic
+rows look like real ones (~20 models x 8 datasets x 3 regions over the last 30 days, 10 clips per
+tick, texts, versions and a few failures of every kind). Prints a table; the last line is one JSON
+object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+import time
+import uuid
+from dataclasses import replace
+from typing import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+
+from voxwatch import leaderboard
+from voxwatch.observation import Observation
+from voxwatch.providers.registry import Registry
+from voxwatch.store import redact
+from voxwatch.store.postgres import PostgresStore
+
+DAY = 86400.0
+SCHEDULE_MIN = 30  # the default schedule: every 30 minutes ...
+ITEMS = 10  # ... 10 items per dataset
+DEFAULT_STT_DATASETS = 2  # stt-starter-clean and stt-starter-phonecodec
+REGIONS = ("us-east", "eu-west", "ap-south")
+DATASETS = ("stt-starter-clean", "stt-starter-phonecodec", "stt-starter-noise", "stt-starter-farfield",
+            "stt-starter-clipping", "stt-starter-noisegap", "librispeech-test-clean", "callcenter-8k")
+MODELS = ([(f"vendor{i}/stream-model-{i}@2025-0{1 + i % 9}", "stt", "stt-stream") for i in range(10)]
+          + [(f"vendor{i}/batch-model-{i}@v{i}", "stt", "stt-batch") for i in range(10, 14)]
+          + [(f"vendor{i}/tts-voice-{i}@v{i}", "tts", "tts-stream") for i in range(14, 20)])
+WORDS = ("the quick brown fox jumps over lazy dog please call me back tomorrow at nine about "
+         "invoice number seven two four shipping address change order status refund").split()
+FAILURES = (("timeout", "no final transcript within 30 s"), ("error", "unexpected close 1011"),
+            ("rate_limited", "429 Too Many Requests"), ("server_error", "HTTP 503"),
+            ("disconnected", "socket closed mid-stream"), ("malformed", "unparseable JSON message"))
+
+
+def synthetic(total: int, now: float, seed: int = 7) -> Iterator[list[Observation]]:
+    """Rows in time order, one list per tick (every series measured once per tick, 10 clips each)."""
+    rng = np.random.default_rng(seed)
+    series = len(MODELS) * len(DATASETS) * len(REGIONS)
+    ticks = max(1, total // (series * ITEMS))
+    step = 30 * DAY / (ticks + 1)
+    clips = {d: [(f"{d}-{k:04d}", " ".join(rng.choice(WORDS, int(rng.integers(6, 30))))) for k in range(200)]
+             for d in DATASETS}
+    made = 0
+    for tick in range(ticks + 1):
+        base = now - 30 * DAY + (tick + 0.5) * step
+        out: list[Observation] = []
+        for region in REGIONS:
+            run_id = uuid.UUID(int=int(rng.integers(0, 2**63)) << 64 | tick).hex
+            for m, (model_id, board, protocol) in enumerate(MODELS):
+                for d, dataset in enumerate(DATASETS):
+                    n = min(ITEMS, total - made - len(out))
+                    if n <= 0:
+                        break
+                    picks = rng.choice(len(clips[dataset]), n, replace=False)
+                    lat = rng.lognormal(np.log(200 + 20 * m), 0.35, n)
+                    fail = rng.random(n)
+                    for i in range(n):
+                        out.append(_row(run_id, model_id, board, protocol, region, dataset, clips[dataset][picks[i]],
+                                        base + i * 2.5 + d * 25, float(lat[i]), float(fail[i]), rng))
+        made += len(out)
+        if out:
+            yield out
+        if made >= total:
+            return
+
+
+def _row(run_id: str, model_id: str, board: str, protocol: str, region: str, dataset: str, clip: tuple[str, str],
+         started_at: float, lat: float, fail: float, rng: np.random.Generator) -> Observation:
+    clip_id, text = clip
+    status, reason = ("ok", None) if fail >= 0.03 else FAILURES[int(fail / 0.005) % len(FAILURES)]
+    ok = status == "ok"
+    words = len(text.split())
+    errors = int(rng.binomial(words, 0.08)) if ok else 0
+    row = Observation(
+        run_id=run_id, model_id=model_id, dataset=dataset, clip_id=clip_id, attempt=1, board=board,
+        vendor=model_id.split("/")[0], protocol=protocol, region=region, started_at=started_at, status=status,
+        reason=reason, condition="clean", family=clip_id[:-5], utterance_id=clip_id, voice="alloy" if board == "tts" else None,
+        dataset_manifest_sha256="9f2c" * 16, seed=1234, emulator=False, connect_ms=round(lat / 3, 3),
+        audio_duration_s=3.2, http_version="HTTP/2" if protocol == "stt-batch" else None,
+        connection_reused=protocol == "stt-batch", reference=text,
+        hypothesis=text if ok else None, substitutions=errors if ok else None, deletions=0 if ok else None,
+        insertions=0 if ok else None, ref_words=words if ok else None,
+        instrument_id="faster-whisper/tiny.en@1.2.1" if board == "tts" else None, method_version="3",
+        runner_version="0.1.0", normalizer="whisper_normalizer.english.EnglishTextNormalizer",
+        normalizer_version="0.1.15", vad="webrtcvad", vad_version="2.0.14", vad_params='{"mode": 3, "frame_ms": 30}',
+        onset_version="2")
+    if not ok:
+        return row
+    if protocol == "stt-stream":
+        return replace(row, ttfs_ms=lat, first_partial_ms=lat * 0.6, first_partial_from_t0_ms=lat * 0.6 + 400,
+                       pacing_error_ms=0.2)
+    if protocol == "stt-batch":
+        return replace(row, latency_ms=lat * 3, rtf=lat * 3 / 3200)
+    return replace(row, ttfa_ms=lat, ttfb_ms=lat * 0.9, leading_silence_ms=lat * 0.1, synthesis_ms=lat * 4)
+
+
+def _fresh_database(url: str) -> tuple[str, str]:
+    name = f"voxwatch_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    return name, urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def _ms(seconds: list[float]) -> dict:
+    return {"median_ms": round(1000 * statistics.median(seconds), 1), "max_ms": round(1000 * max(seconds), 1)}
+
+
+def ingest_methods(url: str, rows: list[Observation]) -> dict[str, float]:
+    """Rows/s of executemany vs staging COPY by batch size (store.add with the threshold forced)."""
+    from voxwatch.store import postgres
+
+    out: dict[str, float] = {}
+    for size in (1, 4, 16, 64, 1000, 10000):
+        for method, threshold in (("executemany", 10**9), ("copy", 0)):
+            if method == "executemany" and size > 1000:
+                continue
+            store = PostgresStore(url)
+            store._connect().execute("TRUNCATE observations")
+            postgres.SMALL_BATCH, saved = threshold, postgres.SMALL_BATCH
+            try:
+                batch = rows[: max(size * 20, 2000)] if size < 1000 else rows[: size * 5]  # distinct rows
+                start = time.perf_counter()
+                for i in range(0, len(batch), size):
+                    store.add(batch[i:i + size], refresh=False)
+                out[f"{method}@{size}"] = len(batch) / (time.perf_counter() - start)
+            finally:
+                postgres.SMALL_BATCH = saved
+                store._connect().execute("TRUNCATE observations")
+                store.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/postgres", help="a database to create the scratch database from")
+    p.add_argument("--batch", type=int, default=50_000, help="rows per add() during the ingest")
+    p.add_argument("--keep", action="store_true", help="keep the scratch database")
+    args = p.parse_args(argv)
+    now = time.time()
+    name, url = _fresh_database(args.url)
+    result: dict = {"rows": args.rows, "database": name}
+    try:
+        store = PostgresStore(url)
+        db = store._connect()
+        sample = [r for tick in synthetic(50_000, now, seed=99) for r in tick]
+        result["ingest_methods_rows_per_s"] = {k: round(v) for k, v in ingest_methods(url, sample).items()}
+
+        ingest_s = gen_s = 0.0
+        pending: list[Observation] = []
+        done, last_rate = 0, 0.0
+        gen_start = time.perf_counter()
+        for tick in synthetic(args.rows, now):
+            pending.extend(tick)
+            if len(pending) >= args.batch:
+                gen_s += time.perf_counter() - gen_start
+                start = time.perf_counter()
+                store.add(pending, refresh=False)
+                took = time.perf_counter() - start
+                ingest_s += took
+                done += len(pending)
+                last_rate = len(pending) / took
+                pending = []
+                gen_start = time.perf_counter()
+        if pending:
+            start = time.perf_counter()
+            store.add(pending, refresh=False)
+            ingest_s += time.perf_counter() - start
+            done += len(pending)
+        result.update(ingested=done, ingest_rows_per_s=round(done / ingest_s), ingest_last_batch_rows_per_s=round(last_rate),
+                      generate_s=round(gen_s, 1))
+
+        start = time.perf_counter()
+        db.execute("VACUUM ANALYZE observations")  # what autovacuum does for an insert-mostly table
+        result["vacuum_analyze_s"] = round(time.perf_counter() - start, 2)
+
+        start = time.perf_counter()
+        series = store.refresh()
+        result.update(full_rebuild_s=round(time.perf_counter() - start, 2), series=series,
+                      aggregate_rows=db.execute("SELECT count(*) FROM aggregates").fetchone()[0])
+
+        rng = np.random.default_rng(3)
+        fresh, only_refresh = [], []
+        for k in range(20):
+            model_id, board, protocol = MODELS[int(rng.integers(len(MODELS)))]
+            dataset, region = DATASETS[int(rng.integers(len(DATASETS)))], REGIONS[int(rng.integers(len(REGIONS)))]
+            row = _row(f"live{k}", model_id, board, protocol, region, dataset, ("live-0001", "call me back tomorrow"),
+                       time.time(), 250.0, 0.5, rng)
+            start = time.perf_counter()
+            store.add([row])  # one measure task's write: insert, then its series' aggregates are current
+            fresh.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            store.refresh([(model_id, dataset, region, "3")])
+            only_refresh.append(time.perf_counter() - start)
+        result["write_to_current"] = _ms(fresh)
+        result["refresh_one_series"] = _ms(only_refresh)
+
+        registry = Registry.default()
+        reads = []
+        for _ in range(20):
+            start = time.perf_counter()
+            board = leaderboard.from_store(store, "30d", registry)
+            reads.append(time.perf_counter() - start)
+        result["leaderboard_30d"] = {**_ms(reads), "rows": len(board)}
+
+        table_bytes = db.execute("SELECT pg_total_relation_size('observations')").fetchone()[0]
+        heap_bytes = db.execute("SELECT pg_relation_size('observations')").fetchone()[0]
+        per_row = table_bytes / done
+        month_rows = (24 * 60 // SCHEDULE_MIN) * 30 * ITEMS  # per model, dataset and region
+        result.update(bytes_per_row=round(per_row), heap_bytes_per_row=round(heap_bytes / done),
+                      aggregates_bytes=db.execute("SELECT pg_total_relation_size('aggregates')").fetchone()[0],
+                      growth_per_model_dataset_region_month_mb=round(month_rows * per_row / 1e6, 1),
+                      growth_per_stt_model_month_default_config_mb=round(DEFAULT_STT_DATASETS * month_rows * per_row / 1e6, 1))
+        store.close()
+    finally:
+        if not args.keep:
+            with psycopg.connect(args.url, autocommit=True) as admin:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    _print(result, redact(url))
+    return 0
+
+
+def _print(r: dict, url: str) -> None:
+    lines = [
+        ("database", url),
+        ("rows ingested", f"{r['ingested']:,}"),
+        ("ingest (COPY -> staging -> INSERT ON CONFLICT)", f"{r['ingest_rows_per_s']:,} rows/s (last batch {r['ingest_last_batch_rows_per_s']:,})"),
+        ("ingest by method@batch (rows/s)", ", ".join(f"{k} {v:,}" for k, v in r["ingest_methods_rows_per_s"].items())),
+        ("VACUUM ANALYZE after ingest", f"{r['vacuum_analyze_s']} s"),
+        ("full rebuild of all aggregates", f"{r['full_rebuild_s']} s ({r['series']} series, {r['aggregate_rows']} rows)"),
+        ("one-row write until its series is current", f"median {r['write_to_current']['median_ms']} ms, max {r['write_to_current']['max_ms']} ms"),
+        ("refresh of one series alone", f"median {r['refresh_one_series']['median_ms']} ms, max {r['refresh_one_series']['max_ms']} ms"),
+        ("leaderboard 30d from aggregates", f"median {r['leaderboard_30d']['median_ms']} ms, max {r['leaderboard_30d']['max_ms']} ms ({r['leaderboard_30d']['rows']} rows)"),
+        ("storage per row (table + indexes)", f"{r['bytes_per_row']} B (heap {r['heap_bytes_per_row']} B)"),
+        ("growth per model x dataset x region / month", f"{r['growth_per_model_dataset_region_month_mb']} MB at every {SCHEDULE_MIN} min x {ITEMS} items"),
+        ("growth per STT model / month, default config", f"{r['growth_per_stt_model_month_default_config_mb']} MB per region ({DEFAULT_STT_DATASETS} datasets)"),
+    ]
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v}")
+    print(json.dumps(r, sort_keys=True))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,262 @@
+"""Distributed mode as an operator runs it: `voxwatch worker` processes on the real Redis, plans
+enqueued with `voxwatch tick`, rows in the Postgres store (SQLite when Postgres is not there).
+
+Every test run gets its own queue prefix and a Redis database picked at random, so runs on one
+machine never take each other's tasks; the keys it made are deleted at the end. The broker's
+limits are short here (visibility timeout 15 s) so a killed worker's task comes back quickly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import redis
+
+from conftest import REPO, run_cli
+from voxwatch.config import ConfigError, load
+from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.observation import Observation, RunRecord
+from voxwatch.providers.registry import Registry
+from voxwatch.store import open_store
+from voxwatch.workers.celery_app import queue_name
+from voxwatch.workers.coordination import Ledger
+from voxwatch.workers.runner import plan_tick
+from voxwatch.workers.schedule import aligned, beat_schedule, slot_of
+
+REDIS = "redis://127.0.0.1:6379"
+POSTGRES = "postgresql://postgres@127.0.0.1:5432"
+PS = "pocketsphinx/en-us@5.1.1"
+ESPEAK = "espeak-ng/en-us@1.52.0"
+# a fresh worker's first task starts the pocketsphinx decoder process (seconds on a busy machine)
+LIMITS = {"VOXWATCH_BROKER_SOFT_TIME_LIMIT_S": "12", "VOXWATCH_BROKER_TIME_LIMIT_S": "14",
+          "VOXWATCH_BROKER_VISIBILITY_TIMEOUT_S": "15"}
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[tuple[str, str]]:
+    db = random.randrange(1, 16)
+    client = redis.Redis.from_url(f"{REDIS}/{db}")
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.skip("Redis is not running on 127.0.0.1:6379 (.ci/run starts it)")
+    prefix = f"vwtest{uuid.uuid4().hex[:10]}"
+    yield f"{REDIS}/{db}", prefix
+    for pattern in (f"{prefix}*", f"_kombu.binding*{prefix}*"):
+        for key in client.scan_iter(match=pattern):
+            client.delete(key)
+
+
+def _postgres_url() -> str | None:
+    """A fresh database on the local Postgres, when the Postgres store and the server are there."""
+    if importlib.util.find_spec("voxwatch.store.postgres") is None:
+        return None
+    import psycopg
+
+    name = f"voxwatch_test_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+    except psycopg.Error:
+        return None
+    return f"{POSTGRES}/{name}"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Iterator[str]:
+    url = _postgres_url()
+    if url is None:
+        yield f"sqlite:///{tmp_path_factory.mktemp('store') / 'voxwatch.sqlite'}"
+        return
+    run_cli("db", "upgrade", "--store", url)
+    yield url
+    import psycopg
+
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def env(broker, store, tmp_path_factory) -> dict[str, str]:
+    var = tmp_path_factory.mktemp("var")
+    return {"VOXWATCH_BROKER_URL": broker[0], "VOXWATCH_BROKER_QUEUE_PREFIX": broker[1], "VOXWATCH_STORE_URL": store,
+            "VOXWATCH_STORE_SPOOL_DIR": str(var / "spool"), "VOXWATCH_RUN_RECORDINGS_DIR": str(var / "recordings"),
+            "VOXWATCH_DATASETS_DIR": str(var / "datasets"), **LIMITS}
+
+
+class Worker:
+    """`voxwatch worker --region R` in its own process group, its log in a file."""
+
+    def __init__(self, region: str, env: dict[str, str], log: Path) -> None:
+        self.region, self.log = region, log
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | env
+        with log.open("w") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "worker", "--region", region],
+                                         cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def wait_for(self, needle: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.text():
+            assert self.proc.poll() is None, f"worker {self.region} exited {self.proc.returncode}:\n{self.text()}"
+            assert time.monotonic() < deadline, f"worker {self.region} never logged {needle!r}:\n{self.text()}"
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL for the worker and its pool processes at once: nothing gets to clean up."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # warm shutdown
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def workers(tmp_path) -> Iterator[dict]:
+    """Start workers with start(region); every one is stopped at the end of the test."""
+    started: list[Worker] = []
+
+    def start(region: str, env: dict[str, str]) -> Worker:
+        started.append(Worker(region, env, tmp_path / f"{region}-{len(started)}.log"))
+        return started[-1]
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+def tick(env: dict[str, str], region: str, *args: str) -> str:
+    out = run_cli("tick", "--region", region, *args, env=env).stdout
+    assert out.startswith("run "), out
+    return out.split()[1]
+
+
+def finished_run(store_url: str, run_id: str, timeout: float = 120) -> tuple[RunRecord, list[Observation]]:
+    """Wait until the run's record is final; then it and its rows."""
+    deadline = time.monotonic() + timeout
+    while True:
+        store = open_store(store_url)
+        try:
+            run = next((r for r in store.runs() if r.run_id == run_id), None)
+            if run is not None and run.status != "running":
+                return run, [r for r in store.observations() if r.run_id == run_id]
+        finally:
+            store.close()
+        assert time.monotonic() < deadline, f"run {run_id} did not finish: {run}"
+        time.sleep(0.5)
+
+
+def test_a_worker_measures_a_tick_end_to_end(env, workers):
+    worker = workers("test-a", env)
+    run_id = tick(env, "test-a", "--models", f"{ESPEAK},{PS}", "--sample-size", "2", "--seed", "7")
+    run, rows = finished_run(env["VOXWATCH_STORE_URL"], run_id)
+    assert run.status == "succeeded" and (run.rows, run.failed_rows) == (6, 0) and run.region == "test-a"
+    assert run.seed == 7 and run.finished_at > run.started_at
+    assert len(rows) == 6 and {r.status for r in rows} == {"ok"}, [(r.status, r.reason) for r in rows]
+    assert {r.region for r in rows} == {"test-a"} and {r.seed for r in rows} == {7}
+    assert all(r.ttfs_ms is not None and r.first_partial_ms is not None for r in rows if r.model_id == PS)
+    assert all(r.ttfa_ms is not None and r.instrument_id and r.ref_words for r in rows if r.model_id == ESPEAK)
+    # the same draw and the same item-major order as `voxwatch run` with that seed
+    cfg = load(environ={})
+    plan = plan_tick(cfg, Registry.default(), Catalog([bundled_root()]), models=[ESPEAK, PS], sample_size=2, seed=7)
+    planned = [(t.model.id, t.dataset.name, t.item.id) for t in plan.tasks]
+    assert [(r.model_id, r.dataset, r.clip_id) for r in sorted(rows, key=lambda r: r.started_at)] == planned
+    assert f"run {run_id} succeeded" in worker.text()
+
+
+def test_a_killed_worker_task_is_redelivered_and_counted_once(env, workers):
+    first = workers("test-kill", env)
+    first.wait_for(" ready.")
+    run_id = tick(env, "test-kill", "--models", PS, "--datasets", "stt-starter-clean", "--sample-size", "3",
+                  "--seed", "3")
+    first.wait_for(f"voxwatch.measure[{run_id}:")
+    in_flight = first.text().split(f"voxwatch.measure[{run_id}:", 1)[1].split("]", 1)[0]
+    time.sleep(1.0)  # the decoder is up and the clip is streaming
+    first.kill()
+    store = open_store(env["VOXWATCH_STORE_URL"])
+    try:
+        assert len([r for r in store.observations() if r.run_id == run_id]) < 3
+    finally:
+        store.close()
+
+    second = workers("test-kill", env)
+    run, rows = finished_run(env["VOXWATCH_STORE_URL"], run_id, timeout=90)
+    assert f"voxwatch.measure[{run_id}:{in_flight}]" in second.text()  # handed back after the visibility timeout
+    keys = [(r.model_id, r.dataset, r.clip_id, r.attempt) for r in rows]
+    assert len(keys) == 3 and len(set(keys)) == 3 and {r.attempt for r in rows} == {1}
+    assert run.status == "succeeded" and (run.rows, run.failed_rows) == (3, 0), run
+    assert {r.status for r in rows} == {"ok"}, [(r.status, r.reason) for r in rows]
+
+
+def test_each_region_consumes_only_its_queue_and_stamps_its_rows(env, workers):
+    a, b = workers("test-a", env), workers("test-b", env)
+    args = ("--models", PS, "--datasets", "stt-starter-clean", "--sample-size", "1")
+    run_a, run_b = tick(env, "test-a", *args), tick(env, "test-b", *args)
+    for run_id, region, mine, other in ((run_a, "test-a", a, b), (run_b, "test-b", b, a)):
+        run, rows = finished_run(env["VOXWATCH_STORE_URL"], run_id)
+        assert run.status == "succeeded" and run.region == region
+        assert len(rows) == 1 and rows[0].region == region
+        assert run_id in mine.text() and run_id not in other.text()
+
+
+def test_the_run_counter_takes_each_row_once_and_finishes_the_run_once(broker):
+    ledger = Ledger(broker[0], broker[1])
+    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region="test-a", seed=5)
+    assert ledger.run_seed(run.run_id, 5) == 5 and ledger.run_seed(run.run_id, 9) == 5  # a redelivered plan
+    ledger.open_run(run, total=2)
+    assert not ledger.complete(run.run_id, "k1", failed=False)
+    assert not ledger.complete(run.run_id, "k1", failed=True)  # a redelivery of a stored row
+    assert ledger.is_done(run.run_id, "k1") and not ledger.needs_finishing(run.run_id)
+    assert ledger.complete(run.run_id, "k2", failed=True)
+    assert ledger.needs_finishing(run.run_id)  # until the record is written
+    record = ledger.record(run.run_id)
+    assert (record.status, record.rows, record.failed_rows, record.seed) == ("partial", 2, 1, 5)
+    ledger.mark_finished(run.run_id)
+    assert not ledger.complete(run.run_id, "k2", failed=False) and not ledger.needs_finishing(run.run_id)
+
+
+def test_beat_plans_every_board_dataset_and_region_on_slots_aligned_to_the_epoch():
+    cfg = replace(load(environ={"VOXWATCH_SCHEDULE_EVERY_MINUTES": "30"}), schedule_regions=("eu-west", "us-east"))
+    entries = beat_schedule(cfg)
+    assert len(entries) == 2 * 3  # stt: clean, phonecodec; tts: prompts; s2s has no models
+    entry = entries["stt stt-starter-phonecodec @us-east"]
+    assert entry["options"]["queue"] == "voxwatch.us-east" and entry["task"] == "voxwatch.plan"
+    assert entry["kwargs"]["datasets"] == ["stt-starter-phonecodec"] and entry["kwargs"]["board"] == "stt"
+    assert abs(entry["kwargs"]["sent_at"]() - time.time()) < 5  # evaluated as beat sends it
+
+    now = datetime(2026, 1, 1, 10, 17, 30, tzinfo=timezone.utc)
+    period = aligned(timedelta(minutes=30), nowfun=lambda: now)
+    due, wait = period.is_due(datetime(2026, 1, 1, 10, 0, 2, tzinfo=timezone.utc))  # it fired at 10:00
+    assert not due and wait == pytest.approx(12.5 * 60)  # next at 10:30, whenever beat started
+    due, wait = period.is_due(datetime(2026, 1, 1, 9, 59, tzinfo=timezone.utc))  # 10:00 has not fired yet
+    assert due and wait == pytest.approx(12.5 * 60)
+    assert slot_of(now.timestamp(), 30) == slot_of(datetime(2026, 1, 1, 10, 0, 1, tzinfo=timezone.utc).timestamp(), 30)
+
+
+def test_a_task_that_could_outlive_its_visibility_timeout_is_a_config_error():
+    with pytest.raises(ConfigError, match="soft_time_limit_s < time_limit_s < visibility_timeout_s"):
+        load(environ={"VOXWATCH_BROKER_TIME_LIMIT_S": "4000"})
+    with pytest.raises(ConfigError, match="VOXWATCH_BROKER_URL"):
+        load(environ={"VOXWATCH_BROKER_URL": "amqp://localhost"})
+    with pytest.raises(ConfigError, match="region 'eu west'"):
+        queue_name(load(environ={}), "eu west")

@@ -1,0 +1,109 @@
+"""Rolling aggregates kept in Postgres: a series' rows are re-read and its statistics recomputed when a
+write touches it, so reading the leaderboard is a read of one small table.
+
+The numbers come from leaderboard.series_rows, the code the SQLite path runs on the same columns,
+so both stores print the same leaderboard. Each series is recomputed in its own short transaction
+(serialized per series by an advisory lock); readers are never blocked and see either the old or
+the new rows of a series, never a mix. Windows are anchored at the refresh: a series that stops
+receiving rows keeps its last aggregates until `refresh()` (`voxwatch db refresh`) re-anchors it,
+and the leaderboard hides it once its newest row has left the window.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left
+from dataclasses import fields
+
+import psycopg
+
+from ..leaderboard import WINDOWS, MetricRow, flat, series_rows
+from ..metrics.specs import METRICS, for_protocol
+from .migrations import AGGREGATE_EXTRA, columns
+
+SERIES = ("model_id", "dataset", "region", "method_version")
+"""What a refresh is keyed on (the observations_series index); board, protocol and instrument are
+split out of it in Python."""
+Series = tuple[str, str, str, str]
+
+HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
+_COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
+_LONGEST = max(WINDOWS.values())
+_FETCH = (f"SELECT board, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') ELSE '' END, status, "
+          f"started_at, {', '.join(HEADLINE)}, substitutions + deletions + insertions, ref_words FROM observations "
+          f"WHERE model_id = %s AND dataset = %s AND region = %s AND method_version = %s AND started_at >= %s "
+          f"AND emulator IS NOT TRUE ORDER BY started_at")
+_WHERE_SERIES = " AND ".join(f"{c} = %s" for c in SERIES)
+_ROW_COLS = [c for c, _ in columns(MetricRow) if c != "note"]
+_WRITE_COLS = _ROW_COLS + [c for c, _ in AGGREGATE_EXTRA]
+
+
+def refresh(conn: psycopg.Connection, series: list[Series] | None = None, now: float | None = None) -> int:
+    """Recompute the aggregates of these series, or of every series (a full rebuild) when None."""
+    if series is None:
+        series = [tuple(s) for s in conn.execute(
+            f"SELECT {', '.join(SERIES)} FROM observations WHERE started_at >= %s AND emulator IS NOT TRUE "
+            f"UNION SELECT {', '.join(SERIES)} FROM aggregates", ((now or time.time()) - _LONGEST,))]
+    for s in series:
+        with conn.transaction(), conn.cursor(binary=True) as cur:  # binary: ~15 % faster to load 20,000 rows
+            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(s),))
+            at = time.time() if now is None else now  # after the lock: the windows end when the rows are read
+            rows = cur.execute(_FETCH, (*s, at - _LONGEST)).fetchall()
+            out = compute(s, rows, at)
+            cur.execute(f"DELETE FROM aggregates WHERE {_WHERE_SERIES}", s)
+            if out:
+                marks = ", ".join(["(" + ", ".join(["%s"] * len(_WRITE_COLS)) + ")"] * len(out))
+                cur.execute(f"INSERT INTO aggregates ({', '.join(_WRITE_COLS)}) VALUES {marks}",
+                            [v for row in out for v in row])
+    return len(series)
+
+
+def compute(s: Series, rows: list[tuple], now: float) -> list[tuple]:
+    """Aggregate rows (in _WRITE_COLS order) for every window of one series, from its rows in time order."""
+    model_id, dataset, region, method = s
+    times = [r[4] for r in rows]
+    out = []
+    for window, span in WINDOWS.items():
+        groups: dict[tuple[str, str, str], list[tuple]] = {}
+        for r in rows[bisect_left(times, now - span):]:
+            groups.setdefault(r[:3], []).append(r)
+        for (board, protocol, instrument), members in sorted(groups.items()):
+            ok = [m for m in members if m[3] == "ok"]
+            values = {spec.name: [m[_COLUMN[spec.name]] for m in ok] for spec in for_protocol(protocol, headline_only=True)}
+            parts = [m for m in ok if m[-1] is not None]  # (S + D + I, N) are the last two columns
+            key = (board, model_id, dataset, region, method, protocol, instrument)
+            metric_rows = series_rows(key, [m[3] for m in members], values, [m[-2] for m in parts], [m[-1] for m in parts])
+            for order, row in enumerate(metric_rows):
+                out.append((*_flatten(row), window, protocol, order, members[-1][4], now))
+    return out
+
+
+def _flatten(row: MetricRow) -> list:
+    record = flat(row)
+    record["instrument"] = record["instrument"] or ""  # part of the key, so never NULL
+    return [record[c] for c in _ROW_COLS]
+
+
+def read(conn: psycopg.Connection, window: str, since: float) -> list[MetricRow]:
+    """One window's rows in the leaderboard's order, leaving out series with no row since `since`."""
+    cur = conn.execute(f"SELECT {_READ} FROM aggregates WHERE time_window = %s AND newest_at >= %s "
+                       f"ORDER BY board, model_id, dataset, region, method_version, protocol, instrument, metric_order",
+                       (window, since))
+    return [MetricRow(*[v[i] if type(i) is int else (None if v[i[0]] is None else (v[i[0]], v[i[1]])) for i in _PLAN])
+            for v in cur]
+
+
+def _plan() -> tuple[str, list]:
+    """The SELECT list and, per MetricRow field, the column index (or the pair of an interval) it comes from."""
+    select, plan = [], []
+    for f in fields(MetricRow):
+        if f.name.endswith("_ci"):
+            plan.append((len(select), len(select) + 1))
+            select += [f"{f.name}_low", f"{f.name}_high"]
+        else:
+            plan.append(len(select))
+            select.append({"instrument": "NULLIF(instrument, '')", "note": "NULL::text"}.get(f.name, f.name))
+    return ", ".join(select), plan
+
+
+_READ, _PLAN = _plan()

@@ -1,0 +1,165 @@
+"""Postgres backend: the distributed store; rows are COPYed in and each series' aggregates kept current.
+
+Same contract as the SQLite store (idempotent add on the observation key, runs upserted). After a
+write, the series it touched get their rolling aggregates recomputed (voxwatch.store.aggregates),
+so the leaderboard is a read of a small table instead of a pass over every row.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from operator import attrgetter
+from typing import Iterable, Iterator
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import psycopg
+
+from ..leaderboard import MetricRow
+from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
+from . import StoreError, aggregates, migrations, redact
+
+SMALL_BATCH = 16
+"""Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed into a
+staging table first. benchmarks/store_scale.py measures both: executemany is ahead up to ~10 rows,
+COPY from a few tens (at 64 rows ~28,000 rows/s against ~20,000)."""
+CONNECT_TIMEOUT_S = 10
+
+_COLS = ", ".join(FIELDS)
+_TYPES = [sql_type.split(" COLLATE")[0] for _, sql_type in migrations.columns(Observation)]
+_INSERT = f"INSERT INTO observations ({_COLS}) VALUES ({', '.join(['%s'] * len(FIELDS))}) ON CONFLICT DO NOTHING"
+_values = attrgetter(*FIELDS)
+_series = attrgetter(*aggregates.SERIES)
+
+
+class PostgresStore:
+    def __init__(self, url: str) -> None:
+        self._url, self.url = url, redact(url)
+        self._secrets = _passwords(url)
+        self._db: psycopg.Connection | None = None
+        self._staging: psycopg.Connection | None = None  # the connection whose session has the staging table
+        try:
+            self.migrated = self.upgrade()  # the versions this open applied
+        except StoreError:
+            self.close()
+            raise
+
+    def upgrade(self) -> list[int]:
+        """Apply any schema migration this database lacks (run on every open); returns those applied."""
+        try:
+            return migrations.upgrade(self._connect())
+        except psycopg.Error as exc:
+            raise self._error("cannot migrate", exc) from None
+
+    def _error(self, what: str, exc: Exception) -> StoreError:
+        detail = str(exc).strip()
+        for secret in self._secrets:
+            detail = detail.replace(secret, "***")
+        return StoreError(f"{what} the Postgres store at {self.url}: {detail}")
+
+    def _connect(self) -> psycopg.Connection:
+        if self._db is None or self._db.closed or self._db.broken:
+            try:
+                self._db = psycopg.connect(self._url, autocommit=True,
+                                           **({} if "connect_timeout" in self._url else {"connect_timeout": CONNECT_TIMEOUT_S}))
+            except psycopg.Error as exc:
+                raise self._error("cannot connect to", exc) from None
+        return self._db
+
+    @contextmanager
+    def _cursor(self, what: str) -> Iterator[psycopg.Cursor]:
+        """A cursor in a transaction; a database error becomes a StoreError saying what failed."""
+        conn = self._connect()
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                yield cur
+        except psycopg.Error as exc:
+            raise self._error(f"cannot {what}", exc) from None
+
+    def add(self, rows: Iterable[Observation], refresh: bool = True) -> int:
+        """Insert rows, skipping keys already stored; then, unless refresh is False, recompute the
+        aggregates of every series the batch touched. Returns rows added."""
+        rows = list(rows)
+        if not rows:
+            return 0
+        if len(rows) > SMALL_BATCH:
+            self._stage()
+        with self._cursor("write observations to") as cur:
+            if len(rows) <= SMALL_BATCH:
+                cur.executemany(_INSERT, [_values(r) for r in rows])  # rowcount is the sum over the rows
+            else:
+                with cur.copy(f"COPY observations_staging ({_COLS}) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.set_types(_TYPES)  # binary: about twice as fast as text for these rows
+                    for r in rows:
+                        copy.write_row(_values(r))
+                cur.execute(f"INSERT INTO observations ({_COLS}) SELECT {_COLS} FROM observations_staging "
+                            f"ON CONFLICT DO NOTHING")
+            added = cur.rowcount
+        if refresh:  # even when nothing was new: a retry after a failed refresh must still refresh
+            self.refresh({_series(r) for r in rows if not r.emulator})
+        return added
+
+    def _stage(self) -> None:
+        """The session's staging table (temporary: no WAL, no index; emptied at each commit), made once."""
+        conn = self._connect()
+        if self._staging is not conn:
+            try:
+                conn.execute("CREATE TEMP TABLE IF NOT EXISTS observations_staging (LIKE observations) "
+                             "ON COMMIT DELETE ROWS")
+            except psycopg.Error as exc:
+                raise self._error("cannot write observations to", exc) from None
+            self._staging = conn
+
+    def refresh(self, series: Iterable[aggregates.Series] | None = None) -> int:
+        """Recompute the rolling aggregates of these series (model, dataset, region, method version),
+        or of every series when None. Returns the series refreshed."""
+        conn = self._connect()
+        try:
+            return aggregates.refresh(conn, None if series is None else list(series))
+        except psycopg.Error as exc:
+            raise self._error("cannot refresh the aggregates of", exc) from None
+
+    def aggregates(self, window: str, since: float) -> list[MetricRow]:
+        """The precomputed leaderboard rows of one window (exclusions are the reader's job)."""
+        try:
+            return aggregates.read(self._connect(), window, since)
+        except psycopg.Error as exc:
+            raise self._error("cannot read the aggregates of", exc) from None
+
+    def start_run(self, run: RunRecord) -> None:
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in RUN_FIELDS if c != "run_id")
+        with self._cursor("record the run in") as cur:
+            cur.execute(f"INSERT INTO runs ({', '.join(RUN_FIELDS)}) VALUES ({', '.join(['%s'] * len(RUN_FIELDS))}) "
+                        f"ON CONFLICT (run_id) DO UPDATE SET {updates}", attrgetter(*RUN_FIELDS)(run))
+
+    finish_run = start_run
+
+    def runs(self) -> list[RunRecord]:
+        with self._cursor("read the runs from") as cur:
+            return [RunRecord(*row) for row in cur.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY started_at")]
+
+    def observations(self, since: float | None = None) -> Iterator[Observation]:
+        sql = f"SELECT {_COLS} FROM observations"
+        args: tuple = ()
+        if since is not None:
+            sql += " WHERE started_at >= %s"
+            args = (since,)
+        try:
+            with self._connect().cursor() as cur:
+                for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):
+                    yield Observation(*row)
+        except psycopg.Error as exc:
+            raise self._error("cannot read observations from", exc) from None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
+def _passwords(url: str) -> list[str]:
+    """Every spelling of the URL's password that an error message could echo."""
+    try:
+        parts = urlsplit(url)
+        found = [parts.password] + [v for k, v in parse_qsl(parts.query) if k == "password"]
+    except ValueError:
+        return []
+    return sorted({s for p in found if p for s in (p, unquote(p))}, key=len, reverse=True)

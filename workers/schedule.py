@@ -1,0 +1,63 @@
+"""Beat's schedule: one plan per (board, dataset, region), on slots aligned to the epoch.
+
+Every entry fires at the same multiples of the period (not "every 30 minutes since beat
+started"), and the plan it sends carries the send time; the planner turns that into the slot,
+and all the slot's plans share one seed. So every dataset of a family draws the same utterances
+in one slot (clean-vs-degraded deltas stay paired), and every region measures the same clips.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery.beat import BeatLazyFunc
+from celery.schedules import schedstate, schedule
+
+from voxwatch.config import Config
+
+
+class aligned(schedule):
+    """Due at every multiple of run_every since the Unix epoch."""
+
+    def _next_boundary(self, at: float) -> float:
+        return (math.floor(at / self.seconds) + 1) * self.seconds
+
+    def remaining_estimate(self, last_run_at: datetime) -> timedelta:
+        last = self.maybe_make_aware(last_run_at).timestamp()
+        now = self.maybe_make_aware(self.now()).timestamp()
+        return timedelta(seconds=self._next_boundary(last) - now)
+
+    def is_due(self, last_run_at: datetime) -> schedstate:
+        remaining = self.remaining_estimate(last_run_at).total_seconds()
+        if remaining > 0:
+            return schedstate(is_due=False, next=remaining)
+        now = self.maybe_make_aware(self.now()).timestamp()
+        return schedstate(is_due=True, next=self._next_boundary(now) - now)
+
+
+def slot_of(sent_at: float, every_minutes: int) -> int:
+    """The slot a plan sent at sent_at belongs to (beat sends just after the slot starts)."""
+    return int(sent_at // (every_minutes * 60))
+
+
+def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
+    from .celery_app import queue_name
+
+    period = aligned(timedelta(minutes=config.every_minutes))
+    entries: dict[str, dict[str, Any]] = {}
+    for region in config.schedule_regions or (config.region,):
+        for board_name, board in config.boards.items():
+            if not board.models:
+                continue
+            for dataset in board.datasets:
+                entries[f"{board_name} {dataset} @{region}"] = {
+                    "task": "voxwatch.plan",
+                    "schedule": period,
+                    "kwargs": {"region": region, "board": board_name, "datasets": [dataset],
+                               "sent_at": BeatLazyFunc(time.time)},
+                    "options": {"queue": queue_name(config, region)},
+                }
+    return entries

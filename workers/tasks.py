@@ -1,0 +1,173 @@
+"""The Celery tasks of distributed mode: plan a tick and fan it out; measure one (model, dataset, item).
+
+Both reuse what `voxwatch run` runs: `plan_tick` draws the sample once (seeded, recorded) and
+orders it item-major; each measure task rebuilds its task by name and calls `measure_item`
+through `runner.measure_task`. A measure task always ends in its row, even when the task itself
+fails or is killed by the hard time limit (then the row says so), so every run finishes.
+"""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing.process as mp_process
+import random
+import socket
+import time
+
+from billiard import process as billiard_process
+from billiard.exceptions import TimeLimitExceeded
+from celery import Task as CeleryTask
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init, worker_process_shutdown
+from celery.utils.log import get_task_logger
+
+from voxwatch.datasets.catalog import IntegrityError, UnknownDataset
+from voxwatch.datasets.manifest import ManifestError
+from voxwatch.observation import Observation, RunRecord
+from voxwatch.providers.registry import RegistryError
+from voxwatch.store import StoreError
+
+from .celery_app import app, current_config, queue_name
+from .job import Job
+from .process_state import ProcessState, close_state, state
+from .runner import PlanError, plan_tick
+from .schedule import slot_of
+
+log = get_task_logger(__name__)
+PLAN_ERRORS = (PlanError, RegistryError, UnknownDataset, IntegrityError, ManifestError, KeyError)
+
+
+@app.task(name="voxwatch.plan", bind=True)
+def plan(self, region: str, board: str | None = None, models: list[str] | None = None,
+         datasets: list[str] | None = None, sample_size: int | None = None, seed: int | None = None,
+         sent_at: float | None = None) -> str | None:
+    """Draw the sample once and enqueue one measure task per (model, dataset, item), item-major.
+
+    The run id is the plan's task id, and its seed is kept in Redis, so a redelivered plan
+    re-enqueues the same tasks (whose rows the store and the run counters take once).
+    """
+    config = current_config()
+    st = state(config)
+    run_id = self.request.id.replace("-", "")
+    if st.ledger.is_finished(run_id):
+        return run_id
+    seed = st.ledger.run_seed(run_id, _seed(st, seed, sent_at))
+    try:
+        drawn = plan_tick(config, st.registry, st.catalog, sample_size=sample_size, seed=seed, datasets=datasets,
+                          models=list(config.boards[board].models) if board and models is None else models)
+    except PLAN_ERRORS as exc:
+        log.error("run %s not started: %s", run_id, exc)
+        return None
+    for line in drawn.skipped:
+        log.warning(line)
+    if not drawn.tasks:
+        log.warning("run %s not started: nothing to measure", run_id)
+        return None
+    run = RunRecord(run_id=run_id, started_at=st.ledger.started_at(run_id) or time.time(), region=region, seed=seed)
+    st.ledger.open_run(run, len(drawn.tasks))
+    try:
+        st.store.start_run(run)
+    except StoreError as exc:  # measure anyway: rows the store refuses are spooled, never lost
+        log.warning("run %s: the store refused its record (%s)", run_id, exc)
+    queue = queue_name(config, region)
+    with self.app.producer_or_acquire() as producer:
+        for task in drawn.tasks:
+            job = Job.of(task, run_id, seed)
+            measure.apply_async(kwargs=job.kwargs(), task_id=job.key, queue=queue, producer=producer)
+    log.info("run %s: %d measure tasks on %s, seed %d", run_id, len(drawn.tasks), queue, seed)
+    return run_id
+
+
+def _seed(st: ProcessState, seed: int | None, sent_at: float | None) -> int:
+    """Asked for, else configured, else the schedule slot's (shared by the slot's plans), else fresh."""
+    if seed is not None:
+        return seed
+    if st.config.seed >= 0:
+        return st.config.seed
+    if sent_at is not None:
+        return st.ledger.slot_seed(st.config.every_minutes, slot_of(sent_at, st.config.every_minutes))
+    return random.SystemRandom().randrange(2**31)
+
+
+class MeasureTask(CeleryTask):
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        """The task failed (a bug, or the hard time limit killed its process; then this runs in the
+        worker's main process): the job still ends in a row, so its run can finish."""
+        st = state(current_config())
+        job = Job(**kwargs)
+        if isinstance(exc, TimeLimitExceeded):
+            status, reason = "timeout", f"the worker process was killed at the task's hard time limit ({exc.args[0]} s)"
+        else:
+            status, reason = "error", f"the measure task failed: {type(exc).__name__}: {exc}"
+        record(st, job, st.failure_row(job, status, reason))
+
+
+@app.task(name="voxwatch.measure", bind=True, base=MeasureTask)
+def measure(self, run_id: str, seed: int, model: str, dataset: str, item: str, manifest_sha256: str,
+            attempt: int = 1) -> str:
+    """Measure one item with the worker's adapter and store its row (stamped with the worker's region)."""
+    config = current_config()
+    st = state(config)
+    job = Job(run_id, seed, model, dataset, item, manifest_sha256, attempt)
+    if st.ledger.is_done(run_id, job.key):  # redelivered after its row was stored: nothing to measure
+        if st.ledger.needs_finishing(run_id):
+            finish_run(st, run_id)
+        return "stored before"
+    try:
+        row = st.measure(job, budget_s=config.broker.soft_time_limit_s)
+    except SoftTimeLimitExceeded:
+        st.abandon_loop()
+        row = st.failure_row(job, "timeout", f"the measurement passed the task's soft time limit "
+                                             f"({config.broker.soft_time_limit_s} s)")
+    record(st, job, row)
+    return row.status
+
+
+def record(st: ProcessState, job: Job, row: Observation) -> None:
+    """Store the row (or spool it), count it once, honour a Retry-After, finish the run on its last row."""
+    writer = st.writer(job.run_id)
+    writer.write(row)
+    spooled = writer.flush()
+    if spooled is not None:
+        st.ledger.add_note(job.run_id, f"store refused rows ({writer.last_error}); spooled to {spooled} "
+                                       f"on {socket.gethostname()}")
+    if row.status == "rate_limited":
+        st.ledger.hold_vendor(st.config.region, row.vendor, row.retry_after_s or st.config.default_backoff_s)
+    if st.ledger.complete(job.run_id, job.key, failed=row.status != "ok"):
+        finish_run(st, job.run_id)
+
+
+def finish_run(st: ProcessState, run_id: str) -> None:
+    """Write the run record: succeeded, partial or failed, by its rows (as `voxwatch run` decides)."""
+    run = st.ledger.record(run_id)
+    try:
+        st.store.finish_run(run)
+    except StoreError as exc:
+        log.warning("run %s: the store refused its final record (%s); its rows are safe", run_id, exc)
+        return
+    st.ledger.mark_finished(run_id)
+    log.info("run %s %s: %d observations (%d not ok)", run_id, run.status, run.rows, run.failed_rows)
+
+
+_STDLIB_MAIN = mp_process.current_process()  # imported in the worker's main process, before the pool forks
+
+
+@worker_process_init.connect
+def _may_start_processes(**_) -> None:
+    """Let adapters start processes (pocketsphinx decodes in its own, as a server would).
+
+    billiard presents a pool process to the standard library's multiprocessing as a daemonic
+    process with billiard's own authentication key, so multiprocessing refuses to start a child
+    from it. Here the standard library sees the pool process as a copy of the main process it was
+    forked from; billiard keeps its own record and still ends its pool processes itself, and an
+    adapter's decoder process ends on close, or when its pipe closes with its parent.
+    """
+    if type(_STDLIB_MAIN).__name__ == "_MainProcess":
+        me = copy.copy(_STDLIB_MAIN)
+        me.name = billiard_process.current_process().name  # log lines still name the pool process
+        mp_process._current_process = me
+
+
+@worker_process_shutdown.connect
+def _close_process(**_) -> None:
+    close_state()
