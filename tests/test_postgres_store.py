@@ -253,3 +253,18 @@ def test_a_series_whose_rows_left_the_window_leaves_that_window(pg_url: str):
     assert leaderboard.from_store(store, "24h") == []
     assert {r.n for r in leaderboard.from_store(store, "7d") if r.metric == "ttfs_ms"} == {5}
     store.close()
+
+
+def test_a_refresh_reads_only_the_series_index(pg_url: str):
+    """Every column the refresh reads is carried by the series index (an index-only scan at any size)."""
+    from voxwatch.store import aggregates
+
+    store = open_store(pg_url)
+    store.add([obs(f"c{i}") for i in range(20)], refresh=False)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + aggregates._FETCH,
+                                                     ("pocketsphinx/en-us@5.1.1", "stt-starter-clean", "local", "3", 0.0)))
+    assert "Index Only Scan using observations_series" in plan, plan
+    store.close()

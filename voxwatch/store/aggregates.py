@@ -18,17 +18,17 @@ from dataclasses import fields
 import psycopg
 
 from ..leaderboard import WINDOWS, MetricRow, flat, series_rows
-from ..metrics.specs import METRICS, for_protocol
-from .migrations import AGGREGATE_EXTRA, columns
+from ..metrics.specs import for_protocol
+from .migrations import AGGREGATE_EXTRA, HEADLINE, columns
 
 SERIES = ("model_id", "dataset", "region", "method_version")
 """What a refresh is keyed on (the observations_series index); board, protocol and instrument are
 split out of it in Python."""
 Series = tuple[str, str, str, str]
 
-HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
 _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _LONGEST = max(WINDOWS.values())
+# reads only migrations.REFRESH_READS, which the series index carries: an index-only scan
 _FETCH = (f"SELECT board, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') ELSE '' END, status, "
           f"started_at, {', '.join(HEADLINE)}, substitutions + deletions + insertions, ref_words FROM observations "
           f"WHERE model_id = %s AND dataset = %s AND region = %s AND method_version = %s AND started_at >= %s "

@@ -14,6 +14,7 @@ from typing import Iterator
 import psycopg
 
 from ..leaderboard import MetricRow
+from ..metrics.specs import METRICS
 from ..observation import KEY, Observation, RunRecord
 
 _TYPES = {"int": "bigint", "float": "double precision", "bool": "boolean", "str": 'text COLLATE "C"'}
@@ -42,6 +43,14 @@ AGGREGATE_KEY = ("model_id", "dataset", "region", "method_version", "time_window
                  "metric")  # a refresh replaces one (model, dataset, region, method version): the key's prefix
 
 
+HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
+REFRESH_READS = ("board", "protocol", "instrument_id", "status", "emulator", *HEADLINE, "substitutions", "deletions",
+                 "insertions", "ref_words")
+"""The columns a refresh of the aggregates reads. The series index carries them, so a refresh is an
+index-only scan of one contiguous range: at 10M rows a series' 21,000 rows are ~470 index pages
+instead of ~4,300 scattered table pages (benchmarks/store_scale.py: 330 ms -> 9 ms uncached)."""
+
+
 def _table(name: str, cols: list[tuple[str, str]], constraint: str) -> str:
     return f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t in cols)}, {constraint})"
 
@@ -61,6 +70,10 @@ MIGRATIONS: list[tuple[int, str]] = [
         _table("runs", list(columns(RunRecord)), "PRIMARY KEY (run_id)"),
     ])),
     (2, _table("aggregates", _aggregate_columns(), f"PRIMARY KEY ({', '.join(AGGREGATE_KEY)})")),
+    # the series index carries what a refresh reads (REFRESH_READS); writes wait while it is rebuilt
+    (3, "DROP INDEX observations_series;\n"
+        "CREATE INDEX observations_series ON observations (model_id, dataset, region, method_version, started_at) "
+        f"INCLUDE ({', '.join(REFRESH_READS)})"),
 ]
 
 

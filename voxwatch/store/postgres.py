@@ -20,8 +20,8 @@ from . import StoreError, aggregates, migrations, redact
 
 SMALL_BATCH = 16
 """Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed into a
-staging table first. benchmarks/store_scale.py measures both: executemany is ahead up to ~10 rows,
-COPY from a few tens (at 64 rows ~28,000 rows/s against ~20,000)."""
+staging table first. benchmarks/store_scale.py measures both: executemany is ahead below ~16 rows
+(1 row: ~1,400 rows/s against ~700), COPY above (64 rows: ~20,000 rows/s against ~14,000)."""
 CONNECT_TIMEOUT_S = 10
 
 _COLS = ", ".join(FIELDS)
