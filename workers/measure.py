@@ -125,7 +125,10 @@ def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
     return pcm[: int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))].tobytes()
 
 
-async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext,
+                       wait) -> tuple[bytes, Timeline]:
+    """What a caller does (STT stream and S2S alike): connect, speak the clip in real time, end the
+    turn, then wait (`wait(session)`) for the provider's answer within the time limit."""
     pcm = audio_sent(dataset, clip)
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
@@ -133,9 +136,14 @@ async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, r
         await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
         row.pacing_error_ms = pacing_error_ms(timeline)
         await session.end_audio()
-        await asyncio.wait_for(session.wait_final(), ctx.timeout_s)
+        await asyncio.wait_for(wait(session), ctx.timeout_s)
     finally:
         await session.aclose()
+    return pcm, timeline
+
+
+async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+    _, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final())
     m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end)
     if m.ttfs_ms is None:
         raise asyncio.TimeoutError("the stream closed without a final transcript")
@@ -181,29 +189,17 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
 
 async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     """One spoken turn: the clip paced in real time, the model's reply captured into the call recording."""
-    pcm = audio_sent(dataset, clip)
-    timeline = _timeline(ctx)
-    session = await _connect(adapter.connect(timeline), timeline, row, ctx)
-    try:
-        await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
-        row.pacing_error_ms = pacing_error_ms(timeline)
-        await session.end_audio()
-        await asyncio.wait_for(session.wait_response(), ctx.timeout_s)
-    finally:
-        await session.aclose()
+    pcm, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_response())
     reply = collect_audio(timeline.events)
     if reply.samples.size == 0:
         raise Inaudible("the model sent no audio")
     row.audio_duration_s = reply.samples.size / reply.sample_rate
-    if ctx.recordings_dir is not None:
-        path = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") / f"{row.dataset}-{clip.id}.wav"
+    with contextlib.ExitStack() as stack:
+        folder = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") if ctx.recordings_dir else \
+            Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        path = folder / f"{row.dataset}-{clip.id}.wav"
         write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
         v = v2v_from_recording(path)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "call.wav"
-            write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
-            v = v2v_from_recording(path)
     if v.v2v_ms is None:
         lv = levels(reply.samples)
         raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
