@@ -31,10 +31,10 @@ import numpy as np
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Prompt
-from voxwatch.providers.emulators.ledger import Ledger
+from voxwatch.providers.emulators.ledger import Ledger, truth_as_sent
 from voxwatch.providers.emulators.scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms
 from voxwatch.providers.emulators.server import serve
-from voxwatch.providers.events import CHUNK_SENT, REQUEST_SENT, Timeline
+from voxwatch.providers.events import Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
 from voxwatch.workers.measure import MeasureContext, audio_sent, measure_item
@@ -124,6 +124,11 @@ async def _streams(model, adapter, dataset, items) -> tuple[list, list[Timeline]
     return rows, [held[0] for held in holders]
 
 
+def _of(sent: dict[tuple[str, str], int], key: str) -> dict[str, int]:
+    """One stream's send times from a drained ledger: what -> ns."""
+    return {what: t for (k, what), t in sent.items() if k == key}
+
+
 def audio_in(registry: Registry, protocol: Protocol, levels, rounds: int) -> dict[int, Errors]:
     """STT (streaming or batch) and S2S: clips in, with per-stream anchors and transcripts."""
     model = registry.resolve(protocol.model_id)
@@ -154,25 +159,22 @@ def audio_in(registry: Registry, protocol: Protocol, levels, rounds: int) -> dic
             for clip, row, timeline in measured:
                 if row.status != "ok":
                     raise RuntimeError(f"{protocol.name} {clip.id}: {row.status}: {row.reason}")
+                anchors = dict(speech_start_ms=clip.speech_start * 1000, speech_end_ms=clip.speech_end * 1000)
                 if model.protocol == "stt-batch":
-                    final = sent[(texts[clip.id], "final")]
-                    errors.add("latency_ms", row.latency_ms, (final - timeline.first(REQUEST_SENT).t_ns) / 1e6,
+                    sent_truth = truth_as_sent("latency_ms", _of(sent, texts[clip.id]), timeline)
+                    errors.add("latency_ms", row.latency_ms, sent_truth,
                                STT.final_ms + jitter_ms(audio_sent(ds, clip), STT.jitter_ms))
-                    continue
-                t0 = timeline.of(CHUNK_SENT)[0].t_ns
-                if model.board == "s2s":
-                    first, speech = sent[(keyed[clip.id], "first_audio")], sent[(keyed[clip.id], "first_speech")]
-                    heard = max(speech, first + S2S.leading_silence_ms * 1e6)  # the playout model
-                    errors.add("v2v_ms", row.v2v_ms, (heard - t0) / 1e6 - clip.speech_end * 1000,
+                elif model.board == "s2s":
+                    errors.add("v2v_ms", row.v2v_ms, truth_as_sent("v2v_ms", _of(sent, keyed[clip.id]), timeline,
+                                                                   leading_silence_ms=S2S.leading_silence_ms, **anchors),
                                S2S.truth(firsts[clip.id])["v2v_ms"])
-                    continue
-                truth = STT.truth(firsts[clip.id])
-                key = texts[clip.id]
-                errors.add("first_partial_ms", row.first_partial_ms,
-                           (sent[(key, "first_partial")] - t0) / 1e6 - clip.speech_start * 1000,
-                           truth["first_partial_ms"])
-                errors.add("ttfs_ms", row.ttfs_ms, (sent[(key, "final")] - t0) / 1e6 - clip.speech_end * 1000,
-                           truth["ttfs_ms"])
+                else:
+                    truth, mine = STT.truth(firsts[clip.id]), _of(sent, texts[clip.id])
+                    for metric in ("first_partial_ms", "ttfs_ms"):
+                        if getattr(row, metric) is None:  # excluded for this model (registry exclusions)
+                            continue
+                        errors.add(metric, getattr(row, metric), truth_as_sent(metric, mine, timeline, **anchors),
+                                   truth[metric])
     return out
 
 
@@ -196,14 +198,13 @@ def tts(registry: Registry, protocol: Protocol, levels, rounds: int) -> dict[int
                 for item, row, timeline in measured:
                     if row.status != "ok":
                         raise RuntimeError(f"{protocol.name} {item.id}: {row.status}: {row.reason}")
-                    truth = scenario.truth(item.text)
-                    asked = timeline.first(REQUEST_SENT).t_ns
-                    first, speech = sent[(item.text, "first_audio")], sent[(item.text, "first_speech")]
-                    heard = max(speech, first + scenario.leading_silence_ms * 1e6)  # the playout model
+                    truth, mine = scenario.truth(item.text), _of(sent, item.text)
                     metric = "ttfa_gaming_ms" if name == "gaming" else "ttfa_ms"
-                    errors.add(metric, row.ttfa_ms, (heard - asked) / 1e6, truth["ttfa_ms"])
+                    errors.add(metric, row.ttfa_ms, truth_as_sent("ttfa_ms", mine, timeline,
+                                                                  leading_silence_ms=scenario.leading_silence_ms),
+                               truth["ttfa_ms"])
                     if name == "streaming":
-                        errors.add("ttfb_ms", row.ttfb_ms, (first - asked) / 1e6, truth["ttfb_ms"])
+                        errors.add("ttfb_ms", row.ttfb_ms, truth_as_sent("ttfb_ms", mine, timeline), truth["ttfb_ms"])
     return out
 
 

@@ -7,11 +7,10 @@ import asyncio
 import contextlib
 
 import pytest
-from contract import KEY, REGISTRY, assert_failure_row, measure, measure_three, within
+from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
-from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.keys import Secret
 from voxwatch.workers.measure import MeasureContext, measure_item
 
@@ -48,12 +47,11 @@ def test_tts_ttfa_with_its_components_over_websocket_and_http(elevenlabs, prompt
     truth = scenario.truth(prompt.text)
     elevenlabs(scenario)
     for model_id in (WS, HTTP):
-        rows = measure_three(model_id, prompts, prompt)
-        assert all(r.status == "ok" for r in rows), (model_id, [r.reason for r in rows])
-        assert within([r.ttfb_ms for r in rows], truth["ttfb_ms"]), (model_id, [r.ttfb_ms for r in rows])
-        assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows)
-        assert within([r.ttfa_ms for r in rows], truth["ttfa_ms"]), (model_id, [r.ttfa_ms for r in rows])
-        assert all(r.connect_ms is not None and r.emulator for r in rows)
+        streams = measure_three(model_id, prompts, prompt)
+        assert_on_clock(streams, "ttfb_ms", truth["ttfb_ms"])
+        assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows(streams))
+        assert_on_clock(streams, "ttfa_ms", truth["ttfa_ms"], leading_silence_ms=scenario.leading_silence_ms)
+        assert all(r.connect_ms is not None and r.emulator for r in rows(streams))
 
 
 def test_http_rows_record_the_http_version_and_a_reused_connection(elevenlabs, prompts):
@@ -70,10 +68,10 @@ def test_http_rows_record_the_http_version_and_a_reused_connection(elevenlabs, p
         finally:
             await adapter.aclose()
 
-    rows = asyncio.run(items())
-    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
-    assert all(r.http_version == "HTTP/1.1" and r.connection_reused is True for r in rows)
-    assert all(r.ttfb_ms is not None and r.ttfa_ms is not None and r.reason is None for r in rows)
+    measured = asyncio.run(items())
+    assert all(r.status == "ok" for r in measured), [r.reason for r in measured]
+    assert all(r.http_version == "HTTP/1.1" and r.connection_reused is True for r in measured)
+    assert all(r.ttfb_ms is not None and r.ttfa_ms is not None and r.reason is None for r in measured)
     ws_row = measure(WS, prompts, prompts.prompts[0])
     assert ws_row.status == "ok" and ws_row.http_version is None and ws_row.connection_reused is None
 
@@ -82,11 +80,10 @@ def test_scribe_partials_and_the_committed_final(elevenlabs, clean):
     ds, clip = clean
     elevenlabs(STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
                            first_partial_ms=180.0, final_ms=240.0, api_key=KEY))
-    rows = measure_three(STT, ds, clip)
-    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
-    assert within([r.first_partial_ms for r in rows], 180.0)
-    assert within([r.ttfs_ms for r in rows], 240.0)
-    row = rows[0]
+    streams = measure_three(STT, ds, clip)
+    assert_on_clock(streams, "first_partial_ms", 180.0, clip=clip)
+    assert_on_clock(streams, "ttfs_ms", 240.0, clip=clip)
+    row = streams[0].row
     assert row.hypothesis == clip.text and row.substitutions == row.deletions == row.insertions == 0
 
 
@@ -108,7 +105,7 @@ def test_a_wrong_key_is_refused_on_every_endpoint_and_never_shown(elevenlabs, pr
     ds, clip = clean
     elevenlabs(Scenarios(tts=TTSScenario(api_key="another-key"),
                          stt=STTScenario(transcript="x", speech_start_s=0.1, speech_end_s=0.5, api_key="another-key")))
-    rows = [measure(WS, prompts, prompts.prompts[0]), measure(HTTP, prompts, prompts.prompts[0]),
-            measure(STT, ds, clip)]
-    for row in rows:
+    refused = [measure(WS, prompts, prompts.prompts[0]), measure(HTTP, prompts, prompts.prompts[0]),
+               measure(STT, ds, clip)]
+    for row in refused:
         assert row.status == "auth_error" and "HTTP 401" in row.reason and KEY not in repr(row)

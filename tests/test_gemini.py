@@ -8,11 +8,10 @@ chunk (its sha256 keys the clip's speech end, as benchmarks/clock_truth.py keys 
 import hashlib
 
 import pytest
-from contract import KEY, assert_failure_row, measure, measure_three, within
+from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import S2SScenario
-from voxwatch.providers.emulators.server import serve
 from voxwatch.workers.measure import audio_sent
 from voxwatch.workers.pacer import chunk_pcm
 
@@ -39,11 +38,10 @@ def test_gemini_v2v_from_the_call_recording(monkeypatch, tmp_path, clean):
     with serve("gemini", scenario) as url:
         monkeypatch.setenv("VOXWATCH_GEMINI_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_GEMINI_API_KEY", KEY)
-        rows = measure_three(MODEL, ds, clip, recordings_dir=tmp_path)
-    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
-    assert within([r.v2v_ms for r in rows], truth)
-    assert all(r.audio_duration_s == pytest.approx((80.0 + 600.0) / 1000, abs=0.001) for r in rows)
-    assert rows[0].connect_ms is not None and rows[0].emulator
+        streams = measure_three(MODEL, ds, clip, recordings_dir=tmp_path)
+    assert_on_clock(streams, "v2v_ms", truth, clip=clip, leading_silence_ms=scenario.leading_silence_ms)
+    assert all(r.audio_duration_s == pytest.approx((80.0 + 600.0) / 1000, abs=0.001) for r in rows(streams))
+    assert streams[0].row.connect_ms is not None and streams[0].row.emulator
     assert len(list(tmp_path.rglob("*.wav"))) == 1  # the recording is kept, one file per item
 
 

@@ -7,11 +7,10 @@ hypothesis is the joined segments and TTFS the last segment's final.
 """
 
 import pytest
-from contract import KEY, assert_failure_row, measure, measure_three, within
+from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario
-from voxwatch.providers.emulators.server import serve
 
 MODEL = "speechmatics/enhanced-en"
 
@@ -33,11 +32,10 @@ def test_partials_segment_finals_and_the_forced_end_of_utterance(monkeypatch, cl
                            first_partial_ms=180.0, final_ms=240.0, api_key=KEY)
     with serve("speechmatics", scenario) as url:
         _env(monkeypatch, url)
-        rows = measure_three(MODEL, ds, clip)
-    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
-    assert within([r.first_partial_ms for r in rows], 180.0), [r.first_partial_ms for r in rows]
-    assert within([r.ttfs_ms for r in rows], 240.0), [r.ttfs_ms for r in rows]
-    row = rows[0]
+        streams = measure_three(MODEL, ds, clip)
+    assert_on_clock(streams, "first_partial_ms", 180.0, clip=clip)
+    assert_on_clock(streams, "ttfs_ms", 240.0, clip=clip)
+    row = streams[0].row
     assert row.hypothesis == clip.text and row.substitutions == row.deletions == row.insertions == 0
     assert row.connect_ms is not None and row.emulator
 

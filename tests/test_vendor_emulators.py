@@ -3,11 +3,10 @@ real sockets; the metrics computed from its events equal the injected truth (tol
 """
 
 import pytest
-from contract import KEY, assert_failure_row, measure, measure_three, within
+from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
-from voxwatch.providers.emulators.server import serve
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +22,10 @@ def test_deepgram_partials_and_forced_final(monkeypatch, clean):
     with serve("deepgram", scenario) as url:
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
-        rows = measure_three("deepgram/nova-3", ds, clip)
-    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
-    assert within([r.first_partial_ms for r in rows], 180.0)
-    assert within([r.ttfs_ms for r in rows], 240.0)
-    row = rows[0]
+        streams = measure_three("deepgram/nova-3", ds, clip)
+    assert_on_clock(streams, "first_partial_ms", 180.0, clip=clip)
+    assert_on_clock(streams, "ttfs_ms", 240.0, clip=clip)
+    row = streams[0].row
     assert row.hypothesis == clip.text and row.substitutions == row.deletions == row.insertions == 0
     assert row.connect_ms is not None and row.emulator
 
@@ -40,8 +38,8 @@ def test_deepgram_final_before_the_end_of_speech_is_negative(monkeypatch, clean)
     with serve("deepgram", scenario) as url:
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
-        rows = measure_three("deepgram/nova-3", ds, clip)
-    assert all(r.status == "ok" for r in rows) and within([r.ttfs_ms for r in rows], -60.0)
+        streams = measure_three("deepgram/nova-3", ds, clip)
+    assert_on_clock(streams, "ttfs_ms", -60.0, clip=clip)
 
 
 @pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
@@ -78,11 +76,10 @@ def test_cartesia_ttfa_with_its_components(monkeypatch, scenario):
     with serve("cartesia", scenario) as url:
         monkeypatch.setenv("VOXWATCH_CARTESIA_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
-        rows = measure_three("cartesia/sonic-3.5", prompts, prompt)
-    assert all(r.status == "ok" for r in rows), [r.reason for r in rows]
-    assert within([r.ttfb_ms for r in rows], truth["ttfb_ms"])
-    assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows)
-    assert within([r.ttfa_ms for r in rows], truth["ttfa_ms"])
+        streams = measure_three("cartesia/sonic-3.5", prompts, prompt)
+    assert_on_clock(streams, "ttfb_ms", truth["ttfb_ms"])
+    assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows(streams))
+    assert_on_clock(streams, "ttfa_ms", truth["ttfa_ms"], leading_silence_ms=scenario.leading_silence_ms)
 
 
 @pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",

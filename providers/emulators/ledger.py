@@ -14,6 +14,9 @@ the streams are done.
 from __future__ import annotations
 
 import time
+from typing import Mapping
+
+from voxwatch.providers.events import CHUNK_SENT, REQUEST_SENT, Timeline
 
 
 def record(emulator, key: str, what: str) -> None:
@@ -42,3 +45,32 @@ class Ledger:
         for key, what, t in self._conn.recv():
             out.setdefault((key, what), t)
         return out
+
+
+def truth_as_sent(metric: str, sent: Mapping[str, int], timeline: Timeline, *, speech_start_ms: float = 0.0,
+                  speech_end_ms: float = 0.0, leading_silence_ms: float = 0.0) -> float:
+    """What `metric` should read for one stream, given when the emulator actually sent (`sent`:
+    first_partial, final, first_audio, first_speech -> ns) and the worker's own send stamps.
+
+    The same definitions as metrics/, taken from the sending side: the difference between this and
+    the measured value is voxwatch's clock error alone (loopback transit plus the receive path).
+    """
+    t0 = timeline.first(CHUNK_SENT)
+    asked = timeline.first(REQUEST_SENT)
+
+    def heard() -> int:  # the playout model: silence plays out before the speech can be heard
+        return max(sent["first_speech"], sent["first_audio"] + int(leading_silence_ms * 1e6))
+
+    if metric == "ttfb_ms":
+        return (sent["first_audio"] - asked.t_ns) / 1e6
+    if metric == "ttfa_ms":
+        return (heard() - asked.t_ns) / 1e6
+    if metric == "latency_ms":
+        return (sent["final"] - asked.t_ns) / 1e6
+    if metric == "first_partial_ms":
+        return (sent["first_partial"] - t0.t_ns) / 1e6 - speech_start_ms
+    if metric == "ttfs_ms":
+        return (sent["final"] - t0.t_ns) / 1e6 - speech_end_ms
+    if metric == "v2v_ms":
+        return (heard() - t0.t_ns) / 1e6 - speech_end_ms
+    raise ValueError(f"no send-side truth for {metric!r}")
