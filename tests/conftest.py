@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+POSTGRES_ADMIN = os.environ.get("VOXWATCH_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
@@ -22,6 +26,32 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     if check and proc.returncode != 0:
         raise AssertionError(f"voxwatch {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+@contextlib.contextmanager
+def fresh_postgres() -> Iterator[str]:
+    """A new, empty database on the test Postgres (VOXWATCH_TEST_POSTGRES, else the local one), dropped after."""
+    import psycopg
+
+    try:
+        admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True, connect_timeout=5)
+    except psycopg.Error as exc:
+        raise RuntimeError(f"the tests need Postgres at {POSTGRES_ADMIN} (.ci/run starts it): {exc}") from None
+    name = f"voxwatch_test_{secrets.token_hex(5)}"
+    with admin:
+        admin.execute(f"CREATE DATABASE {name}")
+        try:
+            yield POSTGRES_ADMIN.rsplit("/", 1)[0] + "/" + name
+        finally:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def postgres_store_url() -> Iterator[str]:
+    """A migrated Postgres store of the module's own (`voxwatch db upgrade`, as a user runs it)."""
+    with fresh_postgres() as url:
+        run_cli("db", "upgrade", "--store", url)
+        yield url
 
 
 @pytest.fixture
