@@ -17,14 +17,16 @@ import asyncio
 import contextlib
 import statistics
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
+
+import pytest
 
 from voxwatch.observation import Observation
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.faults import RETRY_AFTER_S
 from voxwatch.providers.emulators.ledger import Ledger, truth_as_sent
 from voxwatch.providers.events import Timeline
-from voxwatch.providers.keys import Secret
+from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
 from voxwatch.workers.measure import CLOCK_FIELDS, MeasureContext, measure_item
 
@@ -60,6 +62,21 @@ def serve(kind: str, scenario) -> Iterator[str]:
             yield url
         finally:
             _ledgers.remove(ledger)
+
+
+def emulator_fixture(vendor: str):
+    """A pytest fixture for one vendor's emulator: call it with a scenario (or a bundle of them) to
+    serve it and point the vendor's adapters at it with the test key."""
+
+    @pytest.fixture
+    def start(monkeypatch) -> Iterator[Callable]:
+        with contextlib.ExitStack() as stack:
+            def serving(scenario) -> None:
+                monkeypatch.setenv(vendor_variable(vendor, "BASE_URL"), stack.enter_context(serve(vendor, scenario)))
+                monkeypatch.setenv(key_variable(vendor), KEY)
+            yield serving
+
+    return start
 
 
 @dataclass

@@ -3,10 +3,8 @@ over real sockets; the metrics equal the injected truth (tolerances: contract.py
 gives its row, and one emulator process serves `/v1/listen` and `/v1/speak` together.
 """
 
-import contextlib
-
 import pytest
-from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
+from contract import KEY, assert_failure_row, assert_on_clock, emulator_fixture, measure, measure_three, rows
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
@@ -19,14 +17,7 @@ def prompts():
     return Catalog([bundled_root()]).load("tts-prompts")
 
 
-@pytest.fixture
-def deepgram(monkeypatch):
-    """Serve a scenario (or a bundle) and point the adapters at it."""
-    with contextlib.ExitStack() as stack:
-        def start(scenario) -> None:
-            monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", stack.enter_context(serve("deepgram", scenario)))
-            monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
-        yield start
+deepgram = emulator_fixture("deepgram")
 
 
 @pytest.mark.parametrize("scenario", [

@@ -4,10 +4,8 @@ sockets; the metrics equal the injected truth (tolerances: contract.py) and ever
 """
 
 import asyncio
-import contextlib
-
 import pytest
-from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
+from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, emulator_fixture, measure, measure_three, rows
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
@@ -28,14 +26,7 @@ def clean():
     return ds, next(c for c in ds.clips if c.id == "u049")
 
 
-@pytest.fixture
-def elevenlabs(monkeypatch):
-    """Serve a scenario (or a bundle) and point the adapters at it."""
-    with contextlib.ExitStack() as stack:
-        def start(scenario) -> None:
-            monkeypatch.setenv("VOXWATCH_ELEVENLABS_BASE_URL", stack.enter_context(serve("elevenlabs", scenario)))
-            monkeypatch.setenv("VOXWATCH_ELEVENLABS_API_KEY", KEY)
-        yield start
+elevenlabs = emulator_fixture("elevenlabs")
 
 
 @pytest.mark.parametrize("scenario", [

@@ -31,7 +31,7 @@ from voxwatch.clock import sleep_until
 
 from .faults import drop, websocket_refusal
 from .ledger import record
-from .scenario import STTScenario, jitter_ms, scenario_for
+from .scenario import STTScenario, scenario_for
 
 PATH = "/v3/ws"
 MODELS = ("universal-streaming-english", "universal-streaming-multilingual", "u3-rt-pro", "whisper-rt")
@@ -156,16 +156,9 @@ class AssemblyAIEmulator:
 
     async def _speak(self, ws, t0: int, first_frame: bytes, stream: _Stream) -> None:
         s = self.scenario
-        key = stream_key(s, first_frame, stream.bytes_per_ms)
-        j = jitter_ms(key, s.jitter_ms)
-        speech_start, speech_end = s.anchors_for(key)
-        stream.transcript = s.transcript_for(key)
-        stream.words = stream.transcript.split()
-        at = t0 + int((speech_start * 1000 + s.first_partial_ms + j) * 1e6)
-        final_at = t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6)
-        k = 1
-        while at < final_at:
-            await sleep_until(at)
+        turn = s.turn(stream_key(s, first_frame, stream.bytes_per_ms), t0)
+        stream.transcript, stream.words = turn.transcript, turn.words
+        async for k in turn.partials():
             if s.fault == "malformed":
                 await ws.send('{"type": "Turn", "turn_order": ')
             elif s.fault == "disconnect":
@@ -174,11 +167,9 @@ class AssemblyAIEmulator:
             if k == 1:
                 record(self, stream.transcript, "first_partial")
             await ws.send(_turn(stream.words[:k], k - 1, False))
-            k = min(k + 1, len(stream.words))
-            at += int(s.partial_every_ms * 1e6)
         if s.fault == "no_final":
             return
-        await sleep_until(final_at)
+        await sleep_until(turn.final_at)
         await self._final(ws, stream)
         await asyncio.sleep(FORMAT_DELAY_MS / 1000)
         await self._formatted(ws, stream)

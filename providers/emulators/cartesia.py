@@ -10,7 +10,6 @@ set), then a `done` message for the context.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import time
 from http import HTTPStatus
@@ -21,29 +20,15 @@ from voxwatch.clock import sleep_until
 
 from .faults import drop, websocket_refusal
 from .ledger import record
-from .scenario import Scenarios, TTSScenario, jitter_ms, scenario_for
-from .speech import speech_pcm
+from .scenario import Scenarios, TTSScenario, scenario_for
+from .speech import ChunkCache, b64
 
 
 class CartesiaEmulator:
     def __init__(self, scenario: TTSScenario | Scenarios) -> None:
         self.scenario = scenario_for(scenario, "tts")
-        self._chunks: dict[tuple[str, int], tuple[list[str], int]] = {}
-        self._encoded("", 24000)  # first-use costs paid before any stream is timed
-
-    def _encoded(self, text: str, rate: int) -> tuple[list[str], int]:
-        """The stream's chunks, base64-encoded once per text (eSpeak) or once (tone) per sample rate,
-        and the index of the first speech chunk."""
-        s = self.scenario
-        key = (text if s.voice != "tone" else "", rate)
-        if key not in self._chunks:
-            audio, silence_n = speech_pcm(text or "hello", rate, s.voice, s.speech_ms, s.leading_silence_ms)
-            if s.fault == "inaudible":
-                audio[:] = 0
-            step = int(round(s.chunk_ms * rate / 1000))
-            self._chunks[key] = ([base64.b64encode(audio[i:i + step].tobytes()).decode()
-                                  for i in range(0, audio.size, step)], -(-silence_n // step))
-        return self._chunks[key]
+        self._chunks = ChunkCache(self.scenario, b64)
+        self._chunks.get("", 24000)  # first-use costs paid before any stream is timed
 
     def process_request(self, connection, request):
         if request.path.split("?")[0] != "/tts/websocket":
@@ -73,14 +58,8 @@ class CartesiaEmulator:
                                           "title": "Invalid request", "message": "missing transcript or output_format"}))
                 continue
             s = self.scenario
-            chunks, first_speech = await asyncio.to_thread(self._encoded, transcript, rate)
-            first_at = arrived + int((s.ttfb_ms + jitter_ms(transcript, s.jitter_ms)) * 1e6)
-            every = int(s.send_every_ms * 1e6)
-            for i, data in enumerate(chunks):
-                if s.gaming_delay_ms and i >= first_speech:
-                    at = first_at + int(s.gaming_delay_ms * 1e6) + (i - first_speech) * every
-                else:
-                    at = first_at + i * every
+            chunks, first_speech = await asyncio.to_thread(self._chunks.get, transcript, rate)
+            for i, (data, at) in enumerate(zip(chunks, s.send_times(arrived, transcript, len(chunks), first_speech))):
                 await sleep_until(at)
                 if s.fault == "malformed" and i == 1:
                     await ws.send('{"type": "chunk", "data": ')

@@ -23,15 +23,14 @@ import uuid
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
 
-import numpy as np
 import websockets
 
 from voxwatch.clock import sleep_until
 
 from .faults import drop, websocket_refusal
 from .ledger import record
-from .scenario import STTScenario, TTSScenario, jitter_ms, scenario_for
-from .speech import speech_pcm
+from .scenario import STTScenario, TTSScenario, scenario_for
+from .speech import ChunkCache
 
 LISTEN, SPEAK = "/v1/listen", "/v1/speak"
 
@@ -46,9 +45,9 @@ class DeepgramEmulator:
     def __init__(self, scenario) -> None:
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
-        self._audio: dict[tuple[str, int], tuple[list[bytes], int]] = {}
-        if self.tts is not None and self.tts.voice == "tone":
-            self._chunks("", 24000)  # first-use costs paid before any stream is timed
+        self._chunks = ChunkCache(self.tts) if self.tts is not None else None
+        if self._chunks is not None:
+            self._chunks.get("", 24000)  # first-use costs paid before any stream is timed
 
     def process_request(self, connection, request):
         scenario = {LISTEN: self.stt, SPEAK: self.tts}.get(request.path.split("?")[0])
@@ -95,45 +94,24 @@ class DeepgramEmulator:
     async def _transcribe(self, ws, t0: int, first_chunk: bytes, finalized: asyncio.Event,
                           final_sent: asyncio.Event) -> None:
         s = self.stt
-        j = jitter_ms(first_chunk, s.jitter_ms)
-        speech_start, speech_end = s.anchors_for(first_chunk)
-        transcript = s.transcript_for(first_chunk)
-        words = transcript.split()
-        at = t0 + int((speech_start * 1000 + s.first_partial_ms + j) * 1e6)
-        final_at = t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6)
-        k = 1
-        while at < final_at:
-            await sleep_until(at)
+        turn = s.turn(first_chunk, t0)
+        async for k in turn.partials():
             if s.fault == "malformed":
                 await ws.send('{"type": "Results", "channel": ')
             elif s.fault == "disconnect":
                 await drop(ws)
                 return
             if k == 1:
-                record(self, transcript, "first_partial")
-            await ws.send(_results(" ".join(words[:k]), False))
-            k = min(k + 1, len(words))
-            at += int(s.partial_every_ms * 1e6)
+                record(self, turn.transcript, "first_partial")
+            await ws.send(_results(" ".join(turn.words[:k]), False))
         if s.fault == "no_final":
             return
-        await sleep_until(final_at)
-        record(self, transcript, "final")
-        await ws.send(_results(transcript, True, from_finalize=finalized.is_set()))
+        await sleep_until(turn.final_at)
+        record(self, turn.transcript, "final")
+        await ws.send(_results(turn.transcript, True, from_finalize=finalized.is_set()))
         final_sent.set()
 
     # --- /v1/speak ---
-
-    def _chunks(self, text: str, rate: int) -> tuple[list[bytes], int]:
-        """The stream's linear16 chunks, made once per text and rate, and the index of the first speech chunk."""
-        s = self.tts
-        key = (text if s.voice == "espeak" else "", rate)
-        if key not in self._audio:
-            pcm, silence_n = speech_pcm(text, rate, s.voice, s.speech_ms, s.leading_silence_ms)
-            if s.fault == "inaudible":
-                pcm = np.zeros_like(pcm)
-            step = int(round(s.chunk_ms * rate / 1000))
-            self._audio[key] = ([pcm[i:i + step].tobytes() for i in range(0, pcm.size, step)], -(-silence_n // step))
-        return self._audio[key]
 
     async def _speak_session(self, ws) -> None:
         query = parse_qs(urlsplit(ws.request.path).query)
@@ -170,14 +148,8 @@ class DeepgramEmulator:
     async def _say(self, ws, arrived: int, text: str, rate: int, sequence: int) -> bool:
         """One flush's audio, then `Flushed`; False when a fault ended the stream."""
         s = self.tts
-        chunks, first_speech = self._chunks(text, rate)
-        first_at = arrived + int((s.ttfb_ms + jitter_ms(text, s.jitter_ms)) * 1e6)
-        every = int(s.send_every_ms * 1e6)
-        for i, chunk in enumerate(chunks):
-            if s.gaming_delay_ms and i >= first_speech:
-                at = first_at + int(s.gaming_delay_ms * 1e6) + (i - first_speech) * every
-            else:
-                at = first_at + i * every
+        chunks, first_speech = self._chunks.get(text, rate)
+        for i, (chunk, at) in enumerate(zip(chunks, s.send_times(arrived, text, len(chunks), first_speech))):
             await sleep_until(at)
             if s.fault == "malformed" and i == 1:
                 await ws.send('{"type": "Flushed", ')

@@ -22,7 +22,6 @@ import re
 import time
 import uuid
 
-import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -33,8 +32,8 @@ from voxwatch.clock import sleep_until
 
 from .faults import http_refusal
 from .ledger import record
-from .scenario import STTScenario, TTSScenario, jitter_ms, scenario_for
-from .speech import speech_pcm
+from .scenario import STTScenario, TTSScenario, scenario_for
+from .speech import ChunkCache, b64
 
 INVALID_KEY = {"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}
 
@@ -62,9 +61,12 @@ class ElevenLabsEmulator:
     def __init__(self, scenario) -> None:
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
-        self._audio: dict[tuple[str, int], tuple[list[bytes], list[str], int]] = {}
-        if self.tts is not None and self.tts.voice == "tone":
-            self._chunks("", 24000)  # first-use costs paid before any stream is timed
+        # raw PCM for the HTTP body, base64 for the WebSocket's JSON
+        self._raw = ChunkCache(self.tts) if self.tts is not None else None
+        self._encoded = ChunkCache(self.tts, b64) if self.tts is not None else None
+        if self.tts is not None:
+            self._raw.get("", 24000)  # first-use costs paid before any stream is timed
+            self._encoded.get("", 24000)
 
     def app(self) -> Starlette:
         return Starlette(routes=[
@@ -74,30 +76,6 @@ class ElevenLabsEmulator:
         ])
 
     # --- TTS audio, shared by both transports ---
-
-    def _chunks(self, text: str, rate: int) -> tuple[list[bytes], list[str], int]:
-        """The stream's chunks (raw and base64), made once per text and rate, and the first speech chunk's index."""
-        s = self.tts
-        key = (text if s.voice == "espeak" else "", rate)
-        if key not in self._audio:
-            pcm, silence_n = speech_pcm(text, rate, s.voice, s.speech_ms, s.leading_silence_ms)
-            if s.fault == "inaudible":
-                pcm = np.zeros_like(pcm)
-            step = int(round(s.chunk_ms * rate / 1000))
-            raw = [pcm[i:i + step].tobytes() for i in range(0, pcm.size, step)]
-            self._audio[key] = (raw, [base64.b64encode(c).decode() for c in raw], -(-silence_n // step))
-        return self._audio[key]
-
-    def _schedule(self, arrived: int, text: str, n: int, first_speech: int):
-        """When each of n chunks goes out: from TTFB after the request's arrival, the speech maybe held back."""
-        s = self.tts
-        first_at = arrived + int((s.ttfb_ms + jitter_ms(text, s.jitter_ms)) * 1e6)
-        every = int(s.send_every_ms * 1e6)
-        for i in range(n):
-            if s.gaming_delay_ms and i >= first_speech:
-                yield i, first_at + int(s.gaming_delay_ms * 1e6) + (i - first_speech) * every
-            else:
-                yield i, first_at + i * every
 
     def _record(self, text: str, i: int, first_speech: int) -> None:
         """Calibration (ledger.py): the first chunk and the first speech chunk go out now."""
@@ -150,8 +128,8 @@ class ElevenLabsEmulator:
                 arrived = at if message.get("flush") else None
         if arrived is not None:
             transcript = "".join(parts).strip()
-            _, encoded, first_speech = self._chunks(transcript, rate)
-            for i, at in self._schedule(arrived, transcript, len(encoded), first_speech):
+            encoded, first_speech = self._encoded.get(transcript, rate)
+            for i, at in enumerate(s.send_times(arrived, transcript, len(encoded), first_speech)):
                 await sleep_until(at)
                 if s.fault == "malformed" and i == 1:
                     await ws.send_text('{"audio": ')
@@ -187,10 +165,10 @@ class ElevenLabsEmulator:
                                             "message": "This emulator serves pcm_<rate> output only."}}, 400)
         if s.fault == "malformed":
             return Response('{"detail": ', media_type="application/json")
-        raw, _, first_speech = self._chunks(text, rate)
+        raw, first_speech = self._raw.get(text, rate)
 
         async def body_chunks():
-            for i, at in self._schedule(arrived, text, len(raw), first_speech):
+            for i, at in enumerate(s.send_times(arrived, text, len(raw), first_speech)):
                 await sleep_until(at)
                 if s.fault == "disconnect" and i == 2:
                     _abort(request.receive)
@@ -245,31 +223,23 @@ class ElevenLabsEmulator:
     async def _transcribe(self, ws: WebSocket, t0: int, first_chunk: bytes, committed: asyncio.Event,
                           final_sent: asyncio.Event) -> None:
         s = self.stt
-        j = jitter_ms(first_chunk, s.jitter_ms)
-        speech_start, speech_end = s.anchors_for(first_chunk)
-        transcript = s.transcript_for(first_chunk)
-        words = transcript.split()
-        at = t0 + int((speech_start * 1000 + s.first_partial_ms + j) * 1e6)
-        final_at = t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6)
-        k = 1
+        turn = s.turn(first_chunk, t0)
         try:
-            while at < final_at:
-                await sleep_until(at)
+            async for k in turn.partials():
                 if s.fault == "malformed":
                     await ws.send_text('{"message_type": "partial_transcript", "text": ')
                 elif s.fault == "disconnect":
                     return _abort(ws._receive)
                 if k == 1:
-                    record(self, transcript, "first_partial")
-                await ws.send_text(json.dumps({"message_type": "partial_transcript", "text": " ".join(words[:k])}))
-                k = min(k + 1, len(words))
-                at += int(s.partial_every_ms * 1e6)
+                    record(self, turn.transcript, "first_partial")
+                await ws.send_text(json.dumps({"message_type": "partial_transcript",
+                                               "text": " ".join(turn.words[:k])}))
             if s.fault == "no_final":
                 return
             await committed.wait()
-            await sleep_until(final_at)
-            record(self, transcript, "final")
-            await ws.send_text(json.dumps({"message_type": "committed_transcript", "text": transcript}))
+            await sleep_until(turn.final_at)
+            record(self, turn.transcript, "final")
+            await ws.send_text(json.dumps({"message_type": "committed_transcript", "text": turn.transcript}))
             final_sent.set()
         except WebSocketDisconnect:
             pass

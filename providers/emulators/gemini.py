@@ -24,7 +24,6 @@ import time
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
 
-import numpy as np
 import websockets
 
 from voxwatch.clock import sleep_until
@@ -32,7 +31,7 @@ from voxwatch.clock import sleep_until
 from .faults import drop, websocket_refusal
 from .ledger import record
 from .scenario import S2SScenario, jitter_ms, scenario_for
-from .speech import speech_pcm
+from .speech import ChunkCache, b64
 
 PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 RATE = 24000
@@ -53,14 +52,8 @@ def _message(data: dict) -> bytes:
 class GeminiLiveEmulator:
     def __init__(self, scenario) -> None:
         self.scenario: S2SScenario = scenario_for(scenario, "s2s")
-        s = self.scenario
-        pcm, silence_n = speech_pcm(s.transcript, RATE, s.voice, s.speech_ms, s.leading_silence_ms)
-        if s.fault == "inaudible":
-            pcm = np.zeros_like(pcm)
-        step = int(round(s.chunk_ms * RATE / 1000))
-        # encoded once, so no stream pays for it on the clock
-        self.chunks = [base64.b64encode(pcm[i:i + step].tobytes()).decode() for i in range(0, pcm.size, step)]
-        self.first_speech = -(-silence_n // step)  # the index of the first chunk with speech in it
+        # the one reply, encoded once, so no stream pays for it on the clock
+        self.chunks, self.first_speech = ChunkCache(self.scenario, b64).get(self.scenario.transcript, RATE)
 
     def process_request(self, connection, request):
         if urlsplit(request.path).path != PATH:

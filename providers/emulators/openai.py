@@ -63,7 +63,7 @@ from voxwatch.clock import sleep_until
 from .faults import http_refusal
 from .ledger import record
 from .scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
-from .speech import speech_pcm
+from .speech import ChunkCache, b64
 
 RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
 
@@ -78,11 +78,6 @@ def _error_body(message: str, kind: str = "invalid_request_error", code: str | N
 
 def _json_error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> JSONResponse:
     return JSONResponse({"error": _error_body(message, kind, code)}, status_code=status)
-
-
-def _chunks(pcm: bytes, chunk_ms: float) -> list[bytes]:
-    step = int(round(chunk_ms * RATE / 1000)) * 2
-    return [pcm[i:i + step] for i in range(0, len(pcm), step)]
 
 
 def _form(content_type: str, body: bytes) -> dict[str, bytes]:
@@ -127,23 +122,19 @@ class _Timed(Response):
 
 
 class _PCMStream(Response):
-    """Raw PCM chunks on the TTSScenario schedule, as a chunked HTTP body."""
+    """Raw PCM chunks, each at its time on the emulator clock (TTSScenario.send_times), as a chunked HTTP body."""
 
-    def __init__(self, chunks: list[bytes], first_speech: int, first_at: int, scenario: TTSScenario, on_send) -> None:
-        self.chunks, self.first_speech, self.first_at, self.s = chunks, first_speech, first_at, scenario
+    def __init__(self, chunks: list[bytes], first_speech: int, times: list[int], scenario: TTSScenario, on_send) -> None:
+        self.chunks, self.first_speech, self.times, self.s = chunks, first_speech, times, scenario
         self.on_send = on_send  # (what) -> None, for the calibration ledger
         self.background = None
 
     async def __call__(self, scope, receive, send) -> None:
-        s, every = self.s, int(self.s.send_every_ms * 1e6)
-        await sleep_until(self.first_at)
+        s = self.s
+        await sleep_until(self.times[0])
         self.on_send("first_audio")
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"audio/pcm")]})
-        for i, chunk in enumerate(self.chunks):
-            if s.gaming_delay_ms and i >= self.first_speech:
-                at = self.first_at + int(s.gaming_delay_ms * 1e6) + (i - self.first_speech) * every
-            else:
-                at = self.first_at + i * every
+        for i, (chunk, at) in enumerate(zip(self.chunks, self.times)):
             await sleep_until(at)
             if s.fault == "disconnect" and i == 2:
                 return  # uvicorn closes the connection on an unfinished response
@@ -357,18 +348,13 @@ class OpenAIEmulator:
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
         self.s2s: S2SScenario | None = scenario_for(scenario, "s2s")
-        self._tts_audio: dict[str, tuple[list[bytes], int]] = {}
+        self._tts_audio = ChunkCache(self.tts) if self.tts is not None else None
+        if self._tts_audio is not None:
+            self._tts_audio.get("", RATE)  # first-use costs paid before any stream is timed
         self._s2s_chunks: list[str] = []
         self._s2s_first_speech = 0
-        if self.tts is not None and self.tts.voice == "tone":
-            self._speech("")  # first-use costs paid before any stream is timed
-        if self.s2s is not None:
-            s = self.s2s
-            pcm, silence_n = speech_pcm(s.transcript, RATE, s.voice, s.speech_ms, s.leading_silence_ms)
-            if s.fault == "inaudible":
-                pcm[:] = 0
-            self._s2s_chunks = [base64.b64encode(c).decode() for c in _chunks(pcm.tobytes(), s.chunk_ms)]
-            self._s2s_first_speech = -(-silence_n // int(round(s.chunk_ms * RATE / 1000)))
+        if self.s2s is not None:  # the one reply, encoded once
+            self._s2s_chunks, self._s2s_first_speech = ChunkCache(self.s2s, b64).get(self.s2s.transcript, RATE)
 
     def app(self) -> Starlette:
         return Starlette(routes=[
@@ -412,18 +398,6 @@ class OpenAIEmulator:
         payload = json.dumps({"text": text, "usage": {"type": "duration", "seconds": round(seconds, 3)}}).encode()
         return _Timed(at, payload, s.fault, lambda: record(self, text, "final"))
 
-    def _speech(self, text: str) -> tuple[list[bytes], int]:
-        """The reply's chunks and the index of the first speech chunk (cached: eSpeak renders once per text)."""
-        s = self.tts
-        key = text if s.voice != "tone" else ""
-        if key not in self._tts_audio:
-            pcm, silence_n = speech_pcm(text, RATE, s.voice, s.speech_ms, s.leading_silence_ms)
-            if s.fault == "inaudible":
-                pcm[:] = 0
-            step = int(round(s.chunk_ms * RATE / 1000))
-            self._tts_audio[key] = (_chunks(pcm.tobytes(), s.chunk_ms), -(-silence_n // step))
-        return self._tts_audio[key]
-
     async def speech(self, request: Request) -> Response:
         refusal = self._refusal(self.tts, request.headers)
         if refusal is not None:
@@ -438,9 +412,9 @@ class OpenAIEmulator:
         if req.get("response_format", "mp3") != "pcm":
             return _json_error(400, "this emulator answers response_format pcm only")
         s = self.tts
-        chunks, first_speech = await asyncio.to_thread(self._speech, text)  # eSpeak must finish within ttfb_ms
-        first_at = arrived + int((s.ttfb_ms + jitter_ms(text, s.jitter_ms)) * 1e6)
-        return _PCMStream(chunks, first_speech, first_at, s, lambda what: record(self, text, what))
+        chunks, first_speech = await asyncio.to_thread(self._tts_audio.get, text, RATE)  # eSpeak must finish within ttfb_ms
+        return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
+                          lambda what: record(self, text, what))
 
     async def realtime(self, websocket: WebSocket) -> None:
         params = websocket.query_params

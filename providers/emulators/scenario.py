@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import AsyncIterator
+
+from voxwatch.clock import sleep_until
 
 from .faults import check
 
@@ -51,6 +54,34 @@ class STTScenario:
         j = jitter_ms(first_chunk, self.jitter_ms)
         return {"first_partial_ms": self.first_partial_ms + j, "ttfs_ms": self.final_ms + j}
 
+    def turn(self, first_chunk: bytes, t0_ns: int) -> Turn:
+        """The schedule of one stream whose first audio chunk (`first_chunk`) arrived at `t0_ns`."""
+        j = jitter_ms(first_chunk, self.jitter_ms)
+        speech_start, speech_end = self.anchors_for(first_chunk)
+        transcript = self.transcript_for(first_chunk)
+        return Turn(transcript, transcript.split(), t0_ns + int((speech_start * 1000 + self.first_partial_ms + j) * 1e6),
+                    t0_ns + int((speech_end * 1000 + self.final_ms + j) * 1e6), int(self.partial_every_ms * 1e6))
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One stream's transcription, as every streaming STT emulator schedules it: partials of one more
+    word each on a fixed cadence from `first_partial_at`, then the final at `final_at` (ns)."""
+
+    transcript: str
+    words: list[str]
+    first_partial_at: int
+    final_at: int
+    every_ns: int
+
+    async def partials(self) -> AsyncIterator[int]:
+        """Wait for each partial's deadline, then yield how many words it holds (1, 2, ...)."""
+        at, k = self.first_partial_at, 1
+        while at < self.final_at:
+            await sleep_until(at)
+            yield k
+            k, at = min(k + 1, len(self.words)), at + self.every_ns
+
 
 @dataclass(frozen=True)
 class TTSScenario:
@@ -74,6 +105,15 @@ class TTSScenario:
         ttfb = self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)
         return {"ttfb_ms": ttfb, "leading_silence_ms": self.leading_silence_ms,
                 "ttfa_ms": ttfb + max(self.leading_silence_ms, self.gaming_delay_ms)}
+
+    def send_times(self, arrived_ns: int, transcript: str, n: int, first_speech: int) -> list[int]:
+        """When each of a reply's n chunks goes out (ns): the first `ttfb_ms` (+ jitter) after the
+        request arrived, the rest every `send_every_ms`; with `gaming_delay_ms`, the speech (from
+        chunk `first_speech` on) that much after the silence."""
+        first_at = arrived_ns + int((self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)) * 1e6)
+        every, held = int(self.send_every_ms * 1e6), int(self.gaming_delay_ms * 1e6)
+        return [first_at + held + (i - first_speech) * every if held and i >= first_speech else first_at + i * every
+                for i in range(n)]
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from voxwatch.clock import sleep_until
 
 from .faults import drop, websocket_refusal
 from .ledger import record
-from .scenario import STTScenario, jitter_ms, scenario_for
+from .scenario import STTScenario, scenario_for
 
 MODELS = ("enhanced", "standard")
 ENCODINGS = ("pcm_s16le", "pcm_f32le", "mulaw")
@@ -161,16 +161,11 @@ class SpeechmaticsEmulator:
 
     async def _speak(self, ws, t0: int, first_chunk: bytes, stream: _Stream) -> None:
         s = self.scenario
-        j = jitter_ms(first_chunk, s.jitter_ms)
-        speech_start, speech_end = s.anchors_for(first_chunk)
-        stream.transcript = s.transcript_for(first_chunk)
-        stream.words = words = stream.transcript.split()
+        turn = s.turn(first_chunk, t0)
+        stream.transcript, stream.words = turn.transcript, turn.words
+        words = turn.words
         split = len(words) // 2 if len(words) >= MIN_SEGMENT_WORDS else 0
-        at = t0 + int((speech_start * 1000 + s.first_partial_ms + j) * 1e6)
-        final_at = t0 + int((speech_end * 1000 + s.final_ms + j) * 1e6)
-        k = 1
-        while at < final_at:
-            await sleep_until(at)
+        async for k in turn.partials():
             if s.fault == "malformed":
                 await ws.send('{"message": "AddPartialTranscript", "metadata": ')
             elif s.fault == "disconnect":
@@ -182,9 +177,7 @@ class SpeechmaticsEmulator:
             if k == 1:
                 record(self, stream.transcript, "first_partial")
             await ws.send(_transcript("AddPartialTranscript", words[stream.finalized:k]))
-            k = min(k + 1, len(words))
-            at += int(s.partial_every_ms * 1e6)
         if s.fault == "no_final":
             return
-        await sleep_until(final_at)
+        await sleep_until(turn.final_at)
         await self._final(ws, stream)
