@@ -1,6 +1,6 @@
 # One image for every voxwatch role. Alone it is the embedded default: one tick per start, rows
 # kept in the /data volume. docker-compose.yml runs it as the distributed services instead
-# (`db upgrade`, `worker`, `beat`, `leaderboard`), with Postgres and Redis from the environment.
+# (`db upgrade`, `worker`, `beat`, `serve`), with Postgres and Redis from the environment.
 FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends libgomp1 && rm -rf /var/lib/apt/lists/*
 WORKDIR /app

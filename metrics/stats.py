@@ -91,7 +91,16 @@ def _rank(u: np.ndarray, n: int) -> np.ndarray:
 
 def bootstrap_pooled_ci(errors: Sequence[int], words: Sequence[int], level: float = 0.95,
                         resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Interval | None:
-    """CI of a pooled ratio (pooled WER) resampling clips: each draw is sum(errors) / sum(words).
+    """CI of a pooled ratio (pooled WER) resampling clips: each draw is sum(errors) / sum(words)."""
+    draws = bootstrap_pooled_draws(errors, words, resamples, seed)
+    return None if draws is None else _interval(draws[~np.isnan(draws)], level)
+
+
+def bootstrap_pooled_draws(errors: Sequence[int], words: Sequence[int], resamples: int = BOOTSTRAP_RESAMPLES,
+                           seed: int = BOOTSTRAP_SEED) -> np.ndarray | None:
+    """The bootstrap distribution of a pooled ratio, one value per resample of the clips (NaN for a
+    resample that drew no words); None below MIN_N. Exposed so a difference of two pooled ratios
+    (the WER regression alert) gets its interval from two independent sets of draws.
 
     Clips enter only through their (errors, words) pair, so a resample is drawn over the distinct
     pairs, sorted: as how many times each pair is drawn (a multinomial, O(resamples * pairs)) when
@@ -112,5 +121,5 @@ def bootstrap_pooled_ci(errors: Sequence[int], words: Sequence[int], level: floa
         idx = rng.integers(0, e.size, size=(resamples, e.size))
         drawn_errors = np.repeat(pair_errors, counts)[idx].sum(axis=1)
         totals = np.repeat(pair_words, counts)[idx].sum(axis=1)
-    drawn = totals > 0
-    return _interval(drawn_errors[drawn] / totals[drawn], level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, drawn_errors / np.maximum(totals, 1), np.nan)

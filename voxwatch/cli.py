@@ -196,6 +196,12 @@ def cmd_db(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from voxwatch.web.app import serve
+
+    return serve(_config(args).store_url, args.host, args.port)
+
+
 def _region_config(args) -> config_mod.Config:
     from dataclasses import replace
 
@@ -235,6 +241,22 @@ def cmd_tick(args) -> int:
         print(f"voxwatch: error: {exc}", file=sys.stderr)
         return 2
     print(f"run {run_id} planned on queue {queue}; a `voxwatch worker --region {cfg.region}` measures it")
+    return 0
+
+
+def cmd_dashboards_push(args) -> int:
+    from voxwatch import dashboards
+
+    try:
+        boards = dashboards.load(Path(args.dir))
+        pushed = dashboards.push(args.url, dashboards.token_from_env(), boards)
+    except dashboards.DashboardError as exc:
+        print(f"voxwatch: error: {exc}", file=sys.stderr)
+        return 2
+    for d in pushed:
+        change = "created" if d.previous is None else f"updated (was version {d.previous})"
+        print(f"{change} {d.uid} ({d.title}), version {d.version}: {d.url}")
+    print(f"pushed {len(pushed)} dashboards to {args.url} (folder {dashboards.FOLDER_TITLE})")
     return 0
 
 
@@ -292,6 +314,12 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("--store", help="store URL (default: config)")
         cmd.set_defaults(func=cmd_db)
 
+    sv = sub.add_parser("serve", help="serve the public leaderboard web app and its read-only JSON API")
+    sv.add_argument("--store", help="store URL (default: config)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
+    sv.add_argument("--port", type=_positive, default=8080, help="port to listen on (default 8080)")
+    sv.set_defaults(func=cmd_serve)
+
     wk = sub.add_parser("worker", help="distributed mode: a Celery worker measuring its region's queue")
     wk.add_argument("--region", help="the region it serves and stamps on every row (default: config)")
     wk.add_argument("--concurrency", type=_positive, default=1,
@@ -312,6 +340,18 @@ def parser() -> argparse.ArgumentParser:
     tk.add_argument("--sample-size", type=_positive, help="items per dataset")
     tk.add_argument("--seed", type=int, help="sampling seed (default: config, or fresh)")
     tk.set_defaults(func=cmd_tick)
+
+    dash = sub.add_parser("dashboards", help="the Grafana dashboards (dashboards/*.json)").add_subparsers(
+        dest="action", required=True)
+    dpush = dash.add_parser("push", help="create or update each dashboard in a Grafana by its uid "
+                                         "(token from $VOXWATCH_GRAFANA_TOKEN)")
+    dpush.add_argument("--url", required=True, help="Grafana's base URL, e.g. http://localhost:3000")
+    dpush.add_argument("--dir", default="dashboards", help="folder of dashboard JSON files (default: ./dashboards)")
+    dpush.set_defaults(func=cmd_dashboards_push)
+
+    from voxwatch.alerts.cli import register as register_alerts
+
+    register_alerts(sub, _config)
     return p
 
 

@@ -79,6 +79,84 @@ def _names(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _fraction(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+        raise ValueError("expected a number between 0 and 1")
+    return float(v)
+
+
+def _samples(v: Any) -> int:
+    from voxwatch.metrics.stats import MIN_N
+
+    if isinstance(v, bool) or not isinstance(v, int) or v < MIN_N:
+        raise ValueError(f"expected an integer of at least {MIN_N} (METHOD: statistics are n/a below {MIN_N})")
+    return v
+
+
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("expected true or false")
+    return v
+
+
+WEBHOOK_FORMATS = ("slack", "json")
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """Where alert notifications go. The URL is a secret (a Slack URL is its own credential), so the
+    config names only the environment variable that holds it; rows and logs carry the name."""
+    name: str
+    format: str  # slack: {"text": ...}; json: the alert's fields
+    url_env: str
+
+
+def _webhooks(v: Any) -> tuple[Webhook, ...]:
+    """[[alerts.webhooks]] tables (name, format, url_env), or "name:format:URL_ENV" strings (the
+    environment's comma-separated form). Never echoes what it was given: it could hold a URL."""
+    if not isinstance(v, list):
+        raise ValueError("expected a list of webhooks")
+    hooks = []
+    for i, item in enumerate(v, 1):
+        if isinstance(item, str) and item.count(":") == 2:
+            item = dict(zip(("name", "format", "url_env"), item.split(":")))
+        if not isinstance(item, dict) or set(item) != {"name", "format", "url_env"}:
+            raise ValueError(f"webhook {i}: expected exactly name, format and url_env (the name of the environment "
+                             f"variable holding the URL; the URL itself never goes in the config)")
+        if not isinstance(item["name"], str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", item["name"]):
+            raise ValueError(f"webhook {i}: name: expected letters, digits, '.', '_' or '-'")
+        if item["format"] not in WEBHOOK_FORMATS:
+            raise ValueError(f"webhook {i} ({item['name']}): format: expected one of {', '.join(WEBHOOK_FORMATS)}")
+        if not isinstance(item["url_env"], str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", item["url_env"]):
+            raise ValueError(f"webhook {i} ({item['name']}): url_env: expected an environment variable name")
+        hooks.append(Webhook(item["name"], item["format"], item["url_env"]))
+    if len({h.name for h in hooks}) != len(hooks):
+        raise ValueError("webhook names must be unique (deliveries are recorded by name)")
+    return tuple(hooks)
+
+
+@dataclass(frozen=True)
+class Alerts:
+    """Regression alerts (docs/ALERTS.md): the windows, the rules' thresholds, the lifecycle, webhooks."""
+    evaluate_every_minutes: int = 15
+    recent_hours: float = 6.0
+    baseline_days: float = 30.0
+    min_recent: int = 20
+    min_baseline: int = 50
+    p_value: float = 0.01
+    latency_increase_pct: float = 20.0
+    latency_increase_ms: float = 50.0
+    wer_increase_points: float = 2.0
+    rate_increase_points: float = 10.0
+    fire_after: int = 2
+    resolve_after: int = 2
+    include_emulator: bool = False
+    webhooks: tuple[Webhook, ...] = ()
+    delivery_attempts: int = 3
+    delivery_backoff_s: float = 1.0
+    delivery_timeout_s: float = 10.0
+
+
 _BOARD_KEYS: dict[str, Callable[[Any], Any]] = {"models": _names, "datasets": _names}
 SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _text},
@@ -92,6 +170,13 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
     "boards.s2s": dict(_BOARD_KEYS),
+    "alerts": {"evaluate_every_minutes": _positive_int, "recent_hours": _positive_float,
+               "baseline_days": _positive_float, "min_recent": _samples, "min_baseline": _samples,
+               "p_value": _fraction, "latency_increase_pct": _positive_float, "latency_increase_ms": _positive_float,
+               "wer_increase_points": _positive_float, "rate_increase_points": _positive_float,
+               "fire_after": _positive_int, "resolve_after": _positive_int, "include_emulator": _flag,
+               "webhooks": _webhooks, "delivery_attempts": _positive_int, "delivery_backoff_s": _positive_float,
+               "delivery_timeout_s": _positive_float},
 }
 
 
@@ -130,6 +215,7 @@ class Config:
     source: str
     broker: Broker = Broker()
     schedule_regions: tuple[str, ...] = ()  # regions beat plans for; empty means [worker] region
+    alerts: Alerts = Alerts()
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -159,6 +245,8 @@ def _flatten(data: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
 
 
 def _env_value(raw: str, current: Any) -> Any:
+    if isinstance(current, bool):
+        return {"true": True, "false": False}.get(raw.strip().lower(), raw)
     if isinstance(current, (list, tuple)):
         return [x.strip() for x in raw.split(",") if x.strip()]
     if isinstance(current, int):
@@ -211,6 +299,8 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
                 values[name][key] = check(raw)
             except ValueError as exc:
                 shown = _redact(raw) if key == "url" and isinstance(raw, str) else raw  # a URL may hold a password
+                if key == "webhooks":  # may hold a webhook URL: the message says what is wrong without it
+                    raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key}: {exc}") from None
                 raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
     return Config(
         region=values["worker"]["region"],
@@ -230,6 +320,7 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
         source=source,
         broker=_broker(values["broker"], source),
         schedule_regions=values["schedule"]["regions"],
+        alerts=Alerts(**values["alerts"]),
     )
 
 

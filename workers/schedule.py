@@ -1,4 +1,5 @@
-"""Beat's schedule: one plan per (board, dataset, region), on slots aligned to the epoch.
+"""Beat's schedule: one plan per (board, dataset, region), on slots aligned to the epoch, and the
+regression alerts' evaluation (docs/ALERTS.md) when the store is Postgres.
 
 Every entry fires at the same multiples of the period (not "every 30 minutes since beat
 started"), and the plan it sends carries the send time; the planner turns that into the slot,
@@ -60,4 +61,10 @@ def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
                                "sent_at": BeatLazyFunc(time.time)},
                     "options": {"queue": queue_name(config, region)},
                 }
+    if config.store_url.startswith(("postgresql://", "postgres://")):  # the alerts live in the Postgres store
+        entries["alerts evaluate"] = {
+            "task": "voxwatch.alerts.evaluate",
+            "schedule": aligned(timedelta(minutes=config.alerts.evaluate_every_minutes)),
+            "options": {"queue": queue_name(config, config.region)},  # any worker of beat's own region runs it
+        }
     return entries

@@ -1,4 +1,5 @@
-"""The Celery tasks of distributed mode: plan a tick and fan it out; measure one (model, dataset, item).
+"""The Celery tasks of distributed mode: plan a tick and fan it out; measure one (model, dataset, item);
+evaluate the regression alerts.
 
 Both reuse what `voxwatch run` runs: `plan_tick` draws the sample once (seeded, recorded) and
 orders it item-major; each measure task rebuilds its task by name and calls `measure_item`
@@ -76,6 +77,26 @@ def plan(self, region: str, board: str | None = None, models: list[str] | None =
             measure.apply_async(kwargs=job.kwargs(), task_id=job.key, queue=queue, producer=producer)
     log.info("run %s: %d measure tasks on %s, seed %d", run_id, len(drawn.tasks), queue, seed)
     return run_id
+
+
+@app.task(name="voxwatch.alerts.evaluate")
+def evaluate_alerts() -> dict[str, int]:
+    """One regression-alert evaluation at the time it runs (beat sends one every [alerts]
+    evaluate_every_minutes). A duplicate or redelivered task is harmless: evaluations take an advisory
+    lock in turn, and the later one finds nothing new to notify. Returns the transitions by event."""
+    from voxwatch.alerts.evaluate import run
+    from voxwatch.alerts.store import connect
+
+    config = current_config()
+    with connect(config.store_url) as conn:
+        result = run(conn, config.alerts, time.time())
+    counts: dict[str, int] = {}
+    for t in result.transitions:
+        counts[t.event] = counts.get(t.event, 0) + 1
+    failed = sum(not d.ok for d in result.deliveries)
+    log.info("alerts: %d checks, transitions %s, %d deliveries (%d failed)", result.checks, counts or "none",
+             len(result.deliveries), failed)
+    return counts
 
 
 def _seed(st: ProcessState, seed: int | None, sent_at: float | None) -> int:

@@ -74,6 +74,25 @@ MIGRATIONS: list[tuple[int, str]] = [
     (3, "DROP INDEX observations_series;\n"
         "CREATE INDEX observations_series ON observations (model_id, dataset, region, method_version, started_at) "
         f"INCLUDE ({', '.join(REFRESH_READS)})"),
+    # regression alerts (voxwatch.alerts, docs/ALERTS.md): one row per alert, one per delivery attempt
+    (4, "CREATE TABLE alerts ("
+        "id bigserial PRIMARY KEY, key text COLLATE \"C\" NOT NULL, kind text NOT NULL, board text NOT NULL, "
+        "model_id text NOT NULL, metric text NOT NULL, dataset text NOT NULL, region text NOT NULL, "
+        "method_version text NOT NULL, "
+        "state text NOT NULL CHECK (state IN ('pending', 'firing', 'resolved')), "
+        "opened_at double precision NOT NULL, fired_at double precision, resolved_at double precision, "
+        "last_evaluated_at double precision NOT NULL, recent_value double precision, "
+        "baseline_value double precision, p_value double precision, n_recent integer, n_baseline integer, "
+        "summary text NOT NULL);\n"
+        "CREATE UNIQUE INDEX alerts_open ON alerts (key) WHERE state <> 'resolved';\n"
+        "CREATE INDEX alerts_opened ON alerts (opened_at);\n"
+        "CREATE TABLE alert_deliveries ("
+        "id bigserial PRIMARY KEY, alert_id bigint NOT NULL REFERENCES alerts (id), event text NOT NULL, "
+        "target text NOT NULL, attempt integer NOT NULL, at double precision NOT NULL, ok boolean NOT NULL, "
+        "status_code integer, error text)"),
+    # how many successive evaluations have pointed to an open alert's next transition (pending: the
+    # condition held; firing: it was clear), so fire_after / resolve_after count evaluations
+    (5, "ALTER TABLE alerts ADD COLUMN streak integer NOT NULL DEFAULT 1"),
 ]
 
 

@@ -1,0 +1,550 @@
+"""The public leaderboard web app, served by `voxwatch serve` from a seeded Postgres store.
+
+Every number a page, a download or the API shows is checked against figures computed here from the
+seeded rows with numpy (linear percentiles), plain sums (rates, pooled WER) and, for the 95 %
+intervals, the method's bootstrap (metrics.stats) run on the values this file selects. The board
+pages are read as rendered by headless Chromium (/usr/bin/chromium through /usr/bin/chromedriver;
+.ci/run installs both), which also saves var/test-artifacts/leaderboard.png.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import jsonschema
+import numpy as np
+import psycopg
+import pytest
+from openapi_spec_validator import validate as validate_openapi
+
+from voxwatch.metrics.specs import for_protocol
+from voxwatch.metrics.stats import bootstrap_pooled_ci, bootstrap_percentile_ci
+from voxwatch.observation import Observation
+from voxwatch.providers.registry import Registry
+from voxwatch.store import open_store
+
+from conftest import REPO, fresh_postgres, run_cli
+
+NOW = time.time()
+DAY = 86400.0
+WINDOWS = {"24h": DAY, "7d": 7 * DAY, "30d": 30 * DAY}
+INSTRUMENT = "faster-whisper/tiny.en@1.2.1"
+EMULATED_ONLY = "speechmatics/enhanced-en"  # measured only against its loopback emulator: must never show
+EMULATOR_MS = 98765.4  # the latency of every emulator row: a page showing it has let one through
+EXCLUDED_MODEL = "openai/gpt-4o-transcribe:realtime"  # the registry excludes its first_partial_ms
+SCREENSHOT = REPO / "var" / "test-artifacts" / "leaderboard.png"
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+def _spread(n: int, first: float = 0.3, last: float = 28.5) -> list[float]:
+    """n ages (days) across the month, none within an hour or two of a window's edge (1, 7, 30 days)."""
+    ages = np.linspace(first, last, n)
+    return [a + 0.2 if any(abs(a - edge) < 0.1 for edge in (1, 7)) else float(a) for a in ages]
+
+
+def _clusters(days: list[float], per_day: int) -> list[float]:
+    """per_day rows 15 minutes apart at each age: days with enough rows for a daily p50."""
+    return [d + j * 0.01 for d in days for j in range(per_day)]
+
+
+# model, board, protocol, dataset, region, method version, ages in days
+SERIES = [
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "us-east", "2", _clusters([20.3, 22.4, 25.6], 5)),
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "us-east", "3", _clusters([0.2, 2.3, 4.4, 9.5, 14.6], 7)),
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "eu-west", "3", _spread(18)),
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-noise", "us-east", "3", _spread(16)),
+    (EXCLUDED_MODEL, "stt", "stt-stream", "stt-starter-clean", "us-east", "3", _spread(12)),
+    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-clean", "eu-west", "3", [0.5, 3.2, 8.1]),  # n < 5
+    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-noise", "eu-west", "3", _spread(14)),
+    ("cartesia/sonic-3.5", "tts", "tts-stream", "tts-prompts", "us-east", "3", _spread(15)),
+    ("openai/gpt-realtime-2025-08-28", "s2s", "s2s", "stt-starter-clean", "us-east", "3", _spread(12)),
+]
+BASE_MS = {"ttfs_ms": 420.0, "first_partial_ms": 180.0, "latency_ms": 900.0, "ttfa_ms": 260.0, "ttfb_ms": 190.0,
+           "leading_silence_ms": 70.0, "v2v_ms": 780.0}
+
+
+def seeded_rows() -> list[Observation]:
+    rng = np.random.default_rng(20261201)
+    rows, k = [], 0
+    for model_id, board, protocol, dataset, region, method, ages in SERIES:
+        for i, age in enumerate(ages):
+            k += 1
+            status = "error" if k % 9 == 4 else "timeout" if k % 13 == 6 else "server_error" if k % 17 == 3 else "ok"
+            row = Observation(run_id=f"run-{region}-{method}-{i // 5}", model_id=model_id, dataset=dataset,
+                              clip_id=f"clip{i}", attempt=1, board=board, vendor=model_id.split("/")[0],
+                              protocol=protocol, region=region, started_at=NOW - age * DAY, status=status,
+                              condition="clean" if dataset.endswith("clean") else "noise", method_version=method,
+                              instrument_id=INSTRUMENT if board == "tts" else None, emulator=False)
+            if status == "ok":
+                shift = 100.0 if method == "2" else 0.0
+                values = {m.name: max(1.0, BASE_MS.get(m.name, 0.0) + shift + 60.0 * rng.standard_normal())
+                          for m in for_protocol(protocol, headline_only=True)}
+                if "rtf" in values:
+                    values["rtf"] = float(rng.uniform(0.05, 0.3))
+                row = replace(row, **values)
+                if board != "s2s" and k % 11:
+                    row = replace(row, substitutions=int(rng.integers(0, 3)), deletions=int(rng.integers(0, 2)),
+                                  insertions=int(rng.integers(0, 2)), ref_words=int(rng.integers(5, 15)))
+            rows.append(row)
+    for i in range(8):  # emulator rows: on a real series, and a model that only ever ran against its emulator
+        for model_id in ("deepgram/nova-3", EMULATED_ONLY):
+            rows.append(Observation(run_id="emulated", model_id=model_id, dataset="stt-starter-clean",
+                                    clip_id=f"emu{i}", attempt=1, board="stt", vendor=model_id.split("/")[0],
+                                    protocol="stt-stream", region="us-east", started_at=NOW - (0.1 + i) * DAY,
+                                    status="ok", method_version="3", emulator=True, ttfs_ms=EMULATOR_MS,
+                                    first_partial_ms=EMULATOR_MS, substitutions=9, deletions=0, insertions=0,
+                                    ref_words=10))
+    return rows
+
+
+ROWS = seeded_rows()
+
+
+def expected_board(window: str) -> dict[tuple, dict]:
+    """Per series (board, model, dataset, region, method, instrument): its figures, from the rows alone."""
+    groups: dict[tuple, list[Observation]] = defaultdict(list)
+    for r in ROWS:
+        if not r.emulator and r.started_at >= NOW - WINDOWS[window]:
+            groups[(r.board, r.model_id, r.dataset, r.region, r.method_version, r.instrument_id)].append(r)
+    out = {}
+    for key, members in groups.items():
+        ok = [r for r in members if r.status == "ok"]
+        scored = [r for r in ok if r.ref_words is not None]
+        errors = [r.substitutions + r.deletions + r.insertions for r in scored]
+        words = [r.ref_words for r in scored]
+        metrics = {}
+        for spec in for_protocol(members[0].protocol, headline_only=True):
+            v = np.array([getattr(r, spec.name) for r in ok if getattr(r, spec.name) is not None])
+            metrics[spec.name] = {"values": v, "n": v.size} | ({
+                "mean": v.mean(), "p50": np.percentile(v, 50), "p95": np.percentile(v, 95), "max": v.max(),
+                "p50_ci": _pair(bootstrap_percentile_ci(v, 50)), "p95_ci": _pair(bootstrap_percentile_ci(v, 95)),
+            } if v.size >= 5 else {})
+        out[key] = {
+            "attempts": len(members),
+            "error_rate": sum(r.status not in ("ok", "timeout") for r in members) / len(members),
+            "timeout_rate": sum(r.status == "timeout" for r in members) / len(members),
+            "pooled_wer": sum(errors) / sum(words) if sum(words) else None, "wer_words": sum(words),
+            "wer_ci": _pair(bootstrap_pooled_ci(errors, words)), "metrics": metrics,
+        }
+    return out
+
+
+def _pair(ci) -> tuple[float, float] | None:
+    return (ci.low, ci.high) if ci else None
+
+
+def exclusion_reason() -> str:
+    return Registry.default().resolve(EXCLUDED_MODEL).excluded("first_partial_ms").reason
+
+
+# --- fixtures: the seeded store, the server, the browser -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[str]:
+    with fresh_postgres() as url:
+        run_cli("db", "upgrade", "--store", url)
+        s = open_store(url)
+        s.add(ROWS)  # refreshes the rolling aggregates the boards read
+        s.close()
+        yield url
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(store_url: str, log: Path) -> Iterator[str]:
+    """`voxwatch serve` in a subprocess on a free port, until the block ends; its log goes to `log`."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")}
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "serve", "--store", store_url, "--port",
+                                 str(port)], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(base + "/api/v1/health", timeout=5)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"voxwatch serve did not start:\n{log.read_text()}") from None
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(store: str, tmp_path_factory) -> Iterator[str]:
+    with serving(store, tmp_path_factory.mktemp("web") / "serve.log") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    assert not missing, f"missing {', '.join(missing)}: apt-get install chromium chromium-driver (.ci/run does)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--window-size=1500,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+_READ_TABLES = """
+return Array.from(document.querySelectorAll('table.board')).map(t => ({
+  dataset: t.dataset.dataset,
+  series: Array.from(t.querySelectorAll('tbody.series')).map(b => ({
+    model: b.dataset.model, region: b.dataset.region, method: b.dataset.method, instrument: b.dataset.instrument,
+    rows: Array.from(b.querySelectorAll('tr')).map(tr => ({
+      metric: tr.dataset.metric,
+      cells: Object.fromEntries(Array.from(tr.querySelectorAll('td[data-field]')).map(td => [td.dataset.field, td.innerText.trim()]))
+    }))
+  }))
+}));
+"""
+
+
+_READ_OVERVIEW = """
+return Array.from(document.querySelectorAll('table.overview tbody tr')).map(tr => ({
+  board: tr.closest('table').dataset.board, model: tr.dataset.model, dataset: tr.dataset.dataset,
+  region: tr.dataset.region, method: tr.dataset.method, metric: tr.dataset.metric,
+  cells: Object.fromEntries(Array.from(tr.querySelectorAll('td[data-field]')).map(td => [td.dataset.field, td.innerText.trim()]))
+}));
+"""
+
+
+@pytest.fixture(scope="module")
+def rendered(server: str, browser) -> dict[str, list]:
+    """Each board's tables as Chromium renders them (the 30-day window), and the screenshot."""
+    browser.get(f"{server}/")
+    out = {"overview": browser.execute_script(_READ_OVERVIEW)}
+    for board in ("tts", "s2s", "stt"):
+        browser.get(f"{server}/board/{board}")
+        assert browser.title.startswith(f"{board.upper()} board")
+        out[board] = browser.execute_script(_READ_TABLES)
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",  # the whole page in one screenshot
+                            {"width": 1500, "height": min(height, 8000), "deviceScaleFactor": 1, "mobile": False})
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(SCREENSHOT))
+    out["stt_notes"] = browser.execute_script(
+        "return Array.from(document.querySelectorAll('p.method-note')).map(p => p.innerText.trim())")
+    return out
+
+
+# --- checks -----------------------------------------------------------------------------------------
+
+
+def _number(text: str) -> float:
+    return float(re.match(r"-?[\d.]+", text.replace(",", "")).group())
+
+
+def _close(text: str, expected: float, scale: float = 1.0, decimals: int = 1) -> None:
+    """The cell shows `expected` (times scale) rounded to `decimals` places."""
+    assert abs(_number(text) - expected * scale) <= 0.5 * 10 ** -decimals + 1e-9, (text, expected * scale)
+
+
+def _close_interval(text: str, expected: tuple[float, float], scale: float = 1.0, decimals: int = 1) -> None:
+    low, high = re.match(r"\[(.+), (.+)\]", text).groups()
+    _close(low, expected[0], scale, decimals)
+    _close(high, expected[1], scale, decimals)
+
+
+def test_board_pages_in_chromium_show_the_seeded_figures(rendered):
+    expected = expected_board("30d")
+    reason = exclusion_reason()
+    seen = set()
+    for board in ("stt", "tts", "s2s"):
+        for table in rendered[board]:
+            for s in table["series"]:
+                key = (board, s["model"], table["dataset"], s["region"], s["method"], s["instrument"] or None)
+                assert key in expected, f"a series the rows do not have: {key}"
+                seen.add(key)
+                want = expected[key]
+                first = s["rows"][0]["cells"]
+                assert int(first["attempts"]) == want["attempts"]
+                _close(first["error_rate"], want["error_rate"], 100)
+                _close(first["timeout_rate"], want["timeout_rate"], 100)
+                if want["pooled_wer"] is None:
+                    assert first["pooled_wer"] == "n/a: no scored words"
+                else:
+                    _close(first["pooled_wer"], want["pooled_wer"], 100, 2)
+                    assert f"{want['wer_words']} words" in first["pooled_wer"]
+                    if want["wer_ci"] is None:
+                        assert first["wer_ci"] == "n/a: n < 5"
+                    else:
+                        _close_interval(first["wer_ci"], want["wer_ci"], 100, 2)
+                assert [r["metric"] for r in s["rows"]] == list(want["metrics"])
+                for r in s["rows"]:
+                    m, cells = want["metrics"][r["metric"]], r["cells"]
+                    if s["model"] == EXCLUDED_MODEL and r["metric"] == "first_partial_ms":
+                        assert cells["na"] == f"n/a: excluded: {reason}" and not {"n", "p50"} & set(cells)
+                        continue
+                    assert int(cells["n"]) == m["n"]
+                    if m["n"] < 5:
+                        assert cells["na"] == f"n/a: n < 5 (n = {m['n']})" and "p50" not in cells
+                    else:
+                        decimals = 3 if r["metric"] == "rtf" else 1
+                        for field in ("mean", "p50", "p95", "max"):
+                            _close(cells[field], m[field], decimals=decimals)
+                        _close_interval(cells["p50_ci"], m["p50_ci"], decimals=decimals)
+                        _close_interval(cells["p95_ci"], m["p95_ci"], decimals=decimals)
+    assert seen == set(expected), f"series the page left out: {set(expected) - seen}"
+    assert any(m["n"] < 5 for e in expected.values() for m in e["metrics"].values())  # the n/a case was exercised
+    assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_the_overview_ranks_each_dataset_by_its_first_headline_metric(rendered):
+    expected = expected_board("30d")
+    rows = rendered["overview"]
+    assert len(rows) == len(expected)
+    ranked: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        (want,) = [e for k, e in expected.items() if k[:5] == (r["board"], r["model"], r["dataset"], r["region"],
+                                                                r["method"])]
+        protocol = next(o.protocol for o in ROWS if o.model_id == r["model"])
+        metric = for_protocol(protocol, headline_only=True)[0].name
+        assert r["metric"] == metric
+        m = want["metrics"][metric]
+        assert int(r["cells"]["n"]) == m["n"]
+        if m["n"] >= 5:
+            _close(r["cells"]["p50"], m["p50"])
+            _close(r["cells"]["p95"], m["p95"])
+            ranked[(r["board"], r["dataset"], metric)].append(m["p50"])
+        else:
+            assert r["cells"]["na"] == f"n/a: n < 5 (n = {m['n']})"
+        _close(r["cells"]["error_rate"], want["error_rate"], 100)
+    assert all(v == sorted(v) for v in ranked.values()) and max(map(len, ranked.values())) >= 3
+
+
+def test_a_method_change_is_noted_with_its_date(rendered):
+    v3_start = min(r.started_at for r in ROWS if r.model_id == "deepgram/nova-3" and r.method_version == "3"
+                   and r.region == "us-east" and r.dataset == "stt-starter-clean" and not r.emulator)
+    day = datetime.fromtimestamp(v3_start, timezone.utc).date().isoformat()
+    assert rendered["stt_notes"] == [f"deepgram/nova-3 (us-east): method changed v2 -> v3 on {day}: series not pooled"]
+    nova = [s for t in rendered["stt"] if t["dataset"] == "stt-starter-clean" for s in t["series"]
+            if s["model"] == "deepgram/nova-3" and s["region"] == "us-east"]
+    assert sorted(s["method"] for s in nova) == ["2", "3"]  # two rows, never pooled
+
+
+def test_downloads_and_api_carry_the_page_figures(server, rendered):
+    csv_text = httpx.get(f"{server}/board/stt?format=csv").text
+    doc = httpx.get(f"{server}/board/stt?format=json").json()
+    api = httpx.get(f"{server}/api/v1/leaderboard", params={"board": "stt"}).json()
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert len(rows) == len(doc["rows"]) == len(api["rows"]) > 0
+    assert [r["rows"] for r in (doc, api)] == [api["rows"]] * 2 and doc["notes"] == api["notes"]
+    page = {(t["dataset"], s["model"], s["region"], s["method"], r["metric"]): r["cells"]
+            for t in rendered["stt"] for s in t["series"] for r in s["rows"]}
+    for c, j in zip(rows, doc["rows"]):
+        key = (c["dataset"], c["model_id"], c["region"], c["method_version"], c["metric"])
+        assert key == (j["dataset"], j["model_id"], j["region"], j["method_version"], j["metric"])
+        cells = page.pop(key)
+        assert int(c["n"]) == j["n"] and (cells["na"].startswith("n/a: excluded") if j["note"] else
+                                          int(cells["n"]) == j["n"])
+        for field in ("mean", "p50", "p95", "max"):
+            if c[field]:
+                assert float(c[field]) == pytest.approx(j[field], rel=1e-12)
+                _close(cells[field], j[field], decimals=3 if c["metric"] == "rtf" else 1)
+            else:
+                assert j[field] is None and cells["na"] == "n/a: " + j["na_reason"]
+        for field in ("p50_ci", "p95_ci", "wer_ci"):
+            from_csv = (float(c[f"{field}_low"]), float(c[f"{field}_high"])) if c[f"{field}_low"] else None
+            assert from_csv == (None if j[field] is None else pytest.approx(j[field], rel=1e-12))
+    assert not page, f"page rows missing from the download: {sorted(page)}"
+
+
+def test_no_emulator_row_appears_anywhere(server):
+    paths = ["/", "/board/stt", "/board/stt?window=24h", "/board/stt?format=csv", "/board/stt?format=json",
+             "/model/deepgram/nova-3", "/api/v1/leaderboard", "/api/v1/models",
+             "/api/v1/models/deepgram/nova-3/history", "/alerts"]
+    emulator_value = f"{EMULATOR_MS:.1f}"
+    for path in paths:
+        response = httpx.get(server + path)
+        assert response.status_code == 200, path
+        assert EMULATED_ONLY not in response.text and emulator_value not in response.text, path
+    assert httpx.get(f"{server}/api/v1/models/{EMULATED_ONLY}/history").json()["series"] == []
+    models = {m["model_id"] for m in httpx.get(f"{server}/api/v1/models").json()["models"]}
+    assert models == {r.model_id for r in ROWS if not r.emulator}
+
+
+def test_the_24h_window_holds_only_the_last_day(server):
+    expected = expected_board("24h")
+    doc = httpx.get(f"{server}/api/v1/leaderboard", params={"window": "24h"}).json()
+    got = {(r["board"], r["model_id"], r["dataset"], r["region"], r["method_version"], r["instrument"]): r
+           for r in doc["rows"]}
+    assert {k for k in got} == set(expected)
+    for key, want in expected.items():
+        assert got[key]["attempts"] == want["attempts"]
+
+
+def test_the_api_matches_its_openapi_document(server):
+    spec = httpx.get(f"{server}/api/v1/openapi.json").json()
+    validate_openapi(spec)  # a structurally valid OpenAPI 3.1 document
+    calls = {"/api/v1/leaderboard": "/api/v1/leaderboard?board=tts&window=7d",
+             "/api/v1/models": "/api/v1/models",
+             "/api/v1/models/{model_id}/history": "/api/v1/models/deepgram/nova-3/history?dataset=stt-starter-clean",
+             "/api/v1/alerts": "/api/v1/alerts", "/api/v1/health": "/api/v1/health",
+             "/api/v1/openapi.json": "/api/v1/openapi.json"}
+    assert set(spec["paths"]) == set(calls)
+    for path, call in calls.items():
+        response = httpx.get(server + call)
+        assert response.status_code == 200 and response.headers["content-type"] == "application/json", call
+        schema = spec["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        jsonschema.validate(response.json(), {**schema, "components": spec["components"]})
+    bad = httpx.get(f"{server}/api/v1/leaderboard?window=1y")
+    assert bad.status_code == 400
+    jsonschema.validate(bad.json(), {"$ref": "#/components/schemas/Error", "components": spec["components"]})
+
+
+def _expected_history(model_id: str, dataset: str, metric: str) -> dict[tuple[str, str], dict[str, tuple]]:
+    """(region, method) -> day -> (n, p50, p95) of the model's ok rows, by UTC day."""
+    days: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for r in ROWS:
+        if (r.model_id, r.dataset, r.status, r.emulator) == (model_id, dataset, "ok", False):
+            day = datetime.fromtimestamp(r.started_at, timezone.utc).date().isoformat()
+            days[(r.region, r.method_version)][day].append(getattr(r, metric))
+    return {k: {d: (len(v), *(np.percentile(v, [50, 95]) if len(v) >= 5 else (None, None))) for d, v in per.items()}
+            for k, per in days.items()}
+
+
+def test_the_history_chart_and_api_show_daily_percentiles(server):
+    expected = _expected_history("deepgram/nova-3", "stt-starter-clean", "ttfs_ms")
+    doc = httpx.get(f"{server}/api/v1/models/deepgram/nova-3/history",
+                    params={"metric": "ttfs_ms", "dataset": "stt-starter-clean"}).json()
+    got = {(s["region"], s["method_version"]): {p["day"]: (p["n"], p["p50"], p["p95"]) for p in s["points"]}
+           for s in doc["series"]}
+    assert set(got) == set(expected)
+    for key, days in expected.items():
+        assert set(got[key]) == set(days)
+        for day, (n, p50, p95) in days.items():
+            assert got[key][day][0] == n
+            assert got[key][day][1:] == ((None, None) if p50 is None else pytest.approx((p50, p95), rel=1e-9))
+    page = httpx.get(f"{server}/model/deepgram/nova-3", params={"metric": "ttfs_ms", "dataset": "stt-starter-clean"})
+    svg_text = re.search(r"<svg .*?</svg>", page.text, re.S).group()
+    svg = ET.fromstring(svg_text)  # well-formed XML
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    assert svg.find("s:title", ns).text == "ttfs_ms on stt-starter-clean: daily p50 and p95"
+    assert [t.text for t in svg.iterfind(".//s:text", ns) if t.text in ("ms", "day (UTC)")] == ["ms", "day (UTC)"]
+    y_ticks = [float(t.text.replace(",", "")) for t in svg.iterfind(".//s:text[@class='y-tick']", ns)]
+    assert y_ticks[0] == 0 and y_ticks[-1] >= max(p95 for d in expected.values() for _, _, p95 in d.values() if p95)
+    assert len(list(svg.iterfind(".//s:text[@class='x-tick']", ns))) >= 4
+    points = [c.find("s:title", ns).text for c in svg.iterfind(".//s:circle", ns)]
+    shown = sum(2 for days in expected.values() for n, p50, _ in days.values() if p50 is not None)
+    assert len(points) == shown > 0  # a p50 and a p95 point for each day with n >= 5, no others
+    assert "src=" not in page.text and "<script" not in page.text  # nothing loaded from elsewhere, no JavaScript
+
+
+def test_an_excluded_metric_shows_its_reason_on_the_model_page(server):
+    page = httpx.get(f"{server}/model/{EXCLUDED_MODEL}").text
+    assert f"first_partial_ms: n/a, excluded: {exclusion_reason()}".replace("'", "&#39;") in page
+    assert "first_partial_ms on stt-starter-clean" not in page and "ttfs_ms on stt-starter-clean" in page
+
+
+def test_bad_input_is_a_clear_error(server):
+    cases = {"/board/stt?window=1y": (400, "window must be one of 24h, 7d, 30d"),
+             "/board/xyz": (404, "no board &#39;xyz&#39;"),
+             "/board/stt?format=xml": (400, "format must be one of html, csv, json"),
+             "/model/deepgram/nova-3?metric=bogus": (400, "metric must be one of"),
+             "/model/nobody/nothing@1": (404, "no model"),
+             "/api/v1/models/nobody/nothing@1/history": (404, "no model")}
+    for path, (status, text) in cases.items():
+        response = httpx.get(server + path)
+        assert response.status_code == status and text in response.text, (path, response.status_code)
+
+
+def test_the_alerts_view_lists_open_and_recently_resolved_alerts(server, store):
+    def alert(key: str, state: str, opened_days: float, resolved_days: float | None, value: float) -> tuple:
+        opened = NOW - opened_days * DAY
+        return (f"latency|{key}|ttfs_ms|stt-starter-clean|us-east", "latency", "stt", key, "ttfs_ms",
+                "stt-starter-clean", "us-east", "3", state, opened, None if state == "pending" else opened + 600,
+                None if resolved_days is None else NOW - resolved_days * DAY, NOW, value, 400.0, 1e-4, 24, 900,
+                f"{key} ttfs_ms p50 {value:.0f} ms against 400 ms")
+    alerts = [alert("deepgram/nova-3", "firing", 0.2, None, 655.0), alert("openai/whisper-1", "pending", 0.1, None, 520.0),
+              alert("cartesia/sonic-3.5", "resolved", 3.0, 2.0, 610.0), alert("old/model@1", "resolved", 20, 19, 700.0)]
+    with psycopg.connect(store, autocommit=True) as conn:
+        conn.cursor().executemany(
+            "INSERT INTO alerts (key, kind, board, model_id, metric, dataset, region, method_version, state, opened_at, "
+            "fired_at, resolved_at, last_evaluated_at, recent_value, baseline_value, p_value, n_recent, n_baseline, "
+            "summary) VALUES (" + ", ".join(["%s"] * 19) + ")", alerts)
+    doc = httpx.get(f"{server}/api/v1/alerts").json()
+    assert doc["available"] is True
+    assert [(a["model_id"], a["state"]) for a in doc["alerts"]] == [
+        ("deepgram/nova-3", "firing"), ("openai/whisper-1", "pending"), ("cartesia/sonic-3.5", "resolved")]
+    page = httpx.get(f"{server}/alerts").text
+    for heading in ("Firing (1)", "Pending (1)", "Resolved (1)"):
+        assert heading in page
+    assert "655.0 ms" in page and "deepgram/nova-3 ttfs_ms p50 655 ms against 400 ms" in page
+    assert "old/model@1" not in page  # resolved more than 7 days ago
+
+
+def test_a_store_that_is_down_is_a_503_that_names_no_secret(tmp_path):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    secret = "s3cret-Pa55word"
+    log = tmp_path / "serve.log"
+    with serving(f"postgresql://voxwatch:{secret}@127.0.0.1:{closed}/voxwatch", log) as base:
+        for path in ("/", "/board/stt", "/model/deepgram/nova-3", "/alerts", "/api/v1/leaderboard"):
+            response = httpx.get(base + path)
+            assert response.status_code == 503, path
+            assert "cannot be reached" in response.text and secret not in response.text, path
+            assert "Traceback" not in response.text
+        health = httpx.get(f"{base}/api/v1/health")
+        assert health.status_code == 503 and health.json()["status"] == "unavailable"
+    text = log.read_text()
+    assert "cannot read the leaderboard" in text and secret not in text
+
+
+def test_the_sqlite_store_serves_the_same_board(server, tmp_path):
+    url = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
+    s = open_store(url)
+    s.add(ROWS)
+    s.close()
+    with serving(url, tmp_path / "serve.log") as base:
+        sqlite_doc = httpx.get(f"{base}/api/v1/leaderboard").json()
+        pg_doc = httpx.get(f"{server}/api/v1/leaderboard").json()
+        assert sqlite_doc["rows"] == pg_doc["rows"] and sqlite_doc["notes"] == pg_doc["notes"]
+        history = {p: httpx.get(f"{b}/api/v1/models/deepgram/nova-3/history").json()["series"] for p, b in
+                   (("sqlite", base), ("postgres", server))}
+        assert len(history["sqlite"]) == len(history["postgres"]) > 0
+        for a, b in zip(history["sqlite"], history["postgres"]):  # numpy and percentile_cont: the same interpolation
+            assert {**a, "points": None} == {**b, "points": None}
+            assert [(p["day"], p["n"]) for p in a["points"]] == [(p["day"], p["n"]) for p in b["points"]]
+            for p, q in zip(a["points"], b["points"]):
+                assert (p["p50"], p["p95"]) == ((None, None) if q["p50"] is None else
+                                                 pytest.approx((q["p50"], q["p95"]), rel=1e-9))
+        alerts = httpx.get(f"{base}/alerts")
+        assert alerts.status_code == 200 and "alerts need the Postgres store" in alerts.text
+        assert httpx.get(f"{base}/api/v1/alerts").json()["available"] is False

@@ -1,0 +1,80 @@
+"""`voxwatch alerts list` and `voxwatch alerts evaluate`: read the alerts, or run one evaluation now."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import datetime, timezone
+from typing import Callable
+
+import psycopg
+
+from voxwatch.config import Config
+
+from . import store
+from .evaluate import run
+from .store import STATES, Alert
+
+ConfigOf = Callable[[argparse.Namespace], Config]
+
+
+def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
+    """Add the `alerts` command; config_of reads --config and --store as every other command does."""
+    alerts = sub.add_parser("alerts", help="regression alerts (Postgres store): list them, or evaluate now")
+    actions = alerts.add_subparsers(dest="action", required=True)
+    ls = actions.add_parser("list", help="print the alerts, newest first")
+    ls.add_argument("--state", choices=(*STATES, "all"), default="all")
+    ls.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    ls.add_argument("--store", help="store URL (default: config)")
+    ls.set_defaults(func=lambda args: cmd_list(args, config_of(args)))
+    ev = actions.add_parser("evaluate", help="run one evaluation now and notify the webhooks of any transition")
+    ev.add_argument("--store", help="store URL (default: config)")
+    ev.set_defaults(func=lambda args: cmd_evaluate(config_of(args)))
+
+
+def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
+    with store.connect(cfg.store_url) as conn:
+        try:
+            alerts = store.list_alerts(conn, args.state, max(1, args.limit))
+        except psycopg.Error as exc:
+            raise store.store_error("cannot read the alerts of", cfg.store_url, exc) from None
+    if not alerts:
+        print(f"no {'' if args.state == 'all' else args.state + ' '}alerts")
+        return 0
+    table = [("id", "state", "kind", "model", "metric", "dataset", "region", "opened", "fired", "resolved", "recent",
+              "baseline", "p", "n", "summary")]
+    for a in alerts:
+        table.append((str(a.id), a.state, a.kind, a.model_id, a.metric, a.dataset, a.region, _when(a.opened_at),
+                      _when(a.fired_at), _when(a.resolved_at), _value(a, a.recent_value), _value(a, a.baseline_value),
+                      "-" if a.p_value is None else f"{a.p_value:.2g}", f"{a.n_recent}/{a.n_baseline}", a.summary))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+    return 0
+
+
+def cmd_evaluate(cfg: Config) -> int:
+    with store.connect(cfg.store_url) as conn:
+        try:
+            result = run(conn, cfg.alerts, time.time())
+        except psycopg.Error as exc:
+            raise store.store_error("cannot evaluate the alerts of", cfg.store_url, exc) from None
+    counts = {e: sum(t.event == e for t in result.transitions) for e in ("pending", "firing", "resolved", "cleared")}
+    print(f"evaluated {result.checks} checks at {_when(result.at)}: {counts['pending']} opened (pending), "
+          f"{counts['firing']} firing, {counts['resolved']} resolved, {counts['cleared']} cleared before firing")
+    for t in result.transitions:
+        print(f"  {t.event}: #{t.alert.id} {t.alert.summary}")
+    for d in result.deliveries:
+        outcome = "delivered" if d.ok else f"NOT delivered ({d.error})"
+        print(f"  webhook {d.target}: alert #{d.alert_id} {d.event} {outcome} after {d.attempts} attempt(s)")
+    return 1 if any(not d.ok for d in result.deliveries) else 0
+
+
+def _when(t: float | None) -> str:
+    return "-" if t is None else datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _value(a: Alert, v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.0f} ms" if a.kind == "latency" else f"{v * 100:.1f} %"  # WER and the rates are fractions

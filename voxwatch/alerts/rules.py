@@ -1,0 +1,107 @@
+"""The regression rules (docs/ALERTS.md "Rules"): the recent window against the baseline before it.
+
+An alert condition is both significant (a one-sided test at `p_value`: the recent window is worse,
+not merely different) and material (a shift big enough to matter to a user), on enough recent
+samples to judge. Pure functions over numbers, so the rules are testable without a store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy.stats import fisher_exact, mannwhitneyu
+
+from voxwatch.config import Alerts
+from voxwatch.metrics.stats import BOOTSTRAP_SEED, bootstrap_pooled_draws
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule's verdict at one evaluation, with the numbers behind it."""
+    holds: bool | None  # None: too few recent samples to judge either way
+    recent: float | None  # recent median (ms) / pooled WER / rate
+    baseline: float | None  # the same over the baseline window
+    p_value: float | None
+    n_recent: int
+    n_baseline: int
+    why: str  # what decided it, in words
+
+
+def _too_few(n_recent: int, n_baseline: int, rules: Alerts, what: str) -> Finding | None:
+    """Not enough to judge (None), or no baseline to judge against (clear), or None when both suffice."""
+    if n_recent < rules.min_recent:
+        return Finding(None, None, None, None, n_recent, n_baseline,
+                       f"{n_recent} recent {what} (fewer than {rules.min_recent}): not judged")
+    if n_baseline < rules.min_baseline:
+        return Finding(False, None, None, None, n_recent, n_baseline,
+                       f"no baseline yet ({n_baseline} {what} of this method version, fewer than {rules.min_baseline})")
+    return None
+
+
+def latency_shift(recent: Sequence[float], baseline: Sequence[float], rules: Alerts) -> Finding:
+    """Significant: one-sided Mann-Whitney U (recent stochastically greater), p < p_value. Material:
+    the recent median up by latency_increase_pct AND by latency_increase_ms (a tail that moves alone,
+    or a 10 % drift on a 40 ms clock, is not a regression a user feels)."""
+    x, y = np.asarray(recent, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    early = _too_few(x.size, y.size, rules, "samples")
+    if early is not None:
+        return early
+    p = float(mannwhitneyu(x, y, alternative="greater").pvalue)
+    now, before = float(np.median(x)), float(np.median(y))
+    material = now >= before * (1 + rules.latency_increase_pct / 100) and now - before >= rules.latency_increase_ms
+    significant = p < rules.p_value
+    return Finding(material and significant, now, before, p, x.size, y.size,
+                   f"median {now:.0f} ms vs {before:.0f} ms ({now - before:+.0f} ms, "
+                   f"{(now / before - 1) * 100 if before else float('inf'):+.0f} %), one-sided Mann-Whitney p = {p:.2g}"
+                   + ("" if material else f"; not material (needs +{rules.latency_increase_pct:g} % and "
+                                          f"+{rules.latency_increase_ms:g} ms)")
+                   + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
+
+
+def wer_shift(recent_errors: Sequence[int], recent_words: Sequence[int], baseline_errors: Sequence[int],
+              baseline_words: Sequence[int], rules: Alerts) -> Finding:
+    """Pooled WER (sum of errors over sum of reference words, METHOD "WER") up by wer_increase_points,
+    with the bootstrap distribution of the difference (clips resampled in each window independently,
+    metrics.stats) above 0 at the one-sided p_value level: p is the share of resamples where the
+    recent window is no worse. The bootstrap (tens of ms on a 30-day baseline) runs only for a
+    material shift: for any other it could not change the verdict."""
+    n_recent, n_baseline = len(recent_errors), len(baseline_errors)
+    early = _too_few(n_recent, n_baseline, rules, "clips")
+    if early is not None:
+        return early
+    now_words, before_words = int(np.sum(recent_words)), int(np.sum(baseline_words))
+    if now_words == 0 or before_words == 0:
+        return Finding(None, None, None, None, n_recent, n_baseline, "no reference words to score: not judged")
+    now, before = float(np.sum(recent_errors)) / now_words, float(np.sum(baseline_errors)) / before_words
+    line = f"pooled WER {now * 100:.1f} % vs {before * 100:.1f} % ({(now - before) * 100:+.1f} points)"
+    if (now - before) * 100 < rules.wer_increase_points:
+        return Finding(False, now, before, None, n_recent, n_baseline,
+                       f"{line}; not material (needs +{rules.wer_increase_points:g} points)")
+    diff = (bootstrap_pooled_draws(recent_errors, recent_words, seed=BOOTSTRAP_SEED)
+            - bootstrap_pooled_draws(baseline_errors, baseline_words, seed=BOOTSTRAP_SEED + 1))
+    p = float(np.mean(diff[~np.isnan(diff)] <= 0))
+    significant = p < rules.p_value
+    return Finding(significant, now, before, p, n_recent, n_baseline, f"{line}, bootstrap p = {p:.2g}"
+                   + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
+
+
+def rate_spike(recent_hits: int, recent_n: int, baseline_hits: int, baseline_n: int, rules: Alerts,
+               what: str) -> Finding:
+    """A rate (errors, timeouts, inaudible replies over all attempts) up by rate_increase_points, and
+    significantly: one-sided Fisher's exact test on the 2x2 table, exact at any count (a normal
+    approximation is wrong at the few events a healthy series has)."""
+    early = _too_few(recent_n, baseline_n, rules, "attempts")
+    if early is not None:
+        return early
+    now, before = recent_hits / recent_n, baseline_hits / baseline_n
+    p = float(fisher_exact([[recent_hits, recent_n - recent_hits], [baseline_hits, baseline_n - baseline_hits]],
+                           alternative="greater").pvalue)
+    material = (now - before) * 100 >= rules.rate_increase_points
+    significant = p < rules.p_value
+    return Finding(material and significant, now, before, p, recent_n, baseline_n,
+                   f"{what} {now * 100:.1f} % ({recent_hits}/{recent_n}) vs {before * 100:.1f} % "
+                   f"({baseline_hits}/{baseline_n}), one-sided Fisher p = {p:.2g}"
+                   + ("" if material else f"; not material (needs +{rules.rate_increase_points:g} points)")
+                   + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))

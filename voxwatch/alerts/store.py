@@ -1,0 +1,185 @@
+"""The SQL of the alerts: the observations an evaluation reads, and the alerts and alert_deliveries tables
+(migrations 4 and 5). Every statement is here, so the rest of the package is Python over rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Iterable
+
+import psycopg
+
+from voxwatch.metrics.specs import MetricSpec
+from voxwatch.store import StoreError, migrations, redact
+from voxwatch.store.postgres import CONNECT_TIMEOUT_S, _passwords
+
+EVALUATION_LOCK = 0x766F7861  # pg_advisory_xact_lock key: one evaluation at a time ("voxa")
+STATES = ("pending", "firing", "resolved")
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A row of the alerts table."""
+    id: int
+    key: str
+    kind: str
+    board: str
+    model_id: str
+    metric: str
+    dataset: str
+    region: str
+    method_version: str
+    state: str
+    opened_at: float
+    fired_at: float | None
+    resolved_at: float | None
+    last_evaluated_at: float
+    recent_value: float | None
+    baseline_value: float | None
+    p_value: float | None
+    n_recent: int | None
+    n_baseline: int | None
+    summary: str
+    streak: int  # successive evaluations pointing to the next transition (pending: held; firing: clear)
+
+
+@dataclass(frozen=True)
+class Series:
+    """What one evaluation judges: the newest method version of a (model, dataset, region) seen recently."""
+    model_id: str
+    dataset: str
+    region: str
+    method_version: str
+    board: str
+    protocol: str
+    recent_attempts: int
+
+
+@dataclass(frozen=True)
+class Values:
+    """The numbers an evaluation writes on an alert."""
+    recent_value: float | None
+    baseline_value: float | None
+    p_value: float | None
+    n_recent: int
+    n_baseline: int
+    summary: str
+
+
+_ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
+_VALUE_COLUMNS = [f.name for f in fields(Values)]
+_EMULATOR = " AND emulator IS NOT TRUE"
+
+
+def connect(url: str) -> psycopg.Connection:
+    """An autocommit connection to the Postgres store, migrated; errors name the store, never its password."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise StoreError("alerts need the Postgres store (postgresql://...): they run in distributed mode")
+    try:
+        conn = psycopg.connect(url, autocommit=True,
+                               **({} if "connect_timeout" in url else {"connect_timeout": CONNECT_TIMEOUT_S}))
+    except psycopg.Error as exc:
+        raise store_error("cannot connect to", url, exc) from None
+    try:
+        migrations.upgrade(conn)
+    except psycopg.Error as exc:
+        conn.close()
+        raise store_error("cannot migrate", url, exc) from None
+    return conn
+
+
+def store_error(what: str, url: str, exc: Exception) -> StoreError:
+    """A database error as a StoreError naming the store, its password hidden."""
+    detail = str(exc).strip()
+    for secret in _passwords(url):
+        detail = detail.replace(secret, "***")
+    return StoreError(f"{what} the Postgres store at {redact(url)}: {detail}")
+
+
+def lock(conn: psycopg.Connection) -> None:
+    """Serialize evaluations until the end of the caller's transaction (two beats, or beat and a manual
+    `voxwatch alerts evaluate`): the second sees the first's transitions, so none is notified twice."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (EVALUATION_LOCK,))
+
+
+def recent_series(conn: psycopg.Connection, since: float, until: float, include_emulator: bool) -> list[Series]:
+    """Each (model, dataset, region) with rows in [since, until), at the method version of its newest row
+    (rows of an older method version in the window are not pooled with it, and not judged)."""
+    rows = conn.execute(
+        "SELECT model_id, dataset, region, method_version, board, protocol, count(*), max(started_at) "
+        "FROM observations WHERE started_at >= %s AND started_at < %s" + ("" if include_emulator else _EMULATOR)
+        + " GROUP BY model_id, dataset, region, method_version, board, protocol", (since, until)).fetchall()
+    newest: dict[tuple[str, str, str], tuple] = {}
+    for r in rows:
+        if r[:3] not in newest or r[7] > newest[r[:3]][7]:
+            newest[r[:3]] = r
+    return [Series(*r[:7]) for _, r in sorted(newest.items())]
+
+
+def series_sql(latency: list[MetricSpec], include_emulator: bool) -> str:
+    """The read of one series' rows in [since, until): started_at, status, instrument_id, S + D + I, N,
+    then each latency metric. Every column is in the observations_series index (migration 3), so it is
+    an index-only range scan of the two windows and nothing else."""
+    cols = ", ".join(["started_at", "status", "instrument_id", "substitutions + deletions + insertions", "ref_words"]
+                     + [m.name for m in latency])
+    return (f"SELECT {cols} FROM observations WHERE model_id = %s AND dataset = %s AND region = %s "
+            f"AND method_version = %s AND started_at >= %s AND started_at < %s"
+            + ("" if include_emulator else _EMULATOR) + " ORDER BY started_at")
+
+
+def series_rows(conn: psycopg.Connection, s: Series, latency: list[MetricSpec], since: float, until: float,
+                include_emulator: bool) -> list[tuple]:
+    with conn.cursor(binary=True) as cur:
+        return cur.execute(series_sql(latency, include_emulator),
+                           (s.model_id, s.dataset, s.region, s.method_version, since, until)).fetchall()
+
+
+def open_alerts(conn: psycopg.Connection) -> dict[str, Alert]:
+    """The open (pending or firing) alert of each key; the alerts_open index allows one per key."""
+    return {a.key: a for a in (Alert(*r) for r in conn.execute(
+        f"SELECT {_ALERT_COLUMNS} FROM alerts WHERE state <> 'resolved'"))}
+
+
+def alerts_by_id(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, Alert]:
+    return {r[0]: Alert(*r) for r in conn.execute(f"SELECT {_ALERT_COLUMNS} FROM alerts WHERE id = ANY(%s)",
+                                                  (list(ids),))}
+
+
+def open_alert(conn: psycopg.Connection, key: str, kind: str, s: Series, metric: str, state: str, at: float,
+               values: Values) -> int:
+    """A new alert (a key with no open alert); returns its id."""
+    return conn.execute(
+        "INSERT INTO alerts (key, kind, board, model_id, metric, dataset, region, method_version, state, opened_at, "
+        f"fired_at, last_evaluated_at, {', '.join(_VALUE_COLUMNS)}, streak) "
+        f"VALUES ({', '.join(['%s'] * (12 + len(_VALUE_COLUMNS)))}, 1) RETURNING id",
+        (key, kind, s.board, s.model_id, metric, s.dataset, s.region, s.method_version, state, at,
+         at if state == "firing" else None, at, *[getattr(values, c) for c in _VALUE_COLUMNS])).fetchone()[0]
+
+
+def update_alert(conn: psycopg.Connection, alert: Alert, at: float, values: Values, state: str, streak: int) -> None:
+    """An evaluation of an open alert: its latest numbers, state and streak; a transition stamps its time."""
+    fired_at = at if state == "firing" and alert.state == "pending" else alert.fired_at
+    resolved_at = at if state == "resolved" else None
+    conn.execute(
+        f"UPDATE alerts SET last_evaluated_at = %s, {', '.join(f'{c} = %s' for c in _VALUE_COLUMNS)}, "
+        "state = %s, fired_at = %s, resolved_at = %s, streak = %s WHERE id = %s",
+        (at, *[getattr(values, c) for c in _VALUE_COLUMNS], state, fired_at, resolved_at, streak, alert.id))
+
+
+def touch(conn: psycopg.Connection, alert_ids: list[int], at: float) -> None:
+    """Open alerts whose series could not be judged this time: evaluated, nothing else changes."""
+    conn.execute("UPDATE alerts SET last_evaluated_at = %s WHERE id = ANY(%s)", (at, alert_ids))
+
+
+def record_delivery(conn: psycopg.Connection, alert_id: int, event: str, target: str, attempt: int, at: float,
+                    ok: bool, status_code: int | None, error: str | None) -> None:
+    """One delivery attempt, committed at once (a later attempt's crash keeps the record of this one)."""
+    conn.execute("INSERT INTO alert_deliveries (alert_id, event, target, attempt, at, ok, status_code, error) "
+                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", (alert_id, event, target, attempt, at, ok, status_code, error))
+
+
+def list_alerts(conn: psycopg.Connection, state: str, limit: int) -> list[Alert]:
+    """Alerts in one state (or all), newest first."""
+    where, args = ("", ()) if state == "all" else (" WHERE state = %s", (state,))
+    return [Alert(*r) for r in conn.execute(
+        f"SELECT {_ALERT_COLUMNS} FROM alerts{where} ORDER BY coalesce(resolved_at, fired_at, opened_at) DESC, "
+        f"id DESC LIMIT %s", (*args, limit))]

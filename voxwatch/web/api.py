@@ -1,0 +1,67 @@
+"""The read-only JSON API under /api/v1; openapi.document() describes every path and schema."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from voxwatch.leaderboard import WINDOWS
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.providers.registry import BOARDS
+
+from . import openapi, views
+from .params import choice, text
+from .source import StoreUnavailable, log
+
+def leaderboard(request: Request) -> JSONResponse:
+    board = choice(request, "board", BOARDS, None)
+    window = choice(request, "window", WINDOWS, "30d")
+    return JSONResponse(views.leaderboard_document(request.app.state.source, window, board, text(request, "dataset")))
+
+
+def models(request: Request) -> JSONResponse:
+    return JSONResponse(views.models_document(request.app.state.source, request.app.state.registry))
+
+
+def history(request: Request) -> JSONResponse:
+    model_id = request.path_params["model_id"]
+    metric = choice(request, "metric", views.HEADLINE, None)
+    h = views.history(request.app.state.source, request.app.state.registry, model_id, metric, text(request, "dataset"))
+    if not h.metrics and not views.headline_metrics(request.app.state.registry, model_id):
+        raise HTTPException(404, f"no model {model_id!r}: neither registered nor measured in the last "
+                                 f"{views.HISTORY_DAYS} days")
+    return JSONResponse(views.history_document(h))
+
+
+def alerts(request: Request) -> JSONResponse:
+    view = views.alerts(request.app.state.source)
+    return JSONResponse({"available": view.available, "reason": view.reason, "alerts": [asdict(a) for a in view.alerts]})
+
+
+def health(request: Request) -> JSONResponse:
+    source = request.app.state.source
+    body = {"status": "ok", "store": source.kind, "method_version": METHOD_VERSION}
+    try:
+        source.ping()
+    except StoreUnavailable as exc:
+        log.warning("health check: %s", exc.detail)
+        return JSONResponse({**body, "status": "unavailable"}, status_code=503)
+    return JSONResponse(body)
+
+
+def openapi_json(request: Request) -> JSONResponse:
+    return JSONResponse(openapi.document())
+
+
+routes = [
+    Route("/leaderboard", leaderboard),
+    Route("/models", models),
+    Route("/models/{model_id:path}/history", history),
+    Route("/alerts", alerts),
+    Route("/health", health),
+    Route("/openapi.json", openapi_json),
+]

@@ -1,0 +1,89 @@
+"""The Starlette app and `voxwatch serve`: routes, error pages, and the server.
+
+Errors never show a traceback or the store URL: an unreadable store is a 503 with a plain
+sentence (its detail, passwords hidden, goes to the log), bad input a 400 that says what is
+allowed. Pages under /api/v1 get their errors as JSON, the rest as HTML.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.providers.registry import Registry
+from voxwatch.store import redact
+
+from . import api, formatting, pages
+from .source import StoreUnavailable, log, open_source
+
+HERE = Path(__file__).resolve().parent
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _error(request: Request, status: int, message: str) -> Response:
+    if _is_api(request):
+        return JSONResponse({"error": message}, status_code=status)
+    return request.app.state.templates.TemplateResponse(request, "error.html", {"status": status, "message": message},
+                                                        status_code=status)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StoreUnavailable)
+    log.warning("%s %s: %s", request.method, request.url.path, exc.detail)
+    return _error(request, 503, exc.public)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(request, exc.status_code, str(exc.detail))
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return _error(request, 500, "Something went wrong on the server; the log has the details.")
+
+
+def create_app(store_url: str, registry: Registry | None = None) -> Starlette:
+    """The app for one store; nothing connects until the first request."""
+    templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.filters.update(formatting.FILTERS)
+    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION)
+    app = Starlette(
+        routes=[
+            Route("/", pages.overview_page),
+            Route("/board/{board}", pages.board_page),
+            Route("/model/{model_id:path}", pages.model_page),
+            Route("/alerts", pages.alerts_page),
+            Mount("/api/v1", routes=api.routes),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ],
+        exception_handlers={StoreUnavailable: _unavailable, HTTPException: _http_error, 500: _server_error},
+    )
+    app.state.registry = registry or Registry.default()
+    app.state.source = open_source(store_url, app.state.registry)
+    app.state.templates = templates
+    return app
+
+
+def serve(store_url: str, host: str, port: int) -> int:
+    """Run the app until interrupted; the log names the store with its password hidden."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(store_url)
+    log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+    finally:
+        app.state.source.close()
+    return 0

@@ -1,0 +1,74 @@
+"""How numbers read on the pages: one place, so every table rounds the same way.
+
+Latencies in ms to 0.1 ms, real-time factors to 0.001, rates to 0.1 %, WER to 0.01 % (a WER
+difference of a tenth of a point is worth seeing). The API and downloads carry full precision.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from urllib.parse import quote, urlencode
+
+from .views import UNITS
+
+NA = "n/a"
+
+
+def value(v: float | None, metric: str) -> str:
+    if v is None:
+        return NA
+    return f"{v:.3f}" if UNITS.get(metric) == "x" else f"{v:.1f}"
+
+
+def interval(ci: tuple[float, float] | None, metric: str) -> str:
+    return NA if ci is None else f"[{value(ci[0], metric)}, {value(ci[1], metric)}]"
+
+
+def pct(v: float | None, digits: int = 1) -> str:
+    return NA if v is None else f"{100 * v:.{digits}f}%"
+
+
+def wer(v: float | None) -> str:
+    return pct(v, 2)
+
+
+def wer_interval(ci: tuple[float, float] | None) -> str:
+    return NA if ci is None else f"[{wer(ci[0])}, {wer(ci[1])}]"
+
+
+def when(ts: float | None) -> str:
+    return "-" if ts is None else datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def alert_value(v: float | None, kind: str) -> str:
+    """An alert's recent or baseline figure: a median in ms, a pooled WER, or a rate."""
+    if v is None:
+        return NA
+    if kind == "latency":
+        return f"{v:.1f} ms"
+    return wer(v) if kind == "wer" else pct(v)
+
+
+def p_value(p: float | None) -> str:
+    return NA if p is None else f"{p:.2g}"
+
+
+def model_url(model_id: str, **query: str | None) -> str:
+    """The model page; the id's '/', ':' and '@' stay as they are (the route takes the rest of the path)."""
+    params = {k: v for k, v in query.items() if v}
+    return "/model/" + quote(model_id, safe="/:@") + (f"?{urlencode(params)}" if params else "")
+
+
+def history_url(model_id: str) -> str:
+    return "/api/v1/models/" + quote(model_id, safe="/:@") + "/history"
+
+
+def query(**params: str | None) -> str:
+    """A query string of the non-empty parameters (links that keep the page's filters)."""
+    kept = {k: v for k, v in params.items() if v}
+    return "?" + urlencode(kept) if kept else "?"
+
+
+FILTERS = {"value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "when": when,
+           "alert_value": alert_value, "p_value": p_value}
+GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query}

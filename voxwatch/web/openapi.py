@@ -1,0 +1,135 @@
+"""The OpenAPI 3.1 document of the read-only JSON API (/api/v1/openapi.json).
+
+Row schemas are derived from the dataclasses the API serializes (leaderboard.MetricRow,
+alerts.store.Alert), so a new field cannot be served without being described.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from voxwatch import __version__
+from voxwatch.leaderboard import WINDOWS, MetricRow
+from voxwatch.metrics.specs import METRICS
+from voxwatch.providers.registry import BOARDS
+
+from .source import Alert
+
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def _field_schema(annotation: str) -> dict:
+    """JSON Schema of a dataclass field annotation (`float | None`, `tuple[float, float] | None`, ...)."""
+    base = annotation.replace(" ", "")
+    nullable = base.endswith("|None")
+    base = base.removesuffix("|None")
+    if base.startswith("tuple"):
+        schema: dict = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    else:
+        schema = {"type": _JSON_TYPES[base]}
+    if nullable:
+        schema["type"] = [schema["type"], "null"]
+    return schema
+
+
+def _obj(properties: dict[str, dict]) -> dict:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _dataclass_schema(cls, extra: dict[str, dict] | None = None) -> dict:
+    return _obj({**{f.name: _field_schema(str(f.type)) for f in fields(cls)}, **(extra or {})})
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _array(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+_STRING, _NULLABLE_STRING = {"type": "string"}, {"type": ["string", "null"]}
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_ERRORS = {"503": _json(_ref("Error"), "The store cannot be read (the message never names it).")}
+
+
+def _query(name: str, description: str, schema: dict) -> dict:
+    return {"name": name, "in": "query", "required": False, "description": description, "schema": schema}
+
+
+def _get(summary: str, ok: dict, parameters: list[dict] | None = None, errors: dict | None = None) -> dict:
+    return {"get": {"summary": summary, "parameters": parameters or [],
+                    "responses": {"200": ok, **_ERRORS, **(errors or {})}}}
+
+
+def document() -> dict:
+    schemas = {
+        "LeaderboardRow": _dataclass_schema(MetricRow, {"na_reason": {
+            **_NULLABLE_STRING, "description": "why the statistics are n/a: the registry's exclusion, or n < 5"}}),
+        "MethodChange": _obj({"from": _STRING, "to": _STRING, "on": {"type": "string", "format": "date"}}),
+        "MethodNote": _obj({"model_id": _STRING, "dataset": _STRING, "region": _STRING, "text": _STRING,
+                            "changes": _array(_ref("MethodChange"))}),
+        "Leaderboard": _obj({
+            "board": {"type": ["string", "null"], "enum": [*BOARDS, None]},
+            "window": {"type": "string", "enum": list(WINDOWS)},
+            "dataset": _NULLABLE_STRING, "generated_at": {"type": "number", "description": "unix seconds"},
+            "method_version": {**_STRING, "description": "the method version this server measures with"},
+            "rows": _array(_ref("LeaderboardRow")), "notes": _array(_ref("MethodNote"))}),
+        "Exclusion": _obj({"metric": _STRING, "reason": _STRING}),
+        "Model": _obj({"model_id": _STRING, "board": {"type": "string", "enum": list(BOARDS)},
+                       "datasets": _array(_STRING), "regions": _array(_STRING), "method_versions": _array(_STRING),
+                       "vendor": _STRING, "protocol": _NULLABLE_STRING, "status": _NULLABLE_STRING,
+                       "exclusions": _array(_ref("Exclusion"))}),
+        "Models": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "method_version": _STRING,
+                        "models": _array(_ref("Model"))}),
+        "HistoryPoint": _obj({"day": {"type": "string", "format": "date"}, "n": {"type": "integer"},
+                              "p50": {"type": ["number", "null"]}, "p95": {"type": ["number", "null"]}}),
+        "HistorySeries": _obj({"metric": _STRING, "unit": _STRING, "dataset": _STRING, "region": _STRING,
+                               "method_version": _STRING, "instrument": _NULLABLE_STRING,
+                               "points": _array(_ref("HistoryPoint"))}),
+        "History": _obj({"model_id": _STRING, "days": {"type": "integer"}, "since": {"type": "number"},
+                         "method_version": _STRING, "series": _array(_ref("HistorySeries")),
+                         "excluded": _array(_ref("Exclusion"))}),
+        "Alert": _dataclass_schema(Alert),
+        "Alerts": _obj({"available": {"type": "boolean"}, "reason": _NULLABLE_STRING, "alerts": _array(_ref("Alert"))}),
+        "Health": _obj({"status": {"type": "string", "enum": ["ok", "unavailable"]},
+                        "store": {"type": "string", "enum": ["postgres", "sqlite"]}, "method_version": _STRING}),
+        "Error": _obj({"error": _STRING}),
+    }
+    window = _query("window", "rolling window", {"type": "string", "enum": list(WINDOWS), "default": "30d"})
+    dataset = _query("dataset", "only this dataset (clean and degraded datasets are never pooled)", _STRING)
+    bad = {"400": _json(_ref("Error"), "A parameter is not one of its allowed values.")}
+    headline = sorted({m.name for m in METRICS if m.headline})
+    paths = {
+        "/api/v1/leaderboard": _get(
+            "The rolling leaderboard: one row per series (model, dataset, region, method version, instrument) and "
+            "headline metric", _json(_ref("Leaderboard"), "The board's rows."),
+            [_query("board", "only this board", {"type": "string", "enum": list(BOARDS)}), window, dataset], bad),
+        "/api/v1/models": _get("Every model with rows in the last 30 days",
+                               _json(_ref("Models"), "The models.")),
+        "/api/v1/models/{model_id}/history": _get(
+            "Daily p50 and p95 of a model's headline metrics over the last 30 days (UTC days; n < 5 is null)",
+            _json(_ref("History"), "The model's daily series."),
+            [{"name": "model_id", "in": "path", "required": True, "schema": _STRING,
+              "description": "the exact model id; its '/' stays unescaped, e.g. /api/v1/models/deepgram/nova-3/history"},
+             _query("metric", "only this headline metric", {"type": "string", "enum": headline}), dataset],
+            {**bad, "404": _json(_ref("Error"), "No such model.")}),
+        "/api/v1/alerts": _get("Regression alerts: firing, pending, and those resolved in the last 7 days",
+                               _json(_ref("Alerts"), "The alerts; available is false on a store without them.")),
+        "/api/v1/health": _get("Whether the store can be read", _json(_ref("Health"), "The store answers."),
+                               errors={"503": _json(_ref("Health"), "The store cannot be read.")}),
+        "/api/v1/openapi.json": _get("This document", _json({"type": "object"}, "The OpenAPI document.")),
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "voxwatch leaderboard API", "version": __version__,
+                 "description": "Read-only: the public leaderboard of voice AI latency and accuracy. Rows measured "
+                                "against emulators never appear. Latencies in ms, rates and WER as fractions."},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }

@@ -1,0 +1,93 @@
+"""The HTML pages (and the board's CSV and JSON downloads): server-rendered, no JavaScript."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from voxwatch import leaderboard
+from voxwatch.leaderboard import WINDOWS
+from voxwatch.providers.registry import BOARDS
+
+from . import views
+from .chart import PALETTE, Line, line_chart
+from .params import choice, text
+
+def _render(request: Request, template: str, status_code: int = 200, **context) -> Response:
+    return request.app.state.templates.TemplateResponse(request, template, context, status_code=status_code)
+
+
+def overview_page(request: Request) -> Response:
+    window = choice(request, "window", WINDOWS, "30d")
+    rows = request.app.state.source.leaderboard(window)
+    return _render(request, "overview.html", window=window, windows=list(WINDOWS), boards=views.overview(rows),
+                   na_reason=views.na_reason)
+
+
+def board_page(request: Request) -> Response:
+    board = request.path_params["board"]
+    if board not in BOARDS:
+        raise HTTPException(404, f"no board {board!r}: the boards are {', '.join(BOARDS)}")
+    window = choice(request, "window", WINDOWS, "30d")
+    dataset = text(request, "dataset")
+    fmt = choice(request, "format", ("html", "csv", "json"), "html")
+    source = request.app.state.source
+    if fmt != "html":
+        name = "-".join(["voxwatch", board, window] + ([re.sub(r"[^A-Za-z0-9._-]", "_", dataset)] if dataset else []))
+        disposition = {"Content-Disposition": f'attachment; filename="{name}.{fmt}"'}
+        if fmt == "csv":
+            return Response(leaderboard.format_csv(views.board_rows(source, window, board, dataset)),
+                            media_type="text/csv; charset=utf-8", headers=disposition)
+        return JSONResponse(views.leaderboard_document(source, window, board, dataset), headers=disposition)
+    rows = views.board_rows(source, window, board)
+    datasets = sorted({r.dataset for r in rows})
+    shown = [r for r in rows if dataset is None or r.dataset == dataset]
+    tables = views.dataset_tables(shown, views.method_notes(source, shown, window))
+    return _render(request, "board.html", board=board, window=window, windows=list(WINDOWS), dataset=dataset,
+                   datasets=datasets, tables=tables, na_reason=views.na_reason, descriptions=views.DESCRIPTIONS)
+
+
+def _charts(h: views.History) -> list[dict]:
+    """One chart per (metric, dataset): p50 solid and p95 dashed for each series, a colour per series."""
+    index = {day: i for i, day in enumerate(h.days)}
+    charts = []
+    for s in views.history_series(h):
+        if not charts or (charts[-1]["metric"], charts[-1]["dataset"]) != (s["metric"], s["dataset"]):
+            charts.append({"metric": s["metric"], "dataset": s["dataset"], "unit": s["unit"], "lines": []})
+        chart = charts[-1]
+        color = PALETTE[len(chart["lines"]) // 2 % len(PALETTE)]
+        label = f"{s['region']} v{s['method_version']}" + (f" ({s['instrument']})" if s["instrument"] else "")
+        for q, dashed in (("p50", False), ("p95", True)):
+            points = [(index[p["day"]], p[q]) for p in s["points"] if p[q] is not None and p["day"] in index]
+            chart["lines"].append(Line(f"{label} {q}", color, dashed, points))
+    out = []
+    for c in charts:
+        lines = [line for line in c["lines"] if line.points]  # a series with no day of n >= 5 has nothing to draw
+        title = f"{c['metric']} on {c['dataset']}: daily p50 and p95"
+        out.append({**c, "title": title, "svg": line_chart(title, c["unit"], h.days, lines) if lines else None})
+    return out
+
+
+def model_page(request: Request) -> Response:
+    model_id = request.path_params["model_id"]
+    registry = request.app.state.registry
+    metric = choice(request, "metric", views.HEADLINE, None)
+    dataset = text(request, "dataset")
+    h = views.history(request.app.state.source, registry, model_id, metric, dataset)
+    headline = views.headline_metrics(registry, model_id)
+    if not h.metrics and not headline:
+        raise HTTPException(404, f"no model {model_id!r}: neither registered nor measured in the last "
+                                 f"{views.HISTORY_DAYS} days")
+    info = views.model_info(registry, model_id)
+    return _render(request, "model.html", model_id=model_id, info=info, metric=metric, dataset=dataset,
+                   metrics=list(dict.fromkeys(headline + h.metrics)), datasets=h.datasets, excluded=h.excluded,
+                   charts=_charts(h), days=views.HISTORY_DAYS)
+
+
+def alerts_page(request: Request) -> Response:
+    view = views.alerts(request.app.state.source)
+    groups = {state: [a for a in view.alerts if a.state == state] for state in ("firing", "pending", "resolved")}
+    return _render(request, "alerts.html", view=view, groups=groups, resolved_days=views.RESOLVED_SHOWN_S // 86400)

@@ -1,0 +1,268 @@
+"""What the web app reads from a store: the leaderboard, daily history, method start dates and alerts.
+
+One interface over both stores. The leaderboard comes from leaderboard.from_store, the code
+`voxwatch leaderboard` runs (Postgres: the precomputed `aggregates` table; SQLite: computed from
+the rows), with the registry's exclusions applied. Everything else is a read that excludes
+emulator rows. A store that cannot be read raises StoreUnavailable: its public text is safe to
+show, its detail (for the log) has every password replaced by ***.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from typing import Iterator, Protocol
+
+import psycopg
+import psycopg.errors
+from psycopg.conninfo import conninfo_to_dict
+
+from voxwatch import leaderboard
+from voxwatch.alerts.store import Alert
+from voxwatch.leaderboard import MetricRow
+from voxwatch.metrics.specs import METRICS, for_protocol
+from voxwatch.metrics.stats import MIN_N, summarize
+from voxwatch.providers.registry import Registry
+from voxwatch.store import StoreError, aggregates, open_store, redact
+
+log = logging.getLogger("voxwatch.web")
+
+SeriesId = tuple[str, str, str, str]
+"""model_id, dataset, region, method_version: the rows a method-version note is about."""
+
+
+class StoreUnavailable(RuntimeError):
+    """The store cannot be read. `public` is shown on pages (no URL, no secret); `detail` goes to the log."""
+
+    def __init__(self, public: str, detail: str) -> None:
+        super().__init__(public)
+        self.public, self.detail = public, detail
+
+
+class AlertsUnavailable(RuntimeError):
+    """This store has no alerts to show (SQLite, or a Postgres schema from before the alerts migration)."""
+
+
+@dataclass(frozen=True)
+class DailyPoint:
+    """One UTC day of one series and headline metric; p50/p95 are None when n < 5 (METHOD: n/a)."""
+    dataset: str
+    region: str
+    method_version: str
+    instrument: str | None
+    metric: str
+    day: str  # ISO date, UTC
+    n: int
+    p50: float | None
+    p95: float | None
+
+
+class Source(Protocol):
+    kind: str  # "postgres" | "sqlite"
+
+    def leaderboard(self, window: str) -> list[MetricRow]: ...
+
+    def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]: ...
+
+    def history(self, model_id: str, since: float) -> list[DailyPoint]: ...
+
+    def alerts(self, resolved_since: float) -> list[Alert]: ...
+
+    def ping(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def open_source(url: str, registry: Registry) -> Source:
+    """The source for a store URL; nothing is connected until the first read (a down database is a 503, not a crash)."""
+    if url.startswith("sqlite:///"):
+        return SQLiteSource(url, registry)
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresSource(url, registry)
+    raise StoreError(f"unsupported store URL scheme in {url.split(':', 1)[0]!r}; "
+                     "use sqlite:///path or postgresql://user@host:port/database")
+
+
+def iso_day(day: int) -> str:
+    return datetime.fromtimestamp(day * 86400, timezone.utc).date().isoformat()
+
+
+def _instrument(board: str, instrument_id: str | None) -> str | None:
+    """The leaderboard's series split: TTS rows scored by different instruments are never pooled."""
+    return (instrument_id or None) if board == "tts" else None
+
+
+_HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
+_HISTORY_SQL = (
+    "SELECT dataset, region, method_version, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') "
+    "ELSE '' END, floor(started_at / 86400)::bigint, "
+    + ", ".join(f"count({m}), percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY {m})" for m in _HEADLINE)
+    + " FROM observations WHERE model_id = %s AND started_at >= %s AND status = 'ok' AND emulator IS NOT TRUE "
+      "GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6")
+"""Daily p50/p95 per series and headline metric: percentile_cont is the linear interpolation
+metrics.stats.summarize uses (METHOD "Aggregates"); the series index serves it."""
+_FIRST_SEEN_SQL = ("SELECT min(started_at) FROM observations WHERE model_id = %s AND dataset = %s AND region = %s "
+                   "AND method_version = %s AND started_at >= %s AND emulator IS NOT TRUE")
+_ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
+_ALERTS_SQL = (f"SELECT {_ALERT_COLUMNS} FROM alerts WHERE state <> 'resolved' OR resolved_at >= %s "
+               "ORDER BY CASE state WHEN 'firing' THEN 0 WHEN 'pending' THEN 1 ELSE 2 END, "
+               "coalesce(resolved_at, fired_at, opened_at) DESC, id DESC LIMIT 500")
+CONNECT_TIMEOUT_S = 5
+ALERTS_NEED_POSTGRES = "alerts need the Postgres store: the regression alerts run only in distributed mode"
+
+
+class PostgresSource:
+    """One autocommit connection shared by the request threads (psycopg serializes its use),
+    reopened when it breaks. Read-only: it never migrates, so a read-only role is enough."""
+
+    kind = "postgres"
+
+    def __init__(self, url: str, registry: Registry) -> None:
+        self._url, self._registry = url, registry
+        self._lock = threading.Lock()
+        self._db: psycopg.Connection | None = None
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error:
+            raise StoreError(f"cannot parse the store URL {redact(url)}") from None
+        self._secret = params.get("password") or None
+        self._timeout = {} if "connect_timeout" in params else {"connect_timeout": CONNECT_TIMEOUT_S}
+
+    def _conn(self) -> psycopg.Connection:
+        with self._lock:
+            if self._db is None or self._db.closed or self._db.broken:
+                self._db = psycopg.connect(self._url, autocommit=True, **self._timeout)
+            return self._db
+
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[psycopg.Connection]:
+        try:
+            yield self._conn()
+        except psycopg.errors.UndefinedTable as exc:
+            raise StoreUnavailable("The store's schema is not set up yet: run `voxwatch db upgrade`.",
+                                   self._detail(what, exc)) from None
+        except psycopg.Error as exc:
+            raise StoreUnavailable("The store cannot be reached right now.", self._detail(what, exc)) from None
+
+    def _detail(self, what: str, exc: Exception) -> str:
+        text = str(exc).strip()
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        return f"cannot read {what} from the Postgres store at {redact(self._url)}: {text}"
+
+    def aggregates(self, window: str, since: float) -> list[MetricRow]:
+        """What leaderboard.from_store reads from a store that keeps its aggregates current."""
+        return aggregates.read(self._conn(), window, since)
+
+    def leaderboard(self, window: str) -> list[MetricRow]:
+        with self._reading("the leaderboard"):
+            return leaderboard.from_store(self, window, self._registry)
+
+    def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]:
+        out = {}
+        with self._reading("method start dates") as conn:
+            for s in series:
+                (first,) = conn.execute(_FIRST_SEEN_SQL, (*s, since)).fetchone()
+                if first is not None:
+                    out[s] = first
+        return out
+
+    def history(self, model_id: str, since: float) -> list[DailyPoint]:
+        with self._reading("a model's history") as conn:
+            rows = conn.execute(_HISTORY_SQL, (model_id, since)).fetchall()
+        points = []
+        for dataset, region, method, protocol, instrument, day, *stats in rows:
+            for spec in for_protocol(protocol, headline_only=True):
+                i = 2 * _HEADLINE.index(spec.name)
+                n, (p50, p95) = stats[i], stats[i + 1] or (None, None)
+                if n:
+                    points.append(DailyPoint(dataset, region, method, instrument or None, spec.name, iso_day(day), n,
+                                             p50 if n >= MIN_N else None, p95 if n >= MIN_N else None))
+        return points
+
+    def alerts(self, resolved_since: float) -> list[Alert]:
+        with self._reading("the alerts") as conn:
+            try:
+                rows = conn.execute(_ALERTS_SQL, (resolved_since,)).fetchall()
+            except psycopg.errors.UndefinedTable:
+                raise AlertsUnavailable("this store has no alerts table yet: run `voxwatch db upgrade`") from None
+        return [Alert(*row) for row in rows]
+
+    def ping(self) -> None:
+        with self._reading("a health check") as conn:
+            conn.execute("SELECT 1 FROM aggregates LIMIT 1")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+
+
+class SQLiteSource:
+    """The embedded store, opened per read: a sqlite3 connection belongs to the thread that made it,
+    and requests run on a pool of threads."""
+
+    kind = "sqlite"
+
+    def __init__(self, url: str, registry: Registry) -> None:
+        self._url, self._registry = url, registry
+
+    @contextmanager
+    def _store(self, what: str):
+        try:
+            store = open_store(self._url)
+        except StoreError as exc:
+            raise StoreUnavailable("The store cannot be opened right now.", f"cannot read {what}: {exc}") from None
+        try:
+            yield store
+        except sqlite3.Error as exc:
+            raise StoreUnavailable("The store cannot be read right now.",
+                                   f"cannot read {what} from {redact(self._url)}: {exc}") from None
+        finally:
+            store.close()
+
+    def leaderboard(self, window: str) -> list[MetricRow]:
+        with self._store("the leaderboard") as store:
+            return leaderboard.from_store(store, window, self._registry)
+
+    def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]:
+        wanted, out = set(series), {}
+        with self._store("method start dates") as store:
+            for r in store.observations(since=since):
+                s = (r.model_id, r.dataset, r.region, r.method_version)
+                if not r.emulator and s in wanted and s not in out:  # rows come in time order
+                    out[s] = r.started_at
+        return out
+
+    def history(self, model_id: str, since: float) -> list[DailyPoint]:
+        groups: dict[tuple, list] = defaultdict(list)
+        with self._store("a model's history") as store:
+            for r in store.observations(since=since):
+                if r.model_id == model_id and r.status == "ok" and not r.emulator:
+                    key = (r.dataset, r.region, r.method_version, r.protocol, _instrument(r.board, r.instrument_id),
+                           int(r.started_at // 86400))
+                    groups[key].append(r)
+        points = []
+        for (dataset, region, method, protocol, instrument, day), members in sorted(
+                groups.items(), key=lambda kv: tuple("" if k is None else k for k in kv[0])):
+            for spec in for_protocol(protocol, headline_only=True):
+                s = summarize([getattr(r, spec.name) for r in members])
+                if s.n:
+                    points.append(DailyPoint(dataset, region, method, instrument, spec.name, iso_day(day), s.n,
+                                             s.p50, s.p95))
+        return points
+
+    def alerts(self, resolved_since: float) -> list[Alert]:
+        raise AlertsUnavailable(ALERTS_NEED_POSTGRES)
+
+    def ping(self) -> None:
+        with self._store("a health check"):
+            pass
+
+    def close(self) -> None:
+        """Nothing stays open between reads."""

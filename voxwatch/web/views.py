@@ -1,0 +1,245 @@
+"""What the pages and the API show, built from a Source: one builder per view, shared by HTML and JSON.
+
+The board is split per dataset (clean and degraded are never pooled), then per series (model,
+region, method version, instrument), each with one line per headline metric. A metric is n/a with
+its reason: the registry's exclusion, or fewer than MIN_N samples. A (model, dataset, region) seen
+under more than one method version in the window gets a note with the date of each change.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from itertools import groupby
+
+from voxwatch import leaderboard
+from voxwatch.leaderboard import MetricRow
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.specs import METRICS, for_protocol
+from voxwatch.metrics.stats import MIN_N
+from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
+
+from .source import Alert, AlertsUnavailable, DailyPoint, SeriesId, Source
+
+HISTORY_DAYS = 30
+RESOLVED_SHOWN_S = 7 * 86400
+"""The alerts view lists every open alert and those resolved in the last seven days."""
+UNITS = {m.name: m.unit for m in METRICS}
+DESCRIPTIONS = {m.name: m.description for m in METRICS}
+METRIC_ORDER = {m.name: i for i, m in enumerate(METRICS)}
+HEADLINE = sorted({m.name for m in METRICS if m.headline})
+
+
+def na_reason(row: MetricRow) -> str | None:
+    """Why a metric line shows no statistics, or None when it has them."""
+    if row.note:
+        return f"excluded: {row.note}"
+    if row.n < MIN_N:
+        return f"n < {MIN_N} (n = {row.n})"
+    return None
+
+
+@dataclass
+class Series:
+    """One leaderboard series on one dataset: its per-attempt figures once, then a line per metric."""
+    model_id: str
+    region: str
+    method_version: str
+    instrument: str | None
+    first: MetricRow  # carries the series-wide figures (attempts, error and timeout rates, pooled WER)
+    metrics: list[MetricRow]
+    method_note: str | None = None
+
+
+@dataclass
+class DatasetTable:
+    dataset: str
+    series: list[Series] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MethodNote:
+    model_id: str
+    dataset: str
+    region: str
+    changes: tuple[tuple[str, str, str], ...]  # (from version, to version, ISO date of the first row of "to")
+
+    @property
+    def text(self) -> str:
+        steps = ", ".join(f"v{a} -> v{b} on {day}" for a, b, day in self.changes)
+        return f"method changed {steps}: series not pooled"
+
+
+def board_rows(source: Source, window: str, board: str | None = None, dataset: str | None = None) -> list[MetricRow]:
+    rows = source.leaderboard(window)
+    return [r for r in rows if (board is None or r.board == board) and (dataset is None or r.dataset == dataset)]
+
+
+def method_notes(source: Source, rows: list[MetricRow], window: str) -> list[MethodNote]:
+    """One note per (model, dataset, region) whose rows in the window carry more than one method version."""
+    versions: dict[tuple[str, str, str], set[str]] = {}
+    for r in rows:
+        versions.setdefault((r.model_id, r.dataset, r.region), set()).add(r.method_version)
+    changed = {k: v for k, v in versions.items() if len(v) > 1}
+    if not changed:
+        return []
+    series: list[SeriesId] = [(*k, m) for k, v in changed.items() for m in sorted(v)]
+    first = source.first_seen(series, leaderboard.since(window))
+    notes = []
+    for (model_id, dataset, region), methods in sorted(changed.items()):
+        ordered = sorted(methods, key=lambda m: first.get((model_id, dataset, region, m), float("inf")))
+        changes = tuple((a, b, _date(first[(model_id, dataset, region, b)])) for a, b in zip(ordered, ordered[1:])
+                        if (model_id, dataset, region, b) in first)
+        if changes:
+            notes.append(MethodNote(model_id, dataset, region, changes))
+    return notes
+
+
+def dataset_tables(rows: list[MetricRow], notes: list[MethodNote]) -> list[DatasetTable]:
+    """The board as one table per dataset."""
+    by_key = {(n.model_id, n.dataset, n.region): n.text for n in notes}
+    tables: dict[str, DatasetTable] = {}
+    for key, members in groupby(rows, key=lambda r: (r.dataset, r.model_id, r.region, r.method_version, r.instrument)):
+        dataset, model_id, region, method, instrument = key
+        members = list(members)
+        table = tables.setdefault(dataset, DatasetTable(dataset))
+        table.series.append(Series(model_id, region, method, instrument, members[0], members,
+                                   by_key.get((model_id, dataset, region))))
+    for table in tables.values():  # ranked by the first headline metric's p50 (stream and batch apart), n/a last
+        table.series.sort(key=lambda s: (METRIC_ORDER.get(s.first.metric, len(METRIC_ORDER)), s.first.p50 is None,
+                                         s.first.p50 or 0.0, s.model_id, s.region, s.method_version))
+    for n in notes:
+        if n.dataset in tables:
+            tables[n.dataset].notes.append(f"{n.model_id} ({n.region}): {n.text}")
+    return [tables[d] for d in sorted(tables)]
+
+
+def leaderboard_document(source: Source, window: str, board: str | None, dataset: str | None) -> dict:
+    """The JSON of a board (the API's /leaderboard and the board's ?format=json)."""
+    rows = board_rows(source, window, board, dataset)
+    notes = method_notes(source, rows, window)
+    return {
+        "board": board, "window": window, "dataset": dataset, "generated_at": time.time(),
+        "method_version": METHOD_VERSION,
+        "rows": [{**asdict(r), "na_reason": na_reason(r)} for r in rows],
+        "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
+                   "changes": [{"from": a, "to": b, "on": day} for a, b, day in n.changes]} for n in notes],
+    }
+
+
+def overview(rows: list[MetricRow]) -> dict[str, list[MetricRow]]:
+    """Per board, each series' first headline metric (the one the board is ranked by), by dataset."""
+    out: dict[str, list[MetricRow]] = {b: [] for b in BOARDS}
+    seen = set()
+    for r in rows:
+        key = (r.board, r.model_id, r.dataset, r.region, r.method_version, r.instrument)
+        if key not in seen:
+            seen.add(key)
+            out[r.board].append(r)
+    for b in out:
+        out[b].sort(key=lambda r: (r.dataset, METRIC_ORDER.get(r.metric, len(METRIC_ORDER)), r.p50 is None,
+                                   r.p50 or 0.0, r.model_id, r.region))
+    return out
+
+
+def model_info(registry: Registry, model_id: str) -> ModelInfo | None:
+    try:
+        return registry.resolve(model_id)
+    except RegistryError:
+        return None
+
+
+def models_document(source: Source, registry: Registry) -> dict:
+    """Every model with rows in the last 30 days, with what it was measured on."""
+    window = "30d"
+    models: dict[str, dict] = {}
+    for r in source.leaderboard(window):
+        m = models.setdefault(r.model_id, {"model_id": r.model_id, "board": r.board, "datasets": set(), "regions": set(),
+                                           "method_versions": set()})
+        m["datasets"].add(r.dataset)
+        m["regions"].add(r.region)
+        m["method_versions"].add(r.method_version)
+    out = []
+    for model_id in sorted(models):
+        m = models[model_id]
+        info = model_info(registry, model_id)
+        out.append({**m, "datasets": sorted(m["datasets"]), "regions": sorted(m["regions"]),
+                    "method_versions": sorted(m["method_versions"]),
+                    "vendor": info.vendor if info else model_id.split("/", 1)[0],
+                    "protocol": info.protocol if info else None, "status": info.status if info else None,
+                    "exclusions": [{"metric": e.metric, "reason": e.reason} for e in info.exclusions] if info else []})
+    return {"window": window, "method_version": METHOD_VERSION, "models": out}
+
+
+@dataclass(frozen=True)
+class History:
+    model_id: str
+    since: float
+    days: list[str]  # every UTC day of the span, oldest first
+    points: list[DailyPoint]
+    excluded: dict[str, str]  # metric -> the registry's reason (no chart for it)
+    metrics: list[str]  # the headline metrics the model has points for (before filtering)
+    datasets: list[str]
+
+
+def history(source: Source, registry: Registry, model_id: str, metric: str | None = None,
+            dataset: str | None = None, now: float | None = None) -> History:
+    now = time.time() if now is None else now
+    since = now - HISTORY_DAYS * 86400
+    points = source.history(model_id, since)
+    info = model_info(registry, model_id)
+    excluded = {e.metric: e.reason for e in info.exclusions} if info else {}
+    metrics = list(dict.fromkeys(p.metric for p in points))
+    datasets = sorted({p.dataset for p in points})
+    kept = [p for p in points if (metric is None or p.metric == metric) and (dataset is None or p.dataset == dataset)
+            and p.metric not in excluded]
+    first_day, last_day = int(since // 86400), int(now // 86400)
+    days = [datetime.fromtimestamp(d * 86400, timezone.utc).date().isoformat() for d in range(first_day, last_day + 1)]
+    shown_excluded = {m: r for m, r in excluded.items() if m in metrics and (metric is None or m == metric)}
+    return History(model_id, since, days, kept, shown_excluded, metrics, datasets)
+
+
+def history_series(h: History) -> list[dict]:
+    """The points grouped into series (metric, dataset, region, method version, instrument), oldest first."""
+    def key(p: DailyPoint) -> tuple:
+        return p.metric, p.dataset, p.region, p.method_version, p.instrument or ""
+
+    out = []
+    for (metric, dataset, region, method, instrument), pts in groupby(sorted(h.points, key=lambda p: (key(p), p.day)),
+                                                                        key=key):
+        out.append({"metric": metric, "unit": UNITS[metric], "dataset": dataset, "region": region,
+                    "method_version": method, "instrument": instrument or None,
+                    "points": [{"day": p.day, "n": p.n, "p50": p.p50, "p95": p.p95} for p in pts]})
+    return out
+
+
+def history_document(h: History) -> dict:
+    return {"model_id": h.model_id, "days": HISTORY_DAYS, "since": h.since, "method_version": METHOD_VERSION,
+            "series": history_series(h),
+            "excluded": [{"metric": m, "reason": r} for m, r in sorted(h.excluded.items())]}
+
+
+def headline_metrics(registry: Registry, model_id: str) -> list[str]:
+    info = model_info(registry, model_id)
+    return [m.name for m in for_protocol(info.protocol, headline_only=True)] if info else []
+
+
+@dataclass(frozen=True)
+class AlertsView:
+    available: bool
+    reason: str | None
+    alerts: list[Alert]
+
+
+def alerts(source: Source, now: float | None = None) -> AlertsView:
+    now = time.time() if now is None else now
+    try:
+        return AlertsView(True, None, source.alerts(now - RESOLVED_SHOWN_S))
+    except AlertsUnavailable as exc:
+        return AlertsView(False, str(exc), [])
+
+
+def _date(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).date().isoformat()
