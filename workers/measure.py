@@ -187,6 +187,12 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
             row.instrument_error = f"{type(exc).__name__}: {exc}"
 
 
+def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
+    """Write the two-channel call recording, then measure V2V back from the file (METHOD)."""
+    write_recording(path, call_recording(timeline, pcm, rate))
+    return v2v_from_recording(path)
+
+
 async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
     """One spoken turn: the clip paced in real time, the model's reply captured into the call recording."""
     pcm, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_response())
@@ -198,8 +204,9 @@ async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Obs
         folder = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") if ctx.recordings_dir else \
             Path(stack.enter_context(tempfile.TemporaryDirectory()))
         path = folder / f"{row.dataset}-{clip.id}.wav"
-        write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
-        v = v2v_from_recording(path)
+        # off the event loop: tens of ms of array work would delay the arrival stamps of every
+        # other call the worker has on the clock (benchmarks/clock_truth.py, 16-64 S2S streams)
+        v = await asyncio.to_thread(_record_and_measure, path, timeline, pcm, clip.sample_rate)
     if v.v2v_ms is None:
         lv = levels(reply.samples)
         raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
