@@ -16,7 +16,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
-from typing import Iterator, Protocol
+from typing import Iterable, Iterator, Protocol
 
 import psycopg
 import psycopg.errors
@@ -26,7 +26,7 @@ from voxwatch import leaderboard
 from voxwatch.alerts.store import Alert
 from voxwatch.leaderboard import MetricRow
 from voxwatch.metrics.specs import METRICS, for_protocol
-from voxwatch.metrics.stats import MIN_N, summarize
+from voxwatch.metrics.stats import summarize
 from voxwatch.providers.registry import Registry
 from voxwatch.store import StoreError, aggregates, open_store, redact
 
@@ -100,12 +100,29 @@ def _instrument(board: str, instrument_id: str | None) -> str | None:
 _HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
 _HISTORY_SQL = (
     "SELECT dataset, region, method_version, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') "
-    "ELSE '' END, floor(started_at / 86400)::bigint, "
-    + ", ".join(f"count({m}), percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY {m})" for m in _HEADLINE)
-    + " FROM observations WHERE model_id = %s AND started_at >= %s AND status = 'ok' AND emulator IS NOT TRUE "
-      "GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6")
-"""Daily p50/p95 per series and headline metric: percentile_cont is the linear interpolation
-metrics.stats.summarize uses (METHOD "Aggregates"); the series index serves it."""
+    "ELSE '' END, floor(started_at / 86400)::bigint, " + ", ".join(_HEADLINE)
+    + " FROM observations WHERE model_id = %s AND started_at >= %s AND status = 'ok' AND emulator IS NOT TRUE")
+"""A model's ok rows of the window, keyed by series and UTC day; daily_points summarizes them."""
+DayRow = tuple  # dataset, region, method_version, protocol, instrument ('' when none), day, *headline values
+
+
+def daily_points(rows: Iterable[DayRow]) -> list[DailyPoint]:
+    """Daily n, p50 and p95 per series and headline metric, by metrics.stats.summarize (one definition
+    for both stores; p50/p95 are None when n < 5, METHOD "Aggregates")."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in rows:
+        groups[r[:6]].append(r[6:])
+    points = []
+    for (dataset, region, method, protocol, instrument, day), members in sorted(groups.items()):
+        for spec in for_protocol(protocol, headline_only=True):
+            i = _HEADLINE.index(spec.name)
+            stats = summarize([m[i] for m in members])
+            if stats.n:
+                points.append(DailyPoint(dataset, region, method, instrument or None, spec.name, iso_day(day),
+                                         stats.n, stats.p50, stats.p95))
+    return points
+
+
 _FIRST_SEEN_SQL = ("SELECT min(started_at) FROM observations WHERE model_id = %s AND dataset = %s AND region = %s "
                    "AND method_version = %s AND started_at >= %s AND emulator IS NOT TRUE")
 _ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
@@ -174,16 +191,7 @@ class PostgresSource:
 
     def history(self, model_id: str, since: float) -> list[DailyPoint]:
         with self._reading("a model's history") as conn:
-            rows = conn.execute(_HISTORY_SQL, (model_id, since)).fetchall()
-        points = []
-        for dataset, region, method, protocol, instrument, day, *stats in rows:
-            for spec in for_protocol(protocol, headline_only=True):
-                i = 2 * _HEADLINE.index(spec.name)
-                n, (p50, p95) = stats[i], stats[i + 1] or (None, None)
-                if n:
-                    points.append(DailyPoint(dataset, region, method, instrument or None, spec.name, iso_day(day), n,
-                                             p50 if n >= MIN_N else None, p95 if n >= MIN_N else None))
-        return points
+            return daily_points(conn.execute(_HISTORY_SQL, (model_id, since)))
 
     def alerts(self, resolved_since: float) -> list[Alert]:
         with self._reading("the alerts") as conn:
@@ -240,22 +248,12 @@ class SQLiteSource:
         return out
 
     def history(self, model_id: str, since: float) -> list[DailyPoint]:
-        groups: dict[tuple, list] = defaultdict(list)
         with self._store("a model's history") as store:
-            for r in store.observations(since=since):
-                if r.model_id == model_id and r.status == "ok" and not r.emulator:
-                    key = (r.dataset, r.region, r.method_version, r.protocol, _instrument(r.board, r.instrument_id),
-                           int(r.started_at // 86400))
-                    groups[key].append(r)
-        points = []
-        for (dataset, region, method, protocol, instrument, day), members in sorted(
-                groups.items(), key=lambda kv: tuple("" if k is None else k for k in kv[0])):
-            for spec in for_protocol(protocol, headline_only=True):
-                s = summarize([getattr(r, spec.name) for r in members])
-                if s.n:
-                    points.append(DailyPoint(dataset, region, method, instrument, spec.name, iso_day(day), s.n,
-                                             s.p50, s.p95))
-        return points
+            return daily_points(
+                (r.dataset, r.region, r.method_version, r.protocol, _instrument(r.board, r.instrument_id) or "",
+                 int(r.started_at // 86400), *(getattr(r, m) for m in _HEADLINE))
+                for r in store.observations(since=since)
+                if r.model_id == model_id and r.status == "ok" and not r.emulator)
 
     def alerts(self, resolved_since: float) -> list[Alert]:
         raise AlertsUnavailable(ALERTS_NEED_POSTGRES)
