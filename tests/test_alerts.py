@@ -147,7 +147,7 @@ def _add(url: str, rows: list[Observation]) -> None:
 @pytest.fixture
 def db() -> Iterator[tuple[str, psycopg.Connection]]:
     with fresh_postgres() as url:
-        with alert_store.connect(url) as conn:
+        with alert_store.connected(url, "cannot use") as conn:
             yield url, conn
 
 
@@ -259,7 +259,7 @@ def test_two_evaluators_at_once_notify_a_transition_once(db):
         results: list = []
 
         def evaluator() -> None:
-            with alert_store.connect(url) as own:
+            with alert_store.connected(url, "cannot use") as own:
                 start.wait()
                 results.append(run(own, hooks, T + 15 * MIN, env))
 
@@ -368,7 +368,7 @@ def test_alerts_list_and_evaluate_from_the_command_line(tmp_path: Path):
         for model, emulator in (("test/emu@1", True), ("test/now@1", False)):  # both regressed in the last 6 h
             _add(url, _rows(model, rng, now - 30 * D, now - 6 * H, 4, 200, emulator=emulator)
                  + _rows(model, rng, now - 6 * H, now - 1, 10, 500, emulator=emulator))
-        with alert_store.connect(url) as conn:
+        with alert_store.connected(url, "cannot use") as conn:
             evaluate(conn, rules(include_emulator=True), now - 1)  # both pending
 
         env = {"VOXWATCH_ALERTS_FIRE_AFTER": "1", "VOXWATCH_ALERTS_WEBHOOKS": "ops:slack:OPS_URL",

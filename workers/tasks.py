@@ -85,10 +85,10 @@ def evaluate_alerts() -> dict[str, int]:
     evaluate_every_minutes). A duplicate or redelivered task is harmless: evaluations take an advisory
     lock in turn, and the later one finds nothing new to notify. Returns the transitions by event."""
     from voxwatch.alerts.evaluate import run
-    from voxwatch.alerts.store import connect
+    from voxwatch.alerts.store import connected
 
     config = current_config()
-    with connect(config.store_url) as conn:
+    with connected(config.store_url, "cannot evaluate the alerts of") as conn:
         result = run(conn, config.alerts, time.time())
     counts: dict[str, int] = {}
     for t in result.transitions:

@@ -7,7 +7,6 @@ import time
 from datetime import datetime, timezone
 from typing import Callable
 
-import psycopg
 
 from voxwatch.config import Config
 
@@ -33,11 +32,8 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
 
 
 def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
-    with store.connect(cfg.store_url) as conn:
-        try:
-            alerts = store.list_alerts(conn, args.state, max(1, args.limit))
-        except psycopg.Error as exc:
-            raise store.store_error("cannot read the alerts of", cfg.store_url, exc) from None
+    with store.connected(cfg.store_url, "cannot read the alerts of") as conn:
+        alerts = store.list_alerts(conn, args.state, max(1, args.limit))
     if not alerts:
         print(f"no {'' if args.state == 'all' else args.state + ' '}alerts")
         return 0
@@ -54,11 +50,8 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_evaluate(cfg: Config) -> int:
-    with store.connect(cfg.store_url) as conn:
-        try:
-            result = run(conn, cfg.alerts, time.time())
-        except psycopg.Error as exc:
-            raise store.store_error("cannot evaluate the alerts of", cfg.store_url, exc) from None
+    with store.connected(cfg.store_url, "cannot evaluate the alerts of") as conn:
+        result = run(conn, cfg.alerts, time.time())
     counts = {e: sum(t.event == e for t in result.transitions) for e in ("pending", "firing", "resolved", "cleared")}
     print(f"evaluated {result.checks} checks at {_when(result.at)}: {counts['pending']} opened (pending), "
           f"{counts['firing']} firing, {counts['resolved']} resolved, {counts['cleared']} cleared before firing")

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.stats import fisher_exact, mannwhitneyu
 
 from voxwatch.config import Alerts
-from voxwatch.metrics.stats import BOOTSTRAP_SEED, bootstrap_pooled_draws
+from voxwatch.metrics.stats import BOOTSTRAP_SEED, bootstrap_pooled_draws, rate
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,11 @@ def wer_shift(recent_errors: Sequence[int], recent_words: Sequence[int], baselin
     early = _too_few(n_recent, n_baseline, rules, "clips")
     if early is not None:
         return early
-    now_words, before_words = int(np.sum(recent_words)), int(np.sum(baseline_words))
-    if now_words == 0 or before_words == 0:
+    # pooled WER (metrics.wer.pooled_wer): sum(S + D + I) / sum(N), as the leaderboard computes it
+    now = rate(int(np.sum(recent_errors)), int(np.sum(recent_words)))
+    before = rate(int(np.sum(baseline_errors)), int(np.sum(baseline_words)))
+    if now is None or before is None:
         return Finding(None, None, None, None, n_recent, n_baseline, "no reference words to score: not judged")
-    now, before = float(np.sum(recent_errors)) / now_words, float(np.sum(baseline_errors)) / before_words
     line = f"pooled WER {now * 100:.1f} % vs {before * 100:.1f} % ({(now - before) * 100:+.1f} points)"
     if (now - before) * 100 < rules.wer_increase_points:
         return Finding(False, now, before, None, n_recent, n_baseline,
@@ -95,7 +96,7 @@ def rate_spike(recent_hits: int, recent_n: int, baseline_hits: int, baseline_n: 
     early = _too_few(recent_n, baseline_n, rules, "attempts")
     if early is not None:
         return early
-    now, before = recent_hits / recent_n, baseline_hits / baseline_n
+    now, before = rate(recent_hits, recent_n), rate(baseline_hits, baseline_n)
     p = float(fisher_exact([[recent_hits, recent_n - recent_hits], [baseline_hits, baseline_n - baseline_hits]],
                            alternative="greater").pvalue)
     material = (now - before) * 100 >= rules.rate_increase_points

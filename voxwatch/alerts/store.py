@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Iterable
+from contextlib import contextmanager
+from typing import Iterable, Iterator
 
 import psycopg
 
 from voxwatch.metrics.specs import MetricSpec
-from voxwatch.store import StoreError, migrations, redact
-from voxwatch.store.postgres import CONNECT_TIMEOUT_S, _passwords
+from voxwatch.store import StoreError
+from voxwatch.store.postgres import PostgresStore
 
 EVALUATION_LOCK = 0x766F7861  # pg_advisory_xact_lock key: one evaluation at a time ("voxa")
 STATES = ("pending", "firing", "resolved")
@@ -70,29 +71,19 @@ _VALUE_COLUMNS = [f.name for f in fields(Values)]
 _EMULATOR = " AND emulator IS NOT TRUE"
 
 
-def connect(url: str) -> psycopg.Connection:
-    """An autocommit connection to the Postgres store, migrated; errors name the store, never its password."""
+@contextmanager
+def connected(url: str, what: str) -> Iterator[psycopg.Connection]:
+    """The Postgres store's connection (PostgresStore opens and migrates it); a database error in the
+    block becomes a StoreError that says `what` failed and names the store without its password."""
     if not url.startswith(("postgresql://", "postgres://")):
         raise StoreError("alerts need the Postgres store (postgresql://...): they run in distributed mode")
+    store = PostgresStore(url)
     try:
-        conn = psycopg.connect(url, autocommit=True,
-                               **({} if "connect_timeout" in url else {"connect_timeout": CONNECT_TIMEOUT_S}))
+        yield store.connection()
     except psycopg.Error as exc:
-        raise store_error("cannot connect to", url, exc) from None
-    try:
-        migrations.upgrade(conn)
-    except psycopg.Error as exc:
-        conn.close()
-        raise store_error("cannot migrate", url, exc) from None
-    return conn
-
-
-def store_error(what: str, url: str, exc: Exception) -> StoreError:
-    """A database error as a StoreError naming the store, its password hidden."""
-    detail = str(exc).strip()
-    for secret in _passwords(url):
-        detail = detail.replace(secret, "***")
-    return StoreError(f"{what} the Postgres store at {redact(url)}: {detail}")
+        raise store.error(what, exc) from None
+    finally:
+        store.close()
 
 
 def lock(conn: psycopg.Connection) -> None:

@@ -48,13 +48,19 @@ class PostgresStore:
         try:
             return migrations.upgrade(self._connect())
         except psycopg.Error as exc:
-            raise self._error("cannot migrate", exc) from None
+            raise self.error("cannot migrate", exc) from None
 
-    def _error(self, what: str, exc: Exception) -> StoreError:
+    def error(self, what: str, exc: Exception) -> StoreError:
+        """A database error as a StoreError naming the store and what failed, every password hidden."""
         detail = str(exc).strip()
         for secret in self._secrets:
             detail = detail.replace(secret, "***")
         return StoreError(f"{what} the Postgres store at {self.url}: {detail}")
+
+    def connection(self) -> psycopg.Connection:
+        """The store's autocommit connection (opened, migrated, reopened when broken), for readers that
+        run their own SQL on it (the regression alerts); a database error there goes through `error`."""
+        return self._connect()
 
     def _connect(self) -> psycopg.Connection:
         if self._db is None or self._db.closed or self._db.broken:
@@ -62,7 +68,7 @@ class PostgresStore:
                 self._db = psycopg.connect(self._url, autocommit=True,
                                            **({} if "connect_timeout" in self._url else {"connect_timeout": CONNECT_TIMEOUT_S}))
             except psycopg.Error as exc:
-                raise self._error("cannot connect to", exc) from None
+                raise self.error("cannot connect to", exc) from None
         return self._db
 
     @contextmanager
@@ -73,7 +79,7 @@ class PostgresStore:
             with conn.transaction(), conn.cursor() as cur:
                 yield cur
         except psycopg.Error as exc:
-            raise self._error(f"cannot {what}", exc) from None
+            raise self.error(f"cannot {what}", exc) from None
 
     def add(self, rows: Iterable[Observation], refresh: bool = True) -> int:
         """Insert rows, skipping keys already stored; then, unless refresh is False, recompute the
@@ -106,7 +112,7 @@ class PostgresStore:
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS observations_staging (LIKE observations) "
                              "ON COMMIT DELETE ROWS")
             except psycopg.Error as exc:
-                raise self._error("cannot write observations to", exc) from None
+                raise self.error("cannot write observations to", exc) from None
             self._staging = conn
 
     def refresh(self, series: Iterable[aggregates.Series] | None = None) -> int:
@@ -116,14 +122,14 @@ class PostgresStore:
         try:
             return aggregates.refresh(conn, None if series is None else list(series))
         except psycopg.Error as exc:
-            raise self._error("cannot refresh the aggregates of", exc) from None
+            raise self.error("cannot refresh the aggregates of", exc) from None
 
     def aggregates(self, window: str, since: float) -> list[MetricRow]:
         """The precomputed leaderboard rows of one window (exclusions are the reader's job)."""
         try:
             return aggregates.read(self._connect(), window, since)
         except psycopg.Error as exc:
-            raise self._error("cannot read the aggregates of", exc) from None
+            raise self.error("cannot read the aggregates of", exc) from None
 
     def start_run(self, run: RunRecord) -> None:
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in RUN_FIELDS if c != "run_id")
@@ -148,7 +154,7 @@ class PostgresStore:
                 for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):
                     yield Observation(*row)
         except psycopg.Error as exc:
-            raise self._error("cannot read observations from", exc) from None
+            raise self.error("cannot read observations from", exc) from None
 
     def close(self) -> None:
         if self._db is not None:
