@@ -101,12 +101,17 @@ def test_migrations_run_once_in_order_and_new_fields_are_added(pg_url: str):
     store = open_store(pg_url)
     assert store.migrated == [v for v, _ in MIGRATIONS] == sorted(v for v, _ in MIGRATIONS)
     store.close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("ALTER TABLE observations DROP COLUMN onset_version")  # a store made before the field
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # a store made before two fields: a row's own, a context's
+        conn.execute("DROP VIEW observations CASCADE")
+        conn.execute("ALTER TABLE obs_facts DROP COLUMN instrument_error")
+        conn.execute("ALTER TABLE obs_contexts DROP COLUMN onset_version")
     again = open_store(pg_url)
     assert again.migrated == []
-    assert again.add([obs("a", onset_version="2")]) == 1
-    assert next(again.observations()).onset_version == "2"
+    assert again.add([obs("a", onset_version="2", instrument_error="instrument timed out")]) == 1
+    back = next(again.observations())
+    assert (back.onset_version, back.instrument_error) == ("2", "instrument timed out")
+    assert [f.name for f in fields(Observation)] == [d.name for d in again.connection().execute(
+        "SELECT * FROM observations_during(0, 'Infinity')").description]
     again.close()
     with psycopg.connect(pg_url) as conn:
         assert [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")] == \
@@ -255,16 +260,107 @@ def test_a_series_whose_rows_left_the_window_leaves_that_window(pg_url: str):
     store.close()
 
 
-def test_a_refresh_reads_only_the_series_index(pg_url: str):
-    """Every column the refresh reads is carried by the series index (an index-only scan at any size)."""
+def test_a_refresh_reads_its_series_by_key_run_by_run(pg_url: str):
+    """The refresh finds a series' rows through the runs of its window and the fact table's key
+    (run, model, dataset, ...): one index range per run, never a pass over the table."""
     from voxwatch.store import aggregates
 
     store = open_store(pg_url)
-    store.add([obs(f"c{i}") for i in range(20)], refresh=False)
+    store.add([obs(f"c{i}", run_id=f"r{i % 4}") for i in range(40)], refresh=False)
     with psycopg.connect(pg_url) as conn:
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_bitmapscan = off")
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + aggregates._FETCH,
-                                                     ("pocketsphinx/en-us@5.1.1", "stt-starter-clean", "local", "3", 0.0)))
-    assert "Index Only Scan using observations_series" in plan, plan
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + aggregates._FETCH, {
+            "model_id": "pocketsphinx/en-us@5.1.1", "dataset": "stt-starter-clean", "region": "local",
+            "method_version": "3", "since": 0.0}))
+    lines = plan.splitlines()
+    [at] = [i for i, line in enumerate(lines) if "obs_facts" in line]
+    assert "Index Scan using obs_facts_pkey" in lines[at], plan
+    cond = lines[at + 1]
+    assert "run_id_ref = ANY" in cond and "model_id_ref =" in cond and "dataset_ref =" in cond, plan
+    store.close()
+
+
+def _wide_store(url: str, rows: list[Observation]) -> None:
+    """A store as migrations 1-5 left it: the wide observations table, holding these rows."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        for version, sql in MIGRATIONS[:5]:
+            for statement in sql.split(";\n"):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        names = [f.name for f in fields(Observation)]
+        with conn.cursor() as cur:
+            cur.executemany(f"INSERT INTO observations ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))})",
+                            [tuple(asdict(r).values()) for r in rows])
+
+
+def test_a_store_made_before_the_narrow_layout_keeps_every_row(pg_url: str, tmp_path: Path):
+    rows = dataset() + [obs("odd", reference="tab\tand\nnewline 'quoted' ✓", vad_params='{"mode": 3}', voice=None,
+                            connection_reused=True)]
+    _wide_store(pg_url, rows)
+    store = open_store(pg_url)
+    assert store.migrated == [6]
+    key = lambda r: (r.run_id, r.model_id, r.dataset, r.clip_id, r.attempt)
+    assert sorted(map(asdict, store.observations()), key=lambda d: key(Observation(**d))) == \
+        sorted(map(asdict, rows), key=lambda d: key(Observation(**d)))
+    assert store.add(rows) == 0  # the moved rows keep their keys
+    sqlite = open_store(f"sqlite:///{tmp_path / 'same.sqlite'}")
+    sqlite.add(rows)
+    registry = Registry.default()
+    _assert_same(leaderboard.from_store(sqlite, "30d", registry), leaderboard.from_store(store, "30d", registry))
+    sqlite.close()
+    store.close()
+
+
+def test_writers_that_meet_the_same_new_names_at_once_share_one_entry(pg_url: str):
+    """Workers of one run write its first rows together: each name and context is interned once,
+    every row is kept, and a key both write is counted once."""
+    import threading
+
+    open_store(pg_url).close()
+    stores = [open_store(pg_url) for _ in range(4)]
+    start = threading.Barrier(len(stores))
+    added: list[int] = []
+
+    def write(k: int) -> None:
+        start.wait()
+        rows = [obs(f"w{k}-{i}", run_id="r-new", model_id="new/model@1", region="eu-new") for i in range(30)]
+        added.append(stores[k].add(rows + [obs("shared", run_id="r-new", model_id="new/model@1", region="eu-new")]))
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(added) == 4 * 30 + 1
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM obs_names WHERE name IN ('r-new', 'new/model@1')").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM obs_contexts WHERE region = 'eu-new'").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM observations WHERE run_id = 'r-new'").fetchone()[0] == 121
+    [ttfs] = [r for r in leaderboard.from_store(stores[0], "24h") if r.metric == "ttfs_ms"]
+    assert ttfs.n == 121
+    for s in stores:
+        s.close()
+
+
+def test_a_batch_that_holds_a_key_twice_stores_it_once(pg_url: str):
+    store = open_store(pg_url)
+    rows = [obs(f"b{i}") for i in range(40)]
+    assert store.add(rows + [replace(rows[3], ttfs_ms=1.0)]) == 40
+    assert store.add(rows[:5]) == 0 and store.add(rows[:30] + [obs("b40")]) == 1
+    assert len(list(store.observations())) == 41
+    store.close()
+
+
+def test_observations_during_a_time_range_are_the_rows_measured_in_it(pg_url: str):
+    store = open_store(pg_url)
+    rows = dataset()
+    store.add(rows)
+    low, high = NOW - 6 * DAY, NOW - 4 * HOUR
+    with psycopg.connect(pg_url) as conn:
+        got = conn.execute("SELECT run_id, model_id, dataset, clip_id, attempt FROM observations_during(%s, %s)",
+                           (low, high)).fetchall()
+    want = [(r.run_id, r.model_id, r.dataset, r.clip_id, r.attempt) for r in rows if low <= r.started_at <= high]
+    assert sorted(got) == sorted(want) and 0 < len(want) < len(rows)
     store.close()

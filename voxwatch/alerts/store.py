@@ -10,7 +10,7 @@ from typing import Iterable, Iterator
 import psycopg
 
 from voxwatch.metrics.specs import MetricSpec
-from voxwatch.store import StoreError
+from voxwatch.store import StoreError, layout
 from voxwatch.store.postgres import PostgresStore
 
 EVALUATION_LOCK = 0x766F7861  # pg_advisory_xact_lock key: one evaluation at a time ("voxa")
@@ -97,8 +97,8 @@ def recent_series(conn: psycopg.Connection, since: float, until: float, include_
     (rows of an older method version in the window are not pooled with it, and not judged)."""
     rows = conn.execute(
         "SELECT model_id, dataset, region, method_version, board, protocol, count(*), max(started_at) "
-        "FROM observations WHERE started_at >= %s AND started_at < %s" + ("" if include_emulator else _EMULATOR)
-        + " GROUP BY model_id, dataset, region, method_version, board, protocol", (since, until)).fetchall()
+        "FROM observations_during(%s, %s) WHERE started_at < %s" + ("" if include_emulator else _EMULATOR)
+        + " GROUP BY model_id, dataset, region, method_version, board, protocol", (since, until, until)).fetchall()
     newest: dict[tuple[str, str, str], tuple] = {}
     for r in rows:
         if r[:3] not in newest or r[7] > newest[r[:3]][7]:
@@ -108,20 +108,18 @@ def recent_series(conn: psycopg.Connection, since: float, until: float, include_
 
 def series_sql(latency: list[MetricSpec], include_emulator: bool) -> str:
     """The read of one series' rows in [since, until): started_at, status, instrument_id, S + D + I, N,
-    then each latency metric. Every column is in the observations_series index (migration 3), so it is
-    an index-only range scan of the two windows and nothing else."""
-    cols = ", ".join(["started_at", "status", "instrument_id", "substitutions + deletions + insertions", "ref_words"]
-                     + [m.name for m in latency])
-    return (f"SELECT {cols} FROM observations WHERE model_id = %s AND dataset = %s AND region = %s "
-            f"AND method_version = %s AND started_at >= %s AND started_at < %s"
-            + ("" if include_emulator else _EMULATOR) + " ORDER BY started_at")
+    then each latency metric; by key, run by run, as the aggregates' refresh reads (layout.series_sql)."""
+    cols = ", ".join(["f.started_at", "f.status", "c.instrument_id", "f.substitutions + f.deletions + f.insertions",
+                      "f.ref_words"] + [f"f.{m.name}" for m in latency])
+    return layout.series_sql(cols, until=True, emulator=include_emulator)
 
 
 def series_rows(conn: psycopg.Connection, s: Series, latency: list[MetricSpec], since: float, until: float,
                 include_emulator: bool) -> list[tuple]:
     with conn.cursor(binary=True) as cur:
         return cur.execute(series_sql(latency, include_emulator),
-                           (s.model_id, s.dataset, s.region, s.method_version, since, until)).fetchall()
+                           {"model_id": s.model_id, "dataset": s.dataset, "region": s.region,
+                            "method_version": s.method_version, "since": since, "until": until}).fetchall()
 
 
 def open_alerts(conn: psycopg.Connection) -> dict[str, Alert]:

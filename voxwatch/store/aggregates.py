@@ -19,20 +19,18 @@ import psycopg
 
 from ..leaderboard import WINDOWS, MetricRow, flat, series_rows
 from ..metrics.specs import for_protocol
+from .layout import SERIES, series_sql
 from .migrations import AGGREGATE_EXTRA, HEADLINE, columns
 
-SERIES = ("model_id", "dataset", "region", "method_version")
-"""What a refresh is keyed on (the observations_series index); board, protocol and instrument are
-split out of it in Python."""
 Series = tuple[str, str, str, str]
+"""What a refresh is keyed on (layout.SERIES: model, dataset, region, method version); board, protocol
+and instrument are split out of it in Python."""
 
 _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _LONGEST = max(WINDOWS.values())
-# reads only migrations.REFRESH_READS, which the series index carries: an index-only scan
-_FETCH = (f"SELECT board, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') ELSE '' END, status, "
-          f"started_at, {', '.join(HEADLINE)}, substitutions + deletions + insertions, ref_words FROM observations "
-          f"WHERE model_id = %s AND dataset = %s AND region = %s AND method_version = %s AND started_at >= %s "
-          f"AND emulator IS NOT TRUE ORDER BY started_at")
+_FETCH = series_sql(f"c.board, c.protocol, CASE WHEN c.board = 'tts' THEN coalesce(c.instrument_id, '') ELSE '' END, "
+                    f"f.status, f.started_at, {', '.join('f.' + m for m in HEADLINE)}, "
+                    f"f.substitutions + f.deletions + f.insertions, f.ref_words")
 _WHERE_SERIES = " AND ".join(f"{c} = %s" for c in SERIES)
 _ROW_COLS = [c for c, _ in columns(MetricRow) if c != "note"]
 _WRITE_COLS = _ROW_COLS + [c for c, _ in AGGREGATE_EXTRA]
@@ -42,13 +40,13 @@ def refresh(conn: psycopg.Connection, series: list[Series] | None = None, now: f
     """Recompute the aggregates of these series, or of every series (a full rebuild) when None."""
     if series is None:
         series = [tuple(s) for s in conn.execute(
-            f"SELECT {', '.join(SERIES)} FROM observations WHERE started_at >= %s AND emulator IS NOT TRUE "
+            f"SELECT {', '.join(SERIES)} FROM observations_during(%s, 'Infinity') WHERE emulator IS NOT TRUE "
             f"UNION SELECT {', '.join(SERIES)} FROM aggregates", ((now or time.time()) - _LONGEST,))]
     for s in series:
         with conn.transaction(), conn.cursor(binary=True) as cur:  # binary: ~15 % faster to load 20,000 rows
             cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(s),))
             at = time.time() if now is None else now  # after the lock: the windows end when the rows are read
-            rows = cur.execute(_FETCH, (*s, at - _LONGEST)).fetchall()
+            rows = cur.execute(_FETCH, {**dict(zip(SERIES, s)), "since": at - _LONGEST}).fetchall()
             out = compute(s, rows, at)
             cur.execute(f"DELETE FROM aggregates WHERE {_WHERE_SERIES}", s)
             if out:

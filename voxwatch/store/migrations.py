@@ -2,20 +2,24 @@
 
 Table columns come from the dataclasses (Observation, RunRecord, leaderboard.MetricRow), the one
 definition of every field. A new nullable field needs no migration: `upgrade` adds any field a
-table lacks (as the SQLite store does). Anything else (an index, a type, a backfill) is a new
-numbered entry at the end of MIGRATIONS; a released entry is never edited.
+table lacks (as the SQLite store does) and redraws the `observations` view. Anything else (an index,
+a type, a backfill) is a new numbered entry at the end of MIGRATIONS, SQL or a function of a cursor;
+a released entry is never edited. Since migration 6 observations are stored in the narrow layout of
+voxwatch.store.layout; migrations 1-5 made the wide table that migration 6 moves over and drops.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Iterator
+from typing import Callable, Iterator
 
 import psycopg
 
 from ..leaderboard import MetricRow
 from ..metrics.specs import METRICS
-from ..observation import KEY, Observation, RunRecord
+from ..observation import FIELDS, KEY, Observation, RunRecord
+from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
+                     INLINE, KEY_NAMES, derived_objects, digest_of)
 
 _TYPES = {"int": "bigint", "float": "double precision", "bool": "boolean", "str": 'text COLLATE "C"'}
 _LOCK = 0x766F7877  # pg_advisory_xact_lock key: one migrator at a time ("voxw")
@@ -46,9 +50,7 @@ AGGREGATE_KEY = ("model_id", "dataset", "region", "method_version", "time_window
 HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
 REFRESH_READS = ("board", "protocol", "instrument_id", "status", "emulator", *HEADLINE, "substitutions", "deletions",
                  "insertions", "ref_words")
-"""The columns a refresh of the aggregates reads. The series index carries them, so a refresh is an
-index-only scan of one contiguous range: at 10M rows a series' 21,000 rows are ~470 index pages
-instead of ~4,300 scattered table pages (benchmarks/store_scale.py: 330 ms -> 9 ms uncached)."""
+"""What migration 3's series index carried (the wide table's; migration 6 replaced both)."""
 
 
 def _table(name: str, cols: list[tuple[str, str]], constraint: str) -> str:
@@ -61,7 +63,41 @@ def _aggregate_columns() -> list[tuple[str, str]]:
     return [(c, f"{t} NOT NULL DEFAULT ''" if c == "instrument" else t) for c, t in cols]
 
 
-MIGRATIONS: list[tuple[int, str]] = [
+def _narrow_layout(cur: psycopg.Cursor) -> None:
+    """Migration 6: the dictionaries, the fact table and the run spans (voxwatch.store.layout); the
+    wide table's rows are moved over in SQL and the table dropped (the view takes its name)."""
+    types = dict(columns(Observation))
+    cur.execute(DIGEST_FUNCTION)
+    cur.execute('CREATE TABLE obs_names (ref serial PRIMARY KEY, digest bytea NOT NULL UNIQUE, name text COLLATE "C" NOT NULL)')
+    for table, cols in DICTIONARIES.items():
+        cur.execute(_table(table, [("ref", "serial"), ("digest", "bytea NOT NULL UNIQUE")] + [(c, types[c]) for c in cols],
+                           "PRIMARY KEY (ref)"))
+    fact_types = {**types, **{c: "integer" for c in FACT_REFS}}
+    cur.execute(_table("obs_facts", [(c, fact_types[c]) for c in FACT_COLUMNS], f"PRIMARY KEY ({', '.join(FACT_KEY)})"))
+    cur.execute("CREATE TABLE obs_spans (run_id_ref integer, context_ref integer, first_at double precision NOT NULL, "
+                "last_at double precision NOT NULL, PRIMARY KEY (run_id_ref, context_ref))")
+    cur.execute("CREATE INDEX obs_spans_last ON obs_spans (last_at)")
+    cur.execute("CREATE INDEX obs_spans_context ON obs_spans (context_ref, last_at)")
+    for name, sql_type in columns(Observation):  # the wide table as the current fields know it
+        cur.execute(f"ALTER TABLE observations ADD COLUMN IF NOT EXISTS {name} {sql_type}")
+    names = " UNION ".join(f"SELECT {k} FROM observations" for k in KEY_NAMES)
+    cur.execute(f"INSERT INTO obs_names (digest, name) SELECT voxwatch_digest(ARRAY[n]), n FROM ({names}) AS s(n) "
+                "ON CONFLICT (digest) DO NOTHING")
+    for table, cols in DICTIONARIES.items():
+        listed = ", ".join(cols)
+        cur.execute(f"INSERT INTO {table} (digest, {listed}) SELECT {digest_of(cols, 'o', types)}, {listed} "
+                    f"FROM (SELECT DISTINCT {listed} FROM observations) AS o ON CONFLICT (digest) DO NOTHING")
+    select = [f"n_{k}.ref" for k in KEY_NAMES] + ["o.attempt", "cl.ref", "cx.ref"] + [f"o.{f}" for f in INLINE if f != "attempt"]
+    joins = (" ".join(f"JOIN obs_names n_{k} ON n_{k}.digest = voxwatch_digest(ARRAY[o.{k}])" for k in KEY_NAMES)
+             + f" JOIN obs_clips cl ON cl.digest = {digest_of(CLIP_FIELDS, 'o', types)}"
+             + f" JOIN obs_contexts cx ON cx.digest = {digest_of(CONTEXT_FIELDS, 'o', types)}")
+    cur.execute(f"INSERT INTO obs_facts ({', '.join(FACT_COLUMNS)}) SELECT {', '.join(select)} FROM observations o {joins}")
+    cur.execute("INSERT INTO obs_spans SELECT run_id_ref, context_ref, min(started_at), max(started_at) "
+                "FROM obs_facts GROUP BY 1, 2")
+    cur.execute("DROP TABLE observations")
+
+
+MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (1, ";\n".join([
         _table("observations", list(columns(Observation)), f"PRIMARY KEY ({', '.join(KEY)})"),
         # rows arrive in time order, so a BRIN index finds a time range at a tiny fraction of a B-tree's size
@@ -93,6 +129,8 @@ MIGRATIONS: list[tuple[int, str]] = [
     # how many successive evaluations have pointed to an open alert's next transition (pending: the
     # condition held; firing: it was clear), so fire_after / resolve_after count evaluations
     (5, "ALTER TABLE alerts ADD COLUMN streak integer NOT NULL DEFAULT 1"),
+    # observations as narrow fact rows with their repeated text in dictionaries (voxwatch.store.layout)
+    (6, _narrow_layout),
 ]
 
 
@@ -108,18 +146,29 @@ def upgrade(conn: psycopg.Connection) -> list[int]:
         cur.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
                     "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
         have = {v for (v,) in cur.execute("SELECT version FROM schema_migrations")}
-        for version, sql in MIGRATIONS:
+        for version, step in MIGRATIONS:
             if version not in have:
-                for statement in sql.split(";\n"):
-                    cur.execute(statement)
+                if callable(step):
+                    step(cur)
+                else:
+                    for statement in step.split(";\n"):
+                        cur.execute(statement)
                 cur.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
                 applied.append(version)
-        for table, cols in (("observations", columns(Observation)), ("runs", columns(RunRecord)),
-                            ("aggregates", _aggregate_columns())):
+        types = dict(columns(Observation))
+        for table, cols in (("obs_facts", [(f, types[f]) for f in INLINE]),
+                            *((t, [(f, types[f]) for f in fs]) for t, fs in DICTIONARIES.items()),
+                            ("runs", columns(RunRecord)), ("aggregates", _aggregate_columns())):
             # only a missing field takes the table lock (ALTER waits behind any long read)
             have = {c for (c,) in cur.execute("SELECT column_name FROM information_schema.columns "
                                               "WHERE table_schema = current_schema() AND table_name = %s", (table,))}
             for name, sql_type in cols:
                 if name not in have:
                     cur.execute(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}")
+        shown = [c for (c,) in cur.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                                           "current_schema() AND table_name = 'observations' ORDER BY ordinal_position")]
+        if shown != list(FIELDS):  # a field was added (or the view is new): draw it again
+            cur.execute("DROP VIEW IF EXISTS observations CASCADE")
+            for statement in derived_objects():
+                cur.execute(statement)
     return applied

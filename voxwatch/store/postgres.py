@@ -1,8 +1,10 @@
 """Postgres backend: the distributed store; rows are COPYed in and each series' aggregates kept current.
 
-Same contract as the SQLite store (idempotent add on the observation key, runs upserted). After a
-write, the series it touched get their rolling aggregates recomputed (voxwatch.store.aggregates),
-so the leaderboard is a read of a small table instead of a pass over every row.
+Same contract as the SQLite store (idempotent add on the observation key, runs upserted). Rows are
+stored as narrow fact rows (voxwatch.store.layout) and read back through the `observations` view.
+After a write, the series it touched get their rolling aggregates recomputed
+(voxwatch.store.aggregates), so the leaderboard is a read of a small table instead of a pass over
+every row.
 """
 
 from __future__ import annotations
@@ -17,17 +19,24 @@ import psycopg
 from ..leaderboard import MetricRow
 from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
 from . import StoreError, aggregates, migrations, redact
+from .interning import Dictionaries, Spans
+from .layout import FACT_COLUMNS, FACT_REFS
 
 SMALL_BATCH = 16
-"""Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed into a
-staging table first. benchmarks/store_scale.py measures both: executemany is ahead below ~16 rows
-(1 row: ~1,400 rows/s against ~700), COPY above (64 rows: ~20,000 rows/s against ~14,000)."""
+"""Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed.
+benchmarks/store_scale.py measures both by batch size."""
 CONNECT_TIMEOUT_S = 10
 
 _COLS = ", ".join(FIELDS)
-_TYPES = [sql_type.split(" COLLATE")[0] for _, sql_type in migrations.columns(Observation)]
-_INSERT = f"INSERT INTO observations ({_COLS}) VALUES ({', '.join(['%s'] * len(FIELDS))}) ON CONFLICT DO NOTHING"
-_values = attrgetter(*FIELDS)
+_FIELD_TYPES = {name: sql_type.split(" COLLATE")[0] for name, sql_type in migrations.columns(Observation)}
+_FACT_TYPES = [("integer" if c in FACT_REFS else _FIELD_TYPES[c]) for c in FACT_COLUMNS]
+_FACTS = ", ".join(FACT_COLUMNS)
+_INSERT = f"INSERT INTO obs_facts ({_FACTS}) VALUES ({', '.join(['%s'] * len(FACT_COLUMNS))}) ON CONFLICT DO NOTHING"
+_COPY = f"COPY {{}} ({_FACTS}) FROM STDIN (FORMAT BINARY)"  # binary: about twice as fast as text for these rows
+_SPANS = ("INSERT INTO obs_spans AS s SELECT * FROM unnest(%s::integer[], %s::integer[], %s::float8[], %s::float8[]) "
+          "ON CONFLICT (run_id_ref, context_ref) DO UPDATE SET first_at = least(s.first_at, EXCLUDED.first_at), "
+          "last_at = greatest(s.last_at, EXCLUDED.last_at) "
+          "WHERE s.first_at > EXCLUDED.first_at OR s.last_at < EXCLUDED.last_at")
 _series = attrgetter(*aggregates.SERIES)
 
 
@@ -37,6 +46,8 @@ class PostgresStore:
         self._secrets = _passwords(url)
         self._db: psycopg.Connection | None = None
         self._staging: psycopg.Connection | None = None  # the connection whose session has the staging table
+        self._lookups: psycopg.Connection | None = None  # the dictionaries' own (interning.Dictionaries)
+        self._dictionaries = Dictionaries(_FIELD_TYPES, self._lookup_connection)
         try:
             self.migrated = self.upgrade()  # the versions this open applied
         except StoreError:
@@ -64,12 +75,20 @@ class PostgresStore:
 
     def _connect(self) -> psycopg.Connection:
         if self._db is None or self._db.closed or self._db.broken:
-            try:
-                self._db = psycopg.connect(self._url, autocommit=True,
-                                           **({} if "connect_timeout" in self._url else {"connect_timeout": CONNECT_TIMEOUT_S}))
-            except psycopg.Error as exc:
-                raise self.error("cannot connect to", exc) from None
+            self._db = self._open()
         return self._db
+
+    def _open(self) -> psycopg.Connection:
+        try:
+            return psycopg.connect(self._url, autocommit=True,
+                                   **({} if "connect_timeout" in self._url else {"connect_timeout": CONNECT_TIMEOUT_S}))
+        except psycopg.Error as exc:
+            raise self.error("cannot connect to", exc) from None
+
+    def _lookup_connection(self) -> psycopg.Connection:
+        if self._lookups is None or self._lookups.closed or self._lookups.broken:
+            self._lookups = self._open()
+        return self._lookups
 
     @contextmanager
     def _cursor(self, what: str) -> Iterator[psycopg.Cursor]:
@@ -87,21 +106,48 @@ class PostgresStore:
         rows = list(rows)
         if not rows:
             return 0
-        if len(rows) > SMALL_BATCH:
-            self._stage()
-        with self._cursor("write observations to") as cur:
-            if len(rows) <= SMALL_BATCH:
-                cur.executemany(_INSERT, [_values(r) for r in rows])  # rowcount is the sum over the rows
-            else:
-                with cur.copy(f"COPY observations_staging ({_COLS}) FROM STDIN (FORMAT BINARY)") as copy:
-                    copy.set_types(_TYPES)  # binary: about twice as fast as text for these rows
-                    for r in rows:
-                        copy.write_row(_values(r))
-                cur.execute(f"INSERT INTO observations ({_COLS}) SELECT {_COLS} FROM observations_staging "
-                            f"ON CONFLICT DO NOTHING")
-            added = cur.rowcount
+        try:
+            added = self._insert(rows) if len(rows) <= SMALL_BATCH else self._copy(rows)
+        except psycopg.Error as exc:
+            raise self.error("cannot write observations to", exc) from None
         if refresh:  # even when nothing was new: a retry after a failed refresh must still refresh
             self.refresh({_series(r) for r in rows if not r.emulator})
+        return added
+
+    def _insert(self, rows: list[Observation]) -> int:
+        spans = Spans()
+        facts = list(self._dictionaries.facts(rows, spans))
+        conn = self._connect()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(_INSERT, facts)  # rowcount is the sum over the rows
+            added = cur.rowcount
+            cur.execute(_SPANS, spans.arrays())
+        return added
+
+    def _copy(self, rows: list[Observation]) -> int:
+        """COPY straight into the fact table, each row as it is converted (the server inserts while the
+        client converts the next); a key stored before (a redelivered or repeated write) aborts that,
+        and the rows go through a staging table that skips the stored keys."""
+        conn, spans = self._connect(), Spans()
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                with cur.copy(_COPY.format("obs_facts")) as copy:
+                    copy.set_types(_FACT_TYPES)
+                    for f in self._dictionaries.facts(rows, spans):
+                        copy.write_row(f)
+                cur.execute(_SPANS, spans.arrays())
+                return len(rows)
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):  # another writer has some of the keys
+            pass
+        self._stage()
+        with conn.transaction(), conn.cursor() as cur:
+            with cur.copy(_COPY.format("obs_staging")) as copy:
+                copy.set_types(_FACT_TYPES)
+                for f in self._dictionaries.facts(rows, spans):  # the refs are cached now: a second pass is cheap
+                    copy.write_row(f)
+            cur.execute(f"INSERT INTO obs_facts ({_FACTS}) SELECT {_FACTS} FROM obs_staging ON CONFLICT DO NOTHING")
+            added = cur.rowcount
+            cur.execute(_SPANS, spans.arrays())
         return added
 
     def _stage(self) -> None:
@@ -109,8 +155,7 @@ class PostgresStore:
         conn = self._connect()
         if self._staging is not conn:
             try:
-                conn.execute("CREATE TEMP TABLE IF NOT EXISTS observations_staging (LIKE observations) "
-                             "ON COMMIT DELETE ROWS")
+                conn.execute("CREATE TEMP TABLE IF NOT EXISTS obs_staging (LIKE obs_facts) ON COMMIT DELETE ROWS")
             except psycopg.Error as exc:
                 raise self.error("cannot write observations to", exc) from None
             self._staging = conn
@@ -157,8 +202,9 @@ class PostgresStore:
             raise self.error("cannot read observations from", exc) from None
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
+        for conn in (self._db, self._lookups):
+            if conn is not None:
+                conn.close()
 
 
 def _passwords(url: str) -> list[str]:

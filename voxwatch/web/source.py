@@ -28,7 +28,7 @@ from voxwatch.leaderboard import MetricRow
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.stats import summarize
 from voxwatch.providers.registry import Registry
-from voxwatch.store import StoreError, aggregates, open_store, redact
+from voxwatch.store import StoreError, aggregates, layout, open_store, redact
 
 log = logging.getLogger("voxwatch.web")
 
@@ -98,10 +98,9 @@ def _instrument(board: str, instrument_id: str | None) -> str | None:
 
 
 _HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
-_HISTORY_SQL = (
-    "SELECT dataset, region, method_version, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') "
-    "ELSE '' END, floor(started_at / 86400)::bigint, " + ", ".join(_HEADLINE)
-    + " FROM observations WHERE model_id = %s AND started_at >= %s AND status = 'ok' AND emulator IS NOT TRUE")
+_HISTORY_SQL = layout.series_sql(
+    "d.name, c.region, c.method_version, c.protocol, CASE WHEN c.board = 'tts' THEN coalesce(c.instrument_id, '') "
+    "ELSE '' END, floor(f.started_at / 86400)::bigint, " + ", ".join(f"f.{m}" for m in _HEADLINE), keys=("model_id",), where="f.status = 'ok'")
 """A model's ok rows of the window, keyed by series and UTC day; daily_points summarizes them."""
 DayRow = tuple  # dataset, region, method_version, protocol, instrument ('' when none), day, *headline values
 
@@ -123,8 +122,7 @@ def daily_points(rows: Iterable[DayRow]) -> list[DailyPoint]:
     return points
 
 
-_FIRST_SEEN_SQL = ("SELECT min(started_at) FROM observations WHERE model_id = %s AND dataset = %s AND region = %s "
-                   "AND method_version = %s AND started_at >= %s AND emulator IS NOT TRUE")
+_FIRST_SEEN_SQL = layout.series_sql("f.started_at") + " LIMIT 1"
 _ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
 _ALERTS_SQL = (f"SELECT {_ALERT_COLUMNS} FROM alerts WHERE state <> 'resolved' OR resolved_at >= %s "
                "ORDER BY CASE state WHEN 'firing' THEN 0 WHEN 'pending' THEN 1 ELSE 2 END, "
@@ -184,14 +182,14 @@ class PostgresSource:
         out = {}
         with self._reading("method start dates") as conn:
             for s in series:
-                (first,) = conn.execute(_FIRST_SEEN_SQL, (*s, since)).fetchone()
+                first = conn.execute(_FIRST_SEEN_SQL, {**dict(zip(layout.SERIES, s)), "since": since}).fetchone()
                 if first is not None:
-                    out[s] = first
+                    out[s] = first[0]
         return out
 
     def history(self, model_id: str, since: float) -> list[DailyPoint]:
         with self._reading("a model's history") as conn:
-            return daily_points(conn.execute(_HISTORY_SQL, (model_id, since)))
+            return daily_points(conn.execute(_HISTORY_SQL, {"model_id": model_id, "since": since}))
 
     def alerts(self, resolved_since: float) -> list[Alert]:
         with self._reading("the alerts") as conn:

@@ -1,0 +1,115 @@
+"""The client's side of the Postgres dictionaries (voxwatch.store.layout): observations become fact rows.
+
+Each store keeps the refs it has seen. A value it has not seen is inserted (a concurrent writer's
+identical insert is skipped by the digest's unique index) and its ref read back, in a transaction
+of its own on a connection of its own, so a lookup can happen while the store's connection is in
+the middle of a COPY, and a ref is cached only once it is committed. Entries are never deleted, so
+the cache stays true for the life of the database.
+
+Conversion is a generator: a COPY writes each fact row as it is made, so the server inserts rows
+while the client converts the next ones (the two cores work at once).
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Callable, Iterator, Sequence
+
+import psycopg
+
+from ..observation import Observation
+from .layout import DICTIONARIES, INLINE, KEY_NAMES, digest_of
+
+LOOKAHEAD = 5000
+"""When a clip or context is missing, those of this many rows from there on are looked up with it
+(names, cheaper to gather, are gathered from all the rows left): one round trip, not one a row."""
+assert KEY_NAMES == ("run_id", "model_id", "dataset", "clip_id") and tuple(DICTIONARIES) == ("obs_clips", "obs_contexts")
+_clip = attrgetter(*DICTIONARIES["obs_clips"])
+_context = attrgetter(*DICTIONARIES["obs_contexts"])
+_inline = attrgetter(*(f for f in INLINE if f != "attempt"))
+
+
+class Dictionaries:
+    def __init__(self, types: dict[str, str], connect: Callable[[], psycopg.Connection]) -> None:
+        self.types = types  # field -> SQL type, for the arrays a lookup sends
+        self.connect = connect  # the lookups' own autocommit connection
+        self.names: dict[str, int] = {}
+        self.entries: dict[str, dict[tuple, int]] = {table: {} for table in DICTIONARIES}
+
+    def facts(self, rows: Sequence[Observation], spans: Spans) -> Iterator[tuple]:
+        """The fact rows (layout.FACT_COLUMNS order) of these observations, looking up what is new;
+        each row's (run, context) span is widened in `spans` as it goes."""
+        names, clips, contexts = self.names, self.entries["obs_clips"], self.entries["obs_contexts"]
+        clip, context, inline, seen = _clip, _context, _inline, spans.spans  # locals: the client's hot loop
+        last_context, last_ref = None, 0
+        for i, r in enumerate(rows):
+            c = context(r)
+            try:
+                if c != last_context:  # consecutive rows mostly share their context: skip the hash
+                    last_context, last_ref = c, contexts[c]
+                fact = (names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt,
+                        clips[clip(r)], last_ref) + inline(r)
+            except KeyError:
+                last_context = None
+                entries_too = clip(r) not in clips or c not in contexts
+                self._learn(rows[i:], rows[i:i + LOOKAHEAD] if entries_too else [])
+                last_context, last_ref = c, contexts[c]
+                fact = (names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt,
+                        clips[clip(r)], last_ref) + inline(r)
+            key, at = fact[0] << 32 | last_ref, r.started_at
+            span = seen.get(key)
+            if span is None:
+                seen[key] = [at, at]
+            elif at < span[0]:
+                span[0] = at
+            elif at > span[1]:
+                span[1] = at
+            yield fact
+
+    def _learn(self, rows: Sequence[Observation], entries_of: Sequence[Observation]) -> None:
+        """Look up (inserting what is missing) every name of `rows` and every clip and context of
+        `entries_of` that the cache lacks."""
+        names = sorted({n for r in rows for n in (r.run_id, r.model_id, r.dataset, r.clip_id)} - self.names.keys())
+        new = {"obs_clips": {_clip(r) for r in entries_of}, "obs_contexts": {_context(r) for r in entries_of}}
+        new = {t: list(values - self.entries[t].keys()) for t, values in new.items()}
+        conn = self.connect()
+        with conn.transaction(), conn.cursor() as cur:
+            found_names = self._names(cur, names) if names else {}
+            found = {table: self._entries(cur, table, values) for table, values in new.items() if values}
+        self.names.update(found_names)  # cached once committed
+        for table, refs in found.items():
+            self.entries[table].update(refs)
+
+    @staticmethod
+    def _names(cur: psycopg.Cursor, names: list[str]) -> dict[str, int]:
+        cur.execute("INSERT INTO obs_names (digest, name) SELECT voxwatch_digest(ARRAY[n]), n "
+                    "FROM unnest(%s::text[]) AS u(n) ON CONFLICT (digest) DO NOTHING", (names,))
+        # a second statement, so it sees an identical entry a concurrent writer committed meanwhile
+        return dict(cur.execute("SELECT u.n, o.ref FROM unnest(%s::text[]) AS u(n) "
+                                "JOIN obs_names o ON o.digest = voxwatch_digest(ARRAY[u.n])", (names,)))
+
+    def _entries(self, cur: psycopg.Cursor, table: str, values: list[tuple]) -> dict[tuple, int]:
+        cols = DICTIONARIES[table]
+        arrays = [[v[i] for v in values] for i in range(len(cols))]
+        unnest = "unnest(" + ", ".join(f"%s::{self.types[c]}[]" for c in cols) + ")"
+        names = ", ".join(cols)
+        cur.execute(f"INSERT INTO {table} (digest, {names}) SELECT {digest_of(cols, 'u', self.types)}, {names} "
+                    f"FROM {unnest} AS u({names}) ON CONFLICT (digest) DO NOTHING", arrays)
+        found = cur.execute(f"SELECT u.i, o.ref FROM {unnest} WITH ORDINALITY AS u({names}, i) "
+                            f"JOIN {table} o ON o.digest = {digest_of(cols, 'u', self.types)}", arrays)
+        return {values[i - 1]: ref for i, ref in found}
+
+
+class Spans:
+    """The first and last started_at of each (run, context) that fact rows touch (obs_spans), keyed by
+    run_ref << 32 | context_ref (cheaper to hash than a pair, in the hot loop of `facts`)."""
+
+    def __init__(self) -> None:
+        self.spans: dict[int, list[float]] = {}
+
+    def arrays(self) -> list[list]:
+        """The parameters of the spans' upsert, in key order (concurrent writers of the same runs then
+        lock their spans in one order)."""
+        keys = sorted(self.spans)
+        return [[k >> 32 for k in keys], [k & 0xFFFFFFFF for k in keys], [self.spans[k][0] for k in keys],
+                [self.spans[k][1] for k in keys]]
