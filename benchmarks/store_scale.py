@@ -120,6 +120,16 @@ def _fresh_database(url: str) -> tuple[str, str]:
     return name, urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
+def calibration_ms() -> float:
+    """A fixed pure-Python workload: this machine's speed when the figures were taken (a VM's varies
+    by half between runs; every figure here scales with it)."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(3_000_000):
+        total += i * i % 7
+    return round(1000 * (time.perf_counter() - start), 1)
+
+
 def _ms(seconds: list[float]) -> dict:
     return {"median_ms": round(1000 * statistics.median(seconds), 1), "max_ms": round(1000 * max(seconds), 1)}
 
@@ -158,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     now = time.time()
     name, url = _fresh_database(args.url)
-    result: dict = {"rows": args.rows, "database": name}
+    result: dict = {"rows": args.rows, "database": name, "calibration_ms_before": calibration_ms()}
     try:
         store = PostgresStore(url)
         db = store._connect()
@@ -241,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                       growth_per_model_dataset_region_month_mb=round(month_rows * per_row / 1e6, 1),
                       growth_per_stt_model_month_default_config_mb=round(DEFAULT_STT_DATASETS * month_rows * per_row / 1e6, 1))
         store.close()
+        result["calibration_ms_after"] = calibration_ms()
     finally:
         if not args.keep:
             with psycopg.connect(args.url, autocommit=True) as admin:
@@ -252,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
 def _print(r: dict, url: str) -> None:
     lines = [
         ("database", url),
+        ("machine speed (fixed Python loop, before / after)", f"{r['calibration_ms_before']} / {r['calibration_ms_after']} ms"),
         ("rows ingested", f"{r['ingested']:,}"),
         ("ingest (COPY in key order)", f"{r['ingest_rows_per_s']:,} rows/s (last batch {r['ingest_last_batch_rows_per_s']:,})"),
         ("a batch written again (staging, keys skipped)", f"{r['repeated_write_rows_per_s']:,} rows/s"),
