@@ -44,18 +44,16 @@ class Dictionaries:
         last_context, last_ref = None, 0
         for i, r in enumerate(rows):
             c = context(r)
-            try:
-                if c != last_context:  # consecutive rows mostly share their context: skip the hash
-                    last_context, last_ref = c, contexts[c]
-                fact = (names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt,
-                        clips[clip(r)], last_ref) + inline(r)
-            except KeyError:
-                last_context = None
-                entries_too = clip(r) not in clips or c not in contexts
-                self._learn(rows[i:], rows[i:i + LOOKAHEAD] if entries_too else [])
-                last_context, last_ref = c, contexts[c]
-                fact = (names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt,
-                        clips[clip(r)], last_ref) + inline(r)
+            while True:  # a second time only after a miss was looked up
+                try:
+                    if c != last_context:  # consecutive rows mostly share their context: skip the hash
+                        last_context, last_ref = c, contexts[c]
+                    fact = (names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt,
+                            clips[clip(r)], last_ref) + inline(r)
+                    break
+                except KeyError:
+                    entries_too = clip(r) not in clips or c not in contexts
+                    self._learn(rows[i:], rows[i:i + LOOKAHEAD] if entries_too else [])
             key, at = fact[0] << 32 | last_ref, r.started_at
             span = seen.get(key)
             if span is None:

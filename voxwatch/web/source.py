@@ -100,7 +100,8 @@ def _instrument(board: str, instrument_id: str | None) -> str | None:
 _HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
 _HISTORY_SQL = layout.series_sql(
     "d.name, c.region, c.method_version, c.protocol, CASE WHEN c.board = 'tts' THEN coalesce(c.instrument_id, '') "
-    "ELSE '' END, floor(f.started_at / 86400)::bigint, " + ", ".join(f"f.{m}" for m in _HEADLINE), keys=("model_id",), where="f.status = 'ok'")
+    "ELSE '' END, floor(f.started_at / 86400)::bigint, " + ", ".join(f"f.{m}" for m in _HEADLINE),
+    keys=("model_id",), where="f.status = 'ok'")
 """A model's ok rows of the window, keyed by series and UTC day; daily_points summarizes them."""
 DayRow = tuple  # dataset, region, method_version, protocol, instrument ('' when none), day, *headline values
 
