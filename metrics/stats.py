@@ -23,7 +23,7 @@ class Summary:
 
 def summarize(values: Sequence[float]) -> Summary:
     """Linear-interpolation percentiles, as Postgres percentile_cont; n/a (None) below MIN_N."""
-    v = np.asarray([x for x in values if x is not None], dtype=np.float64)
+    v = present(values)
     if v.size < MIN_N:
         return Summary(int(v.size), None, None, None, None, None, None)
     p50, p95, p99 = np.percentile(v, [50, 95, 99], method="linear")
@@ -36,6 +36,12 @@ def summarize(values: Sequence[float]) -> Summary:
         max=float(v.max()),
         std=float(v.std(ddof=1)),
     )
+
+
+def present(values: Sequence[float | None]) -> np.ndarray:
+    """The values that are there (None, a metric a row lacks, left out), as float64."""
+    v = np.asarray(values, dtype=np.float64)  # None becomes NaN, in C
+    return v[~np.isnan(v)]
 
 
 def rate(hits: int, total: int) -> float | None:
@@ -68,7 +74,7 @@ def bootstrap_percentile_ci(values: Sequence[float], q: float, level: float = 0.
     O(resamples * n) (a 30-day series holds ~20,000 clips), and the result depends only on the
     values, never on their order, so every store gives the same interval.
     """
-    v = np.sort(np.asarray([x for x in values if x is not None], dtype=np.float64))
+    v = np.sort(present(values))
     n = v.size
     if n < MIN_N:
         return None

@@ -364,3 +364,41 @@ def test_observations_during_a_time_range_are_the_rows_measured_in_it(pg_url: st
     want = [(r.run_id, r.model_id, r.dataset, r.clip_id, r.attempt) for r in rows if low <= r.started_at <= high]
     assert sorted(got) == sorted(want) and 0 < len(want) < len(rows)
     store.close()
+
+
+def test_a_batch_goes_to_the_server_in_key_order_whatever_order_it_came_in(pg_url: str):
+    """Key order lets every row extend the key's index at its right edge; the rows stored are the same."""
+    import random
+
+    from voxwatch.store.interning import Spans
+
+    store = open_store(pg_url)
+    rows = [obs(f"k{i:03d}", run_id=f"run-{i % 7}", dataset=("stt-starter-clean", "stt-starter-noise")[i % 2],
+                age_s=HOUR + i) for i in range(300)]
+    random.Random(5).shuffle(rows)
+    facts = list(store._dictionaries.facts(rows, Spans()))
+    keys = [f[:5] for f in facts]
+    assert keys == sorted(keys) and len(set(keys)) == 300 and keys != [f[:5] for f in sorted(facts, key=lambda f: f[7])]
+    assert store.add(rows, refresh=False) == 300
+    stored = {(r.run_id, r.clip_id, r.dataset, r.started_at) for r in store.observations()}
+    assert stored == {(r.run_id, r.clip_id, r.dataset, r.started_at) for r in rows}
+    store.close()
+
+
+def test_rows_of_one_series_from_several_contexts_are_pooled_as_sqlite_pools_them(pg_url: str, tmp_path: Path):
+    """A series' rows measured over HTTP/1.1 and HTTP/2, by two runner versions, are one group (the
+    refresh labels each context by board, protocol and instrument), exactly as SQLite groups them."""
+    rows = [obs(f"h{i}", model_id="faster-whisper/tiny.en@1.2.1", protocol="stt-batch", ttfs_ms=None,
+                latency_ms=100.0 + 7 * i, http_version=("HTTP/1.1", "HTTP/2")[i % 2],
+                runner_version=("0.1.0", "0.2.0")[i % 3 == 0], age_s=HOUR + 60 * i) for i in range(30)]
+    sqlite, pg = open_store(f"sqlite:///{tmp_path}/s.sqlite"), open_store(pg_url)
+    sqlite.add(rows)
+    pg.add(rows)
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(DISTINCT context_ref) FROM obs_facts").fetchone()[0] == 4
+    got = leaderboard.from_store(pg, "24h")
+    [latency] = [r for r in got if r.metric == "latency_ms"]
+    assert latency.n == 30
+    _assert_same(leaderboard.from_store(sqlite, "24h"), got)
+    sqlite.close()
+    pg.close()

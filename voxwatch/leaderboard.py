@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
@@ -83,8 +84,9 @@ def series_rows(key: SeriesKey, statuses: list[str], values: dict[str, list[floa
     columns it fetches, so both stores compute every number with the same code.
     """
     board, model_id, dataset, region, method, protocol, instrument = key
-    failed = sum(s in FAILED and s != "timeout" for s in statuses)
-    timeouts = sum(s == "timeout" for s in statuses)
+    count = Counter(statuses)
+    timeouts = count["timeout"]
+    failed = sum(n for s, n in count.items() if s in FAILED) - timeouts
     total_words = sum(words)
     wer = rate(sum(errors), total_words)  # pooled WER (metrics.wer.pooled_wer): sum(S + D + I) / sum(N)
     wer_ci = _pair(bootstrap_pooled_ci(errors, words))

@@ -13,7 +13,7 @@ STATUSES = ("ok", "error", "auth_error", "rate_limited", "server_error", "malfor
 FAILED = frozenset(STATUSES) - {"ok", "excluded"}  # counted in the error rate (timeouts also on their own)
 
 
-@dataclass
+@dataclass(slots=True)
 class Observation:
     # identity (the idempotency key is run_id, model_id, dataset, clip_id, attempt)
     run_id: str

@@ -37,32 +37,47 @@ class Dictionaries:
         self.entries: dict[str, dict[tuple, int]] = {table: {} for table in DICTIONARIES}
 
     def facts(self, rows: Sequence[Observation], spans: Spans) -> Iterator[tuple]:
-        """The fact rows (layout.FACT_COLUMNS order) of these observations, looking up what is new;
-        each row's (run, context) span is widened in `spans` as it goes."""
-        names, clips, contexts = self.names, self.entries["obs_clips"], self.entries["obs_contexts"]
+        """The fact rows (layout.FACT_COLUMNS order) of these observations in key order, looking up
+        what is new; each row's (run, context) span is widened in `spans` as it goes.
+
+        Key order lets the server append each key at the right edge of the primary key's index (its
+        fast path for the rightmost leaf) instead of descending the tree for every row."""
+        keys = self._keys(rows)
+        clips, contexts = self.entries["obs_clips"], self.entries["obs_contexts"]
         clip, context, inline, seen = _clip, _context, _inline, spans.spans  # locals: the client's hot loop
-        last_context, last_ref = None, 0
-        for i, r in enumerate(rows):
+        last_context, last_ref, last_key, span = None, 0, -1, [0.0, 0.0]
+        order = sorted(range(len(rows)), key=keys.__getitem__)
+        for n, i in enumerate(order):
+            r = rows[i]
             c = context(r)
             while True:  # a second time only after a miss was looked up
                 try:
                     if c != last_context:  # consecutive rows mostly share their context: skip the hash
                         last_context, last_ref = c, contexts[c]
-                    fact = (names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt,
-                            clips[clip(r)], last_ref) + inline(r)
+                    fact = keys[i] + (clips[clip(r)], last_ref) + inline(r)
                     break
                 except KeyError:
-                    entries_too = clip(r) not in clips or c not in contexts
-                    self._learn(rows[i:], rows[i:i + LOOKAHEAD] if entries_too else [])
+                    self._learn([], [rows[j] for j in order[n:n + LOOKAHEAD]])
             key, at = fact[0] << 32 | last_ref, r.started_at
-            span = seen.get(key)
-            if span is None:
-                seen[key] = [at, at]
-            elif at < span[0]:
+            if key != last_key:  # in key order, a run's rows of one context mostly come together
+                last_key, span = key, seen.setdefault(key, [at, at])
+            if at < span[0]:
                 span[0] = at
             elif at > span[1]:
                 span[1] = at
             yield fact
+
+    def _keys(self, rows: Sequence[Observation]) -> list[tuple]:
+        """Each row's key as refs (layout.FACT_KEY), its names looked up first when any is new."""
+        try:
+            return self._refs(rows)
+        except KeyError:
+            self._learn(rows, [])
+            return self._refs(rows)
+
+    def _refs(self, rows: Sequence[Observation]) -> list[tuple]:
+        names = self.names
+        return [(names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt) for r in rows]
 
     def _learn(self, rows: Sequence[Observation], entries_of: Sequence[Observation]) -> None:
         """Look up (inserting what is missing) every name of `rows` and every clip and context of

@@ -94,11 +94,13 @@ SERIES = ("model_id", "dataset", "region", "method_version")
 
 
 def series_sql(select: str, keys: tuple[str, ...] = SERIES, until: bool = False, emulator: bool = False,
-               where: str = "") -> str:
+               where: str = "", ordered: bool = True) -> str:
     """The rows of one series (or of a model: keys=("model_id",)) measured since %(since)s, and before
     %(until)s when until=True, in time order, read by key run by run. `select` may use the fact row `f`,
     its context `c` and its dataset's name `d.name`. Parameters: each of `keys`, since, until.
-    Emulator rows are left out unless emulator=True; `where` adds a condition of its own."""
+    Emulator rows are left out unless emulator=True; `where` adds a condition of its own; ordered=False
+    leaves the order to the caller (run by run, about time order). `c` and `d` are left joins, which
+    the planner drops when `select` uses neither (every fact row has both)."""
     contexts = " AND ".join([f"{k} = %({k})s" for k in ("region", "method_version") if k in keys]
                             + ([] if emulator else ["emulator IS NOT TRUE"])) or "TRUE"
     contexts = f"ARRAY(SELECT ref FROM obs_contexts WHERE {contexts})"
@@ -108,6 +110,6 @@ def series_sql(select: str, keys: tuple[str, ...] = SERIES, until: bool = False,
     conditions += [f"f.{k}_ref = {_name(k)}" for k in ("model_id", "dataset") if k in keys]
     conditions += ["f.started_at >= %(since)s"] + (["f.started_at < %(until)s"] if until else [])
     conditions.append(f"f.context_ref = ANY({contexts})")
-    return (f"SELECT {select} FROM obs_facts f JOIN obs_contexts c ON c.ref = f.context_ref "
-            f"JOIN obs_names d ON d.ref = f.dataset_ref WHERE {' AND '.join(conditions + ([where] if where else []))} "
-            f"ORDER BY f.started_at")
+    return (f"SELECT {select} FROM obs_facts f LEFT JOIN obs_contexts c ON c.ref = f.context_ref "
+            f"LEFT JOIN obs_names d ON d.ref = f.dataset_ref WHERE {' AND '.join(conditions + ([where] if where else []))}"
+            + (" ORDER BY f.started_at" if ordered else ""))
