@@ -1,12 +1,13 @@
 """The Postgres store at scale: ingest rate, write-to-current-aggregates latency, full rebuild,
 leaderboard query time, and storage per row with the growth it implies.
 
-    python -m benchmarks.store_scale --rows 1000000 [--url postgresql://postgres@127.0.0.1:5432/postgres]
+    python -m benchmarks.store_scale --rows 1000000 [--writers 2] [--url postgresql://postgres@127.0.0.1:5432/postgres]
 
 Works in a fresh database (voxwatch_bench_<random>, dropped at the end unless --keep). Synthetic
 rows look like real ones (~20 models x 8 datasets x 3 regions over the last 30 days, 10 clips per
-tick, texts, versions and a few failures of every kind). Prints a table; the last line is one JSON
-object.
+tick, texts, versions and a few failures of every kind), ingested by --writers processes at once
+(each its share of the ticks, as the workers of several regions write), generated a round at a
+time outside the timed part. Prints a table; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ FAILURES = (("timeout", "no final transcript within 30 s"), ("error", "unexpecte
             ("disconnected", "socket closed mid-stream"), ("malformed", "unparseable JSON message"))
 
 
-def synthetic(total: int, now: float, seed: int = 7) -> Iterator[list[Observation]]:
-    """Rows in time order, one list per tick (every series measured once per tick, 10 clips each)."""
+def synthetic(total: int, now: float, seed: int = 7, part: int = 0, parts: int = 1) -> Iterator[list[Observation]]:
+    """Rows in time order, one list per tick (every series measured once per tick, 10 clips each);
+    with parts > 1, only the ticks of this part (tick % parts == part), as one of several writers."""
     rng = np.random.default_rng(seed)
     series = len(MODELS) * len(DATASETS) * len(REGIONS)
     ticks = max(1, total // (series * ITEMS))
@@ -57,6 +59,11 @@ def synthetic(total: int, now: float, seed: int = 7) -> Iterator[list[Observatio
              for d in DATASETS}
     made = 0
     for tick in range(ticks + 1):
+        if tick % parts != part:  # another writer's tick
+            made += min(series * ITEMS, total - made)
+            if made >= total:
+                return
+            continue
         base = now - 30 * DAY + (tick + 0.5) * step
         out: list[Observation] = []
         for region in REGIONS:
@@ -159,11 +166,69 @@ def ingest_methods(url: str, rows: list[Observation]) -> dict[str, float]:
     return out
 
 
+ROUND_ROWS = 500_000
+"""Rows each writer generates before a round of ingest: generation (pure Python) never runs while
+the ingest is timed, so the two never compete for the cores."""
+
+
+def _writer(url: str, total: int, now: float, part: int, parts: int, batch: int, rounds: int, barrier, report) -> None:
+    """One writer process: generates its ticks a round at a time and, between two barriers (the timed
+    part), adds them in batches, as one worker of a region would."""
+    store = PostgresStore(url)
+    ticks = synthetic(total, now, part=part, parts=parts)
+    gen_s, counts = 0.0, []
+    for _ in range(rounds):
+        start, rows = time.perf_counter(), []
+        for tick in ticks:
+            rows.extend(tick)
+            if len(rows) >= ROUND_ROWS:
+                break
+        gen_s += time.perf_counter() - start
+        barrier.wait()
+        for i in range(0, len(rows), batch):
+            store.add(rows[i:i + batch], refresh=False)
+        counts.append(len(rows))
+        barrier.wait()
+    store.close()
+    report.put((counts, gen_s))
+
+
+def ingest(url: str, total: int, now: float, writers: int, batch: int) -> tuple[int, float, float, list[int]]:
+    """Ingest `total` synthetic rows with `writers` processes writing at once (each its share of the
+    ticks); returns the rows, the seconds of ingest (barrier to barrier, all writers), the longest
+    writer's generation seconds and each round's rows/s."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no connection crosses the fork
+    per_writer = -(-total // writers)
+    rounds = -(-per_writer // ROUND_ROWS) + 1  # one spare: a writer's share may run over by a tick
+    barrier, report = ctx.Barrier(writers + 1), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(url, total, now, k, writers, batch, rounds, barrier, report))
+             for k in range(writers)]
+    for p in procs:
+        p.start()
+    ingest_s, per_round = 0.0, []
+    for _ in range(rounds):
+        barrier.wait()  # every writer has its round's rows
+        start = time.perf_counter()
+        barrier.wait()  # every writer has added them
+        ingest_s += time.perf_counter() - start
+        per_round.append(time.perf_counter() - start)
+    results = [report.get() for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode:
+            raise SystemExit(f"a writer failed (exit code {p.exitcode})")
+    sizes = [sum(counts[i] for counts, _ in results) for i in range(rounds)]
+    return sum(sizes), ingest_s, max(g for _, g in results), [round(n / t) for n, t in zip(sizes, per_round) if n]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/postgres", help="a database to create the scratch database from")
     p.add_argument("--batch", type=int, default=50_000, help="rows per add() during the ingest")
+    p.add_argument("--writers", type=int, default=2, help="processes writing at once during the ingest, as workers do")
     p.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = p.parse_args(argv)
     now = time.time()
@@ -175,29 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         sample = [r for tick in synthetic(50_000, now, seed=99) for r in tick]
         result["ingest_methods_rows_per_s"] = {k: round(v) for k, v in ingest_methods(url, sample).items()}
 
-        ingest_s = gen_s = 0.0
-        pending: list[Observation] = []
-        done, last_rate = 0, 0.0
-        gen_start = time.perf_counter()
-        for tick in synthetic(args.rows, now):
-            pending.extend(tick)
-            if len(pending) >= args.batch:
-                gen_s += time.perf_counter() - gen_start
-                start = time.perf_counter()
-                store.add(pending, refresh=False)
-                took = time.perf_counter() - start
-                ingest_s += took
-                done += len(pending)
-                last_rate = len(pending) / took
-                pending = []
-                gen_start = time.perf_counter()
-        if pending:
-            start = time.perf_counter()
-            store.add(pending, refresh=False)
-            ingest_s += time.perf_counter() - start
-            done += len(pending)
-        result.update(ingested=done, ingest_rows_per_s=round(done / ingest_s), ingest_last_batch_rows_per_s=round(last_rate),
-                      generate_s=round(gen_s, 1))
+        done, ingest_s, gen_s, rounds = ingest(url, args.rows, now, args.writers, args.batch)
+        result.update(ingested=done, ingest_rows_per_s=round(done / ingest_s), writers=args.writers,
+                      ingest_rounds_rows_per_s=rounds, generate_s=round(gen_s, 1))
 
         again = next(synthetic(args.batch, now))  # rows stored before: the COPY aborts, the staging path skips them
         start = time.perf_counter()
@@ -265,8 +310,9 @@ def _print(r: dict, url: str) -> None:
         ("database", url),
         ("machine speed (fixed Python loop, before / after)", f"{r['calibration_ms_before']} / {r['calibration_ms_after']} ms"),
         ("rows ingested", f"{r['ingested']:,}"),
-        ("ingest (COPY in key order)", f"{r['ingest_rows_per_s']:,} rows/s (last batch {r['ingest_last_batch_rows_per_s']:,})"),
-        ("a batch written again (staging, keys skipped)", f"{r['repeated_write_rows_per_s']:,} rows/s"),
+        ("ingest (COPY in key order)", f"{r['ingest_rows_per_s']:,} rows/s, {r['writers']} writer(s) at once "
+                                       f"(rounds from {min(r['ingest_rounds_rows_per_s']):,} to {max(r['ingest_rounds_rows_per_s']):,})"),
+        ("a batch written again by a fresh writer (staging, keys skipped)", f"{r['repeated_write_rows_per_s']:,} rows/s"),
         ("ingest by method@batch (rows/s)", ", ".join(f"{k} {v:,}" for k, v in r["ingest_methods_rows_per_s"].items())),
         ("VACUUM ANALYZE after ingest", f"{r['vacuum_analyze_s']} s"),
         ("full rebuild of all aggregates", f"{r['full_rebuild_s']} s ({r['series']} series, {r['aggregate_rows']} rows)"),
