@@ -21,8 +21,8 @@ from ..observation import Observation
 from .layout import DICTIONARIES, INLINE, KEY_NAMES, digest_of
 
 LOOKAHEAD = 5000
-"""When a clip or context is missing, those of this many rows from there on are looked up with it
-(names, cheaper to gather, are gathered from all the rows left): one round trip, not one a row."""
+"""When a clip or context is missing, those of this many rows from there on (in key order) are looked
+up with it: one round trip, not one a row. Names are looked up for the whole batch first (`_keys`)."""
 assert KEY_NAMES == ("run_id", "model_id", "dataset", "clip_id") and tuple(DICTIONARIES) == ("obs_clips", "obs_contexts")
 _clip = attrgetter(*DICTIONARIES["obs_clips"])
 _context = attrgetter(*DICTIONARIES["obs_contexts"])
