@@ -207,12 +207,11 @@ def ingest(url: str, total: int, now: float, writers: int, batch: int) -> tuple[
              for k in range(writers)]
     for p in procs:
         p.start()
-    ingest_s, per_round = 0.0, []
+    per_round = []
     for _ in range(rounds):
         barrier.wait()  # every writer has its round's rows
         start = time.perf_counter()
         barrier.wait()  # every writer has added them
-        ingest_s += time.perf_counter() - start
         per_round.append(time.perf_counter() - start)
     results = [report.get() for _ in procs]
     for p in procs:
@@ -220,7 +219,7 @@ def ingest(url: str, total: int, now: float, writers: int, batch: int) -> tuple[
         if p.exitcode:
             raise SystemExit(f"a writer failed (exit code {p.exitcode})")
     sizes = [sum(counts[i] for counts, _ in results) for i in range(rounds)]
-    return sum(sizes), ingest_s, max(g for _, g in results), [round(n / t) for n, t in zip(sizes, per_round) if n]
+    return sum(sizes), sum(per_round), max(g for _, g in results), [round(n / t) for n, t in zip(sizes, per_round) if n]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,6 @@ import time
 from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
-from operator import itemgetter
 
 import psycopg
 
@@ -30,6 +29,7 @@ and instrument are split out of it in Python."""
 Label = tuple[str, str, str]
 """A context's board, protocol and instrument ('' unless TTS): what a series' rows are grouped by."""
 
+_CONTEXT, _STATUS, _AT = 0, 1, 2  # a fetched row: context ref, status, started_at, headline metrics, S + D + I, N
 _COLUMN = {name: 3 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _LONGEST = max(WINDOWS.values())
 _FETCH = series_sql(f"f.context_ref, f.status, f.started_at, {', '.join('f.' + m for m in HEADLINE)}, "
@@ -38,7 +38,6 @@ _FETCH = series_sql(f"f.context_ref, f.status, f.started_at, {', '.join('f.' + m
 left unsorted: compute sorts them, cheaply, as they come run by run, about in time order."""
 _LABELS = ("SELECT ref, board, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') ELSE '' END "
            "FROM obs_contexts WHERE ref = ANY(%s)")
-_started = itemgetter(2)
 _WHERE_SERIES = " AND ".join(f"{c} = %s" for c in SERIES)
 _ROW_COLS = [c for c, _ in columns(MetricRow) if c != "note"]
 _WRITE_COLS = _ROW_COLS + [c for c, _ in AGGREGATE_EXTRA]
@@ -55,7 +54,7 @@ def refresh(conn: psycopg.Connection, series: list[Series] | None = None, now: f
             cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(s),))
             at = time.time() if now is None else now  # after the lock: the windows end when the rows are read
             rows = cur.execute(_FETCH, {**dict(zip(SERIES, s)), "since": at - _LONGEST}).fetchall()
-            labels = {ref: tuple(label) for ref, *label in cur.execute(_LABELS, (list({r[0] for r in rows}),))}
+            labels = {ref: tuple(label) for ref, *label in cur.execute(_LABELS, (list({r[_CONTEXT] for r in rows}),))}
             out = compute(s, rows, labels, at)
             cur.execute(f"DELETE FROM aggregates WHERE {_WHERE_SERIES}", s)
             if out:
@@ -69,8 +68,8 @@ def compute(s: Series, rows: list[tuple], labels: dict[int, Label], now: float) 
     """Aggregate rows (in _WRITE_COLS order) for every window of one series, from its fetched rows
     and the (board, protocol, instrument) of each of their contexts. The windows are computed at
     once, one thread each: their bootstraps are numpy's, which runs without the GIL."""
-    rows = sorted(rows, key=_started)
-    times = [r[2] for r in rows]
+    rows = sorted(rows, key=lambda r: r[_AT])
+    times = [r[_AT] for r in rows]
     windows = [(window, rows[bisect_left(times, now - span):]) for window, span in WINDOWS.items()]
     with ThreadPoolExecutor(len(windows)) as pool:  # made per call: safe in a forked worker
         done = list(pool.map(lambda w: _window(s, w[0], w[1], labels, now), windows))
@@ -81,16 +80,16 @@ def _window(s: Series, window: str, rows: list[tuple], labels: dict[int, Label],
     model_id, dataset, region, method = s
     groups: dict[Label, list[tuple]] = {}
     for r in rows:
-        groups.setdefault(labels[r[0]], []).append(r)
+        groups.setdefault(labels[r[_CONTEXT]], []).append(r)
     out = []
     for (board, protocol, instrument), members in sorted(groups.items()):
-        ok = [m for m in members if m[1] == "ok"]
+        ok = [m for m in members if m[_STATUS] == "ok"]
         values = {spec.name: [m[_COLUMN[spec.name]] for m in ok] for spec in for_protocol(protocol, headline_only=True)}
         parts = [m for m in ok if m[-1] is not None]  # (S + D + I, N) are the last two columns
         key = (board, model_id, dataset, region, method, protocol, instrument)
-        metric_rows = series_rows(key, [m[1] for m in members], values, [m[-2] for m in parts], [m[-1] for m in parts])
+        metric_rows = series_rows(key, [m[_STATUS] for m in members], values, [m[-2] for m in parts], [m[-1] for m in parts])
         for order, row in enumerate(metric_rows):
-            out.append((*_flatten(row), window, protocol, order, members[-1][2], now))
+            out.append((*_flatten(row), window, protocol, order, members[-1][_AT], now))
     return out
 
 
