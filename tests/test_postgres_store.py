@@ -300,7 +300,7 @@ def test_a_store_made_before_the_narrow_layout_keeps_every_row(pg_url: str, tmp_
                             connection_reused=True)]
     _wide_store(pg_url, rows)
     store = open_store(pg_url)
-    assert store.migrated == [6]
+    assert store.migrated == [6, 7]
     key = lambda r: (r.run_id, r.model_id, r.dataset, r.clip_id, r.attempt)
     assert sorted(map(asdict, store.observations()), key=lambda d: key(Observation(**d))) == \
         sorted(map(asdict, rows), key=lambda d: key(Observation(**d)))
@@ -402,3 +402,26 @@ def test_rows_of_one_series_from_several_contexts_are_pooled_as_sqlite_pools_the
     _assert_same(leaderboard.from_store(sqlite, "24h"), got)
     sqlite.close()
     pg.close()
+
+
+def test_measured_models_are_those_with_a_row_not_measured_against_an_emulator(pg_url: str):
+    """What the alert-history dashboard keeps an alert by, found by key (runs of real contexts, then
+    each model in each run), not by a pass over every row."""
+    from voxwatch.store.layout import MEASURED_MODELS
+
+    store = open_store(pg_url)
+    store.add([obs("a", model_id="real/a@1"), obs("b", model_id="mixed/b@1", emulator=True),
+               obs("c", model_id="mixed/b@1", run_id="r2"), obs("d", model_id="emulated/c@1", emulator=True),
+               obs("e", model_id="emulated/c@1", run_id="r3", emulator=True)], refresh=False)
+    asked = ["real/a@1", "mixed/b@1", "emulated/c@1", "never/seen@1"]
+    body = MEASURED_MODELS.split("$$")[1].replace("unnest(models)", "unnest(%s::text[])")
+    with psycopg.connect(pg_url) as conn:
+        got = [m for (m,) in conn.execute("SELECT measured_models(%s) ORDER BY 1", (asked,))]
+        assert got == sorted([m for (m,) in conn.execute(body, (asked,))]) == ["mixed/b@1", "real/a@1"]
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + body, (asked,)))
+    lines = plan.splitlines()
+    [at] = [i for i, line in enumerate(lines) if "obs_facts" in line]
+    assert "Index Scan using obs_facts_pkey" in lines[at] and "run_id_ref = ANY" in lines[at + 1], plan
+    store.close()

@@ -19,7 +19,7 @@ from ..leaderboard import MetricRow
 from ..metrics.specs import METRICS
 from ..observation import FIELDS, KEY, Observation, RunRecord
 from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
-                     INLINE, KEY_NAMES, derived_objects, digest_of)
+                     INLINE, KEY_NAMES, MEASURED_MODELS, derived_objects, digest_of)
 
 _TYPES = {"int": "bigint", "float": "double precision", "bool": "boolean", "str": 'text COLLATE "C"'}
 _LOCK = 0x766F7877  # pg_advisory_xact_lock key: one migrator at a time ("voxw")
@@ -131,6 +131,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (5, "ALTER TABLE alerts ADD COLUMN streak integer NOT NULL DEFAULT 1"),
     # observations as narrow fact rows with their repeated text in dictionaries (voxwatch.store.layout)
     (6, _narrow_layout),
+    # measured_models(models): those with a row not measured against an emulator (the alert-history dashboard)
+    (7, MEASURED_MODELS),
 ]
 
 
