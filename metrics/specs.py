@@ -26,7 +26,7 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("leading_silence_ms", "ms", ("tts-stream",), True, "audio before the audible onset", True),
     MetricSpec("synthesis_ms", "ms", ("tts-stream",), True, "request to last audio chunk"),
     MetricSpec("v2v_ms", "ms", ("s2s",), True, "model's first audible onset after the caller's last word", True),
-    MetricSpec("connect_ms", "ms", ("stt-stream", "stt-batch", "tts-stream", "s2s"), True, "connection and session set-up, outside every other clock"),
+    MetricSpec("connect_ms", "ms", ("stt-stream", "stt-batch", "tts-stream", "s2s"), True, "connection and session set-up, outside every other clock", True),
 )
 
 

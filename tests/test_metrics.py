@@ -5,7 +5,8 @@ import pytest
 
 from conftest import tone
 from voxwatch.metrics.onset import detect_onset
-from voxwatch.metrics.stats import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci, summarize
+from voxwatch.metrics.row_bootstrap import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci
+from voxwatch.metrics.series import summarize
 from voxwatch.metrics.timeline import batch_metrics, connect_ms, pacing_error_ms, stt_stream_metrics, tts_metrics
 from voxwatch.metrics.wer import WordErrors, clip_wer, pooled_wer, word_errors
 from voxwatch.providers.events import AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Event, Timeline
@@ -144,12 +145,14 @@ def test_pooled_wer_differs_from_the_mean_of_clip_wers():
 def test_percentiles_interpolate_linearly_and_small_n_is_na():
     s = summarize([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
     assert (s.n, s.mean, s.p50, s.max) == (10, 5.5, 5.5, 10)
-    assert s.p95 == pytest.approx(9.55)  # percentile_cont(0.95)
+    assert s.p95 is None and s.p99 is None  # a tail percentile needs 5 values beyond it (METHOD "Aggregates")
+    big = summarize(list(range(1, 101)))
+    assert big.p95 == pytest.approx(95.05) and big.p99 is None  # percentile_cont(0.95)
     small = summarize([1, 2, 3, 4, None])
     assert small.n == 4 and small.p50 is None and small.mean is None
 
 
-def test_bootstrap_intervals_cover_the_estimate_and_narrow_with_more_clips():
+def test_method_3_row_bootstrap_kept_for_comparison_covers_the_estimate_and_narrows():
     rng = np.random.default_rng(3)
     small, large = rng.lognormal(5, 0.5, 20), rng.lognormal(5, 0.5, 400)
     ci_small, ci_large = bootstrap_percentile_ci(small, 50), bootstrap_percentile_ci(large, 50)
@@ -159,7 +162,7 @@ def test_bootstrap_intervals_cover_the_estimate_and_narrow_with_more_clips():
     assert bootstrap_percentile_ci([1, 2, 3, 4], 50) is None
 
 
-def test_pooled_wer_interval_resamples_whole_clips():
+def test_method_3_pooled_wer_row_bootstrap():
     errors, words = [0, 1, 0, 2, 0, 0, 1, 0], [10, 10, 12, 8, 10, 9, 11, 10]
     ci = bootstrap_pooled_ci(errors, words)
     assert ci.low <= sum(errors) / sum(words) <= ci.high and ci.low >= 0

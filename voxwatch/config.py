@@ -86,7 +86,7 @@ def _fraction(v: Any) -> float:
 
 
 def _samples(v: Any) -> int:
-    from voxwatch.metrics.stats import MIN_N
+    from voxwatch.metrics.series import MIN_N
 
     if isinstance(v, bool) or not isinstance(v, int) or v < MIN_N:
         raise ValueError(f"expected an integer of at least {MIN_N} (METHOD: statistics are n/a below {MIN_N})")

@@ -1,8 +1,8 @@
 """The rolling leaderboard: per board, model, dataset, region and method version, from stored rows.
 
-Statistics come from voxwatch.metrics.stats (n < 5 is n/a); the error rate counts every attempt
-that did not end `ok`; pooled WER is sum(S + D + I) / sum(N) over the rows that have WER parts.
-Rows measured against an emulator never appear here.
+Every number comes from voxwatch.metrics.series (one definition, shared with the Postgres
+aggregates, the web app, the API and the alerts); this module groups rows into series, applies
+the registry's exclusions and formats. Rows measured against an emulator never appear here.
 """
 
 from __future__ import annotations
@@ -11,45 +11,13 @@ import csv
 import io
 import json
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, fields, replace
 from typing import Iterable
 
+from voxwatch.metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
 from voxwatch.metrics.specs import for_protocol
-from voxwatch.metrics.stats import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci, rate, summarize
-from voxwatch.metrics.wer import WordErrors
-from voxwatch.observation import FAILED, Observation
+from voxwatch.observation import Observation
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
-
-WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    board: str
-    model_id: str
-    dataset: str
-    region: str
-    method_version: str
-    metric: str
-    n: int
-    mean: float | None
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    max: float | None
-    std: float | None
-    attempts: int
-    error_rate: float | None
-    timeout_rate: float | None
-    pooled_wer: float | None
-    wer_words: int
-    p50_ci: tuple[float, float] | None = None  # bootstrap 95 % over clips
-    p95_ci: tuple[float, float] | None = None
-    wer_ci: tuple[float, float] | None = None
-    note: str | None = None
-    instrument: str | None = None  # TTS: the STT that scored intelligibility (never pooled across)
-
 
 SeriesKey = tuple[str, str, str, str, str, str, str]
 """board, model_id, dataset, region, method_version, protocol, instrument ("" when none): one leaderboard series."""
@@ -67,37 +35,16 @@ def build(rows: Iterable[Observation], registry: Registry | None = None) -> list
             groups.setdefault(series_key(r), []).append(r)
     out: list[MetricRow] = []
     for key, members in sorted(groups.items()):
-        ok = [r for r in members if r.status == "ok"]
-        values = {spec.name: [getattr(r, spec.name) for r in ok] for spec in for_protocol(key[5], headline_only=True)}
-        parts = [WordErrors(r.substitutions, r.deletions, r.insertions, r.ref_words) for r in ok if r.ref_words is not None]
-        out.extend(series_rows(key, [r.status for r in members], values, [p.errors for p in parts],
-                               [p.ref_words for p in parts]))
+        ok = [r.status == "ok" for r in members]
+        values = {spec.name: [getattr(r, spec.name) if good else None for r, good in zip(members, ok)]
+                  for spec in for_protocol(key[5], headline_only=True)}
+        scored = [good and r.ref_words is not None for r, good in zip(members, ok)]
+        out.extend(series_rows(key, SeriesData(
+            statuses=[r.status for r in members], utterances=[r.clip_id for r in members],
+            ticks=[r.run_id for r in members], values=values,
+            errors=[r.substitutions + r.deletions + r.insertions if s else None for r, s in zip(members, scored)],
+            words=[r.ref_words if s else None for r, s in zip(members, scored)])))
     return exclude(out, registry)
-
-
-def series_rows(key: SeriesKey, statuses: list[str], values: dict[str, list[float | None]], errors: list[int],
-                words: list[int]) -> list[MetricRow]:
-    """One series' rows, one per headline metric, from just the columns the statistics read.
-
-    values maps each headline metric to its value on every `ok` row; errors (S + D + I) and words
-    (N) are the WER parts of the `ok` rows that have them. The Postgres store calls this on the
-    columns it fetches, so both stores compute every number with the same code.
-    """
-    board, model_id, dataset, region, method, protocol, instrument = key
-    count = Counter(statuses)
-    timeouts = count["timeout"]
-    failed = sum(n for s, n in count.items() if s in FAILED) - timeouts
-    total_words = sum(words)
-    wer = rate(sum(errors), total_words)  # pooled WER (metrics.wer.pooled_wer): sum(S + D + I) / sum(N)
-    wer_ci = _pair(bootstrap_pooled_ci(errors, words))
-    out = []
-    for spec in for_protocol(protocol, headline_only=True):
-        s = summarize(values[spec.name])
-        out.append(MetricRow(board, model_id, dataset, region, method, spec.name, s.n, s.mean, s.p50, s.p95, s.p99,
-                             s.max, s.std, len(statuses), rate(failed, len(statuses)), rate(timeouts, len(statuses)),
-                             wer, total_words, _pair(bootstrap_percentile_ci(values[spec.name], 50)),
-                             _pair(bootstrap_percentile_ci(values[spec.name], 95)), wer_ci, None, instrument or None))
-    return out
 
 
 def exclude(rows: list[MetricRow], registry: Registry | None) -> list[MetricRow]:
@@ -114,12 +61,8 @@ def exclude(rows: list[MetricRow], registry: Registry | None) -> list[MetricRow]
                 models[r.model_id] = None
         exclusion = models[r.model_id].excluded(r.metric) if models[r.model_id] else None
         out.append(replace(r, n=0, mean=None, p50=None, p95=None, p99=None, max=None, std=None, p50_ci=None,
-                           p95_ci=None, note=exclusion.reason) if exclusion else r)
+                           p95_ci=None, mean_ci=None, note=exclusion.reason) if exclusion else r)
     return out
-
-
-def _pair(ci: Interval | None) -> tuple[float, float] | None:
-    return (ci.low, ci.high) if ci else None
 
 
 def _num(v: float | None, pct: bool = False) -> str:
@@ -158,17 +101,6 @@ def format_table(rows: list[MetricRow], window: str) -> str:
     lines.append("\nn/a: fewer than 5 samples (or excluded). Latencies in ms; rtf in x real time; "
                  "WER is pooled over the clips (words scored).")
     return "\n".join(lines).lstrip("\n")
-
-
-def flat(row: MetricRow) -> dict:
-    """One column per value: each interval becomes <name>_low and <name>_high (CSV, the Postgres aggregates)."""
-    out = {}
-    for name, value in asdict(row).items():
-        if name.endswith("_ci"):
-            out[f"{name}_low"], out[f"{name}_high"] = value if value else (None, None)
-        else:
-            out[name] = value
-    return out
 
 
 def format_csv(rows: list[MetricRow]) -> str:

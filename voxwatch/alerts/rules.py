@@ -14,7 +14,8 @@ import numpy as np
 from scipy.stats import fisher_exact, mannwhitneyu
 
 from voxwatch.config import Alerts
-from voxwatch.metrics.stats import BOOTSTRAP_SEED, bootstrap_pooled_draws, rate
+from voxwatch.metrics.row_bootstrap import BOOTSTRAP_SEED, bootstrap_pooled_draws
+from voxwatch.metrics.series import pooled_wer, rate
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,8 @@ def wer_shift(recent_errors: Sequence[int], recent_words: Sequence[int], baselin
     early = _too_few(n_recent, n_baseline, rules, "clips")
     if early is not None:
         return early
-    # pooled WER (metrics.wer.pooled_wer): sum(S + D + I) / sum(N), as the leaderboard computes it
-    now = rate(int(np.sum(recent_errors)), int(np.sum(recent_words)))
-    before = rate(int(np.sum(baseline_errors)), int(np.sum(baseline_words)))
+    now = pooled_wer(recent_errors, recent_words)
+    before = pooled_wer(baseline_errors, baseline_words)
     if now is None or before is None:
         return Finding(None, None, None, None, n_recent, n_baseline, "no reference words to score: not judged")
     line = f"pooled WER {now * 100:.1f} % vs {before * 100:.1f} % ({(now - before) * 100:+.1f} points)"

@@ -1,7 +1,7 @@
 """Rolling aggregates kept in Postgres: a series' rows are re-read and its statistics recomputed when a
 write touches it, so reading the leaderboard is a read of one small table.
 
-The numbers come from leaderboard.series_rows, the code the SQLite path runs on the same columns,
+The numbers come from metrics.series.series_rows, the code the SQLite path runs on the same columns,
 so both stores print the same leaderboard. Each series is recomputed in its own short transaction
 (serialized per series by an advisory lock); readers are never blocked and see either the old or
 the new rows of a series, never a mix. Windows are anchored at the refresh: a series that stops
@@ -18,7 +18,7 @@ from dataclasses import fields
 
 import psycopg
 
-from ..leaderboard import WINDOWS, MetricRow, flat, series_rows
+from ..metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
 from ..metrics.specs import for_protocol
 from .layout import SERIES, series_sql
 from .migrations import AGGREGATE_EXTRA, HEADLINE, columns
@@ -29,10 +29,10 @@ and instrument are split out of it in Python."""
 Label = tuple[str, str, str]
 """A context's board, protocol and instrument ('' unless TTS): what a series' rows are grouped by."""
 
-_CONTEXT, _STATUS, _AT = 0, 1, 2  # a fetched row: context ref, status, started_at, headline metrics, S + D + I, N
-_COLUMN = {name: 3 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
+_CONTEXT, _STATUS, _AT, _CLIP, _RUN = range(5)  # a fetched row: these, headline metrics, S + D + I, N
+_COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _LONGEST = max(WINDOWS.values())
-_FETCH = series_sql(f"f.context_ref, f.status, f.started_at, {', '.join('f.' + m for m in HEADLINE)}, "
+_FETCH = series_sql(f"f.context_ref, f.status, f.started_at, f.clip_id_ref, f.run_id_ref, {', '.join('f.' + m for m in HEADLINE)}, "
                     f"f.substitutions + f.deletions + f.insertions, f.ref_words", ordered=False)
 """A series' rows as narrow as they come (its contexts' labels are read apart, once per context),
 left unsorted: compute sorts them, cheaply, as they come run by run, about in time order."""
@@ -83,13 +83,14 @@ def _window(s: Series, window: str, rows: list[tuple], labels: dict[int, Label],
         groups.setdefault(labels[r[_CONTEXT]], []).append(r)
     out = []
     for (board, protocol, instrument), members in sorted(groups.items()):
-        ok = [m for m in members if m[_STATUS] == "ok"]
-        values = {spec.name: [m[_COLUMN[spec.name]] for m in ok] for spec in for_protocol(protocol, headline_only=True)}
-        parts = [m for m in ok if m[-1] is not None]  # (S + D + I, N) are the last two columns
         key = (board, model_id, dataset, region, method, protocol, instrument)
-        metric_rows = series_rows(key, [m[_STATUS] for m in members], values, [m[-2] for m in parts], [m[-1] for m in parts])
+        columns = list(zip(*members))  # a failed row's clocks and WER parts are NULL, as series_rows expects
+        metric_rows = series_rows(key, SeriesData(
+            statuses=columns[_STATUS], utterances=columns[_CLIP], ticks=columns[_RUN],
+            values={spec.name: columns[_COLUMN[spec.name]] for spec in for_protocol(protocol, headline_only=True)},
+            errors=columns[-2], words=columns[-1]))  # (S + D + I, N) are the last two columns
         for order, row in enumerate(metric_rows):
-            out.append((*_flatten(row), window, protocol, order, members[-1][_AT], now))
+            out.append((*_flatten(row), window, order, members[-1][_AT], now))
     return out
 
 

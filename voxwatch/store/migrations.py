@@ -1,6 +1,6 @@
 """The Postgres schema, versioned: each migration runs once, in a transaction, recorded in schema_migrations.
 
-Table columns come from the dataclasses (Observation, RunRecord, leaderboard.MetricRow), the one
+Table columns come from the dataclasses (Observation, RunRecord, metrics.series.MetricRow), the one
 definition of every field. A new nullable field needs no migration: `upgrade` adds any field a
 table lacks (as the SQLite store does) and redraws the `observations` view. Anything else (an index,
 a type, a backfill) is a new numbered entry at the end of MIGRATIONS, SQL or a function of a cursor;
@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 import psycopg
 
-from ..leaderboard import MetricRow
+from ..metrics.series import MetricRow
 from ..metrics.specs import METRICS
 from ..observation import FIELDS, KEY, Observation, RunRecord
 from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
@@ -39,10 +39,10 @@ def columns(cls) -> Iterator[tuple[str, str]]:
             yield f.name, _sql_type(str(f.type))
 
 
-AGGREGATE_EXTRA = (("time_window", 'text COLLATE "C"'), ("protocol", 'text COLLATE "C"'), ("metric_order", "integer"),
+AGGREGATE_EXTRA = (("time_window", 'text COLLATE "C"'), ("metric_order", "integer"),
                    ("newest_at", "double precision"), ("computed_at", "double precision"))
-"""What an aggregate row holds beyond a MetricRow: its window, its protocol (part of the series), the
-metric's place in the printed order, its newest row and when it was computed."""
+"""What an aggregate row holds beyond a MetricRow: its window, the metric's place in the printed
+order, its newest row and when it was computed."""
 AGGREGATE_KEY = ("model_id", "dataset", "region", "method_version", "time_window", "board", "protocol", "instrument",
                  "metric")  # a refresh replaces one (model, dataset, region, method version): the key's prefix
 

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import psycopg
 
-from ..leaderboard import MetricRow
+from ..metrics.series import MetricRow
 from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
 from . import StoreError, aggregates, migrations, redact
 from .interning import Dictionaries, Spans

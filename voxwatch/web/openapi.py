@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from voxwatch import __version__
-from voxwatch.leaderboard import WINDOWS, MetricRow
+from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.providers.registry import BOARDS
 

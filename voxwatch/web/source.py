@@ -24,9 +24,9 @@ from psycopg.conninfo import conninfo_to_dict
 
 from voxwatch import leaderboard
 from voxwatch.alerts.store import Alert
-from voxwatch.leaderboard import MetricRow
+from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS, for_protocol
-from voxwatch.metrics.stats import summarize
+from voxwatch.metrics.series import summarize
 from voxwatch.providers.registry import Registry
 from voxwatch.store import StoreError, aggregates, layout, open_store, redact
 
@@ -107,7 +107,7 @@ DayRow = tuple  # dataset, region, method_version, protocol, instrument ('' when
 
 
 def daily_points(rows: Iterable[DayRow]) -> list[DailyPoint]:
-    """Daily n, p50 and p95 per series and headline metric, by metrics.stats.summarize (one definition
+    """Daily n, p50 and p95 per series and headline metric, by metrics.series.summarize (one definition
     for both stores; p50/p95 are None when n < 5, METHOD "Aggregates")."""
     groups: dict[tuple, list] = defaultdict(list)
     for r in rows:

@@ -14,10 +14,10 @@ from datetime import datetime, timezone
 from itertools import groupby
 
 from voxwatch import leaderboard
-from voxwatch.leaderboard import MetricRow
+from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.specs import METRICS, for_protocol
-from voxwatch.metrics.stats import MIN_N
+from voxwatch.metrics.series import MIN_N
 from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
 
 from .source import Alert, AlertsUnavailable, DailyPoint, SeriesId, Source

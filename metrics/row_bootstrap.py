@@ -1,4 +1,9 @@
-"""Aggregate statistics (METHOD "Aggregates"): percentiles by linear interpolation, n < 5 is n/a."""
+"""Method 3's row bootstrap: intervals that resample rows as if they were independent.
+
+Superseded by metrics/clustered.py (METHOD v4): a series measures the same utterances at every
+tick, so resampling rows makes intervals far too narrow. Kept so benchmarks/ci_coverage.py can
+print the old intervals' coverage beside the new ones.
+"""
 
 from __future__ import annotations
 
@@ -7,46 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-MIN_N = 5
-
-
-@dataclass(frozen=True)
-class Summary:
-    n: int
-    mean: float | None
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    max: float | None
-    std: float | None
-
-
-def summarize(values: Sequence[float]) -> Summary:
-    """Linear-interpolation percentiles, as Postgres percentile_cont; n/a (None) below MIN_N."""
-    v = present(values)
-    if v.size < MIN_N:
-        return Summary(int(v.size), None, None, None, None, None, None)
-    p50, p95, p99 = np.percentile(v, [50, 95, 99], method="linear")
-    return Summary(
-        n=int(v.size),
-        mean=float(v.mean()),
-        p50=float(p50),
-        p95=float(p95),
-        p99=float(p99),
-        max=float(v.max()),
-        std=float(v.std(ddof=1)),
-    )
-
-
-def present(values: Sequence[float | None]) -> np.ndarray:
-    """The values that are there (None, a metric a row lacks, left out), as float64."""
-    v = np.asarray(values, dtype=np.float64)  # None becomes NaN, in C
-    return v[~np.isnan(v)]
-
-
-def rate(hits: int, total: int) -> float | None:
-    return hits / total if total else None
-
+from .series import MIN_N, present
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261129

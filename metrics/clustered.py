@@ -1,0 +1,199 @@
+"""Uncertainty for rows drawn in crossed clusters (METHOD "Uncertainty").
+
+A 30-day series measures the same few dozen utterances hundreds of times, and every row of one
+tick shares the provider's state at that tick (load, a deploy, the time of day). Its rows are
+not independent, and an interval that resamples rows is far too narrow. The rows are
+clustered along crossed factors (utterance x tick here; rater x prompt for human ratings), and
+the variance of an estimate is the multiway cluster-robust variance of Cameron, Gelbach and
+Miller (2011): one one-way cluster bootstrap per factor, minus the one over their intersection
+(the cells), so a shared cell is not counted twice:
+
+    V = V_utterance + V_tick - V_cell
+
+`bootstrap_variance` resamples clusters for any statistic of row weights (a fitted rating, a
+ratio): each draw gives every cluster of one factor a multinomial count. Every leaderboard
+statistic is a ratio of row totals (a mean, a rate, pooled WER, the empirical CDF at a
+percentile), whose one-way cluster-bootstrap variance has a closed form, its first-order limit
+as resamples grow (`ratio_variance`): exact, deterministic, independent of row order, and
+O(rows) where resampling a 20,000-row series would cost O(resamples x rows) on every write.
+Each one-way term carries the G / (G - 1) small-sample factor; the interval uses Student's t
+with Satterthwaite's degrees of freedom over the factors, so a series of a few ticks gets the
+wide interval it deserves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Callable, Hashable, Sequence
+
+import numpy as np
+from scipy.stats import t as student_t
+
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Design:
+    """Each row's cluster along each factor, as indexes into the factor's sorted distinct labels.
+
+    Labels are sorted, so the design (and every draw made from it) does not depend on the order
+    the rows arrive in: the same rows give the same interval in every store."""
+    names: tuple[str, ...]
+    codes: tuple[np.ndarray, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def rows(self) -> int:
+        return int(self.codes[0].size) if self.codes else 0
+
+    def subset(self, keep: np.ndarray) -> "Design":
+        """The design of the rows where `keep` is true (a metric measured on `ok` rows only)."""
+        return design(**{n: c[keep] for n, c in zip(self.names, self.codes)})
+
+
+def design(**factors: Sequence[Hashable]) -> Design:
+    """A design from each row's label per factor, e.g. design(utterance=clip_ids, tick=run_ids)."""
+    names, codes, sizes = [], [], []
+    for name, labels in factors.items():
+        distinct, code = np.unique(np.asarray(labels), return_inverse=True)
+        names.append(name)
+        codes.append(code.astype(np.int64).ravel())
+        sizes.append(int(distinct.size))
+    return Design(tuple(names), tuple(codes), tuple(sizes))
+
+
+def _clusterings(d: Design) -> list[tuple[int, np.ndarray, int]]:
+    """(sign, row -> cluster, cluster count) for every non-empty set of factors: one factor alone
+    adds its variance, an intersection of two subtracts it (inclusion-exclusion, CGM 2011)."""
+    out = []
+    for k in range(1, len(d.codes) + 1):
+        for subset in combinations(range(len(d.codes)), k):
+            if k == 1:
+                code, size = d.codes[subset[0]], d.sizes[subset[0]]
+            else:
+                joint = np.zeros(d.rows, dtype=np.int64)
+                for i in subset:  # the cell's index in the product of the factors' sizes, then compacted
+                    joint = joint * d.sizes[i] + d.codes[i]
+                _, code = np.unique(joint, return_inverse=True)
+                code = code.ravel()
+                size = int(code.max()) + 1 if code.size else 0
+            out.append((1 if k % 2 else -1, code, size))
+    return out
+
+
+@dataclass(frozen=True)
+class Variance:
+    """A multiway variance with what the interval needs: the estimate's variance, the one-way
+    terms of the main factors (for the degrees of freedom) and their cluster counts."""
+    total: float
+    terms: tuple[float, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def df(self) -> float:
+        """Satterthwaite's degrees of freedom: each factor's term is estimated from G - 1 of them."""
+        parts = [v * v / (g - 1) for v, g in zip(self.terms, self.sizes) if g > 1 and v > 0]
+        if not parts or self.total <= 0:
+            return float(max(1, min(self.sizes) - 1)) if self.sizes else 1.0
+        return max(1.0, self.total ** 2 / sum(parts))
+
+    @property
+    def critical(self) -> float:
+        return float(student_t.ppf(0.5 + LEVEL / 2, self.df))
+
+
+def _combine(d: Design, one_way: Callable[[np.ndarray, int], float]) -> Variance:
+    total, terms = 0.0, []
+    for sign, code, size in _clusterings(d):
+        v = one_way(code, size) * (size / (size - 1) if size > 1 else 0.0)
+        total += sign * v
+        if len(terms) < len(d.codes):
+            terms.append(v)
+    main = tuple(terms)
+    # inclusion-exclusion can go below a single factor's term when the intersection is large:
+    # the variance is never less than what one factor alone shows (CGM's fix for negative V)
+    return Variance(max(total, max(main, default=0.0)), main, d.sizes)
+
+
+def ratio_variance(d: Design, numerator: np.ndarray, denominator: np.ndarray) -> Variance | None:
+    """The multiway variance of sum(numerator) / sum(denominator) over the rows (a mean: the
+    values over ones; pooled WER: errors over reference words). Per factor it is the first-order
+    variance of the cluster bootstrap: sum over clusters of (cluster's a - theta * cluster's b)^2
+    over (total b)^2. None when the denominator sums to zero."""
+    a, b = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
+    total = b.sum()
+    if a.size == 0 or total == 0:
+        return None
+    residual = a - (a.sum() / total) * b
+
+    def one_way(code: np.ndarray, size: int) -> float:
+        s = np.bincount(code, weights=residual, minlength=size)
+        return float(s @ s) / (total * total)
+
+    return _combine(d, one_way)
+
+
+def bootstrap_variance(d: Design, statistic: Callable[[np.ndarray], float], resamples: int = 1000,
+                       seed: int = 20261201) -> Variance:
+    """The multiway variance of any statistic of row weights (`statistic(weights)` with one weight
+    per row; all ones is the estimate), by resampling clusters: for each factor and intersection,
+    `resamples` draws that give each cluster a multinomial count, every row of it that weight.
+    Seeded per clustering, so the result is reproducible and depends only on the design."""
+    rng = np.random.default_rng(seed)
+
+    def one_way(code: np.ndarray, size: int) -> float:
+        counts = rng.multinomial(size, np.full(size, 1.0 / size), size=resamples)
+        draws = np.array([statistic(c[code].astype(np.float64)) for c in counts])
+        draws = draws[np.isfinite(draws)]
+        # the bootstrap variance of G clusters is (G - 1) / G of the unbiased one: _combine restores it
+        return float(draws.var()) if draws.size > 1 else 0.0
+
+    return _combine(d, one_way)
+
+
+def t_interval(estimate: float, v: Variance, low: float = -np.inf, high: float = np.inf) -> tuple[float, float]:
+    """estimate +- t * sqrt(V), clipped to the statistic's range."""
+    half = v.critical * np.sqrt(v.total)
+    return float(max(low, estimate - half)), float(min(high, estimate + half))
+
+
+def rate_interval(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
+    """A proportion's interval: Wilson's score interval at the design's effective sample size
+    (Kish: n over the design effect, never above n), so a rate of 0 still gets an upper bound
+    and clustered failures (a tick where everything timed out) widen it."""
+    x = np.asarray(hits, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        return None
+    p = float(x.mean())
+    v = ratio_variance(d, x, np.ones(n))
+    n_eff = float(n)
+    if v is not None and v.total > 0 and 0 < p < 1:
+        n_eff = min(float(n), p * (1 - p) / v.total)
+    z = v.critical if v is not None else float(student_t.ppf(0.5 + LEVEL / 2, max(1, n - 1)))
+    z2 = z * z
+    centre = (p + z2 / (2 * n_eff)) / (1 + z2 / n_eff)
+    half = z / (1 + z2 / n_eff) * np.sqrt(p * (1 - p) / n_eff + z2 / (4 * n_eff * n_eff))
+    low = 0.0 if p == 0 else max(0.0, centre - half)  # exactly, where rounding would leave 1e-17
+    high = 1.0 if p == 1 else min(1.0, centre + half)
+    return float(low), float(high)
+
+
+def quantile_interval(values: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:
+    """A percentile's interval by Woodruff's method: the interval of the empirical CDF at the
+    estimate (a mean of indicators, so a ratio above), mapped back through the sample's quantile
+    function. Asymmetric where the distribution is, and it needs no density estimate."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return None
+    estimate = float(np.percentile(x, q, method="linear"))
+    below = (x <= estimate).astype(np.float64)
+    v = ratio_variance(d, below, np.ones(x.size))
+    if v is None:
+        return None
+    half = v.critical * np.sqrt(v.total)
+    p = q / 100
+    lo, hi = max(0.0, p - half), min(1.0, p + half)
+    low, high = np.percentile(x, [100 * lo, 100 * hi], method="linear")
+    return float(min(low, estimate)), float(max(high, estimate))

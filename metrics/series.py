@@ -1,0 +1,229 @@
+"""Every series statistic, defined once (METHOD "Aggregates"): what each leaderboard number is.
+
+A series is one (board, model, dataset, region, method version, protocol, instrument). Its rows
+are attempts; each has a status, the utterance it measured (its clip) and the tick it belongs to
+(its run). The leaderboard, the Postgres aggregates, SQLite reads, the web pages, the API, the
+CLI and the alert summaries all call `series_rows`; the Grafana SQL is tested against it.
+
+Floors: a statistic is n/a (None) below its floor. Means, max and standard deviation need
+MIN_N values, and so does p50; a tail percentile q also needs at least TAIL_N values beyond it
+(p95: 100, p99: 500), since a p95 of 20 values is their largest but one. Rates need MIN_ATTEMPTS
+attempts; pooled WER needs MIN_N scored clips. Intervals (95 %) respect how the rows were drawn:
+they cluster by utterance and tick (metrics/clustered.py), never treating rows as independent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, fields
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from .clustered import Design, design, quantile_interval, rate_interval, ratio_variance, t_interval
+from .specs import for_protocol
+
+WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
+"""The rolling windows every series is summarized over (30 d is the headline)."""
+MIN_N = 5
+"""Fewest values for any statistic of a metric (mean, max, std) and for pooled WER (scored clips)."""
+TAIL_N = 5
+"""A tail percentile q (above the median) needs n * (1 - q/100) >= TAIL_N values beyond it."""
+MIN_ATTEMPTS = 5
+"""Fewest attempts for a rate."""
+
+FAILURE_STATUSES = frozenset({"error", "auth_error", "rate_limited", "server_error", "malformed", "disconnected",
+                              "timeout", "inaudible"})
+RATES: dict[str, frozenset[str]] = {
+    "error_rate": FAILURE_STATUSES - {"timeout", "inaudible"},
+    "timeout_rate": frozenset({"timeout"}),
+    "inaudible_rate": frozenset({"inaudible"}),
+}
+"""Each rate and the statuses it counts, over attempts. The three are disjoint and together count
+every failure: error rate (the provider refused, failed or broke its protocol), timeout rate (no
+final or no reply in time) and inaudible rate (a reply with no audible onset)."""
+NOT_AN_ATTEMPT = frozenset({"excluded"})
+"""A row the harness could not measure at all (no harness for the protocol): not an attempt."""
+
+
+def percentile_floor(q: float) -> int:
+    """The fewest values at which percentile q is shown: MIN_N up to the median (the middle of 5
+    values is a median), and for a tail percentile enough values to put TAIL_N beyond it."""
+    if q <= 50:
+        return MIN_N
+    return max(MIN_N, math.ceil(TAIL_N / (1 - q / 100) - 1e-9)) if q < 100 else MIN_N
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric of one series over one window: the metric's statistics, then the series' own
+    figures (attempts, rates, WER), repeated on each of its metric rows."""
+    board: str
+    model_id: str
+    dataset: str
+    region: str
+    method_version: str
+    metric: str
+    n: int
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+    std: float | None
+    attempts: int
+    error_rate: float | None
+    timeout_rate: float | None
+    pooled_wer: float | None
+    wer_words: int
+    p50_ci: tuple[float, float] | None = None
+    p95_ci: tuple[float, float] | None = None
+    wer_ci: tuple[float, float] | None = None
+    note: str | None = None
+    instrument: str | None = None  # TTS: the STT that scored intelligibility (never pooled across)
+    protocol: str = ""
+    inaudible_rate: float | None = None
+    wer_clips: int = 0
+    clip_wer_p50: float | None = None
+    clip_wer_p95: float | None = None
+    clip_wer_max: float | None = None
+    utterances: int = 0
+    ticks: int = 0
+    mean_ci: tuple[float, float] | None = None
+    error_rate_ci: tuple[float, float] | None = None
+    timeout_rate_ci: tuple[float, float] | None = None
+
+
+def flat(row: MetricRow) -> dict:
+    """One column per value: each interval becomes <name>_low and <name>_high (CSV, the Postgres aggregates)."""
+    out = {}
+    for f in fields(row):
+        value = getattr(row, f.name)
+        if f.name.endswith("_ci"):
+            out[f"{f.name}_low"], out[f"{f.name}_high"] = value if value else (None, None)
+        else:
+            out[f.name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+    std: float | None
+
+
+def present(values: Sequence[float | None]) -> np.ndarray:
+    """The values that are there (None, a metric a row lacks, left out), as float64."""
+    v = np.asarray(values, dtype=np.float64)  # None becomes NaN, in C
+    return v[~np.isnan(v)]
+
+
+def percentile(values: np.ndarray, q: float) -> float | None:
+    """Linear interpolation, as Postgres percentile_cont; None below the percentile's floor."""
+    return float(np.percentile(values, q, method="linear")) if values.size >= percentile_floor(q) else None
+
+
+def summarize(values: Sequence[float | None]) -> Summary:
+    v = present(values)
+    if v.size < MIN_N:
+        return Summary(int(v.size), None, None, None, None, None, None)
+    return Summary(int(v.size), float(v.mean()), percentile(v, 50), percentile(v, 95), percentile(v, 99),
+                   float(v.max()), float(v.std(ddof=1)))
+
+
+def rate(hits: int, attempts: int) -> float | None:
+    """A rate over attempts; None below MIN_ATTEMPTS."""
+    return hits / attempts if attempts >= MIN_ATTEMPTS else None
+
+
+def pooled_wer(errors: Sequence[int], words: Sequence[int]) -> float | None:
+    """sum(S + D + I) / sum(N) over the scored clips (METHOD "WER"); None below MIN_N clips or no words."""
+    total = int(np.sum(words)) if len(words) else 0
+    return int(np.sum(errors)) / total if len(errors) >= MIN_N and total > 0 else None
+
+
+def clip_wers(errors: Sequence[int], words: Sequence[int]) -> np.ndarray:
+    """Each scored clip's own WER (clips with no reference words have none): for distributions only."""
+    e, w = np.asarray(errors, dtype=np.float64), np.asarray(words, dtype=np.float64)
+    keep = w > 0
+    return e[keep] / w[keep]
+
+
+@dataclass(frozen=True)
+class SeriesData:
+    """One series' rows as columns: what every store hands to `series_rows`.
+
+    statuses, utterances and ticks have one entry per row (every attempt). values[metric] has one
+    entry per row too (None where the row has no value: not `ok`, or not measured); errors and
+    words likewise (None where the row was not scored)."""
+    statuses: Sequence[str]
+    utterances: Sequence[Hashable]
+    ticks: Sequence[Hashable]
+    values: dict[str, Sequence[float | None]]
+    errors: Sequence[int | None]
+    words: Sequence[int | None]
+
+
+def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData) -> list[MetricRow]:
+    """One series' rows, one per summarized metric of its protocol, with every statistic and interval."""
+    board, model_id, dataset, region, method, protocol, instrument = key
+    statuses = np.asarray(data.statuses, dtype=object)
+    attempted = np.array([s not in NOT_AN_ATTEMPT for s in statuses], dtype=bool)
+    ok = statuses == "ok"
+    everything = design(utterance=np.asarray(data.utterances, dtype=object).astype(str),
+                        tick=np.asarray(data.ticks, dtype=object).astype(str))
+    attempts = everything.subset(attempted)
+    counts = Counter(s for s, a in zip(data.statuses, attempted) if a)
+    n_attempts = int(attempted.sum())
+    rates = {name: rate(sum(counts[s] for s in members), n_attempts) for name, members in RATES.items()}
+    rate_cis = {name: _rate_ci(np.isin(statuses[attempted], list(members)), attempts)
+                for name, members in RATES.items() if name != "inaudible_rate"}
+
+    scored = ok & np.array([w is not None for w in data.words], dtype=bool)
+    errors = np.asarray([e for e, s in zip(data.errors, scored) if s], dtype=np.int64)
+    words = np.asarray([w for w, s in zip(data.words, scored) if s], dtype=np.int64)
+    wer = pooled_wer(errors, words)
+    wer_ci = None
+    if wer is not None:
+        v = ratio_variance(everything.subset(scored), errors, words)
+        wer_ci = t_interval(wer, v, low=0.0) if v is not None else None
+    per_clip = clip_wers(errors, words)
+    clip_p50, clip_p95 = (percentile(per_clip, 50), percentile(per_clip, 95)) if per_clip.size >= MIN_N else (None, None)
+    clip_max = float(per_clip.max()) if per_clip.size >= MIN_N else None
+
+    out = []
+    for spec in for_protocol(protocol, headline_only=True):
+        column = np.asarray(data.values[spec.name], dtype=np.float64)
+        has = ok & ~np.isnan(column)
+        x = column[has]
+        s = summarize(x)
+        on = everything.subset(has)
+        out.append(MetricRow(
+            board, model_id, dataset, region, method, spec.name, s.n, s.mean, s.p50, s.p95, s.p99, s.max, s.std,
+            n_attempts, rates["error_rate"], rates["timeout_rate"], wer, int(words.sum()),
+            _quantile_ci(x, 50, on), _quantile_ci(x, 95, on), wer_ci, None, instrument or None, protocol,
+            rates["inaudible_rate"], int(words.size), clip_p50, clip_p95, clip_max,
+            on.sizes[0] if on.rows else 0, on.sizes[1] if on.rows else 0, _mean_ci(x, on),
+            rate_cis["error_rate"], rate_cis["timeout_rate"]))
+    return out
+
+
+def _mean_ci(x: np.ndarray, d: Design) -> tuple[float, float] | None:
+    if x.size < MIN_N:
+        return None
+    v = ratio_variance(d, x, np.ones(x.size))
+    return t_interval(float(x.mean()), v) if v is not None else None
+
+
+def _quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:
+    return quantile_interval(x, q, d) if x.size >= percentile_floor(q) else None
+
+
+def _rate_ci(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
+    return rate_interval(hits, d) if hits.size >= MIN_ATTEMPTS else None
