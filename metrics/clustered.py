@@ -23,6 +23,7 @@ wide interval it deserves.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Callable, Hashable, Sequence
@@ -122,14 +123,15 @@ def ratio_variance(d: Design, numerator: np.ndarray, denominator: np.ndarray) ->
     variance of the cluster bootstrap: sum over clusters of (cluster's a - theta * cluster's b)^2
     over (total b)^2. None when the denominator sums to zero."""
     a, b = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
-    total = b.sum()
+    total = math.fsum(b)
     if a.size == 0 or total == 0:
         return None
-    residual = a - (a.sum() / total) * b
+    residual = a - (math.fsum(a) / total) * b
 
     def one_way(code: np.ndarray, size: int) -> float:
         s = np.bincount(code, weights=residual, minlength=size)
-        return float(s @ s) / (total * total)
+        # exactly rounded, so the clusters' order (a store's label or ref order) never shows in the last digit
+        return math.fsum(s * s) / (total * total)
 
     return _combine(d, one_way)
 

@@ -20,7 +20,7 @@ from voxwatch.observation import FIELDS
 from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
 from voxwatch.providers.registry import Registry, RegistryError
-from voxwatch.store import StoreError, open_store
+from voxwatch.store import StoreError, open_store, redact
 from voxwatch.store.spool import RowsFileError, read_rows
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
@@ -69,7 +69,7 @@ def cmd_run(args) -> int:
                   f"(add them later with: voxwatch ingest {result.spooled})", file=sys.stderr)
         failed = [r for r in result.rows if r.status != "ok"]
         print(f"run {result.run.run_id} {result.run.status}: {len(result.rows)} observations "
-              f"({len(failed)} not ok), seed {plan.seed}, store {cfg.store_url}")
+              f"({len(failed)} not ok), seed {plan.seed}, store {redact(cfg.store_url)}")
         for r in failed[:10]:
             print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
         print()
@@ -82,6 +82,19 @@ def cmd_run(args) -> int:
 
 def cmd_leaderboard(args) -> int:
     cfg = _config(args)
+    if args.format == "json":  # the API's document (/api/v1/leaderboard), ranks and method notes included
+        from voxwatch.web.source import StoreUnavailable, open_source
+        from voxwatch.web.views import leaderboard_document
+
+        source = open_source(cfg.store_url, Registry.default())
+        try:
+            print(json.dumps(leaderboard_document(source, args.window, None, None), indent=2))
+        except StoreUnavailable as exc:
+            print(f"voxwatch: error: {exc.detail}", file=sys.stderr)
+            return 2
+        finally:
+            source.close()
+        return 0
     store = open_store(cfg.store_url)
     try:
         rows = leaderboard.from_store(store, args.window, Registry.default())
@@ -89,10 +102,8 @@ def cmd_leaderboard(args) -> int:
         store.close()
     if args.format == "table":
         print(leaderboard.format_table(rows, args.window))
-    elif args.format == "csv":
-        sys.stdout.write(leaderboard.format_csv(rows))
     else:
-        print(leaderboard.format_json(rows, args.window))
+        sys.stdout.write(leaderboard.format_csv(rows))
     return 0
 
 
@@ -181,8 +192,6 @@ def cmd_emulate(args) -> int:
 
 
 def cmd_db(args) -> int:
-    from voxwatch.store import redact
-
     cfg = _config(args)
     store = open_store(cfg.store_url)  # opening a store applies any migration it lacks
     try:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from typing import Iterable
 
-from voxwatch.metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.ranking import ranks, series_id
+from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, SeriesData, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.observation import Observation
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
@@ -71,35 +72,52 @@ def _num(v: float | None, pct: bool = False) -> str:
     return f"{100 * v:.1f}%" if pct else f"{v:.1f}"
 
 
+def _ci(ci: tuple[float, float] | None, pct: bool = False) -> str:
+    return "" if ci is None else f" [{_num(ci[0], pct)}, {_num(ci[1], pct)}]"
+
+
+TABLE_HEADER = ("rank", "model", "dataset", "region", "method", "metric", "n", "mean", "p50 [95% CI]", "p95", "max",
+                "errors", "timeouts", "inaudible", "pooled WER [95% CI]")
+
+
 def format_table(rows: list[MetricRow], window: str) -> str:
+    """The leaderboard as text: one line per metric of every series, each series' own figures on its
+    first line (attempts, rates, pooled WER), its region, method version and rank (metrics.ranking)."""
     if not rows:
         return f"No observations in the last {window}. Run `voxwatch run` first."
+    ranked = ranks(rows, METHOD_VERSION)
     lines: list[str] = []
-    header = ("model", "dataset", "metric", "n", "mean", "p50", "p95", "max", "errors", "pooled WER")
     for board in ("stt", "tts", "s2s"):
         mine = [r for r in rows if r.board == board]
         if not mine:
             continue
-        regions = sorted({r.region for r in mine})
         methods = sorted({r.method_version for r in mine})
-        lines.append(f"\n{board.upper()} board - rolling {window}, region {', '.join(regions)}, method v{', v'.join(methods)}"
-                     + (" (series changed method: versions are never pooled)" if len(methods) > 1 else ""))
-        table = [header]
+        lines.append(f"\n{board.upper()} board - rolling {window}, current method v{METHOD_VERSION}"
+                     + (f" (rows of method v{', v'.join(m for m in methods if m != METHOD_VERSION)} are shown, not "
+                        "ranked: versions are never pooled)" if methods != [METHOD_VERSION] else ""))
+        table = [TABLE_HEADER]
         for i, r in enumerate(mine):
-            first = i == 0 or (mine[i - 1].model_id, mine[i - 1].dataset) != (r.model_id, r.dataset)
-            wer = _num(r.pooled_wer, True) + (f" ({r.wer_words} words)" if r.pooled_wer is not None else "")
-            table.append((r.model_id if first else "", r.dataset if first else "", r.metric, str(r.n), _num(r.mean),
-                          _num(r.p50), _num(r.p95), _num(r.max), _num(r.error_rate, True) if first else "",
-                          wer if first else ""))
-        widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+            first = i == 0 or series_id(mine[i - 1]) != series_id(r)
+            rank = ranked.get(series_id(r))
+            wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} words)"
+                   if r.pooled_wer is not None else "n/a")
+            series = (str(rank) if rank else "-", r.model_id, r.dataset, r.region, f"v{r.method_version}")
+            table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean),
+                          _num(r.p50) + _ci(r.p50_ci), _num(r.p95), _num(r.max),
+                          *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer)
+                            if first else ("",) * 4)))
+        widths = [max(len(row[i]) for row in table) for i in range(len(TABLE_HEADER))]
         for k, row in enumerate(table):
-            lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+            lines.append("  ".join(c.ljust(w) if 1 <= i <= 5 else c.rjust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
             if k == 0:
                 lines.append("  ".join("-" * w for w in widths))
         notes = sorted({f"{r.model_id} {r.metric}: n/a, {r.note}" for r in mine if r.note})
         lines.extend(f"  note: {n}" for n in notes)
-    lines.append("\nn/a: fewer than 5 samples (or excluded). Latencies in ms; rtf in x real time; "
-                 "WER is pooled over the clips (words scored).")
+    lines.append("\nRanks per dataset and protocol by the first metric's p50: a rank is shared where 95 % intervals "
+                 "overlap; '-' is not ranked (superseded method, or too few samples).\nn/a: under the statistic's "
+                 f"floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. Latencies in ms; rtf in x "
+                 "real time; rates over attempts; WER is pooled over the scored clips.")
     return "\n".join(lines).lstrip("\n")
 
 
@@ -112,10 +130,6 @@ def format_csv(rows: list[MetricRow]) -> str:
     for r in rows:
         writer.writerow(flat(r))
     return buf.getvalue()
-
-
-def format_json(rows: list[MetricRow], window: str) -> str:
-    return json.dumps({"window": window, "generated_at": time.time(), "rows": [asdict(r) for r in rows]}, indent=2)
 
 
 def since(window: str, now: float | None = None) -> float:

@@ -36,6 +36,10 @@ def wer_interval(ci: tuple[float, float] | None) -> str:
     return NA if ci is None else f"[{wer(ci[0])}, {wer(ci[1])}]"
 
 
+def rate_interval(ci: tuple[float, float] | None) -> str:
+    return NA if ci is None else f"[{pct(ci[0])}, {pct(ci[1])}]"
+
+
 def when(ts: float | None) -> str:
     return "-" if ts is None else datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -69,6 +73,6 @@ def query(**params: str | None) -> str:
     return "?" + urlencode(kept) if kept else "?"
 
 
-FILTERS = {"value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "when": when,
+FILTERS = {"value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when,
            "alert_value": alert_value, "p_value": p_value}
 GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query}

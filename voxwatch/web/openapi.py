@@ -69,8 +69,11 @@ def _get(summary: str, ok: dict, parameters: list[dict] | None = None, errors: d
 
 def document() -> dict:
     schemas = {
-        "LeaderboardRow": _dataclass_schema(MetricRow, {"na_reason": {
-            **_NULLABLE_STRING, "description": "why the statistics are n/a: the registry's exclusion, or n < 5"}}),
+        "LeaderboardRow": _dataclass_schema(MetricRow, {
+            "na_reason": {**_NULLABLE_STRING, "description": "why the statistics are n/a: the registry's exclusion, or n < 5"},
+            "rank": {"type": ["integer", "null"], "description": "the series' rank on its dataset and protocol: 1 + the "
+                     "series whose p50 interval lies wholly below its own (null: superseded method, or too few samples)"},
+            "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by (its p50)"}}),
         "MethodChange": _obj({"from": _STRING, "to": _STRING, "on": {"type": "string", "format": "date"}}),
         "MethodNote": _obj({"model_id": _STRING, "dataset": _STRING, "region": _STRING, "text": _STRING,
                             "changes": _array(_ref("MethodChange"))}),

@@ -24,7 +24,7 @@ def overview_page(request: Request) -> Response:
     window = choice(request, "window", WINDOWS, "30d")
     rows = request.app.state.source.leaderboard(window)
     return _render(request, "overview.html", window=window, windows=list(WINDOWS), boards=views.overview(rows),
-                   na_reason=views.na_reason)
+                   na_reason=views.na_reason, field_na=views.field_na)
 
 
 def board_page(request: Request) -> Response:
@@ -47,7 +47,8 @@ def board_page(request: Request) -> Response:
     shown = [r for r in rows if dataset is None or r.dataset == dataset]
     tables = views.dataset_tables(shown, views.method_notes(source, shown, window))
     return _render(request, "board.html", board=board, window=window, windows=list(WINDOWS), dataset=dataset,
-                   datasets=datasets, tables=tables, na_reason=views.na_reason, descriptions=views.DESCRIPTIONS)
+                   datasets=datasets, tables=tables, na_reason=views.na_reason, field_na=views.field_na,
+                   descriptions=views.DESCRIPTIONS)
 
 
 def _charts(h: views.History) -> list[dict]:

@@ -16,8 +16,9 @@ from itertools import groupby
 from voxwatch import leaderboard
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.ranking import ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
-from voxwatch.metrics.series import MIN_N
+from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
 
 from .source import Alert, AlertsUnavailable, DailyPoint, SeriesId, Source
@@ -40,6 +41,15 @@ def na_reason(row: MetricRow) -> str | None:
     return None
 
 
+def field_na(row: MetricRow, field: str) -> str:
+    """Why one statistic of a line that has statistics is n/a (METHOD "Aggregates": its own floor)."""
+    if field in ("p95", "p95_ci"):
+        return f"n < {percentile_floor(95)}"
+    if field in ("p99", "p99_ci"):
+        return f"n < {percentile_floor(99)}"
+    return f"n < {MIN_N}"
+
+
 @dataclass
 class Series:
     """One leaderboard series on one dataset: its per-attempt figures once, then a line per metric."""
@@ -50,6 +60,8 @@ class Series:
     first: MetricRow  # carries the series-wide figures (attempts, error and timeout rates, pooled WER)
     metrics: list[MetricRow]
     method_note: str | None = None
+    rank: int | None = None
+    unranked: str | None = None  # why it has no rank
 
 
 @dataclass
@@ -98,18 +110,21 @@ def method_notes(source: Source, rows: list[MetricRow], window: str) -> list[Met
 
 
 def dataset_tables(rows: list[MetricRow], notes: list[MethodNote]) -> list[DatasetTable]:
-    """The board as one table per dataset."""
+    """The board as one table per dataset, each protocol's series in rank order (metrics.ranking)."""
     by_key = {(n.model_id, n.dataset, n.region): n.text for n in notes}
+    ranked = ranks(rows, METHOD_VERSION)
     tables: dict[str, DatasetTable] = {}
-    for key, members in groupby(rows, key=lambda r: (r.dataset, r.model_id, r.region, r.method_version, r.instrument)):
-        dataset, model_id, region, method, instrument = key
+    for key, members in groupby(rows, key=series_id):
         members = list(members)
-        table = tables.setdefault(dataset, DatasetTable(dataset))
-        table.series.append(Series(model_id, region, method, instrument, members[0], members,
-                                   by_key.get((model_id, dataset, region))))
-    for table in tables.values():  # ranked by the first headline metric's p50 (stream and batch apart), n/a last
-        table.series.sort(key=lambda s: (METRIC_ORDER.get(s.first.metric, len(METRIC_ORDER)), s.first.p50 is None,
-                                         s.first.p50 or 0.0, s.model_id, s.region, s.method_version))
+        first = members[0]
+        table = tables.setdefault(first.dataset, DatasetTable(first.dataset))
+        table.series.append(Series(first.model_id, first.region, first.method_version, first.instrument, first, members,
+                                   by_key.get((first.model_id, first.dataset, first.region)), ranked.get(key),
+                                   why_unranked(first, METHOD_VERSION)))
+    for table in tables.values():  # stream and batch apart, ranked first, then by median, n/a last
+        table.series.sort(key=lambda s: (METRIC_ORDER.get(s.first.metric, len(METRIC_ORDER)), s.rank is None,
+                                         s.rank or 0, s.first.p50 is None, s.first.p50 or 0.0, s.model_id, s.region,
+                                         s.method_version))
     for n in notes:
         if n.dataset in tables:
             tables[n.dataset].notes.append(f"{n.model_id} ({n.region}): {n.text}")
@@ -120,27 +135,36 @@ def leaderboard_document(source: Source, window: str, board: str | None, dataset
     """The JSON of a board (the API's /leaderboard and the board's ?format=json)."""
     rows = board_rows(source, window, board, dataset)
     notes = method_notes(source, rows, window)
+    ranked = ranks(rows, METHOD_VERSION)
     return {
         "board": board, "window": window, "dataset": dataset, "generated_at": time.time(),
         "method_version": METHOD_VERSION,
-        "rows": [{**asdict(r), "na_reason": na_reason(r)} for r in rows],
+        "rows": [{**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
+                  "ranked_by": ranked_metric(r.protocol)} for r in rows],
         "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
                    "changes": [{"from": a, "to": b, "on": day} for a, b, day in n.changes]} for n in notes],
     }
 
 
-def overview(rows: list[MetricRow]) -> dict[str, list[MetricRow]]:
-    """Per board, each series' first headline metric (the one the board is ranked by), by dataset."""
-    out: dict[str, list[MetricRow]] = {b: [] for b in BOARDS}
-    seen = set()
+@dataclass(frozen=True)
+class Ranked:
+    """A series' ranked metric line with its rank (None: shown, not ranked, for the reason given)."""
+    row: MetricRow
+    rank: int | None
+    unranked: str | None
+
+
+def overview(rows: list[MetricRow]) -> dict[str, list[Ranked]]:
+    """Per board, each series' ranked metric line, by dataset and protocol (stream and batch apart), in rank order."""
+    ranked = ranks(rows, METHOD_VERSION)
+    out: dict[str, list[Ranked]] = {b: [] for b in BOARDS}
     for r in rows:
-        key = (r.board, r.model_id, r.dataset, r.region, r.method_version, r.instrument)
-        if key not in seen:
-            seen.add(key)
-            out[r.board].append(r)
+        if r.metric == ranked_metric(r.protocol):
+            out[r.board].append(Ranked(r, ranked.get(series_id(r)), why_unranked(r, METHOD_VERSION)))
     for b in out:
-        out[b].sort(key=lambda r: (r.dataset, METRIC_ORDER.get(r.metric, len(METRIC_ORDER)), r.p50 is None,
-                                   r.p50 or 0.0, r.model_id, r.region))
+        out[b].sort(key=lambda x: (x.row.dataset, METRIC_ORDER.get(x.row.metric, len(METRIC_ORDER)), x.rank is None,
+                                   x.rank or 0, x.row.p50 is None, x.row.p50 or 0.0, x.row.model_id, x.row.region,
+                                   x.row.method_version))
     return out
 
 

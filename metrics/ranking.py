@@ -1,0 +1,57 @@
+"""Ranks that admit what the intervals say (METHOD "Ranking"): one definition for the web, API and CLI.
+
+A board is ranked per dataset and protocol (streaming and batch STT answer different questions
+and never share a ranking) by each series' first headline metric of its protocol: its median,
+lower is better. A series' rank is 1 + the number of series whose whole 95 % interval lies
+below its own, so a model shares its rank with every model whose interval overlaps its own, and
+two models are never ordered by noise. A series measured under a superseded method version is
+shown but not ranked, and so is one without an interval (its median is under the floor).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .series import MetricRow
+from .specs import for_protocol
+
+SeriesId = tuple[str, str, str, str, str, str, str]
+"""board, model_id, dataset, region, method_version, protocol, instrument ('' when none)."""
+
+
+def series_id(r: MetricRow) -> SeriesId:
+    return r.board, r.model_id, r.dataset, r.region, r.method_version, r.protocol, r.instrument or ""
+
+
+def ranked_metric(protocol: str) -> str | None:
+    """The metric a protocol's series are ranked by: its first headline metric."""
+    specs = for_protocol(protocol, headline_only=True)
+    return specs[0].name if specs else None
+
+
+def ranks(rows: Iterable[MetricRow], method_version: str) -> dict[SeriesId, int | None]:
+    """Every series' rank (None: not ranked) from its leaderboard rows."""
+    out: dict[SeriesId, int | None] = {}
+    groups: dict[tuple[str, str, str], list[tuple[SeriesId, tuple[float, float]]]] = {}
+    for r in rows:
+        sid = series_id(r)
+        if r.metric != ranked_metric(r.protocol):
+            continue
+        out[sid] = None
+        if r.method_version == method_version and r.p50 is not None and r.p50_ci is not None and not r.note:
+            groups.setdefault((r.board, r.dataset, r.protocol), []).append((sid, r.p50_ci))
+    for members in groups.values():
+        for sid, (low, _) in members:
+            out[sid] = 1 + sum(1 for _, (_, other_high) in members if other_high < low)
+    return out
+
+
+def why_unranked(r: MetricRow, method_version: str) -> str | None:
+    """Why a series has no rank, in words (None when it has one or it is not the ranked metric)."""
+    if r.method_version != method_version:
+        return f"method v{r.method_version} is superseded by v{method_version}: shown, not ranked"
+    if r.note:
+        return f"excluded: {r.note}"
+    if r.p50 is None or r.p50_ci is None:
+        return "too few samples for an interval: not ranked"
+    return None
