@@ -13,6 +13,7 @@ import soundfile as sf
 from conftest import run_cli
 from voxwatch.datasets.catalog import bundled_root
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.series import pooled_wer
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
 PS = "pocketsphinx/en-us@5.1.1"
@@ -60,11 +61,15 @@ def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str
     ttfs = next(b for b in board if b["model_id"] == PS and b["dataset"] == "stt-starter-clean" and b["metric"] == "ttfs_ms")
     assert ttfs["n"] == 4 and ttfs["p50"] is None  # n < 5 shows as n/a
 
-    # the exported rows let anyone recompute the pooled WER
+    # the exported rows let anyone recompute the pooled WER; 4 scored clips are under its floor of 5
     table = list(csv.DictReader(io.StringIO(run_cli("export", "--format", "csv", "--store", store_url).stdout)))
     mine = [r for r in table if r["model_id"] == PS and r["dataset"] == "stt-starter-clean"]
-    errors = sum(int(r["substitutions"]) + int(r["deletions"]) + int(r["insertions"]) for r in mine)
-    assert ttfs["pooled_wer"] == pytest.approx(errors / sum(int(r["ref_words"]) for r in mine))
+    errors = [int(r["substitutions"]) + int(r["deletions"]) + int(r["insertions"]) for r in mine]
+    words = [int(r["ref_words"]) for r in mine]
+    assert ttfs["wer_clips"] == len(mine) == 4 and ttfs["wer_words"] == sum(words)
+    assert ttfs["pooled_wer"] is None and pooled_wer(errors, words) is None
+    assert pooled_wer(errors + errors[:1], words + words[:1]) == pytest.approx((sum(errors) + errors[0]) / (sum(words) + words[0]))
+    assert ttfs["rank"] is None and ttfs["ranked_by"] == "ttfs_ms"  # the API's shape: n < 5 has no interval to rank
     assert run_cli("leaderboard", "--window", "24h", "--format", "csv", "--store", store_url).stdout.startswith("board,")
 
 
