@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
 from .metrics.specs import METRICS
@@ -162,7 +162,7 @@ def rendered(folder: Path) -> dict[Path, str]:
         source = folder / "sql" / f"{path.stem}.sql"
         found = templates(source) if source.exists() else {}
         used = set()
-        for panel in _panels(dashboard):
+        for panel in panels(dashboard):
             for target in panel.get("targets", []):
                 key = (panel["id"], target["refId"])
                 if key not in found:
@@ -175,7 +175,7 @@ def rendered(folder: Path) -> dict[Path, str]:
     return out
 
 
-def _panels(dashboard: dict):
+def panels(dashboard: dict) -> Iterator[dict]:
     for panel in dashboard["panels"]:
         yield panel
         yield from panel.get("panels", [])  # a collapsed row keeps its panels inside

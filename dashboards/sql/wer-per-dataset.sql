@@ -25,10 +25,11 @@ SELECT
   o.model_id AS model, o.dataset, o.condition, o.region, o.method_version AS method,
   count(*) AS clips, sum(o.ref_words) AS words,
   {{pooled_wer(o.substitutions + o.deletions + o.insertions, o.ref_words)}} AS pooled_wer,
-  {{percentile(50, clip_wer(o.substitutions + o.deletions + o.insertions, o.ref_words))}} AS clip_wer_p50,
-  {{percentile(95, clip_wer(o.substitutions + o.deletions + o.insertions, o.ref_words))}} AS clip_wer_p95,
-  {{maximum(clip_wer(o.substitutions + o.deletions + o.insertions, o.ref_words))}} AS clip_wer_max
+  {{percentile(50, c.wer)}} AS clip_wer_p50,
+  {{percentile(95, c.wer)}} AS clip_wer_p95,
+  {{maximum(c.wer)}} AS clip_wer_max
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+CROSS JOIN LATERAL (SELECT {{clip_wer(o.substitutions + o.deletions + o.insertions, o.ref_words)}} AS wer) AS c
 WHERE o.emulator IS NOT TRUE
   AND $__unixEpochFilter(o.started_at)
   AND o.model_id IN (${model:sqlstring})
