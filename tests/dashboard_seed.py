@@ -31,7 +31,7 @@ ESPEAK, GPT_S2S = "espeak-ng/en-us@1.52.0", "openai/gpt-realtime-2025-08-28"
 EMULATED_ONLY = "deepgram/nova-3"  # measured here only against an emulator: must never show
 EMULATOR_LATENCY = 99_999.0  # what the emulator rows of a real model report: would show if they were pooled in
 REGIONS = ("eu-west", "us-east")
-CLEAN, NOISY = "stt-starter-clean", "stt-starter-noise"
+CLEAN, NOISY, REVERB = "stt-starter-clean", "stt-starter-noise", "stt-starter-reverb"
 UTTERANCES = [f"u{i:02d}" for i in range(12)]
 INSTRUMENT = "faster-whisper/tiny.en@1.2.1"
 
@@ -128,17 +128,27 @@ def _dense_rows(rng: np.random.Generator) -> list[Observation]:
 
 
 def _sparse_rows(rng: np.random.Generator) -> list[Observation]:
-    """An hour of one series under every floor: two ok values and three attempts."""
+    """An hour under every floor: an STT series with two ok values of three attempts, a degraded STT
+    dataset of three utterances (three pairs with the clean one) and a TTS dataset of three prompts."""
     at = np.floor((NOW - 10 * HOUR) / HOUR) * HOUR + 60
-    return [Observation(
-        run_id="r-sparse", model_id=GPT_STT, dataset=NOISY, clip_id=f"{NOISY}/{utt}", attempt=1, board="stt",
-        vendor="openai", protocol="stt-stream", region="us-east", started_at=at + 60 * i, status=status,
-        reason=None if status == "ok" else "timeout here", condition="noise", family="stt-starter", utterance_id=utt,
-        connect_ms=float(rng.uniform(20, 90)), ttfs_ms=float(rng.uniform(200, 600)) if status == "ok" else None,
-        substitutions=1 if status == "ok" else None, deletions=0 if status == "ok" else None,
-        insertions=0 if status == "ok" else None, ref_words=10 if status == "ok" else None, method_version="3")
-        for i, (utt, status) in enumerate(zip(UTTERANCES, ("ok", "timeout", "ok")))]
-
+    rows = []
+    for dataset, condition, statuses in ((NOISY, "noise", ("ok", "timeout", "ok")), (REVERB, "reverb", ("ok",) * 3)):
+        rows += [Observation(
+            run_id="r-sparse", model_id=GPT_STT, dataset=dataset, clip_id=f"{dataset}/{utt}", attempt=1, board="stt",
+            vendor="openai", protocol="stt-stream", region="us-east", started_at=at + 60 * i, status=status,
+            reason=None if status == "ok" else "timeout here", condition=condition, family="stt-starter",
+            utterance_id=utt, connect_ms=float(rng.uniform(20, 90)),
+            ttfs_ms=float(rng.uniform(200, 600)) if status == "ok" else None,
+            substitutions=int(rng.integers(0, 3)) if status == "ok" else None, deletions=0 if status == "ok" else None,
+            insertions=0 if status == "ok" else None, ref_words=10 if status == "ok" else None, method_version="3")
+            for i, (utt, status) in enumerate(zip(UTTERANCES, statuses))]
+    rows += [Observation(
+        run_id="r-sparse", model_id=ESPEAK, dataset="tts-prompts-short", clip_id=f"s{i:02d}", attempt=1, board="tts",
+        vendor="espeak-ng", protocol="tts-stream", region="eu-west", started_at=at + 60 * i, status="ok",
+        condition="text", family="tts-prompts", utterance_id=f"s{i:02d}", connect_ms=float(rng.uniform(5, 40)),
+        ttfb_ms=80.0 + i, leading_silence_ms=20.0 + i, ttfa_ms=100.0 + 2 * i, substitutions=0, deletions=0,
+        insertions=0, ref_words=7, instrument_id=INSTRUMENT, method_version="3") for i in range(3)]
+    return rows
 
 def _emulator_rows() -> list[Observation]:
     rows = []
