@@ -89,19 +89,21 @@ def _tts_and_s2s_rows(rng: np.random.Generator) -> list[Observation]:
     return rows
 
 
+MEDIUM = 45
 DENSE_FAILURES = {3: "timeout", 8: "rate_limited", 13: "inaudible", 18: "excluded", 23: "server_error"}
 """The dense ticks' failures: row i of a tick has status DENSE_FAILURES.get(i % 25, "ok")."""
 
 
 def _dense_rows(rng: np.random.Generator) -> list[Observation]:
-    """One tick per board whose rows all fall in one hour bucket, past the p95's floor of ok values
-    (utterances retried as further attempts), and with one clip of no reference words."""
+    """One tick per board whose first `count` rows fall in one hour bucket, past the p95's floor of ok
+    values (utterances retried as further attempts), and whose last MEDIUM rows fall in the next
+    hour, past the median's floor but not the p95's; one clip has no reference words."""
     start = np.floor((NOW - 6 * HOUR) / HOUR) * HOUR + 1
     rows = []
     for board, model, dataset, region, protocol, count in (("stt", POCKET, CLEAN, "eu-west", "stt-stream", 150),
                                                            ("tts", ESPEAK, "tts-prompts", "us-east", "tts-stream", 130),
                                                            ("s2s", GPT_S2S, CLEAN, "eu-west", "s2s", 130)):
-        for i in range(count):
+        for i in range(count + MEDIUM):
             status = DENSE_FAILURES.get(i % 25, "ok")
             ok, utt = status == "ok", UTTERANCES[i % len(UTTERANCES)]
             words = (0 if i == 1 else int(rng.integers(6, 15))) if ok and board != "s2s" else None
@@ -110,7 +112,7 @@ def _dense_rows(rng: np.random.Generator) -> list[Observation]:
             rows.append(Observation(
                 run_id=f"r-dense-{board}", model_id=model, dataset=dataset,
                 clip_id=f"{dataset}/{utt}", attempt=1 + i // len(UTTERANCES), board=board,
-                vendor=model.split("/")[0], protocol=protocol, region=region, started_at=start + 3600 * i / count,
+                vendor=model.split("/")[0], protocol=protocol, region=region, started_at=start + 3600 * i / count if i < count else start + 3600 + 60 * (i - count),
                 status=status, reason=None if ok else f"{status} here", condition="clean" if board != "tts" else "text",
                 family="stt-starter" if board != "tts" else "tts-prompts", utterance_id=utt,
                 connect_ms=float(rng.uniform(10, 200)) if status != "excluded" else None,
