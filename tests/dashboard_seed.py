@@ -112,7 +112,8 @@ def _dense_rows(rng: np.random.Generator) -> list[Observation]:
             rows.append(Observation(
                 run_id=f"r-dense-{board}", model_id=model, dataset=dataset,
                 clip_id=f"{dataset}/{utt}", attempt=1 + i // len(UTTERANCES), board=board,
-                vendor=model.split("/")[0], protocol=protocol, region=region, started_at=start + 3600 * i / count if i < count else start + 3600 + 60 * (i - count),
+                vendor=model.split("/")[0], protocol=protocol, region=region,
+                started_at=start + 3600 * i / count if i < count else start + 3600 + 60 * (i - count),
                 status=status, reason=None if ok else f"{status} here", condition="clean" if board != "tts" else "text",
                 family="stt-starter" if board != "tts" else "tts-prompts", utterance_id=utt,
                 connect_ms=float(rng.uniform(10, 200)) if status != "excluded" else None,

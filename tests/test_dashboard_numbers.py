@@ -117,7 +117,8 @@ def _percentiles(conn, rows, tally):
 def _error_rate(conn, rows, tally):
     dashboard = load("provider-detail.json")
     got = run_panel(conn, dashboard, "Error rate", variables_of(conn, dashboard))
-    tally.points(got, {(t, f"{_label(s)} errors"): _any(m).error_rate for (t, s), m in _per_bucket(_in_range(rows)).items()})
+    buckets = _per_bucket(_in_range(rows))
+    tally.points(got, {(t, f"{_label(s)} errors"): _any(m).error_rate for (t, s), m in buckets.items()})
 
 
 @check("voxwatch-provider", "Timeout and inaudible rates", na=True)
@@ -238,7 +239,8 @@ def _paired_delta(conn, rows, tally):
         p, row = np.array(members, dtype=float), got[key]
         assert row["pairs"] == len(p) and row["clean_dataset"] == CLEAN
         deltas = summarize(p[:, 4])
-        for column, value in (("clean_wer", pooled_wer(p[:, 0], p[:, 1])), ("degraded_wer", pooled_wer(p[:, 2], p[:, 3])),
+        for column, value in (("clean_wer", pooled_wer(p[:, 0], p[:, 1])),
+                              ("degraded_wer", pooled_wer(p[:, 2], p[:, 3])),
                               ("mean_delta", deltas.mean), ("median_delta", deltas.p50),
                               ("share_worse", summarize(p[:, 4] > 0).mean),
                               ("share_better", summarize(p[:, 4] < 0).mean)):
@@ -356,7 +358,8 @@ def _deliveries(conn, rows, tally):
 def test_every_panel_with_a_query_has_a_check_of_its_numbers():
     panels_with_sql = {(load(p.name)["uid"], panel["title"]) for p in FILES for panel in panels(load(p.name))
                        if panel.get("targets")}
-    assert panels_with_sql == set(CHECKS), f"unchecked: {panels_with_sql - set(CHECKS)}; stale: {set(CHECKS) - panels_with_sql}"
+    assert panels_with_sql == set(CHECKS), \
+        f"unchecked: {panels_with_sql - set(CHECKS)}; stale: {set(CHECKS) - panels_with_sql}"
 
 
 @pytest.mark.parametrize("key", sorted(CHECKS), ids=[f"{u}:{t}" for u, t in sorted(CHECKS)])

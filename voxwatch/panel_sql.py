@@ -94,6 +94,20 @@ def clip_wer(errors: str, words: str) -> str:
     return f"({errors})::float8 / NULLIF({words}, 0)"
 
 
+def chosen(row: str, board: str) -> str:
+    """The rows a panel on observations may show: no emulator row, the time range, the drop-downs."""
+    return (f"{row}.emulator IS NOT TRUE AND $__unixEpochFilter({row}.started_at) "
+            f"AND {row}.model_id IN (${{model:sqlstring}}) AND {row}.dataset IN (${{dataset:sqlstring}}) "
+            f"AND {row}.region IN (${{region:sqlstring}}) AND {row}.board IN ({board})")
+
+
+def chosen_alerts(alert: str) -> str:
+    """The alerts a panel may show: the drop-downs, and never one raised for a model known only from emulators."""
+    return (f"{alert}.board IN (${{board:sqlstring}}) AND {alert}.model_id IN (${{model:sqlstring}}) "
+            f"AND {alert}.dataset IN (${{dataset:sqlstring}}) AND {alert}.region IN (${{region:sqlstring}}) "
+            f"AND {alert}.model_id IN (SELECT measured_models(ARRAY(SELECT DISTINCT model_id FROM alerts)))")
+
+
 def metric_values(row: str) -> str:
     """(name, value) of every headline metric of a row, for a lateral VALUES list."""
     return ", ".join(f"('{m.name}', {row}.{m.name})" for m in METRICS if m.headline)
@@ -118,8 +132,8 @@ def _excluded() -> list:
 
 
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
-    percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer, has_pooled_wer,
-    clip_wer, metric_values, window_seconds, exclusions, excluded_pairs)}
+    percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer,
+    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds, exclusions, excluded_pairs)}
 CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}
 
 

@@ -4,12 +4,8 @@ SELECT count(*) FILTER (WHERE a.state = 'firing') AS firing,
        count(*) FILTER (WHERE a.state = 'pending') AS pending
 FROM alerts a
 WHERE a.state <> 'resolved'
-  AND a.board IN (${board:sqlstring})
-  AND a.model_id IN (${model:sqlstring})
-  AND a.dataset IN (${dataset:sqlstring})
-  AND a.region IN (${region:sqlstring})
-  -- alerts are evaluated on non-emulator rows only; this keeps out any raised for a model known only from emulators
-  AND a.model_id IN (SELECT measured_models(ARRAY(SELECT DISTINCT model_id FROM alerts)))
+  -- alerts are evaluated on non-emulator rows only: chosen_alerts keeps out any raised for a model known only from emulators
+  AND {{chosen_alerts(a)}}
 
 -- target: 2 A
 -- Alerts that fired per time bucket, by kind.
@@ -20,12 +16,8 @@ SELECT
 FROM alerts a
 WHERE a.fired_at IS NOT NULL
   AND $__unixEpochFilter(a.fired_at)
-  AND a.board IN (${board:sqlstring})
-  AND a.model_id IN (${model:sqlstring})
-  AND a.dataset IN (${dataset:sqlstring})
-  AND a.region IN (${region:sqlstring})
-  -- alerts are evaluated on non-emulator rows only; this keeps out any raised for a model known only from emulators
-  AND a.model_id IN (SELECT measured_models(ARRAY(SELECT DISTINCT model_id FROM alerts)))
+  -- alerts are evaluated on non-emulator rows only: chosen_alerts keeps out any raised for a model known only from emulators
+  AND {{chosen_alerts(a)}}
 GROUP BY 1, 2
 ORDER BY 1
 
@@ -38,12 +30,8 @@ SELECT
 FROM alerts a
 WHERE a.opened_at <= $__unixEpochTo()
   AND (a.state <> 'resolved' OR coalesce(a.resolved_at, a.last_evaluated_at) >= $__unixEpochFrom())
-  AND a.board IN (${board:sqlstring})
-  AND a.model_id IN (${model:sqlstring})
-  AND a.dataset IN (${dataset:sqlstring})
-  AND a.region IN (${region:sqlstring})
-  -- alerts are evaluated on non-emulator rows only; this keeps out any raised for a model known only from emulators
-  AND a.model_id IN (SELECT measured_models(ARRAY(SELECT DISTINCT model_id FROM alerts)))
+  -- alerts are evaluated on non-emulator rows only: chosen_alerts keeps out any raised for a model known only from emulators
+  AND {{chosen_alerts(a)}}
 ORDER BY a.opened_at DESC
 LIMIT 1000
 
@@ -55,11 +43,7 @@ SELECT
 FROM alert_deliveries d
 JOIN alerts a ON a.id = d.alert_id
 WHERE $__unixEpochFilter(d.at)
-  AND a.board IN (${board:sqlstring})
-  AND a.model_id IN (${model:sqlstring})
-  AND a.dataset IN (${dataset:sqlstring})
-  AND a.region IN (${region:sqlstring})
-  -- alerts are evaluated on non-emulator rows only; this keeps out any raised for a model known only from emulators
-  AND a.model_id IN (SELECT measured_models(ARRAY(SELECT DISTINCT model_id FROM alerts)))
+  -- alerts are evaluated on non-emulator rows only: chosen_alerts keeps out any raised for a model known only from emulators
+  AND {{chosen_alerts(a)}}
 ORDER BY d.at DESC, d.id DESC
 LIMIT 1000

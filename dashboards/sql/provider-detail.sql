@@ -7,12 +7,7 @@ SELECT
   {{percentile(50, m.value)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board IN (${board:sqlstring})
+WHERE {{chosen(o, ${board:sqlstring})}}
   AND o.status = 'ok'
   AND m.metric = ${metric:sqlstring}
   AND m.value IS NOT NULL
@@ -31,12 +26,7 @@ SELECT
   {{percentile(95, m.value)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board IN (${board:sqlstring})
+WHERE {{chosen(o, ${board:sqlstring})}}
   AND o.status = 'ok'
   AND m.metric = ${metric:sqlstring}
   AND m.value IS NOT NULL
@@ -53,12 +43,7 @@ SELECT
   concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'errors') AS metric,
   {{rate(error_rate, o.status)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board IN (${board:sqlstring})
+WHERE {{chosen(o, ${board:sqlstring})}}
 GROUP BY 1, 2
 HAVING {{has_rate(o.status)}}
 ORDER BY 1
@@ -73,12 +58,7 @@ SELECT time, metric, value FROM (
     {{rate(timeout_rate, o.status)}} AS timeouts,
     {{rate(inaudible_rate, o.status)}} AS inaudible
   FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
-  WHERE o.emulator IS NOT TRUE
-    AND $__unixEpochFilter(o.started_at)
-    AND o.model_id IN (${model:sqlstring})
-    AND o.dataset IN (${dataset:sqlstring})
-    AND o.region IN (${region:sqlstring})
-    AND o.board IN (${board:sqlstring})
+  WHERE {{chosen(o, ${board:sqlstring})}}
   GROUP BY 1, 2
   HAVING {{has_rate(o.status)}}
 ) b
@@ -97,11 +77,6 @@ SELECT
   string_agg(DISTINCT o.status, ', ' ORDER BY o.status) FILTER (WHERE o.status <> 'ok') AS failure_kinds,
   to_timestamp(max(o.started_at)) AS newest_row
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board IN (${board:sqlstring})
+WHERE {{chosen(o, ${board:sqlstring})}}
 GROUP BY o.model_id, o.dataset, o.region, o.method_version
 ORDER BY o.model_id, o.dataset, o.region, o.method_version

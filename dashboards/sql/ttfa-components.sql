@@ -7,12 +7,7 @@ SELECT
   {{percentile(50, c.value)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (VALUES ('TTFB', o.ttfb_ms), ('leading silence', o.leading_silence_ms)) AS c (component, value)
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board = 'tts'
+WHERE {{chosen(o, 'tts')}}
   AND o.status = 'ok'
   AND c.value IS NOT NULL
 GROUP BY 1, 2
@@ -29,12 +24,7 @@ SELECT
   {{mean(o.leading_silence_ms)}} AS "leading silence",
   {{mean(o.ttfa_ms - o.ttfb_ms - o.leading_silence_ms)}} AS "late audio"
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board = 'tts'
+WHERE {{chosen(o, 'tts')}}
   AND o.status = 'ok'
   AND o.ttfa_ms IS NOT NULL AND o.ttfb_ms IS NOT NULL AND o.leading_silence_ms IS NOT NULL
 GROUP BY o.model_id, o.dataset, o.region, o.method_version
@@ -55,12 +45,7 @@ SELECT
   {{percentile(95, o.leading_silence_ms)}} AS silence_p95,
   {{mean(o.leading_silence_ms)}} / NULLIF({{mean(o.ttfa_ms)}}, 0) AS silence_share
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board = 'tts'
+WHERE {{chosen(o, 'tts')}}
   AND o.status = 'ok'
   AND o.ttfa_ms IS NOT NULL AND o.ttfb_ms IS NOT NULL AND o.leading_silence_ms IS NOT NULL
 GROUP BY o.model_id, o.dataset, o.region, o.method_version

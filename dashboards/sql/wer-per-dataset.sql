@@ -6,12 +6,7 @@ SELECT
   concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version) AS metric,
   {{pooled_wer(o.substitutions + o.deletions + o.insertions, o.ref_words)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board = 'stt'
+WHERE {{chosen(o, 'stt')}}
   AND o.status = 'ok'
   AND o.ref_words IS NOT NULL
 GROUP BY 1, 2
@@ -30,12 +25,7 @@ SELECT
   {{maximum(c.wer)}} AS clip_wer_max
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (SELECT {{clip_wer(o.substitutions + o.deletions + o.insertions, o.ref_words)}} AS wer) AS c
-WHERE o.emulator IS NOT TRUE
-  AND $__unixEpochFilter(o.started_at)
-  AND o.model_id IN (${model:sqlstring})
-  AND o.dataset IN (${dataset:sqlstring})
-  AND o.region IN (${region:sqlstring})
-  AND o.board = 'stt'
+WHERE {{chosen(o, 'stt')}}
   AND o.status = 'ok'
   AND o.ref_words IS NOT NULL
 GROUP BY o.model_id, o.dataset, o.condition, o.region, o.method_version
