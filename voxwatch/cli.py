@@ -269,6 +269,20 @@ def cmd_dashboards_push(args) -> int:
     return 0
 
 
+def cmd_dashboards_render(args) -> int:
+    from voxwatch import panel_sql
+
+    try:
+        changed = panel_sql.write(Path(args.dir))
+    except (OSError, ValueError) as exc:
+        print(f"voxwatch: error: {exc}", file=sys.stderr)
+        return 2
+    for path in changed:
+        print(f"rendered {path}")
+    print(f"{len(changed)} dashboard(s) changed" if changed else "every dashboard is what its template renders")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="voxwatch", description=__doc__)
     p.add_argument("--config", help="TOML config file (default: $VOXWATCH_CONFIG, ./voxwatch.toml, or the packaged default)")
@@ -357,6 +371,10 @@ def parser() -> argparse.ArgumentParser:
     dpush.add_argument("--url", required=True, help="Grafana's base URL, e.g. http://localhost:3000")
     dpush.add_argument("--dir", default="dashboards", help="folder of dashboard JSON files (default: ./dashboards)")
     dpush.set_defaults(func=cmd_dashboards_push)
+    drender = dash.add_parser("render", help="write each dashboard's panel SQL from dashboards/sql/ with the "
+                                             "floors and status sets of metrics/series.py")
+    drender.add_argument("--dir", default="dashboards", help="folder of dashboard JSON files (default: ./dashboards)")
+    drender.set_defaults(func=cmd_dashboards_render)
 
     from voxwatch.alerts.cli import register as register_alerts
 

@@ -1,0 +1,61 @@
+-- target: 1 A
+-- The rolling leaderboard of one board, as `voxwatch leaderboard` prints it: the aggregates table
+-- (recomputed on every write, never holding emulator rows), one row per series and metric; method
+-- versions are separate rows, never pooled; registry exclusions are blanked with their reason.
+-- Every number is metrics/series.py's, computed in Python when the series' rows were written.
+WITH excluded (model_id, metric, reason) AS (
+  VALUES
+    {{exclusions}}
+)
+SELECT
+  a.model_id AS model, a.dataset, a.region, a.method_version AS method, NULLIF(a.instrument, '') AS instrument,
+  a.metric,
+  CASE WHEN e.reason IS NULL THEN a.n ELSE 0 END AS n,
+  CASE WHEN e.reason IS NULL THEN a.mean END AS mean,
+  CASE WHEN e.reason IS NULL THEN a.mean_ci_low END AS mean_ci_low,
+  CASE WHEN e.reason IS NULL THEN a.mean_ci_high END AS mean_ci_high,
+  CASE WHEN e.reason IS NULL THEN a.p50 END AS p50,
+  CASE WHEN e.reason IS NULL THEN a.p50_ci_low END AS p50_ci_low,
+  CASE WHEN e.reason IS NULL THEN a.p50_ci_high END AS p50_ci_high,
+  CASE WHEN e.reason IS NULL THEN a.p95 END AS p95,
+  CASE WHEN e.reason IS NULL THEN a.p95_ci_low END AS p95_ci_low,
+  CASE WHEN e.reason IS NULL THEN a.p95_ci_high END AS p95_ci_high,
+  CASE WHEN e.reason IS NULL THEN a.p99 END AS p99,
+  CASE WHEN e.reason IS NULL THEN a.max END AS max,
+  CASE WHEN e.reason IS NULL THEN a.std END AS std,
+  a.attempts, a.utterances, a.ticks,
+  a.error_rate, a.error_rate_ci_low, a.error_rate_ci_high,
+  a.timeout_rate, a.timeout_rate_ci_low, a.timeout_rate_ci_high, a.inaudible_rate,
+  a.pooled_wer, a.wer_ci_low, a.wer_ci_high, a.wer_words, a.wer_clips,
+  a.clip_wer_p50, a.clip_wer_p95, a.clip_wer_max,
+  NULLIF(concat_ws('; ',
+    e.reason,
+    CASE WHEN e.reason IS NULL AND a.n < {{MIN_N}} THEN 'n < {{MIN_N}}: n/a'
+         WHEN e.reason IS NULL AND a.p95 IS NULL THEN 'n < {{floor_of(95)}}: p95 n/a'
+         WHEN e.reason IS NULL AND a.p99 IS NULL THEN 'n < {{floor_of(99)}}: p99 n/a' END,
+    CASE WHEN min(a.method_version) OVER w <> max(a.method_version) OVER w
+         THEN 'series changed method: versions shown apart' END), '') AS note
+FROM aggregates a
+LEFT JOIN excluded e ON e.model_id = a.model_id AND e.metric = a.metric
+WHERE a.board IN (${board:sqlstring})
+  AND a.time_window = ${window:sqlstring}
+  AND a.newest_at >= extract(epoch FROM now()) - {{window_seconds(${window:sqlstring})}}
+  AND a.model_id IN (${model:sqlstring})
+  AND a.dataset IN (${dataset:sqlstring})
+  AND a.region IN (${region:sqlstring})
+WINDOW w AS (PARTITION BY a.board, a.model_id, a.dataset, a.region, a.instrument, a.metric)
+ORDER BY a.model_id, a.dataset, a.region, a.method_version, a.instrument, a.metric_order
+
+-- target: 2 A
+-- When each board last received a row per region and method (a stalled worker shows here first).
+SELECT a.board, a.region, a.method_version AS method, count(DISTINCT a.model_id) AS models,
+       count(DISTINCT a.dataset) AS datasets, to_timestamp(max(a.newest_at)) AS newest_row,
+       to_timestamp(max(a.computed_at)) AS refreshed
+FROM aggregates a
+WHERE a.time_window = '30d'
+  AND a.board IN (${board:sqlstring})
+  AND a.model_id IN (${model:sqlstring})
+  AND a.dataset IN (${dataset:sqlstring})
+  AND a.region IN (${region:sqlstring})
+GROUP BY a.board, a.region, a.method_version
+ORDER BY a.board, a.region, a.method_version

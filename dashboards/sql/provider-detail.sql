@@ -1,0 +1,82 @@
+-- target: 1 A
+-- The p50 of the chosen metric per time bucket and series (model, dataset, region, method
+-- version; never pooled), over `ok` rows; a bucket under the p50's floor (metrics/series.py) has no point.
+SELECT
+  $__unixEpochGroupAlias(o.started_at, $__interval),
+  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'p50') AS metric,
+  {{percentile(50, m.value)}} AS value
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
+WHERE {{chosen(o, ${board:sqlstring})}}
+  AND o.status = 'ok'
+  AND m.metric = ${metric:sqlstring}
+  AND m.value IS NOT NULL
+  AND (o.model_id, m.metric) NOT IN ({{excluded_pairs}})
+GROUP BY 1, 2
+HAVING {{has_percentile(50, m.value)}}
+ORDER BY 1
+
+-- target: 1 B
+-- The p95 of the chosen metric per time bucket and series (model, dataset, region, method
+-- version; never pooled), over `ok` rows; a bucket under the p95's floor (enough values to put
+-- TAIL_N beyond it, metrics/series.py) has no point.
+SELECT
+  $__unixEpochGroupAlias(o.started_at, $__interval),
+  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'p95') AS metric,
+  {{percentile(95, m.value)}} AS value
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
+WHERE {{chosen(o, ${board:sqlstring})}}
+  AND o.status = 'ok'
+  AND m.metric = ${metric:sqlstring}
+  AND m.value IS NOT NULL
+  AND (o.model_id, m.metric) NOT IN ({{excluded_pairs}})
+GROUP BY 1, 2
+HAVING {{has_percentile(95, m.value)}}
+ORDER BY 1
+
+-- target: 2 A
+-- Error rate per time bucket and series: the statuses of RATES["error_rate"] over attempts (an
+-- `excluded` row is not an attempt); a bucket under MIN_ATTEMPTS attempts has no point.
+SELECT
+  $__unixEpochGroupAlias(o.started_at, $__interval),
+  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'errors') AS metric,
+  {{rate(error_rate, o.status)}} AS value
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, ${board:sqlstring})}}
+GROUP BY 1, 2
+HAVING {{has_rate(o.status)}}
+ORDER BY 1
+
+-- target: 3 A
+-- Timeout and inaudible rates per time bucket and series (RATES["timeout_rate"] and
+-- RATES["inaudible_rate"] over attempts); a bucket under MIN_ATTEMPTS attempts has no point.
+SELECT time, metric, value FROM (
+  SELECT
+    $__unixEpochGroupAlias(o.started_at, $__interval),
+    concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version) AS series,
+    {{rate(timeout_rate, o.status)}} AS timeouts,
+    {{rate(inaudible_rate, o.status)}} AS inaudible
+  FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+  WHERE {{chosen(o, ${board:sqlstring})}}
+  GROUP BY 1, 2
+  HAVING {{has_rate(o.status)}}
+) b
+CROSS JOIN LATERAL (VALUES (b.series || ' timeouts', b.timeouts), (b.series || ' inaudible', b.inaudible)) AS r (metric, value)
+ORDER BY 1, 2
+
+-- target: 4 A
+-- Attempts and failures per dataset and region over the dashboard's time range, each rate as the
+-- leaderboard counts it (RATES of metrics/series.py, over attempts; n/a under MIN_ATTEMPTS).
+SELECT
+  o.model_id AS model, o.dataset, o.region, o.method_version AS method,
+  {{attempts(o.status)}} AS attempts,
+  {{rate(error_rate, o.status)}} AS error_rate,
+  {{rate(timeout_rate, o.status)}} AS timeout_rate,
+  {{rate(inaudible_rate, o.status)}} AS inaudible_rate,
+  string_agg(DISTINCT o.status, ', ' ORDER BY o.status) FILTER (WHERE o.status <> 'ok') AS failure_kinds,
+  to_timestamp(max(o.started_at)) AS newest_row
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, ${board:sqlstring})}}
+GROUP BY o.model_id, o.dataset, o.region, o.method_version
+ORDER BY o.model_id, o.dataset, o.region, o.method_version

@@ -1,0 +1,375 @@
+"""Every number a dashboard panel shows equals the Python definition (metrics/series.py) on the same rows.
+
+The store is seeded (tests/dashboard_seed.py: a fixed RNG, every status, WER parts, hours past the
+p95's floor and hours under every floor), each panel's SQL runs as Grafana would run it (macros
+expanded, variables resolved), and each value is compared, to floating tolerance, with what
+metrics.series computes from the seeded rows: `series_rows` (through leaderboard.build, the code
+the leaderboard and the Postgres aggregates run) per time bucket or over the time range or window,
+and `pooled_wer` / `summarize` for the paired WER delta. An n/a is compared too: NULL (or no point
+in a time series) exactly where Python gives None. The panels are enumerated from the JSON files,
+so a panel without a check here fails the test.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+import psycopg
+import pytest
+
+from voxwatch import leaderboard
+from voxwatch.metrics.series import WINDOWS, MetricRow, pooled_wer, summarize
+from voxwatch.observation import Observation
+from voxwatch.panel_sql import panels
+from voxwatch.providers.registry import Registry
+
+from dashboard_seed import CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, seeded  # noqa: F401 (a fixture)
+from grafana_panels import FILES, load, run_panel, variables_of
+
+Series = tuple[str, str, str, str]  # model, dataset, region, method version: how the panels group
+
+
+@dataclass
+class Tally:
+    """How many numbers a check compared, and how many of them were n/a on both sides."""
+    numbers: int = 0
+    na: int = 0
+
+    def same(self, got, expected: float | None, where) -> None:
+        if expected is None:
+            assert got is None, f"{where}: Python gives n/a, the panel {got!r}"
+            self.na += 1
+        else:
+            assert got is not None and float(got) == pytest.approx(expected, rel=1e-9, abs=1e-12), \
+                f"{where}: panel {got!r}, Python {expected!r}"
+            self.numbers += 1
+
+    def points(self, got: list[dict], expected: dict[tuple, float | None]) -> None:
+        """A time series: a point for each non-None expectation, none where Python gives None."""
+        shown = {(r["time"], r["metric"]): r["value"] for r in got}
+        assert set(shown) == {k for k, v in expected.items() if v is not None}, set(shown) ^ set(expected)
+        for key, value in expected.items():
+            self.same(shown.get(key), value, key)
+
+
+Check = Callable[[psycopg.Connection, list[Observation], Tally], None]
+CHECKS: dict[tuple[str, str], tuple[Check, bool]] = {}
+
+
+def check(uid: str, title: str, na: bool) -> Callable[[Check], Check]:
+    """Register the check of one panel; na: the seed puts some of its numbers under a floor."""
+    def register(fn: Check) -> Check:
+        CHECKS[(uid, title)] = (fn, na)
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------- the Python side
+
+def _in_range(rows: list[Observation], since: float = RANGE.start.timestamp()) -> list[Observation]:
+    return [r for r in rows if not r.emulator and since <= r.started_at <= RANGE.end.timestamp()]
+
+
+def _statistics(rows: Iterable[Observation], board: str | None = None) -> dict[Series, dict[str, MetricRow]]:
+    """metrics.series' rows of each series (registry exclusions applied), by series and metric."""
+    out: dict[Series, dict[str, MetricRow]] = defaultdict(dict)
+    for m in leaderboard.build(rows, Registry.default()):
+        if board is None or m.board == board:
+            out[(m.model_id, m.dataset, m.region, m.method_version)][m.metric] = m
+    return out
+
+
+def _per_bucket(rows: list[Observation], board: str | None = None) -> dict[tuple[float, Series], dict[str, MetricRow]]:
+    step = RANGE.interval_ms / 1000
+    buckets: dict[float, list[Observation]] = defaultdict(list)
+    for r in rows:
+        buckets[float(np.floor(r.started_at / step) * step)].append(r)
+    return {(t, s): m for t, members in buckets.items() for s, m in _statistics(members, board).items()}
+
+
+def _label(s: Series) -> str:
+    return f"{s[0]} {s[1]} {s[2]} method {s[3]}"
+
+
+def _any(metrics: dict[str, MetricRow]) -> MetricRow:
+    """A series' own figures (attempts, rates, WER) repeat on each of its metric rows."""
+    return next(iter(metrics.values()))
+
+
+# ---------------------------------------------------------------- provider detail
+
+@check("voxwatch-provider", "${metric}: p50 and p95", na=True)
+def _percentiles(conn, rows, tally):
+    dashboard = load("provider-detail.json")
+    variables = variables_of(conn, dashboard)
+    buckets = _per_bucket(_in_range(rows))
+    for metric in variables.values["metric"]:
+        scoped = variables.scoped("metric", metric)
+        for ref, q in (("A", "p50"), ("B", "p95")):
+            expected = {(t, f"{_label(s)} {q}"): getattr(m[metric], q) for (t, s), m in buckets.items() if metric in m}
+            tally.points(run_panel(conn, dashboard, "${metric}: p50 and p95", scoped, ref), expected)
+
+
+@check("voxwatch-provider", "Error rate", na=True)
+def _error_rate(conn, rows, tally):
+    dashboard = load("provider-detail.json")
+    got = run_panel(conn, dashboard, "Error rate", variables_of(conn, dashboard))
+    buckets = _per_bucket(_in_range(rows))
+    tally.points(got, {(t, f"{_label(s)} errors"): _any(m).error_rate for (t, s), m in buckets.items()})
+
+
+@check("voxwatch-provider", "Timeout and inaudible rates", na=True)
+def _timeout_and_inaudible(conn, rows, tally):
+    dashboard = load("provider-detail.json")
+    got = run_panel(conn, dashboard, "Timeout and inaudible rates", variables_of(conn, dashboard))
+    expected = {}
+    for (t, s), m in _per_bucket(_in_range(rows)).items():
+        expected[(t, f"{_label(s)} timeouts")] = _any(m).timeout_rate
+        expected[(t, f"{_label(s)} inaudible")] = _any(m).inaudible_rate
+    tally.points(got, expected)
+
+
+@check("voxwatch-provider", "Attempts per dataset and region", na=False)
+def _attempts(conn, rows, tally):
+    dashboard = load("provider-detail.json")
+    got = {(r["model"], r["dataset"], r["region"], r["method"]): r
+           for r in run_panel(conn, dashboard, "Attempts per dataset and region", variables_of(conn, dashboard))}
+    shown = _in_range(rows)
+    expected = _statistics(shown)
+    assert set(got) == set(expected)
+    for s, metrics in expected.items():
+        row, m = got[s], _any(metrics)
+        for column in ("attempts", "error_rate", "timeout_rate", "inaudible_rate"):
+            tally.same(row[column], getattr(m, column), (s, column))
+        members = [r for r in shown if (r.model_id, r.dataset, r.region, r.method_version) == s]
+        assert row["failure_kinds"] == (", ".join(sorted({r.status for r in members} - {"ok"})) or None)
+        tally.same(row["newest_row"].timestamp(), max(r.started_at for r in members), (s, "newest_row"))
+
+
+# ---------------------------------------------------------------- TTFA components
+
+@check("voxwatch-ttfa", "TTFB vs leading silence (p50)", na=True)
+def _ttfa_buckets(conn, rows, tally):
+    dashboard = load("ttfa-components.json")
+    got = run_panel(conn, dashboard, "TTFB vs leading silence (p50)", variables_of(conn, dashboard))
+    expected = {}
+    for (t, s), m in _per_bucket(_in_range(rows), "tts").items():
+        expected[(t, f"{_label(s)} TTFB p50")] = m["ttfb_ms"].p50
+        expected[(t, f"{_label(s)} leading silence p50")] = m["leading_silence_ms"].p50
+    tally.points(got, expected)
+
+
+@check("voxwatch-ttfa", "Mean TTFA by component", na=True)
+def _ttfa_bars(conn, rows, tally):
+    dashboard = load("ttfa-components.json")
+    got = {r["series"]: r for r in run_panel(conn, dashboard, "Mean TTFA by component", variables_of(conn, dashboard))}
+    expected = {_label(s): m for s, m in _statistics(_in_range(rows), "tts").items()}
+    assert set(got) == {name for name, m in expected.items() if m["ttfa_ms"].mean is not None}  # no bar: n/a
+    for name, m in expected.items():
+        ttfa, ttfb, silence = m["ttfa_ms"].mean, m["ttfb_ms"].mean, m["leading_silence_ms"].mean
+        bar = got.get(name, {})
+        tally.same(bar.get("TTFB"), ttfb, (name, "TTFB"))
+        tally.same(bar.get("leading silence"), silence, (name, "leading silence"))
+        tally.same(bar.get("late audio"), None if ttfa is None else ttfa - ttfb - silence, (name, "late audio"))
+
+
+@check("voxwatch-ttfa", "TTFA components per series", na=True)
+def _ttfa_table(conn, rows, tally):
+    dashboard = load("ttfa-components.json")
+    got = {(r["model"], r["dataset"], r["region"], r["method"]): r
+           for r in run_panel(conn, dashboard, "TTFA components per series", variables_of(conn, dashboard))}
+    expected = _statistics(_in_range(rows), "tts")
+    assert set(got) == set(expected)
+    for s, m in expected.items():
+        row = got[s]
+        tally.same(row["n"], m["ttfa_ms"].n, (s, "n"))
+        for prefix, metric in (("ttfa", "ttfa_ms"), ("ttfb", "ttfb_ms"), ("silence", "leading_silence_ms")):
+            for q in ("p50", "p95"):
+                tally.same(row[f"{prefix}_{q}"], getattr(m[metric], q), (s, prefix, q))
+        share = (m["leading_silence_ms"].mean / m["ttfa_ms"].mean) if m["ttfa_ms"].mean else None
+        tally.same(row["silence_share"], share, (s, "silence_share"))
+
+
+# ---------------------------------------------------------------- WER per dataset
+
+@check("voxwatch-wer", "Pooled WER over time", na=True)
+def _wer_buckets(conn, rows, tally):
+    dashboard = load("wer-per-dataset.json")
+    got = run_panel(conn, dashboard, "Pooled WER over time", variables_of(conn, dashboard))
+    tally.points(got, {(t, _label(s)): _any(m).pooled_wer for (t, s), m in _per_bucket(_in_range(rows), "stt").items()})
+
+
+@check("voxwatch-wer", "Pooled WER per dataset", na=True)
+def _wer_table(conn, rows, tally):
+    dashboard = load("wer-per-dataset.json")
+    got = {(r["model"], r["dataset"], r["region"], r["method"]): r
+           for r in run_panel(conn, dashboard, "Pooled WER per dataset", variables_of(conn, dashboard))}
+    expected = {s: _any(m) for s, m in _statistics(_in_range(rows), "stt").items()}
+    assert set(got) == set(expected)
+    for s, m in expected.items():
+        for column, value in (("clips", m.wer_clips), ("words", m.wer_words), ("pooled_wer", m.pooled_wer),
+                              ("clip_wer_p50", m.clip_wer_p50), ("clip_wer_p95", m.clip_wer_p95),
+                              ("clip_wer_max", m.clip_wer_max)):
+            tally.same(got[s][column], value, (s, column))
+
+
+@check("voxwatch-wer", "Clean vs degraded: paired WER delta", na=True)
+def _paired_delta(conn, rows, tally):
+    dashboard = load("wer-per-dataset.json")
+    got = {(r["model"], r["region"], r["method"], r["degraded_dataset"]): r
+           for r in run_panel(conn, dashboard, "Clean vs degraded: paired WER delta", variables_of(conn, dashboard))}
+    clips: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])  # an utterance pooled within its dataset first
+    condition = {}
+    for r in _in_range(rows):
+        if r.board == "stt" and r.status == "ok" and r.ref_words is not None:
+            c = clips[(r.model_id, r.region, r.method_version, r.utterance_id, r.dataset)]
+            c[0] += r.substitutions + r.deletions + r.insertions
+            c[1] += r.ref_words
+            condition[r.dataset] = r.condition
+    pairs: dict[tuple, list[tuple]] = defaultdict(list)
+    for (model, region, method, utt, dataset), (e, w) in clips.items():
+        clean = clips.get((model, region, method, utt, CLEAN))
+        if condition[dataset] != "clean" and clean and clean[1] and w:
+            pairs[(model, region, method, dataset)].append((*clean, e, w, e / w - clean[0] / clean[1]))
+    assert set(got) == set(pairs)
+    for key, members in pairs.items():
+        p, row = np.array(members, dtype=float), got[key]
+        assert row["pairs"] == len(p) and row["clean_dataset"] == CLEAN
+        deltas = summarize(p[:, 4])
+        for column, value in (("clean_wer", pooled_wer(p[:, 0], p[:, 1])),
+                              ("degraded_wer", pooled_wer(p[:, 2], p[:, 3])),
+                              ("mean_delta", deltas.mean), ("median_delta", deltas.p50),
+                              ("share_worse", summarize(p[:, 4] > 0).mean),
+                              ("share_better", summarize(p[:, 4] < 0).mean)):
+            tally.same(row[column], value, (key, column))
+
+
+# ---------------------------------------------------------------- overview (the aggregates table)
+
+_OVERVIEW = ("n", "mean", "mean_ci", "p50", "p50_ci", "p95", "p95_ci", "p99", "max", "std", "attempts", "utterances",
+             "ticks", "error_rate", "error_rate_ci", "timeout_rate", "timeout_rate_ci", "inaudible_rate", "pooled_wer",
+             "wer_ci", "wer_words", "wer_clips", "clip_wer_p50", "clip_wer_p95", "clip_wer_max")
+
+
+@check("voxwatch-overview", "Leaderboard: ${board} (rolling ${window})", na=True)
+def _leaderboard(conn, rows, tally):
+    dashboard = load("overview.json")
+    variables = variables_of(conn, dashboard)
+    for window, span in WINDOWS.items():
+        members = _in_range(rows, NOW - span)
+        methods = defaultdict(set)
+        for r in members:
+            methods[(r.model_id, r.dataset, r.region)].add(r.method_version)
+        expected = leaderboard.build(members, Registry.default())
+        for board in variables.values["board"]:
+            got = run_panel(conn, dashboard, dashboard["panels"][0]["title"],
+                            variables.scoped("board", board).scoped("window", window))
+            mine = [m for m in expected if m.board == board]
+            assert [(r["model"], r["dataset"], r["region"], r["method"], r["instrument"], r["metric"]) for r in got] \
+                == [(m.model_id, m.dataset, m.region, m.method_version, m.instrument, m.metric) for m in mine]
+            for row, m in zip(got, mine):
+                for name in _OVERVIEW:
+                    value = getattr(m, name)
+                    if name.endswith("_ci"):
+                        for i, end in enumerate(("low", "high")):
+                            tally.same(row[f"{name}_{end}"], value and value[i], (window, m.model_id, m.metric, name))
+                    else:
+                        tally.same(row[name], value, (window, m.model_id, m.dataset, m.metric, name))
+                note = row["note"] or ""
+                assert (m.note or "") in note and ("n/a" in note) == (m.note is None and m.p99 is None), (m, note)
+                assert ("series changed method" in note) == (len(methods[(m.model_id, m.dataset, m.region)]) > 1)
+
+
+@check("voxwatch-overview", "Freshness", na=False)
+def _freshness(conn, rows, tally):
+    dashboard = load("overview.json")
+    got = {(r["board"], r["region"], r["method"]): r for r in run_panel(conn, dashboard, "Freshness",
+                                                                         variables_of(conn, dashboard))}
+    groups: dict[tuple, list[Observation]] = defaultdict(list)
+    for r in _in_range(rows, NOW - WINDOWS["30d"]):
+        groups[(r.board, r.region, r.method_version)].append(r)
+    assert set(got) == set(groups)
+    for key, members in groups.items():
+        tally.same(got[key]["models"], len({r.model_id for r in members}), (key, "models"))
+        tally.same(got[key]["datasets"], len({r.dataset for r in members}), (key, "datasets"))
+        tally.same(got[key]["newest_row"].timestamp(), max(r.started_at for r in members), (key, "newest_row"))
+        assert got[key]["refreshed"] >= got[key]["newest_row"]
+
+
+# ---------------------------------------------------------------- alert history (the alerts table)
+
+def _alerts_shown() -> list[tuple]:
+    start = RANGE.start.timestamp()
+    return [a for a in SEEDED_ALERTS if a[3] != EMULATED_ONLY and (a[8] != "resolved" or a[11] >= start)]
+
+
+def _alert_panel(conn, title: str) -> list[dict]:
+    dashboard = load("alert-history.json")
+    return run_panel(conn, dashboard, title, variables_of(conn, dashboard))
+
+
+@check("voxwatch-alerts", "Open now", na=False)
+def _open_now(conn, rows, tally):
+    (got,) = _alert_panel(conn, "Open now")
+    live = [a for a in SEEDED_ALERTS if a[3] != EMULATED_ONLY]
+    for state in ("firing", "pending"):
+        tally.same(got[state], sum(a[8] == state for a in live), state)
+
+
+@check("voxwatch-alerts", "Alerts fired", na=False)
+def _alerts_fired(conn, rows, tally):
+    step = RANGE.interval_ms / 1000
+    expected: dict[tuple, float] = defaultdict(float)
+    for a in _alerts_shown():
+        if a[10] is not None and a[10] >= RANGE.start.timestamp():
+            expected[(float(np.floor(a[10] / step) * step), a[1])] += 1
+    tally.points(_alert_panel(conn, "Alerts fired"), expected)
+
+
+@check("voxwatch-alerts", "Alerts in the time range", na=False)
+def _alert_table(conn, rows, tally):
+    got = _alert_panel(conn, "Alerts in the time range")
+    shown = sorted(_alerts_shown(), key=lambda a: a[9], reverse=True)
+    assert [(r["kind"], r["model"], r["metric"], r["state"]) for r in got] == [(a[1], a[3], a[4], a[8]) for a in shown]
+    for row, a in zip(got, shown):
+        for column, value in (("recent_value", a[13]), ("baseline_value", a[14]), ("p_value", a[15]),
+                              ("n_recent", a[16]), ("n_baseline", a[17])):
+            tally.same(row[column], value, (a[0], column))
+        tally.same(row["opened"].timestamp(), a[9], (a[0], "opened"))
+
+
+@check("voxwatch-alerts", "Webhook deliveries", na=False)
+def _deliveries(conn, rows, tally):
+    got = _alert_panel(conn, "Webhook deliveries")
+    expected = [("ops-slack", 2, True, 200, NOW - 4 * HOUR + 30), ("ops-slack", 1, False, 500, NOW - 4 * HOUR),
+                ("pager-json", 1, True, 204, NOW - DAY)]  # the seeded deliveries of shown alerts, newest first
+    assert [(r["target"], r["ok"]) for r in got] == [(e[0], e[2]) for e in expected]
+    for r, (target, attempt, _, status_code, at) in zip(got, expected):
+        tally.same(r["attempt"], attempt, (target, "attempt"))
+        tally.same(r["status_code"], status_code, (target, "status_code"))
+        tally.same(r["at"].timestamp(), at, (target, "at"))
+
+
+# ---------------------------------------------------------------- the tests
+
+def test_every_panel_with_a_query_has_a_check_of_its_numbers():
+    panels_with_sql = {(load(p.name)["uid"], panel["title"]) for p in FILES for panel in panels(load(p.name))
+                       if panel.get("targets")}
+    assert panels_with_sql == set(CHECKS), \
+        f"unchecked: {panels_with_sql - set(CHECKS)}; stale: {set(CHECKS) - panels_with_sql}"
+
+
+@pytest.mark.parametrize("key", sorted(CHECKS), ids=[f"{u}:{t}" for u, t in sorted(CHECKS)])
+def test_panel_numbers_equal_the_python_definitions_on_the_seeded_rows(key, seeded):
+    url, rows = seeded
+    fn, has_na = CHECKS[key]
+    tally = Tally()
+    with psycopg.connect(url, autocommit=True) as conn:
+        fn(conn, rows, tally)
+    assert tally.numbers > 0, f"{key}: no number compared"
+    if has_na:
+        assert tally.na > 0, f"{key}: the seed puts none of its numbers under a floor"
+    print(f"{key}: {tally.numbers} numbers equal, {tally.na} n/a on both sides")

@@ -1,0 +1,205 @@
+"""The dashboards' panel SQL, rendered from templates with every floor and status set taken from
+metrics/series.py (`voxwatch dashboards render`).
+
+A panel's SQL is written once, in dashboards/sql/<dashboard>.sql, one section per query target
+(a line `-- target: <panel id> <refId>` starts it). A statistic is not spelled out there: it is a
+placeholder, `{{percentile(95, m.value)}}` or `{{rate(error_rate, o.status)}}`, that renders to the
+SQL of the Python definition (its floor, its status set, sum/sum for pooled WER). The dashboard
+JSON files hold the rendered SQL, since Grafana reads them as they are; tests/test_dashboards.py
+fails when a file differs from what its template renders, so no copy can drift from the definition.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
+from .metrics.specs import METRICS
+from .providers.registry import Registry
+
+_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)(?:\((.*?)\))?\s*\}\}")
+_TARGET = re.compile(r"^-- target: (\d+) (\w+)$", re.M)
+
+
+def _quoted(values) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(values))
+
+
+def _attempts(status: str) -> str:
+    return f"count(*) FILTER (WHERE {status} NOT IN ({_quoted(NOT_AN_ATTEMPT)}))"
+
+
+def percentile(q: str, expr: str) -> str:
+    """Linear interpolation (percentile_cont), NULL below the percentile's floor (p95: 100 values)."""
+    return (f"CASE WHEN count({expr}) >= {percentile_floor(float(q))} "
+            f"THEN percentile_cont({float(q) / 100:g}) WITHIN GROUP (ORDER BY {expr}) END")
+
+
+def has_percentile(q: str, expr: str) -> str:
+    """A time bucket's condition for a point: as many values as the percentile's floor."""
+    return f"count({expr}) >= {percentile_floor(float(q))}"
+
+
+def floor_of(q: str) -> str:
+    """The fewest values at which percentile q is shown (for a note saying why it is n/a)."""
+    return str(percentile_floor(float(q)))
+
+
+def mean(expr: str) -> str:
+    return f"CASE WHEN count({expr}) >= {MIN_N} THEN avg({expr}) END"
+
+
+def maximum(expr: str) -> str:
+    return f"CASE WHEN count({expr}) >= {MIN_N} THEN max({expr}) END"
+
+
+def has_n(expr: str) -> str:
+    return f"count({expr}) >= {MIN_N}"
+
+
+def share(condition: str) -> str:
+    """The mean of a yes/no over the group's rows (a mean: MIN_N of them)."""
+    return f"CASE WHEN count(*) >= {MIN_N} THEN count(*) FILTER (WHERE {condition})::float8 / count(*) END"
+
+
+def attempts(status: str) -> str:
+    """Rows that are attempts: every status but those of NOT_AN_ATTEMPT."""
+    return _attempts(status)
+
+
+def rate(name: str, status: str) -> str:
+    """RATES[name]: its statuses over attempts, NULL below MIN_ATTEMPTS attempts."""
+    return (f"CASE WHEN {_attempts(status)} >= {MIN_ATTEMPTS} THEN count(*) FILTER (WHERE {status} IN "
+            f"({_quoted(RATES[name])}))::float8 / {_attempts(status)} END")
+
+
+def has_rate(status: str) -> str:
+    return f"{_attempts(status)} >= {MIN_ATTEMPTS}"
+
+
+def pooled_wer(errors: str, words: str) -> str:
+    """sum(S + D + I) / sum(N) over scored clips, NULL below MIN_N clips or with no words."""
+    return f"CASE WHEN count({words}) >= {MIN_N} AND sum({words}) > 0 THEN sum({errors})::float8 / sum({words}) END"
+
+
+def has_pooled_wer(words: str) -> str:
+    return f"count({words}) >= {MIN_N} AND sum({words}) > 0"
+
+
+def clip_wer(errors: str, words: str) -> str:
+    """One clip's own WER (none for a clip without reference words): distributions only."""
+    return f"({errors})::float8 / NULLIF({words}, 0)"
+
+
+def chosen(row: str, board: str) -> str:
+    """The rows a panel on observations may show: no emulator row, the time range, the drop-downs."""
+    return (f"{row}.emulator IS NOT TRUE AND $__unixEpochFilter({row}.started_at) "
+            f"AND {row}.model_id IN (${{model:sqlstring}}) AND {row}.dataset IN (${{dataset:sqlstring}}) "
+            f"AND {row}.region IN (${{region:sqlstring}}) AND {row}.board IN ({board})")
+
+
+def chosen_alerts(alert: str) -> str:
+    """The alerts a panel may show: the drop-downs, and never one raised for a model known only from emulators."""
+    return (f"{alert}.board IN (${{board:sqlstring}}) AND {alert}.model_id IN (${{model:sqlstring}}) "
+            f"AND {alert}.dataset IN (${{dataset:sqlstring}}) AND {alert}.region IN (${{region:sqlstring}}) "
+            f"AND {alert}.model_id IN (SELECT measured_models(ARRAY(SELECT DISTINCT model_id FROM alerts)))")
+
+
+def metric_values(row: str) -> str:
+    """(name, value) of every headline metric of a row, for a lateral VALUES list."""
+    return ", ".join(f"('{m.name}', {row}.{m.name})" for m in METRICS if m.headline)
+
+
+def window_seconds(window: str) -> str:
+    return f"CASE {window} " + " ".join(f"WHEN '{w}' THEN {s}" for w, s in WINDOWS.items()) + " END"
+
+
+def exclusions() -> str:
+    """The registry's (model, metric, reason) exclusions as VALUES rows."""
+    return ",\n    ".join(f"({_quoted([m])}, {_quoted([e.metric])}, {_quoted([e.reason])})" for m, e in _excluded())
+
+
+def excluded_pairs() -> str:
+    return ", ".join(f"({_quoted([m])}, {_quoted([e.metric])})" for m, e in _excluded())
+
+
+def _excluded() -> list:
+    return sorted(((m.id, e) for m in Registry.default().models.values() for e in m.exclusions),
+                  key=lambda p: (p[0], p[1].metric))
+
+
+FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
+    percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer,
+    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds, exclusions, excluded_pairs)}
+CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}
+
+
+def _arguments(text: str) -> list[str]:
+    """Split on the commas outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [a for a in out + [text[start:].strip()] if a]
+
+
+def render(template: str) -> str:
+    """A template's SQL with every placeholder replaced by its fragment."""
+    def sub(m: re.Match) -> str:
+        name, args = m.group(1), m.group(2)
+        if args is None and name in CONSTANTS:
+            return CONSTANTS[name]
+        if name not in FRAGMENTS:
+            raise ValueError(f"unknown placeholder {m.group(0)}")
+        return FRAGMENTS[name](*_arguments(args or ""))
+    return _PLACEHOLDER.sub(sub, template)
+
+
+def templates(path: Path) -> dict[tuple[int, str], str]:
+    """(panel id, refId) -> template, from one dashboard's .sql file."""
+    text = path.read_text(encoding="utf-8")
+    marks = list(_TARGET.finditer(text))
+    return {(int(m.group(1)), m.group(2)): text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else None)]
+            .rstrip("\n") for i, m in enumerate(marks)}
+
+
+def rendered(folder: Path) -> dict[Path, str]:
+    """Each dashboard file's text with every target's rawSql rendered from its template."""
+    out = {}
+    for path in sorted(folder.glob("*.json")):
+        dashboard = json.loads(path.read_text(encoding="utf-8"))
+        source = folder / "sql" / f"{path.stem}.sql"
+        found = templates(source) if source.exists() else {}
+        used = set()
+        for panel in panels(dashboard):
+            for target in panel.get("targets", []):
+                key = (panel["id"], target["refId"])
+                if key not in found:
+                    raise ValueError(f"{source}: no template for panel {key[0]} ({panel['title']!r}) target {key[1]}")
+                target["rawSql"] = render(found[key])
+                used.add(key)
+        if set(found) - used:
+            raise ValueError(f"{source}: templates for targets {sorted(set(found) - used)} that {path.name} lacks")
+        out[path] = json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+def panels(dashboard: dict) -> Iterator[dict]:
+    for panel in dashboard["panels"]:
+        yield panel
+        yield from panel.get("panels", [])  # a collapsed row keeps its panels inside
+
+
+def write(folder: Path) -> list[Path]:
+    """Render every dashboard in place; returns the files that changed."""
+    changed = []
+    for path, text in rendered(folder).items():
+        if path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
