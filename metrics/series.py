@@ -209,16 +209,18 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
             n_attempts, rates["error_rate"], rates["timeout_rate"], wer, int(words.sum()),
             _quantile_ci(x, 50, on), _quantile_ci(x, 95, on), wer_ci, None, instrument or None, protocol,
             rates["inaudible_rate"], int(words.size), clip_p50, clip_p95, clip_max,
-            on.sizes[0] if on.rows else 0, on.sizes[1] if on.rows else 0, _mean_ci(x, on),
+            on.sizes[0] if on.rows else 0, on.sizes[1] if on.rows else 0,
+            _mean_ci(x, on, -np.inf if spec.signed else 0.0),
             rate_cis["error_rate"], rate_cis["timeout_rate"]))
     return out
 
 
-def _mean_ci(x: np.ndarray, d: Design) -> tuple[float, float] | None:
+def _mean_ci(x: np.ndarray, d: Design, low: float) -> tuple[float, float] | None:
+    """The mean's interval, stopped at `low` (0 for a metric that cannot be negative)."""
     if x.size < MIN_N:
         return None
     v = ratio_variance(d, x, np.ones(x.size))
-    return t_interval(float(x.mean()), v) if v is not None else None
+    return t_interval(float(x.mean()), v, low=low) if v is not None else None
 
 
 def _quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:

@@ -13,11 +13,14 @@ class MetricSpec:
     lower_is_better: bool
     description: str
     headline: bool = False  # shown on the printed leaderboard
+    signed: bool = False  # can be negative (a final before the end of speech); else an interval stops at 0
 
 
 METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("ttfs_ms", "ms", ("stt-stream",), True, "final transcript after the end of speech (shared VAD)", True),
-    MetricSpec("first_partial_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after speech start", True),
+    MetricSpec("ttfs_ms", "ms", ("stt-stream",), True, "final transcript after the end of speech (shared VAD)", True,
+               signed=True),
+    MetricSpec("first_partial_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after speech start", True,
+               signed=True),
     MetricSpec("first_partial_from_t0_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after the first chunk"),
     MetricSpec("latency_ms", "ms", ("stt-batch",), True, "batch request to response", True),
     MetricSpec("rtf", "x", ("stt-batch",), True, "batch latency over audio duration", True),

@@ -140,7 +140,8 @@ def expected_board(window: str) -> dict[tuple, dict]:
             metrics[spec.name] = {"values": v, "n": v.size} | ({
                 "mean": v.mean(), "p50": np.percentile(v, 50), "max": v.max(),
                 "p95": np.percentile(v, 95) if v.size >= 100 else None,  # a p95 needs 100 values
-                "mean_ci": t_interval(v.mean(), ratio_variance(d, v, np.ones(v.size))),
+                "mean_ci": t_interval(v.mean(), ratio_variance(d, v, np.ones(v.size)),
+                                      low=-np.inf if spec.signed else 0.0),  # a latency that cannot be < 0
                 "p50_ci": quantile_interval(v, 50, d), "p95_ci": quantile_interval(v, 95, d) if v.size >= 100 else None,
             } if v.size >= 5 else {})
         failed = np.array([r.status in RATES["error_rate"] for r in members], dtype=float)
