@@ -17,13 +17,12 @@ percentile), whose one-way cluster-bootstrap variance has a closed form, its fir
 as resamples grow (`ratio_variance`): exact, deterministic, independent of row order, and
 O(rows) where resampling a 20,000-row series would cost O(resamples x rows) on every write.
 Each one-way term carries the G / (G - 1) small-sample factor; the interval uses Student's t
-with Satterthwaite's degrees of freedom over the factors, so a series of a few ticks gets the
-wide interval it deserves.
+with Satterthwaite's degrees of freedom (Variance.df), so a series of a few ticks gets the wide
+interval it deserves.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Callable, Hashable, Sequence
@@ -36,68 +35,77 @@ LEVEL = 0.95
 
 @dataclass(frozen=True)
 class Design:
-    """Each row's cluster along each factor, as indexes into the factor's sorted distinct labels.
+    """Each row's cluster along each factor and along every intersection of factors.
 
-    Labels are sorted, so the design (and every draw made from it) does not depend on the order
-    the rows arrive in: the same rows give the same interval in every store."""
+    `clusterings` holds, for every non-empty set of factors (one factor alone first, in the order
+    given, then the intersections), the sign it enters the variance with, each row's cluster index
+    and how many clusters have rows. Indexes come from sorted labels, so nothing depends on the
+    order the rows arrive in: the same rows give the same interval in every store."""
     names: tuple[str, ...]
-    codes: tuple[np.ndarray, ...]
-    sizes: tuple[int, ...]
+    clusterings: tuple[tuple[int, np.ndarray, int], ...]
 
     @property
     def rows(self) -> int:
-        return int(self.codes[0].size) if self.codes else 0
+        return int(self.clusterings[0][1].size) if self.clusterings else 0
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The number of clusters of each factor (utterances, ticks) that have rows."""
+        return tuple(size for _, _, size in self.clusterings[:len(self.names)])
 
     def subset(self, keep: np.ndarray) -> "Design":
         """The design of the rows where `keep` is true (a metric measured on `ok` rows only)."""
-        return design(**{n: c[keep] for n, c in zip(self.names, self.codes)})
+        return Design(self.names, tuple((sign, code[keep], _occupied(code[keep])) for sign, code, _ in self.clusterings))
+
+
+def _occupied(code: np.ndarray) -> int:
+    return int(np.count_nonzero(np.bincount(code))) if code.size else 0
 
 
 def design(**factors: Sequence[Hashable]) -> Design:
-    """A design from each row's label per factor, e.g. design(utterance=clip_ids, tick=run_ids)."""
-    names, codes, sizes = [], [], []
-    for name, labels in factors.items():
+    """A design from each row's label per factor, e.g. design(utterance=clip_ids, tick=run_ids).
+
+    Every set of factors is a clustering (inclusion-exclusion, CGM 2011): one factor alone adds its
+    variance, an intersection of two (a cell: one utterance at one tick) subtracts it."""
+    names, codes, sizes = list(factors), [], []
+    for labels in factors.values():
         distinct, code = np.unique(np.asarray(labels), return_inverse=True)
-        names.append(name)
         codes.append(code.astype(np.int64).ravel())
         sizes.append(int(distinct.size))
-    return Design(tuple(names), tuple(codes), tuple(sizes))
-
-
-def _clusterings(d: Design) -> list[tuple[int, np.ndarray, int]]:
-    """(sign, row -> cluster, cluster count) for every non-empty set of factors: one factor alone
-    adds its variance, an intersection of two subtracts it (inclusion-exclusion, CGM 2011)."""
-    out = []
-    for k in range(1, len(d.codes) + 1):
-        for subset in combinations(range(len(d.codes)), k):
-            if k == 1:
-                code, size = d.codes[subset[0]], d.sizes[subset[0]]
-            else:
-                joint = np.zeros(d.rows, dtype=np.int64)
-                for i in subset:  # the cell's index in the product of the factors' sizes, then compacted
-                    joint = joint * d.sizes[i] + d.codes[i]
-                _, code = np.unique(joint, return_inverse=True)
-                code = code.ravel()
-                size = int(code.max()) + 1 if code.size else 0
-            out.append((1 if k % 2 else -1, code, size))
-    return out
+    clusterings = []
+    for k in range(1, len(codes) + 1):
+        for subset in combinations(range(len(codes)), k):
+            joint = np.zeros(codes[0].size, dtype=np.int64)
+            for i in subset:  # the cell's index in the product of the factors' sizes
+                joint = joint * sizes[i] + codes[i]
+            if k > 1:
+                joint = np.unique(joint, return_inverse=True)[1].ravel().astype(np.int64)
+            clusterings.append((1 if k % 2 else -1, joint, _occupied(joint)))
+    return Design(tuple(names), tuple(clusterings))
 
 
 @dataclass(frozen=True)
 class Variance:
-    """A multiway variance with what the interval needs: the estimate's variance, the one-way
-    terms of the main factors (for the degrees of freedom) and their cluster counts."""
+    """A multiway variance with what the interval needs: the estimate's variance (total), the
+    one-way terms of the main factors and of their finest intersection (the cells), and how many
+    clusters each has."""
     total: float
     terms: tuple[float, ...]
     sizes: tuple[int, ...]
+    cells: float = 0.0
+    cell_count: int = 0
 
     @property
     def df(self) -> float:
-        """Satterthwaite's degrees of freedom: each factor's term is estimated from G - 1 of them."""
-        parts = [v * v / (g - 1) for v, g in zip(self.terms, self.sizes) if g > 1 and v > 0]
-        if not parts or self.total <= 0:
+        """Satterthwaite's degrees of freedom over independent parts of the variance: each factor's
+        excess over the cells (its own effect, estimated from G - 1 clusters) and the cells' term.
+        The one-way terms themselves are not independent (each holds the cells' noise), so
+        weighing them as if they were would count the row noise twice and give too few."""
+        parts = [(max(v - self.cells, 0.0), g) for v, g in zip(self.terms, self.sizes)] + [(self.cells, self.cell_count)]
+        denominator = sum(v * v / (g - 1) for v, g in parts if g > 1 and v > 0)
+        if denominator == 0 or self.total <= 0:
             return float(max(1, min(self.sizes) - 1)) if self.sizes else 1.0
-        return max(1.0, self.total ** 2 / sum(parts))
+        return max(1.0, self.total ** 2 / denominator)
 
     @property
     def critical(self) -> float:
@@ -106,15 +114,15 @@ class Variance:
 
 def _combine(d: Design, one_way: Callable[[np.ndarray, int], float]) -> Variance:
     total, terms = 0.0, []
-    for sign, code, size in _clusterings(d):
+    for sign, code, size in d.clusterings:
         v = one_way(code, size) * (size / (size - 1) if size > 1 else 0.0)
         total += sign * v
-        if len(terms) < len(d.codes):
-            terms.append(v)
-    main = tuple(terms)
+        terms.append(v)
+    main = tuple(terms[:len(d.names)])
     # inclusion-exclusion can go below a single factor's term when the intersection is large:
     # the variance is never less than what one factor alone shows (CGM's fix for negative V)
-    return Variance(max(total, max(main, default=0.0)), main, d.sizes)
+    return Variance(max(total, max(main, default=0.0)), main, d.sizes, terms[-1] if len(terms) > 1 else 0.0,
+                    d.clusterings[-1][2] if len(terms) > 1 else 0)
 
 
 def ratio_variance(d: Design, numerator: np.ndarray, denominator: np.ndarray) -> Variance | None:
@@ -123,17 +131,22 @@ def ratio_variance(d: Design, numerator: np.ndarray, denominator: np.ndarray) ->
     variance of the cluster bootstrap: sum over clusters of (cluster's a - theta * cluster's b)^2
     over (total b)^2. None when the denominator sums to zero."""
     a, b = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
-    total = math.fsum(b)
+    total = _canonical_sum(b)
     if a.size == 0 or total == 0:
         return None
-    residual = a - (math.fsum(a) / total) * b
+    residual = a - (_canonical_sum(a) / total) * b
 
     def one_way(code: np.ndarray, size: int) -> float:
-        s = np.bincount(code, weights=residual, minlength=size)
-        # exactly rounded, so the clusters' order (a store's label or ref order) never shows in the last digit
-        return math.fsum(s * s) / (total * total)
+        s = np.bincount(code, weights=residual)
+        return _canonical_sum(s * s) / (total * total)
 
     return _combine(d, one_way)
+
+
+def _canonical_sum(x: np.ndarray) -> float:
+    """A sum in sorted order: the same bits whatever order the rows or clusters come in (a store's
+    row order, or its labels' sort order), so every store prints the same last digit."""
+    return float(np.sort(x).sum())
 
 
 def bootstrap_variance(d: Design, statistic: Callable[[np.ndarray], float], resamples: int = 1000,
@@ -145,6 +158,7 @@ def bootstrap_variance(d: Design, statistic: Callable[[np.ndarray], float], resa
     rng = np.random.default_rng(seed)
 
     def one_way(code: np.ndarray, size: int) -> float:
+        code = np.unique(code, return_inverse=True)[1].ravel()  # the clusters that have rows, 0..size-1
         counts = rng.multinomial(size, np.full(size, 1.0 / size), size=resamples)
         draws = np.array([statistic(c[code].astype(np.float64)) for c in counts])
         draws = draws[np.isfinite(draws)]

@@ -176,18 +176,19 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
     statuses = np.asarray(data.statuses, dtype=object)
     attempted = np.array([s not in NOT_AN_ATTEMPT for s in statuses], dtype=bool)
     ok = statuses == "ok"
-    everything = design(utterance=np.asarray(data.utterances, dtype=object).astype(str),
-                        tick=np.asarray(data.ticks, dtype=object).astype(str))
+    everything = design(utterance=data.utterances, tick=data.ticks)  # labels: a store's ids, or its refs
     attempts = everything.subset(attempted)
     counts = Counter(s for s, a in zip(data.statuses, attempted) if a)
     n_attempts = int(attempted.sum())
     rates = {name: rate(sum(counts[s] for s in members), n_attempts) for name, members in RATES.items()}
-    rate_cis = {name: _rate_ci(np.isin(statuses[attempted], list(members)), attempts)
+    attempted_statuses = statuses[attempted]
+    rate_cis = {name: _rate_ci(np.isin(attempted_statuses, list(members)), attempts)
                 for name, members in RATES.items() if name != "inaudible_rate"}
 
-    scored = ok & np.array([w is not None for w in data.words], dtype=bool)
-    errors = np.asarray([e for e, s in zip(data.errors, scored) if s], dtype=np.int64)
-    words = np.asarray([w for w, s in zip(data.words, scored) if s], dtype=np.int64)
+    all_words = np.asarray(data.words, dtype=np.float64)  # None becomes NaN: not scored
+    scored = ok & ~np.isnan(all_words) & ~np.isnan(np.asarray(data.errors, dtype=np.float64))
+    errors = np.asarray(data.errors, dtype=np.float64)[scored].astype(np.int64)
+    words = all_words[scored].astype(np.int64)
     wer = pooled_wer(errors, words)
     wer_ci = None
     if wer is not None:

@@ -87,3 +87,25 @@ def test_statistics_do_not_depend_on_row_order_and_exclusions_blank_a_metric():
     excluded = [r for r in forward if r.note]
     assert [(r.model_id, r.metric, r.n, r.p50, r.p50_ci) for r in excluded] == \
         [("openai/gpt-4o-transcribe:realtime", "first_partial_ms", 0, None, None)]
+
+
+def test_the_cli_table_shows_every_series_with_its_region_method_rates_and_wer():
+    """Two regions and two method versions of one model on one dataset: four series, each line with
+    its own region, method, rank, error rate and WER (a series never borrows the one above)."""
+    rows = []
+    for region, method, base in (("us-east", "4", 100.0), ("eu-west", "4", 400.0), ("us-east", "3", 100.0),
+                                 ("eu-west", "3", 400.0)):
+        for i in range(12):
+            rows.append(row(f"{region}{method}c{i}", ttfs=base + i, s=i % 3, region=region, method_version=method,
+                            run_id=f"{region}-{method}-{i // 4}", status="error" if i == 5 else "ok"))
+    board = leaderboard.build(rows)
+    table = leaderboard.format_table(board, "30d").splitlines()
+    lines = [ln.split() for ln in table if "ttfs_ms" in ln]
+    assert len(lines) == 4
+    shown = {(ln[3], ln[4]): ln for ln in lines}  # rank, model, dataset, region, method, metric, ...
+    assert set(shown) == {("us-east", "v4"), ("eu-west", "v4"), ("us-east", "v3"), ("eu-west", "v3")}
+    assert shown[("us-east", "v4")][0] == "1" and shown[("eu-west", "v4")][0] == "2"  # intervals apart: ranks apart
+    assert shown[("us-east", "v3")][0] == "-" and shown[("eu-west", "v3")][0] == "-"  # superseded: not ranked
+    for ln in lines:
+        assert "8.3%" in ln and any(c.endswith("%") and c != "8.3%" for c in ln[-8:])  # error rate 1/12, and WER
+    assert "method v3 are shown, not ranked" in "\n".join(table)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import os
 import re
 import socket
@@ -404,6 +405,13 @@ def test_a_method_change_is_noted_with_its_date(rendered):
     nova = [s for t in rendered["stt"] if t["dataset"] == "stt-starter-clean" for s in t["series"]
             if s["model"] == "deepgram/nova-3" and s["region"] == "us-east"]
     assert sorted(s["method"] for s in nova) == ["3", "4"]  # two rows, never pooled
+
+
+def test_the_cli_json_is_the_api_document(server, store):
+    cli = json.loads(run_cli("leaderboard", "--format", "json", "--store", store).stdout)
+    api = httpx.get(f"{server}/api/v1/leaderboard").json()
+    assert set(cli) == set(api) and cli["rows"] == api["rows"] and cli["notes"] == api["notes"] and cli["rows"]
+    assert {r["rank"] for r in cli["rows"]} >= {1, None}
 
 
 def test_downloads_and_api_carry_the_page_figures(server, rendered):

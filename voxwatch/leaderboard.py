@@ -16,7 +16,7 @@ from typing import Iterable
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, SeriesData, flat, percentile_floor, series_rows
-from voxwatch.metrics.specs import for_protocol
+from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.observation import Observation
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
@@ -66,14 +66,32 @@ def exclude(rows: list[MetricRow], registry: Registry | None) -> list[MetricRow]
     return out
 
 
-def _num(v: float | None, pct: bool = False) -> str:
+def _num(v: float | None, pct: bool = False, places: int = 1) -> str:
     if v is None:
         return "n/a"
-    return f"{100 * v:.1f}%" if pct else f"{v:.1f}"
+    return f"{100 * v:.1f}%" if pct else f"{v:.{places}f}"
 
 
-def _ci(ci: tuple[float, float] | None, pct: bool = False) -> str:
-    return "" if ci is None else f" [{_num(ci[0], pct)}, {_num(ci[1], pct)}]"
+def _ci(ci: tuple[float, float] | None, pct: bool = False, places: int = 1) -> str:
+    return "" if ci is None else f" [{_num(ci[0], pct, places)}, {_num(ci[1], pct, places)}]"
+
+
+_PLACES = {m.name: 3 if m.unit == "x" else 1 for m in METRICS}  # ms to 0.1, real-time factors to 0.001
+
+
+def _ordered(rows: list[MetricRow], ranked: dict) -> list[MetricRow]:
+    """A board's rows by dataset and protocol, each ranking's series in rank order (unranked last), a
+    series' metric rows kept together in their order."""
+    series: dict = {}
+    for r in rows:
+        series.setdefault(series_id(r), []).append(r)
+
+    def key(members: list[MetricRow]) -> tuple:
+        first, rank = members[0], ranked.get(series_id(members[0]))
+        return (first.dataset, first.protocol, rank is None, rank or 0, first.p50 is None, first.p50 or 0.0,
+                first.model_id, first.region, first.method_version, first.instrument or "")
+
+    return [r for members in sorted(series.values(), key=key) for r in members]
 
 
 TABLE_HEADER = ("rank", "model", "dataset", "region", "method", "metric", "n", "mean", "p50 [95% CI]", "p95", "max",
@@ -88,7 +106,7 @@ def format_table(rows: list[MetricRow], window: str) -> str:
     ranked = ranks(rows, METHOD_VERSION)
     lines: list[str] = []
     for board in ("stt", "tts", "s2s"):
-        mine = [r for r in rows if r.board == board]
+        mine = _ordered([r for r in rows if r.board == board], ranked)
         if not mine:
             continue
         methods = sorted({r.method_version for r in mine})
@@ -102,8 +120,10 @@ def format_table(rows: list[MetricRow], window: str) -> str:
             wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} words)"
                    if r.pooled_wer is not None else "n/a")
             series = (str(rank) if rank else "-", r.model_id, r.dataset, r.region, f"v{r.method_version}")
-            table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean),
-                          _num(r.p50) + _ci(r.p50_ci), _num(r.p95), _num(r.max),
+            places = _PLACES.get(r.metric, 1)
+            table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean, places=places),
+                          _num(r.p50, places=places) + _ci(r.p50_ci, places=places), _num(r.p95, places=places),
+                          _num(r.max, places=places),
                           *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer)
                             if first else ("",) * 4)))
         widths = [max(len(row[i]) for row in table) for i in range(len(TABLE_HEADER))]

@@ -67,7 +67,7 @@ def refresh(conn: psycopg.Connection, series: list[Series] | None = None, now: f
 def compute(s: Series, rows: list[tuple], labels: dict[int, Label], now: float) -> list[tuple]:
     """Aggregate rows (in _WRITE_COLS order) for every window of one series, from its fetched rows
     and the (board, protocol, instrument) of each of their contexts. The windows are computed at
-    once, one thread each: their bootstraps are numpy's, which runs without the GIL."""
+    once, one thread each: their statistics are numpy's sorts and sums, which run without the GIL."""
     rows = sorted(rows, key=lambda r: r[_AT])
     times = [r[_AT] for r in rows]
     windows = [(window, rows[bisect_left(times, now - span):]) for window, span in WINDOWS.items()]
