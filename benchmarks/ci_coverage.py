@@ -174,9 +174,14 @@ def main() -> None:
             cells.append(f"{'n/a' if old is None else f'{100 * old:.1f}%':>8} {'n/a' if new is None else f'{100 * new:.1f}%':>8}")
         print(f"{r['rows']:>6} {r['ticks']:>5}  " + "  ".join(cells))
     shown = [r[f"new_{s}"] for r in results for s in STATISTICS if r[f"new_{s}"] is not None]
+    outside = [f"{s} at {r['rows']} rows: {100 * r[f'new_{s}']:.1f} %" for r in results for s in STATISTICS
+               if r[f"new_{s}"] is not None and not LOW <= r[f"new_{s}"] <= HIGH]
+    print("outside 92-97 %: " + ("; ".join(outside) if outside else "none"))
     print(json.dumps({"trials": args.trials, "seed": args.seed, "results": results,
                       "new_coverage_min": min(shown), "new_coverage_max": max(shown),
-                      "coverage_target_met": all(LOW <= c <= HIGH for c in shown)}))
+                      "new_below_92": [o for o in outside if float(o.split(": ")[1][:-2]) < 100 * LOW],
+                      "new_above_97": [o for o in outside if float(o.split(": ")[1][:-2]) > 100 * HIGH],
+                      "coverage_target_met": not outside}))
 
 
 if __name__ == "__main__":
