@@ -28,14 +28,17 @@ import numpy as np
 import psycopg
 import pytest
 import redis
-from scipy.stats import hypergeom, mannwhitneyu
+from scipy.stats import fisher_exact, mannwhitneyu
 
 from conftest import REPO, fresh_postgres, run_cli
 from voxwatch.alerts import notify
 from voxwatch.alerts import store as alert_store
 from voxwatch.alerts.evaluate import evaluate, run
-from voxwatch.alerts.rules import latency_shift, rate_spike, wer_shift
+from voxwatch.alerts.rules import Scored, latency_shift, rate_spike, wer_shift
 from voxwatch.config import Alerts, ConfigError, Webhook, load
+from voxwatch.metrics.clustered import design
+from voxwatch.metrics.compare import tick_medians
+from voxwatch.metrics.series import FAILURE_STATUSES, RATES as SERIES_RATES
 from voxwatch.observation import Observation
 from voxwatch.store.postgres import PostgresStore
 from voxwatch.workers.celery_app import configure
@@ -54,67 +57,159 @@ def rules(**changes) -> Alerts:
 
 # --- the rules, on hand-built samples -------------------------------------------------------------
 
-def test_a_latency_shift_must_be_significant_and_material():
-    rng = np.random.default_rng(1)
-    baseline = rng.lognormal(np.log(200), 0.1, 2000)
-    drift = rng.lognormal(np.log(215), 0.1, 400)  # +15 ms, +7.5 %: detectable, but no regression a user feels
-    assert mannwhitneyu(drift, baseline, alternative="greater").pvalue < 0.01
-    f = latency_shift(drift, baseline, RULES)
-    assert f.holds is False and f.p_value < 0.01 and "not material" in f.why
-    assert (f.recent, f.baseline, f.n_recent, f.n_baseline) == (np.median(drift), np.median(baseline), 400, 2000)
+def _ticks(n_ticks: int, per_tick: int, first: int = 0) -> np.ndarray:
+    """Each row's tick label: n_ticks runs of per_tick rows."""
+    return np.repeat(np.arange(first, first + n_ticks), per_tick)
 
-    wide = rng.uniform(100, 900, 300)
-    split = np.array([100.0] * 9 + [640.0] * 11)  # median 640 ms (+28 %, > +50 ms), yet 9 of 20 are the fastest
-    assert np.median(split) >= 1.2 * np.median(wide) and np.median(split) - np.median(wide) >= 50
-    assert mannwhitneyu(split, wide, alternative="greater").pvalue >= 0.01
-    f = latency_shift(split, wide, RULES)
-    assert f.holds is False and f.p_value >= 0.01 and "not significant" in f.why and "not material" not in f.why
+
+def test_a_latency_shift_compares_ticks_and_must_be_significant_and_material():
+    rng = np.random.default_rng(1)
+    b_ticks, r_ticks = _ticks(400, 10), _ticks(12, 10, first=1000)
+    baseline = rng.lognormal(np.log(200), 0.1, b_ticks.size) * np.repeat(rng.lognormal(0, 0.05, 400), 10)
+    drift = rng.lognormal(np.log(215), 0.1, r_ticks.size)  # +15 ms, +7.5 %: detectable, but no regression a user feels
+    tick_r, tick_b = tick_medians(drift, r_ticks), tick_medians(baseline, b_ticks)
+    assert tick_r.size == 12 and tick_b.size == 400
+    assert tick_b[0] == np.median(baseline[:10])  # a tick's median, not a row's
+    assert mannwhitneyu(tick_r, tick_b, alternative="greater").pvalue < 0.01
+    f = latency_shift(drift, r_ticks, baseline, b_ticks, RULES)
+    assert f.holds is False and f.p_value < 0.01 and "not material" in f.why
+    assert (f.recent, f.baseline, f.n_recent, f.n_baseline) == (np.median(tick_r), np.median(tick_b), 120, 4000)
+
+    # rows say "certain", ticks do not: two recent ticks of 60 rows, each +35 % (material), on a
+    # provider whose ticks vary that much anyway (tick effects of sd 0.3 in log)
+    varied = 200 * np.repeat(rng.lognormal(0, 0.3, 300), 10) * rng.lognormal(0, 0.05, 3000)
+    two = 200 * np.exp(0.3) * rng.lognormal(0, 0.05, 120)
+    assert mannwhitneyu(two, varied, alternative="greater").pvalue < 1e-20  # rows as if independent
+    f = latency_shift(two, _ticks(2, 60, first=1000), varied, _ticks(300, 10), RULES)
+    assert f.recent >= 1.2 * f.baseline and f.holds is False and f.p_value >= 0.01 and "not significant" in f.why
 
     step = np.median(baseline) + 200
-    assert latency_shift([step] * 19, baseline, RULES).holds is None  # fewer than 20 recent samples: not judged
-    f = latency_shift([step] * 20, baseline, RULES)
+    assert latency_shift([step] * 19, np.arange(19), baseline, b_ticks, RULES).holds is None  # < 20 samples
+    f = latency_shift([step] * 20, _ticks(2, 10, first=1000), baseline, b_ticks, RULES)
     assert f.holds is True and f.recent == step
-    f = latency_shift([step] * 20, baseline[:49], RULES)  # a new series: no baseline yet
+    f = latency_shift([step] * 20, _ticks(2, 10, first=1000), baseline[:49], b_ticks[:49], RULES)
     assert f.holds is False and "no baseline yet" in f.why
 
 
-def test_a_wer_shift_needs_two_points_and_a_bootstrap_interval_above_zero():
+def test_a_single_slow_tick_does_not_fire_the_latency_rule():
+    """A 6-hour window of 12 ticks at 30 minutes, one of which is three times as slow: the median of
+    ticks does not move. The same rows read as independent would pass Mann-Whitney."""
+    rng = np.random.default_rng(12)
+    b_ticks, r_ticks = _ticks(1440, 10), _ticks(12, 10, first=5000)
+    baseline = rng.lognormal(np.log(600), 0.2, b_ticks.size)
+    recent = rng.lognormal(np.log(600), 0.2, r_ticks.size)
+    recent[r_ticks == 5011] *= 3  # the newest tick
+    f = latency_shift(recent, r_ticks, baseline, b_ticks, rules(fire_after=1))
+    assert f.holds is False and f.recent < 1.2 * f.baseline
+    assert mannwhitneyu(recent, baseline, alternative="greater").pvalue < 0.05 < f.p_value
+    sustained = rng.lognormal(np.log(600), 0.2, r_ticks.size) * np.where(r_ticks >= 5005, 1.6, 1.0)  # 7 of 12 slow
+    assert latency_shift(sustained, r_ticks, baseline, b_ticks, RULES).holds is True
+
+
+def _scored(utterances, ticks, errors, words) -> Scored:
+    return Scored(np.asarray(utterances), np.asarray(ticks), np.asarray(errors), np.asarray(words))
+
+
+def _catalog_rows(rng: np.random.Generator, wer: np.ndarray, words: np.ndarray, n_ticks: int, first: int,
+                  extra: float = 0.0) -> Scored:
+    """n_ticks ticks, each measuring 10 utterances drawn from the catalog, errors binomial at each
+    utterance's WER (+ extra)."""
+    utt = np.concatenate([rng.choice(wer.size, 10, replace=False) for _ in range(n_ticks)])
+    w = words[utt]
+    return _scored(utt, _ticks(n_ticks, 10, first), rng.binomial(w, np.minimum(wer[utt] + extra, 1)), w)
+
+
+def test_a_wer_shift_is_paired_by_utterance_significant_and_material():
     rng = np.random.default_rng(2)
-    words_b = rng.integers(10, 30, 400)
-    errors_b = rng.binomial(words_b, 0.10)
-    words_r = rng.integers(10, 30, 60)
-    errors_r = rng.binomial(words_r, 0.17)
-    recent, before = errors_r.sum() / words_r.sum(), errors_b.sum() / words_b.sum()
-    assert recent - before >= 0.02
-    f = wer_shift(errors_r, words_r, errors_b, words_b, RULES)
-    assert f.holds is True and (f.recent, f.baseline) == pytest.approx((recent, before), abs=1e-12)
-    assert f.p_value < 0.01
+    wer, words = rng.beta(1, 10, 64), rng.integers(4, 30, 64)
+    baseline = _catalog_rows(rng, wer, words, 1000, 0)
+    worse = _catalog_rows(rng, wer, words, 12, 5000, extra=0.06)
+    f = wer_shift(worse, baseline, RULES)
+    u = np.unique(baseline.utterances)
+    per_utt = {k: baseline.errors[baseline.utterances == k].sum() / baseline.words[baseline.utterances == k].sum()
+               for k in u}
+    expected = sum(w * per_utt[k] for k, w in zip(worse.utterances, worse.words)) / worse.words.sum()
+    assert f.holds is True and f.p_value < 0.01
+    assert (f.recent, f.baseline) == pytest.approx((worse.errors.sum() / worse.words.sum(), expected), abs=1e-12)
+    same = _catalog_rows(rng, wer, words, 12, 6000)
+    assert wer_shift(same, baseline, RULES).holds is False
 
-    errors_small = rng.binomial(words_r, 0.11)
-    assert errors_small.sum() / words_r.sum() - before < 0.02
-    assert wer_shift(errors_small, words_r, errors_b, words_b, RULES).holds is False
-
-    # one pathological clip (200 words, all wrong) carries the whole shift, the other 19 are perfect: a
-    # resample that misses it, (19/20)^20 = 36 % of them, has WER 0, so the interval reaches below 0
-    words_one = np.array([20] * 19 + [200])
-    errors_one = np.array([0] * 19 + [200])
-    f = wer_shift(errors_one, words_one, errors_b, words_b, RULES)
-    assert f.recent - f.baseline > 0.2 and f.holds is False
-    assert f.p_value == pytest.approx((19 / 20) ** 20, abs=0.04)
+    # the window drew the catalog's hardest utterances: unpaired pooled WER is far up, paired it is not
+    hard = np.argsort(wer)[-10:]
+    drawn = np.tile(hard, 12)
+    hard_window = _scored(drawn, _ticks(12, 10, 7000), rng.binomial(words[drawn], wer[drawn]), words[drawn])
+    f = wer_shift(hard_window, baseline, RULES)
+    assert hard_window.errors.sum() / hard_window.words.sum() - baseline.errors.sum() / baseline.words.sum() > 0.05
+    assert f.holds is False and abs(f.recent - f.baseline) < 0.03
 
 
-def test_a_rate_spike_needs_fishers_test_and_the_absolute_floor():
-    def fisher(k1: int, n1: int, k2: int, n2: int) -> float:  # P(>= k1 of the k1 + k2 events land in the recent n1)
-        return float(hypergeom.sf(k1 - 1, n1 + n2, k1 + k2, n1))
+def test_wer_pairing_uses_only_utterances_present_in_both_windows():
+    rng = np.random.default_rng(13)
+    wer, words = rng.beta(1, 10, 64), rng.integers(4, 30, 64)
+    baseline = _catalog_rows(rng, wer, words, 500, 0)
+    recent = _catalog_rows(rng, wer, words, 12, 5000)
+    new = _scored(np.full(30, 999), _ticks(3, 10, 5000), np.full(30, 20), np.full(30, 20))  # all wrong, never in baseline
+    with_new = _scored(*(np.r_[getattr(recent, c), getattr(new, c)] for c in ("utterances", "ticks", "errors", "words")))
+    f, g = wer_shift(recent, baseline, RULES), wer_shift(with_new, baseline, RULES)
+    assert (g.recent, g.baseline, g.p_value, g.n_recent) == (f.recent, f.baseline, f.p_value, f.n_recent)
+    assert g.holds is False and f.n_recent == recent.utterances.size
+    # a baseline utterance the recent window did not draw carries no weight either
+    gone = baseline.utterances != recent.utterances[0]
+    fewer = _scored(*(getattr(baseline, c)[gone] for c in ("utterances", "ticks", "errors", "words")))
+    h = wer_shift(recent, fewer, RULES)
+    keep = recent.utterances != recent.utterances[0]
+    assert h.recent == pytest.approx(recent.errors[keep].sum() / recent.words[keep].sum())
+    assert wer_shift(_scored(np.arange(20) % 5, np.arange(20), np.ones(20), np.full(20, 10)), baseline,
+                     RULES).holds is None  # 5 paired utterances, fewer than min_paired_utterances
 
-    f = rate_spike(20, 100, 20, 2000, RULES, "error rate")  # 20 % against 1 %
-    assert f.holds is True and f.p_value == pytest.approx(fisher(20, 100, 20, 2000), rel=1e-6)
-    assert (f.recent, f.baseline) == (0.2, 0.01)
-    assert fisher(8, 100, 20, 2000) < 0.01
-    assert rate_spike(8, 100, 20, 2000, RULES, "error rate").holds is False  # significant, but +7 points < +10
-    assert fisher(2, 20, 0, 100) >= 0.01
-    assert rate_spike(2, 20, 0, 100, RULES, "timeout rate").holds is False  # +10 points, but 2 of 20 can be luck
-    assert rate_spike(19, 19, 0, 2000, RULES, "timeout rate").holds is None  # 19 attempts: not judged
+
+def test_a_rate_spike_is_clustered_by_tick_and_needs_the_absolute_floor():
+    rng = np.random.default_rng(14)
+
+    def window(hits_per_tick: list[int], per_tick: int, first: int) -> tuple[np.ndarray, object]:
+        """Ticks of per_tick utterances drawn from a catalog of 64; the first k of a tick fail."""
+        hits = np.concatenate([np.arange(per_tick) < k for k in hits_per_tick])
+        utterances = np.concatenate([rng.choice(64, per_tick, replace=False) for _ in hits_per_tick])
+        return hits, design(utterance=utterances, tick=_ticks(len(hits_per_tick), per_tick, first))
+
+    base, d_base = window([1 if k % 10 == 0 else 0 for k in range(1000)], 10, 0)  # 1 %
+    spread, d_spread = window([2] * 12, 10, 5000)  # 20 % in every tick
+    f = rate_spike(spread, d_spread, base, d_base, RULES, "error rate")
+    assert f.holds is True and (f.recent, f.baseline) == pytest.approx((0.2, 0.01)) and f.p_value < 1e-6
+    burst, d_burst = window([10, 10, 4] + [0] * 9, 10, 6000)  # the same 24 failures in 3 of 12 ticks
+    g = rate_spike(burst, d_burst, base, d_base, RULES, "error rate")
+    assert g.recent == f.recent and g.p_value > f.p_value  # clustered failures are less evidence
+    assert fisher_exact([[24, 96], [10, 9990]], alternative="greater").pvalue < 1e-20  # rows say: certain
+    one, d_one = window([10] + [0] * 11, 10, 7000)  # one tick where everything failed: +7 points, one cluster
+    assert rate_spike(one, d_one, base, d_base, RULES, "timeout rate").holds is False
+    small, d_small = window([1] * 12, 10, 8000)  # 10 % in every tick: significant, +9 points < +10
+    h = rate_spike(small, d_small, base, d_base, RULES, "error rate")
+    assert h.p_value < 0.01 and h.holds is False and "not material" in h.why
+    assert rate_spike(spread[:19], design(utterance=np.arange(19), tick=np.arange(19)), base, d_base, RULES,
+                      "timeout rate").holds is None  # 19 attempts: not judged
+
+
+def test_the_rate_kinds_count_exactly_the_statuses_of_metrics_series_rates():
+    """Each rate kind is one of metrics.series.RATES (the leaderboard's definition), so each status
+    counts in exactly the kind the leaderboard counts it in."""
+    from voxwatch.alerts.evaluate import _series_checks
+    from voxwatch.alerts.store import Series
+
+    statuses = sorted(FAILURE_STATUSES | {"ok"})
+    series = Series("test/rates@1", "stt-starter-clean", "eu", "4", "stt", "stt-batch", 0)
+    for status in statuses:
+        # baseline: 60 ticks of 10 ok rows; recent: 12 ticks of 10 rows, 3 of each 10 with `status`
+        # (started_at, status, instrument, S + D + I, N, tick, utterance, latency_ms, connect_ms)
+        rows = [(float(k), "ok", None, None, None, k // 10, k % 64, 200.0, 20.0) for k in range(600)]
+        rows += [(1000.0 + k, status if k % 10 < 3 else "ok", None, None, None, 100 + k // 10, k % 64, 200.0, 20.0)
+                 for k in range(120)]
+        checks = {c.kind: c.finding for c in _series_checks(series, ["latency_ms", "connect_ms"], rows, 1000.0,
+                                                            rules(min_baseline=5))}
+        counted = {kind for kind, members in SERIES_RATES.items() if status in members}
+        assert {k for k in SERIES_RATES if checks[k].recent == pytest.approx(0.3)} == counted
+        assert {k for k in SERIES_RATES if checks[k].holds} == counted
+        assert all(checks[k].recent == 0 for k in SERIES_RATES if k not in counted)
+    assert set(SERIES_RATES) == {"error_rate", "timeout_rate", "inaudible_rate"}
 
 
 # --- synthetic rows on the real Postgres ------------------------------------------------------------
@@ -177,7 +272,7 @@ def test_the_lifecycle_pending_firing_resolved_with_one_open_alert_per_key(db):
         env = {"AUDIT_URL": rx.url("/audit")}
         result = run(conn, rules(webhooks=hook), T, env)
         assert [(t.event, t.alert.key) for t in result.transitions] == [("pending", key)] and not rx.received
-        assert result.checks == 4  # latency_ms (rtf is latency over duration) and the three rates; no WER parts
+        assert result.checks == 5  # latency_ms (rtf is latency over duration), connect_ms, three rates; no WER parts
         first = _alerts(conn)[0]
         assert (first.state, first.opened_at, first.fired_at, first.n_recent) == ("pending", T, None, len(recent(T)))
         assert first.recent_value == pytest.approx(np.median(recent(T)))
@@ -287,7 +382,7 @@ def test_a_method_change_has_no_baseline_and_emulator_rows_count_only_when_asked
     _add(url, rows)
     result = evaluate(conn, RULES, T)
     assert [t.alert.model_id for t in result.transitions] == ["test/same@1"]
-    assert result.checks == 8  # test/same and test/changed (latency, 3 rates); never test/emu
+    assert result.checks == 10  # test/same and test/changed (latency_ms, connect_ms, 3 rates); never test/emu
     opted_in = evaluate(conn, rules(include_emulator=True), T + 1).transitions
     assert [(t.alert.model_id, t.event) for t in opted_in] == [("test/emu@1", "pending"), ("test/same@1", "firing")]
 
@@ -464,7 +559,7 @@ def test_a_stable_noisy_series_raises_no_alert_over_200_evaluations(db):
         result = evaluate(conn, RULES, T + k * 15 * MIN)
         checks.append(result.checks)
         transitions += result.transitions
-    assert set(checks) == {6}  # ttfs_ms, first_partial_ms, WER and the three rates, judged every time
+    assert set(checks) == {7}  # ttfs_ms, first_partial_ms, connect_ms, WER and the three rates, every time
     assert transitions == [] and _alerts(conn) == []
 
 
@@ -539,7 +634,7 @@ def test_end_to_end_a_latency_step_fires_reaches_the_webhook_and_resolves(db, mo
         normal, _ = measured(120.0, s0 - TICK_EVERY)
         _add(url, [r for k in range(2, 121) for r in _at(normal, s0 - k * TICK_EVERY, f"e2e-baseline-{k}")])
         before = run(conn, e2e, s0 - 1, env)
-        assert before.checks == 6 and before.transitions == []  # ttfa, ttfb, leading silence, three rates: quiet
+        assert before.checks == 7 and before.transitions == []  # ttfa, ttfb, leading silence, connect, 3 rates: quiet
 
         slow, step_at = measured(320.0, s0)  # the step
         evaluations, fired = 0, []

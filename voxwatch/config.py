@@ -143,6 +143,7 @@ class Alerts:
     baseline_days: float = 30.0
     min_recent: int = 20
     min_baseline: int = 50
+    min_paired_utterances: int = 10
     p_value: float = 0.01
     latency_increase_pct: float = 20.0
     latency_increase_ms: float = 50.0
@@ -172,6 +173,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "boards.s2s": dict(_BOARD_KEYS),
     "alerts": {"evaluate_every_minutes": _positive_int, "recent_hours": _positive_float,
                "baseline_days": _positive_float, "min_recent": _samples, "min_baseline": _samples,
+               "min_paired_utterances": _positive_int,
                "p_value": _fraction, "latency_increase_pct": _positive_float, "latency_increase_ms": _positive_float,
                "wer_increase_points": _positive_float, "rate_increase_points": _positive_float,
                "fire_after": _positive_int, "resolve_after": _positive_int, "include_emulator": _flag,

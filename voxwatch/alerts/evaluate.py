@@ -13,25 +13,24 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 import psycopg
 
+import numpy as np
+
 from voxwatch.config import Alerts
+from voxwatch.metrics.clustered import design
+from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.metrics.specs import for_protocol
-from voxwatch.observation import FAILED
 
 from . import store
+from .lifecycle import step
 from .notify import Delivery, deliver
-from .rules import Finding, latency_shift, rate_spike, wer_shift
+from .rules import Finding, Scored, latency_shift, rate_spike, wer_shift
 from .store import Alert, Series, Values
 
-RATES = {  # kind -> (the statuses it counts over all attempts, its name in a summary)
-    "error_rate": (FAILED - {"timeout", "inaudible"}, "error rate"),  # timeouts and inaudible replies alert on their own
-    "timeout_rate": (frozenset({"timeout"}), "timeout rate"),
-    "inaudible_rate": (frozenset({"inaudible"}), "inaudible rate"),
-}
-_STARTED, _STATUS, _INSTRUMENT, _ERRORS, _WORDS, _FIRST_LATENCY = range(6)  # columns of store.series_rows
+_STARTED, _STATUS, _INSTRUMENT, _ERRORS, _WORDS, _TICK, _UTTERANCE, _FIRST_LATENCY = range(8)  # store.series_rows
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Check:
 
     def values(self, rules: Alerts) -> Values:
         s, f = self.series, self.finding
-        what = f"{RATES[self.kind][1]} spike" if self.kind in RATES else f"{self.kind} regression"
+        what = f"{self.kind.replace('_', ' ')} spike" if self.kind in RATES else f"{self.kind} regression"
         summary = (f"{what}: {s.model_id} {self.metric} on {s.dataset} @ {s.region} (method {s.method_version}), "
                    f"last {rules.recent_hours:g} h vs the {rules.baseline_days:g} d before: {f.why}")
         return Values(f.recent, f.baseline, f.p_value, f.n_recent, f.n_baseline, summary)
@@ -108,26 +107,44 @@ def _checks(conn: psycopg.Connection, rules: Alerts, now: float) -> Iterator[Che
 
 def _series_checks(s: Series, latency: list[str], rows: list[tuple], recent_from: float,
                    rules: Alerts) -> Iterator[Check]:
-    """Every rule on one series' rows (in time order): latency per headline metric in ms (rtf is
-    latency_ms over the clip's duration, so latency_ms covers it), pooled WER, and the three rates.
-    Only `ok` rows feed latency and WER; every attempt counts in the rates."""
-    recent = [r for r in rows if r[_STARTED] >= recent_from]
-    baseline = [r for r in rows if r[_STARTED] < recent_from]
-    ok_recent = [r for r in recent if r[_STATUS] == "ok"]
-    ok_baseline = [r for r in baseline if r[_STATUS] == "ok"]
+    """store.series_rows' rows, as columns, judged by `judge`."""
+    columns = list(zip(*rows)) if rows else [()] * (_FIRST_LATENCY + len(latency))
+    yield from judge(s, latency, columns, recent_from, rules)
+
+
+def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_from: float,
+          rules: Alerts) -> Iterator[Check]:
+    """Every rule on one series' rows, given as columns in store.series_rows' order (the benchmark
+    calls this with simulated columns): latency per headline metric in ms (rtf is latency_ms over
+    the clip's duration, so latency_ms covers it), WER paired by utterance, and the three rates of
+    metrics.series.RATES. Only `ok` rows feed latency and WER; every attempt counts in the rates."""
+    status = np.asarray(columns[_STATUS], dtype=object)
+    attempt = ~np.isin(status, list(NOT_AN_ATTEMPT))
+    recent = np.asarray(columns[_STARTED], dtype=np.float64) >= recent_from
+    ticks, utterances = np.asarray(columns[_TICK]), np.asarray(columns[_UTTERANCE])
+    ok = status == "ok"
     for i, metric in enumerate(latency, _FIRST_LATENCY):
-        yield Check("latency", metric, s, latency_shift([r[i] for r in ok_recent if r[i] is not None],
-                                                        [r[i] for r in ok_baseline if r[i] is not None], rules))
-    scored = [r for r in ok_recent if r[_WORDS] is not None]
-    if scored:  # a TTS series is compared under its newest instrument only: instruments are never pooled
-        instrument = scored[-1][_INSTRUMENT]
-        now_ = [r for r in scored if r[_INSTRUMENT] == instrument]
-        before = [r for r in ok_baseline if r[_WORDS] is not None and r[_INSTRUMENT] == instrument]
-        yield Check("wer", "wer", s, wer_shift([r[_ERRORS] for r in now_], [r[_WORDS] for r in now_],
-                                               [r[_ERRORS] for r in before], [r[_WORDS] for r in before], rules))
-    for kind, (statuses, what) in RATES.items():
-        yield Check(kind, kind, s, rate_spike(sum(r[_STATUS] in statuses for r in recent), len(recent),
-                                              sum(r[_STATUS] in statuses for r in baseline), len(baseline), rules, what))
+        value = np.asarray(columns[i], dtype=np.float64)  # None (not measured) becomes NaN
+        has = ok & ~np.isnan(value)
+        now, before = has & recent, has & ~recent
+        yield Check("latency", metric, s, latency_shift(value[now], ticks[now], value[before], ticks[before], rules))
+    words = np.asarray(columns[_WORDS], dtype=object)
+    scored = ok & (words != None)  # noqa: E711 (element-wise)
+    if (scored & recent).any():  # a TTS series is compared under its newest instrument only: never pooled
+        instrument = np.asarray(columns[_INSTRUMENT], dtype=object)
+        scored &= instrument == instrument[np.flatnonzero(scored & recent)[-1]]
+        errors = np.asarray(columns[_ERRORS], dtype=object)
+
+        def window(keep: np.ndarray) -> Scored:
+            return Scored(utterances[keep], ticks[keep], errors[keep].astype(np.int64), words[keep].astype(np.int64))
+
+        yield Check("wer", "wer", s, wer_shift(window(scored & recent), window(scored & ~recent), rules))
+    now, before = attempt & recent, attempt & ~recent
+    d_now = design(utterance=utterances[now], tick=ticks[now])
+    d_before = design(utterance=utterances[before], tick=ticks[before])
+    for kind, statuses in RATES.items():
+        hits = np.isin(status, list(statuses))
+        yield Check(kind, kind, s, rate_spike(hits[now], d_now, hits[before], d_before, rules, kind.replace("_", " ")))
 
 
 def _apply(conn: psycopg.Connection, checks: list[Check], rules: Alerts, now: float) -> list[tuple[str, int]]:
@@ -141,26 +158,15 @@ def _apply(conn: psycopg.Connection, checks: list[Check], rules: Alerts, now: fl
                 store.touch(conn, [alert.id], now)
             continue
         values = check.values(rules)
+        move = step(None if alert is None else alert.state, 0 if alert is None else alert.streak, holds, rules)
         if alert is None:
-            if holds:
-                state = "firing" if rules.fire_after <= 1 else "pending"
-                new_id = store.open_alert(conn, check.key, check.kind, check.series, check.metric, state, now, values)
-                out.append((state, new_id))
+            if move.state is not None:
+                new_id = store.open_alert(conn, check.key, check.kind, check.series, check.metric, move.state, now, values)
+                out.append((move.state, new_id))
             continue
-        if alert.state == "pending":
-            streak = alert.streak + 1
-            if not holds:
-                state, event, streak = "resolved", "cleared", 0
-            elif streak >= rules.fire_after:
-                state, event, streak = "firing", "firing", 0
-            else:
-                state, event = "pending", None
-        else:  # firing: the streak counts successive clear evaluations
-            streak = 0 if holds else alert.streak + 1
-            state, event = ("resolved", "resolved") if streak >= rules.resolve_after else ("firing", None)
-        store.update_alert(conn, alert, now, values, state, streak)
-        if event is not None:
-            out.append((event, alert.id))
+        store.update_alert(conn, alert, now, values, move.state, move.streak)
+        if move.event is not None:
+            out.append((move.event, alert.id))
     if open_:  # open, but their series had no rows to judge this time
         store.touch(conn, [a.id for a in open_.values()], now)
     return out

@@ -2,28 +2,38 @@
 
 An alert condition is both significant (a one-sided test at `p_value`: the recent window is worse,
 not merely different) and material (a shift big enough to matter to a user), on enough recent
-samples to judge. Pure functions over numbers, so the rules are testable without a store.
+samples to judge. Rows are never the unit (metrics/compare.py): latency compares ticks (runs),
+WER compares each utterance (clip) with itself, and a rate's variance is clustered by utterance and
+tick. Pure functions over arrays, so the rules are testable, and benchmarked, without a store.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Hashable, Sequence
 
 import numpy as np
-from scipy.stats import fisher_exact, mannwhitneyu
 
 from voxwatch.config import Alerts
-from voxwatch.metrics.row_bootstrap import BOOTSTRAP_SEED, bootstrap_pooled_draws
-from voxwatch.metrics.series import pooled_wer, rate
+from voxwatch.metrics.clustered import Design, design
+from voxwatch.metrics.compare import paired_ratio_shift, rate_shift, tick_median_shift
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One window's scored rows (WER): each row's utterance, tick, S + D + I and reference words."""
+    utterances: np.ndarray
+    ticks: np.ndarray
+    errors: np.ndarray
+    words: np.ndarray
 
 
 @dataclass(frozen=True)
 class Finding:
     """One rule's verdict at one evaluation, with the numbers behind it."""
     holds: bool | None  # None: too few recent samples to judge either way
-    recent: float | None  # recent median (ms) / pooled WER / rate
-    baseline: float | None  # the same over the baseline window
+    recent: float | None  # median of the recent ticks' medians (ms) / pooled WER of paired rows / rate
+    baseline: float | None  # the same over the baseline window (WER: the same rows at their utterances' baseline WER)
     p_value: float | None
     n_recent: int
     n_baseline: int
@@ -41,68 +51,72 @@ def _too_few(n_recent: int, n_baseline: int, rules: Alerts, what: str) -> Findin
     return None
 
 
-def latency_shift(recent: Sequence[float], baseline: Sequence[float], rules: Alerts) -> Finding:
-    """Significant: one-sided Mann-Whitney U (recent stochastically greater), p < p_value. Material:
-    the recent median up by latency_increase_pct AND by latency_increase_ms (a tail that moves alone,
-    or a 10 % drift on a 40 ms clock, is not a regression a user feels)."""
+def latency_shift(recent: Sequence[float], recent_ticks: Sequence[Hashable], baseline: Sequence[float],
+                  baseline_ticks: Sequence[Hashable], rules: Alerts) -> Finding:
+    """Tick against tick: each tick's median, then the median of the recent ticks' medians against the
+    baseline's. Significant: one-sided Mann-Whitney U over ticks, p < p_value. Material: up by
+    latency_increase_pct AND by latency_increase_ms (a 10 % drift on a 40 ms clock is not a
+    regression a user feels). One slow tick among a window's dozen cannot move a median of ticks."""
     x, y = np.asarray(recent, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     early = _too_few(x.size, y.size, rules, "samples")
     if early is not None:
         return early
-    p = float(mannwhitneyu(x, y, alternative="greater").pvalue)
-    now, before = float(np.median(x)), float(np.median(y))
+    s = tick_median_shift(x, recent_ticks, y, baseline_ticks)
+    now, before, p = s.recent, s.baseline, s.p_value
     material = now >= before * (1 + rules.latency_increase_pct / 100) and now - before >= rules.latency_increase_ms
     significant = p < rules.p_value
     return Finding(material and significant, now, before, p, x.size, y.size,
-                   f"median {now:.0f} ms vs {before:.0f} ms ({now - before:+.0f} ms, "
-                   f"{(now / before - 1) * 100 if before else float('inf'):+.0f} %), one-sided Mann-Whitney p = {p:.2g}"
+                   f"median of tick medians {now:.0f} ms vs {before:.0f} ms ({now - before:+.0f} ms, "
+                   f"{(now / before - 1) * 100 if before else float('inf'):+.0f} %; {s.units_recent} vs "
+                   f"{s.units_baseline} ticks), one-sided Mann-Whitney over ticks p = {p:.2g}"
                    + ("" if material else f"; not material (needs +{rules.latency_increase_pct:g} % and "
                                           f"+{rules.latency_increase_ms:g} ms)")
                    + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
 
 
-def wer_shift(recent_errors: Sequence[int], recent_words: Sequence[int], baseline_errors: Sequence[int],
-              baseline_words: Sequence[int], rules: Alerts) -> Finding:
-    """Pooled WER (sum of errors over sum of reference words, METHOD "WER") up by wer_increase_points,
-    with the bootstrap distribution of the difference (clips resampled in each window independently,
-    metrics.stats) above 0 at the one-sided p_value level: p is the share of resamples where the
-    recent window is no worse. The bootstrap (tens of ms on a 30-day baseline) runs only for a
-    material shift: for any other it could not change the verdict."""
-    n_recent, n_baseline = len(recent_errors), len(baseline_errors)
-    early = _too_few(n_recent, n_baseline, rules, "clips")
+def wer_shift(recent: Scored, baseline: Scored, rules: Alerts) -> Finding:
+    """Paired by utterance (metrics.compare.paired_ratio_shift): the recent rows of utterances also
+    measured in the baseline, their pooled WER against the same rows at each utterance's baseline
+    WER, so the draw of utterances cancels out. Material: up by wer_increase_points. Significant: the
+    difference over its multiway (utterance x tick) standard error, one-sided Student's t, p < p_value.
+    Needs min_recent paired rows over at least min_paired_utterances utterances."""
+    s = paired_ratio_shift(recent.utterances, recent.errors, recent.words,
+                           design(utterance=recent.utterances, tick=recent.ticks),
+                           baseline.utterances, baseline.errors, baseline.words)
+    paired = 0 if s is None else int(np.isin(recent.utterances, baseline.utterances).sum())
+    early = _too_few(paired, len(baseline.errors), rules, "clips of utterances in both windows")
     if early is not None:
         return early
-    now = pooled_wer(recent_errors, recent_words)
-    before = pooled_wer(baseline_errors, baseline_words)
-    if now is None or before is None:
-        return Finding(None, None, None, None, n_recent, n_baseline, "no reference words to score: not judged")
-    line = f"pooled WER {now * 100:.1f} % vs {before * 100:.1f} % ({(now - before) * 100:+.1f} points)"
-    if (now - before) * 100 < rules.wer_increase_points:
-        return Finding(False, now, before, None, n_recent, n_baseline,
-                       f"{line}; not material (needs +{rules.wer_increase_points:g} points)")
-    diff = (bootstrap_pooled_draws(recent_errors, recent_words, seed=BOOTSTRAP_SEED)
-            - bootstrap_pooled_draws(baseline_errors, baseline_words, seed=BOOTSTRAP_SEED + 1))
-    p = float(np.mean(diff[~np.isnan(diff)] <= 0))
+    if s is None or s.units_recent < rules.min_paired_utterances:
+        return Finding(None, None, None, None, paired, len(baseline.errors),
+                       f"{0 if s is None else s.units_recent} utterances in both windows (fewer than "
+                       f"{rules.min_paired_utterances}): not judged")
+    now, before, p = s.recent, s.baseline, s.p_value
+    material = (now - before) * 100 >= rules.wer_increase_points
     significant = p < rules.p_value
-    return Finding(significant, now, before, p, n_recent, n_baseline, f"{line}, bootstrap p = {p:.2g}"
+    return Finding(material and significant, now, before, p, paired, len(baseline.errors),
+                   f"pooled WER {now * 100:.1f} % vs {before * 100:.1f} % on the same {s.units_recent} utterances "
+                   f"({(now - before) * 100:+.1f} points), paired one-sided t p = {p:.2g}"
+                   + ("" if material else f"; not material (needs +{rules.wer_increase_points:g} points)")
                    + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
 
 
-def rate_spike(recent_hits: int, recent_n: int, baseline_hits: int, baseline_n: int, rules: Alerts,
-               what: str) -> Finding:
-    """A rate (errors, timeouts, inaudible replies over all attempts) up by rate_increase_points, and
-    significantly: one-sided Fisher's exact test on the 2x2 table, exact at any count (a normal
-    approximation is wrong at the few events a healthy series has)."""
-    early = _too_few(recent_n, baseline_n, rules, "attempts")
+def rate_spike(recent_hits: Sequence[bool], recent: Design, baseline_hits: Sequence[bool], baseline: Design,
+               rules: Alerts, what: str) -> Finding:
+    """A rate (one of metrics.series.RATES over all attempts) up by rate_increase_points, and
+    significantly: the difference over its multiway standard error (utterance x tick, both windows),
+    one-sided Student's t, p < p_value. A single tick where everything failed is one cluster, not
+    ten independent failures."""
+    h, g = np.asarray(recent_hits, dtype=bool), np.asarray(baseline_hits, dtype=bool)
+    early = _too_few(h.size, g.size, rules, "attempts")
     if early is not None:
         return early
-    now, before = rate(recent_hits, recent_n), rate(baseline_hits, baseline_n)
-    p = float(fisher_exact([[recent_hits, recent_n - recent_hits], [baseline_hits, baseline_n - baseline_hits]],
-                           alternative="greater").pvalue)
+    s = rate_shift(h, recent, g, baseline)
+    now, before, p = s.recent, s.baseline, s.p_value
     material = (now - before) * 100 >= rules.rate_increase_points
     significant = p < rules.p_value
-    return Finding(material and significant, now, before, p, recent_n, baseline_n,
-                   f"{what} {now * 100:.1f} % ({recent_hits}/{recent_n}) vs {before * 100:.1f} % "
-                   f"({baseline_hits}/{baseline_n}), one-sided Fisher p = {p:.2g}"
+    return Finding(material and significant, now, before, p, h.size, g.size,
+                   f"{what} {now * 100:.1f} % ({int(h.sum())}/{h.size}, {s.units_recent} ticks) vs "
+                   f"{before * 100:.1f} % ({int(g.sum())}/{g.size}), clustered one-sided t p = {p:.2g}"
                    + ("" if material else f"; not material (needs +{rules.rate_increase_points:g} points)")
                    + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))

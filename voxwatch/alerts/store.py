@@ -108,9 +108,11 @@ def recent_series(conn: psycopg.Connection, since: float, until: float, include_
 
 def series_sql(latency: list[MetricSpec], include_emulator: bool) -> str:
     """The read of one series' rows in [since, until): started_at, status, instrument_id, S + D + I, N,
-    then each latency metric; by key, run by run, as the aggregates' refresh reads (layout.series_sql)."""
+    the row's tick (its run) and utterance (its clip), as interned refs (the rules only group by
+    them), then each latency metric; by key, run by run, as the aggregates' refresh reads
+    (layout.series_sql)."""
     cols = ", ".join(["f.started_at", "f.status", "c.instrument_id", "f.substitutions + f.deletions + f.insertions",
-                      "f.ref_words"] + [f"f.{m.name}" for m in latency])
+                      "f.ref_words", "f.run_id_ref", "f.clip_id_ref"] + [f"f.{m.name}" for m in latency])
     return layout.series_sql(cols, until=True, emulator=include_emulator)
 
 
