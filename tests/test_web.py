@@ -260,8 +260,9 @@ return Array.from(document.querySelectorAll('table.board')).map(t => ({
 
 
 _READ_OVERVIEW = """
-return Array.from(document.querySelectorAll('table.overview tbody tr')).map(tr => ({
+return Array.from(document.querySelectorAll('table.overview tbody tr[data-model]')).map(tr => ({
   board: tr.closest('table').dataset.board, model: tr.dataset.model, dataset: tr.dataset.dataset,
+  ranking: tr.closest('tbody').dataset.protocol,
   region: tr.dataset.region, method: tr.dataset.method, metric: tr.dataset.metric,
   cells: Object.fromEntries(Array.from(tr.querySelectorAll('td[data-field]')).map(td => [td.dataset.field, td.innerText.trim()]))
 }));
@@ -388,6 +389,7 @@ def test_the_overview_ranks_each_dataset_and_protocol_by_intervals(rendered):
         else:
             assert r["cells"]["na"] == f"n/a: n < 5 (n = {m['n']})"
         _close(r["cells"]["error_rate"], want["error_rate"], 100)
+        assert r["ranking"] == protocol  # each ranking is one dataset and protocol
         order[(r["board"], r["dataset"], protocol)].append((ranks[key] is None, ranks[key] or 0))
     assert all(v == sorted(v) for v in order.values()) and max(map(len, order.values())) >= 3
     # streaming and batch STT never share a ranking, and a superseded method version is shown, not ranked

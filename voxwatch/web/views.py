@@ -154,17 +154,38 @@ class Ranked:
     unranked: str | None
 
 
-def overview(rows: list[MetricRow]) -> dict[str, list[Ranked]]:
-    """Per board, each series' ranked metric line, by dataset and protocol (stream and batch apart), in rank order."""
+PROTOCOL_NAMES = {"stt-stream": "streaming STT", "stt-batch": "batch STT", "tts-stream": "streaming TTS",
+                  "s2s": "speech to speech"}
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One ranking: a dataset's series of one protocol, in rank order (unranked last)."""
+    dataset: str
+    protocol: str
+    metric: str
+    members: list[Ranked]
+
+    @property
+    def title(self) -> str:
+        return f"{self.dataset} · {PROTOCOL_NAMES.get(self.protocol, self.protocol)}, ranked by {self.metric} p50"
+
+
+def overview(rows: list[MetricRow]) -> dict[str, list[Ranking]]:
+    """Per board, one ranking per dataset and protocol (stream and batch apart), each series' ranked
+    metric line in rank order."""
     ranked = ranks(rows, METHOD_VERSION)
-    out: dict[str, list[Ranked]] = {b: [] for b in BOARDS}
+    groups: dict[tuple[str, str, str], list[Ranked]] = {}
     for r in rows:
         if r.metric == ranked_metric(r.protocol):
-            out[r.board].append(Ranked(r, ranked.get(series_id(r)), why_unranked(r, METHOD_VERSION)))
-    for b in out:
-        out[b].sort(key=lambda x: (x.row.dataset, METRIC_ORDER.get(x.row.metric, len(METRIC_ORDER)), x.rank is None,
-                                   x.rank or 0, x.row.p50 is None, x.row.p50 or 0.0, x.row.model_id, x.row.region,
-                                   x.row.method_version))
+            groups.setdefault((r.board, r.dataset, r.protocol), []).append(
+                Ranked(r, ranked.get(series_id(r)), why_unranked(r, METHOD_VERSION)))
+    out: dict[str, list[Ranking]] = {b: [] for b in BOARDS}
+    for (board, dataset, protocol), members in sorted(groups.items(), key=lambda g: (
+            g[0][0], g[0][1], METRIC_ORDER.get(ranked_metric(g[0][2]) or "", len(METRIC_ORDER)))):
+        members.sort(key=lambda x: (x.rank is None, x.rank or 0, x.row.p50 is None, x.row.p50 or 0.0, x.row.model_id,
+                                    x.row.region, x.row.method_version))
+        out[board].append(Ranking(dataset, protocol, members[0].row.metric, members))
     return out
 
 
