@@ -5,7 +5,8 @@ and never share a ranking) by each series' first headline metric of its protocol
 lower is better. A series' rank is 1 + the number of series whose whole 95 % interval lies
 below its own, so a model shares its rank with every model whose interval overlaps its own, and
 two models are never ordered by noise. A series measured under a superseded method version is
-shown but not ranked, and so is one without an interval (its median is under the floor).
+shown but not ranked, and so is one without an interval (its median under the floor, or every row
+from one tick).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from typing import Iterable
 
 from .series import MetricRow
 from .specs import for_protocol
+
+PROTOCOL_NAMES = {"stt-stream": "streaming STT", "stt-batch": "batch STT", "tts-stream": "streaming TTS",
+                  "s2s": "speech to speech"}
+"""How a ranking's protocol reads on a page or in the CLI."""
 
 SeriesId = tuple[str, str, str, str, str, str, str]
 """board, model_id, dataset, region, method_version, protocol, instrument ('' when none)."""
@@ -53,5 +58,5 @@ def why_unranked(r: MetricRow, method_version: str) -> str | None:
     if r.note:
         return f"excluded: {r.note}"
     if r.p50 is None or r.p50_ci is None:
-        return "too few samples for an interval: not ranked"
+        return "no interval yet (fewer than 5 samples, or all from one tick): not ranked"
     return None

@@ -9,7 +9,8 @@ Floors: a statistic is n/a (None) below its floor. Means, max and standard devia
 MIN_N values, and so does p50; a tail percentile q also needs at least TAIL_N values beyond it
 (p95: 100, p99: 500), since a p95 of 20 values is their largest but one. Rates need MIN_ATTEMPTS
 attempts; pooled WER needs MIN_N scored clips. Intervals (95 %) respect how the rows were drawn:
-they cluster by utterance and tick (metrics/clustered.py), never treating rows as independent.
+they cluster by utterance and tick (metrics/clustered.py), never treating rows as independent,
+and need rows from MIN_CLUSTERS ticks and utterances.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ TAIL_N = 5
 """A tail percentile q (above the median) needs n * (1 - q/100) >= TAIL_N values beyond it."""
 MIN_ATTEMPTS = 5
 """Fewest attempts for a rate."""
+MIN_CLUSTERS = 2
+"""Fewest utterances and fewest ticks for any interval: one tick cannot show how ticks vary (nor one
+utterance how utterances do), so a series measured at one tick has statistics but no intervals."""
 
 FAILURE_STATUSES = frozenset({"error", "auth_error", "rate_limited", "server_error", "malformed", "disconnected",
                               "timeout", "inaudible"})
@@ -191,7 +195,7 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
     words = all_words[scored].astype(np.int64)
     wer = pooled_wer(errors, words)
     wer_ci = None
-    if wer is not None:
+    if wer is not None and _clustered_enough(everything.subset(scored)):
         v = ratio_variance(everything.subset(scored), errors, words)
         wer_ci = t_interval(wer, v, low=0.0) if v is not None else None
     per_clip = clip_wers(errors, words)
@@ -216,17 +220,21 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
     return out
 
 
+def _clustered_enough(d: Design) -> bool:
+    return d.rows > 0 and min(d.sizes) >= MIN_CLUSTERS
+
+
 def _mean_ci(x: np.ndarray, d: Design, low: float) -> tuple[float, float] | None:
     """The mean's interval, stopped at `low` (0 for a metric that cannot be negative)."""
-    if x.size < MIN_N:
+    if x.size < MIN_N or not _clustered_enough(d):
         return None
     v = ratio_variance(d, x, np.ones(x.size))
     return t_interval(float(x.mean()), v, low=low) if v is not None else None
 
 
 def _quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:
-    return quantile_interval(x, q, d) if x.size >= percentile_floor(q) else None
+    return quantile_interval(x, q, d) if x.size >= percentile_floor(q) and _clustered_enough(d) else None
 
 
 def _rate_ci(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
-    return rate_interval(hits, d) if hits.size >= MIN_ATTEMPTS else None
+    return rate_interval(hits, d) if hits.size >= MIN_ATTEMPTS and _clustered_enough(d) else None

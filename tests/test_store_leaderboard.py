@@ -53,9 +53,11 @@ def test_an_unusable_store_path_is_a_clear_error(tmp_path: Path):
 
 
 def test_leaderboard_statistics_error_rate_and_pooled_wer():
-    rows = [row(f"c{i}", ttfs=float(100 * (i + 1)), s=i % 2, ref=10) for i in range(6)]
+    rows = [row(f"c{i}", ttfs=float(100 * (i + 1)), s=i % 2, ref=10, run_id=f"r{i % 2}") for i in range(6)]
     rows += [row("t1", status="timeout"), row("e1", status="error")]
     rows += [row("emu", ttfs=1e6, emulator=True)]  # never shown
+    single_tick = leaderboard.build(replace(r, run_id="r1") for r in rows)
+    assert single_tick[0].p50 is not None and single_tick[0].p50_ci is None  # one tick: no interval
     rows += [row(f"v1-{i}", method_version="1") for i in range(5)]  # never pooled with v2
     board = leaderboard.build(rows)
     v2 = {r.metric: r for r in board if r.method_version == "2"}
@@ -100,7 +102,8 @@ def test_the_cli_table_shows_every_series_with_its_region_method_rates_and_wer()
                             run_id=f"{region}-{method}-{i // 4}", status="error" if i == 5 else "ok"))
     board = leaderboard.build(rows)
     table = leaderboard.format_table(board, "30d").splitlines()
-    lines = [ln.split() for ln in table if "ttfs_ms" in ln]
+    lines = [ln.split() for ln in table if "ttfs_ms" in ln and not ln.startswith("--")]
+    assert "-- stt-starter-clean, streaming STT: ranked by ttfs_ms p50" in table
     assert len(lines) == 4
     shown = {(ln[3], ln[4]): ln for ln in lines}  # rank, model, dataset, region, method, metric, ...
     assert set(shown) == {("us-east", "v4"), ("eu-west", "v4"), ("us-east", "v3"), ("eu-west", "v3")}

@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from typing import Iterable
 
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import ranks, series_id
+from voxwatch.metrics.ranking import PROTOCOL_NAMES, ranked_metric, ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, SeriesData, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.observation import Observation
@@ -113,9 +113,12 @@ def format_table(rows: list[MetricRow], window: str) -> str:
         lines.append(f"\n{board.upper()} board - rolling {window}, current method v{METHOD_VERSION}"
                      + (f" (rows of method v{', v'.join(m for m in methods if m != METHOD_VERSION)} are shown, not "
                         "ranked: versions are never pooled)" if methods != [METHOD_VERSION] else ""))
-        table = [TABLE_HEADER]
+        table: list[tuple[str, ...] | str] = [TABLE_HEADER]  # a str is a ranking's heading
         for i, r in enumerate(mine):
             first = i == 0 or series_id(mine[i - 1]) != series_id(r)
+            if i == 0 or (mine[i - 1].dataset, mine[i - 1].protocol) != (r.dataset, r.protocol):
+                table.append(f"{r.dataset}, {PROTOCOL_NAMES.get(r.protocol, r.protocol)}: ranked by "
+                             f"{ranked_metric(r.protocol)} p50")
             rank = ranked.get(series_id(r))
             wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} words)"
                    if r.pooled_wer is not None else "n/a")
@@ -126,8 +129,11 @@ def format_table(rows: list[MetricRow], window: str) -> str:
                           _num(r.max, places=places),
                           *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer)
                             if first else ("",) * 4)))
-        widths = [max(len(row[i]) for row in table) for i in range(len(TABLE_HEADER))]
+        widths = [max(len(row[i]) for row in table if not isinstance(row, str)) for i in range(len(TABLE_HEADER))]
         for k, row in enumerate(table):
+            if isinstance(row, str):
+                lines.append(f"-- {row}")
+                continue
             lines.append("  ".join(c.ljust(w) if 1 <= i <= 5 else c.rjust(w)
                                    for i, (c, w) in enumerate(zip(row, widths))).rstrip())
             if k == 0:
@@ -135,7 +141,7 @@ def format_table(rows: list[MetricRow], window: str) -> str:
         notes = sorted({f"{r.model_id} {r.metric}: n/a, {r.note}" for r in mine if r.note})
         lines.extend(f"  note: {n}" for n in notes)
     lines.append("\nRanks per dataset and protocol by the first metric's p50: a rank is shared where 95 % intervals "
-                 "overlap; '-' is not ranked (superseded method, or too few samples).\nn/a: under the statistic's "
+                 "overlap; '-' is not ranked (superseded method, or no interval yet: n < 5 or one tick).\nn/a: under the statistic's "
                  f"floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. Latencies in ms; rtf in x "
                  "real time; rates over attempts; WER is pooled over the scored clips.")
     return "\n".join(lines).lstrip("\n")

@@ -16,7 +16,7 @@ from itertools import groupby
 from voxwatch import leaderboard
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import ranked_metric, ranks, series_id, why_unranked
+from voxwatch.metrics.ranking import PROTOCOL_NAMES, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
@@ -152,10 +152,6 @@ class Ranked:
     row: MetricRow
     rank: int | None
     unranked: str | None
-
-
-PROTOCOL_NAMES = {"stt-stream": "streaming STT", "stt-batch": "batch STT", "tts-stream": "streaming TTS",
-                  "s2s": "speech to speech"}
 
 
 @dataclass(frozen=True)
