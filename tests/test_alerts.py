@@ -160,6 +160,23 @@ def test_the_wer_rule_is_judged_at_its_own_stricter_level():
     assert "not material" not in g.why
 
 
+def test_the_benchmark_figures_a_false_alarm_bound_and_an_ideal_tests_power():
+    """metrics.detection, which benchmarks/alert_roc.py reports with: none seen in 32 series-months
+    bounds the rate at 3.0 / 32 (under the 0.1 target), three seen at 0.24; a shift exactly at the
+    test's critical value is detected half the time, one 1.64 sd beyond it 95 %."""
+    from scipy.stats import norm
+
+    from voxwatch.metrics.detection import ideal_power, poisson_upper, robust_sd
+
+    assert poisson_upper(0, 32) == pytest.approx(-np.log(0.05) / 32) and poisson_upper(0, 32) < 0.1
+    assert poisson_upper(3, 32) == pytest.approx(0.242, abs=1e-3)
+    alpha = 0.1 / 1440
+    assert ideal_power(norm.isf(alpha), alpha) == pytest.approx(0.5)
+    assert ideal_power(norm.isf(alpha) + norm.isf(0.05), alpha) == pytest.approx(0.95)
+    calm = np.r_[np.random.default_rng(4).normal(0, 0.1, 4800), np.full(100, 1.0)]  # a slow tick in 48
+    assert robust_sd(calm) == pytest.approx(0.1, rel=0.05) and calm.std() > 1.5 * robust_sd(calm)
+
+
 def test_wer_pairing_uses_only_utterances_present_in_both_windows():
     rng = np.random.default_rng(13)
     wer, words = rng.beta(1, 10, 64), rng.integers(4, 30, 64)
