@@ -143,6 +143,40 @@ def test_a_wer_shift_is_paired_by_utterance_significant_and_material():
     assert f.holds is False and abs(f.recent - f.baseline) < 0.03
 
 
+def test_the_wer_rule_is_judged_at_its_own_stricter_level():
+    """+2.5 points (+3.1 seen) over a 6-hour window of short clips: material, and about 3 standard errors, so
+    p_value (0.01) would page on noise this size about once a month (benchmarks/alert_roc.py);
+    wer_p_value (0.001) decides, and p_value has no say in the WER rule."""
+    rng = np.random.default_rng(2)
+    wer, words = rng.beta(1.2, 14, 64), rng.integers(2, 17, 64)
+    baseline = _catalog_rows(rng, wer, words, 1000, 0)
+    recent = _catalog_rows(rng, wer, words, 12, 5000, extra=0.025)
+    p = wer_shift(recent, baseline, rules(wer_p_value=1.0)).p_value
+    assert RULES.wer_p_value < p < RULES.p_value and wer_shift(recent, baseline, RULES).holds is False
+    f = wer_shift(recent, baseline, rules(wer_p_value=p * 1.01, p_value=p / 100))
+    assert f.holds is True and (f.recent - f.baseline) * 100 >= RULES.wer_increase_points
+    g = wer_shift(recent, baseline, rules(wer_p_value=p * 0.99, p_value=1.0))
+    assert g.holds is False and f"not significant (needs p < {p * 0.99:g})" in g.why
+    assert "not material" not in g.why
+
+
+def test_the_benchmark_figures_a_false_alarm_bound_and_an_ideal_tests_power():
+    """metrics.detection, which benchmarks/alert_roc.py reports with: none seen in 32 series-months
+    bounds the rate at 3.0 / 32 (under the 0.1 target), three seen at 0.24; a shift exactly at the
+    test's critical value is detected half the time, one 1.64 sd beyond it 95 %."""
+    from scipy.stats import norm
+
+    from voxwatch.metrics.detection import ideal_power, poisson_upper, robust_sd
+
+    assert poisson_upper(0, 32) == pytest.approx(-np.log(0.05) / 32) and poisson_upper(0, 32) < 0.1
+    assert poisson_upper(3, 32) == pytest.approx(0.242, abs=1e-3)
+    alpha = 0.1 / 1440
+    assert ideal_power(norm.isf(alpha), alpha) == pytest.approx(0.5)
+    assert ideal_power(norm.isf(alpha) + norm.isf(0.05), alpha) == pytest.approx(0.95)
+    calm = np.r_[np.random.default_rng(4).normal(0, 0.1, 4800), np.full(100, 1.0)]  # a slow tick in 48
+    assert robust_sd(calm) == pytest.approx(0.1, rel=0.05) and calm.std() > 1.5 * robust_sd(calm)
+
+
 def test_wer_pairing_uses_only_utterances_present_in_both_windows():
     rng = np.random.default_rng(13)
     wer, words = rng.beta(1, 10, 64), rng.integers(4, 30, 64)

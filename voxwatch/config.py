@@ -145,6 +145,7 @@ class Alerts:
     min_baseline: int = 50
     min_paired_utterances: int = 10
     p_value: float = 0.01
+    wer_p_value: float = 0.001  # WER's own level: its materiality is ~2 standard errors (docs/ALERTS.md)
     latency_increase_pct: float = 20.0
     latency_increase_ms: float = 50.0
     wer_increase_points: float = 2.0
@@ -174,7 +175,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "alerts": {"evaluate_every_minutes": _positive_int, "recent_hours": _positive_float,
                "baseline_days": _positive_float, "min_recent": _samples, "min_baseline": _samples,
                "min_paired_utterances": _positive_int,
-               "p_value": _fraction, "latency_increase_pct": _positive_float, "latency_increase_ms": _positive_float,
+               "p_value": _fraction, "wer_p_value": _fraction, "latency_increase_pct": _positive_float, "latency_increase_ms": _positive_float,
                "wer_increase_points": _positive_float, "rate_increase_points": _positive_float,
                "fire_after": _positive_int, "resolve_after": _positive_int, "include_emulator": _flag,
                "webhooks": _webhooks, "delivery_attempts": _positive_int, "delivery_backoff_s": _positive_float,
