@@ -18,8 +18,10 @@ import h2.config
 import h2.connection
 import h2.events
 import httpx
+import uvicorn
 
 from voxwatch.providers import stamped_http
+from voxwatch.providers.emulators.stamped_h11 import StampedH11Protocol, record_at_write
 from voxwatch.providers.stamped_http import StampedTransport
 
 now = time.perf_counter_ns
@@ -167,3 +169,44 @@ def test_over_http2_each_stream_gets_the_read_that_completed_its_own_data():
         assert writes.at[name] <= at <= handed
         assert at - writes.at[name] < SLACK_NS  # the first's stamp is not the second's read, GAP_S later
     assert got["first"][2] - writes.at["second"] > 0  # handed over after the later read
+
+
+def test_the_emulators_ledger_stamps_the_socket_write_not_the_handler():
+    """record_at_write in a handler that then waits: the record carries the write's time."""
+    ledger: list[tuple[str, str, int]] = []
+    emulator = type("Emulator", (), {"ledger": ledger})()
+    noted: list[int] = []
+
+    async def app(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"audio/pcm")]})
+        record_at_write(emulator, "stream", "first_audio")
+        noted.append(now())
+        await asyncio.sleep(GAP_S)  # the handler's own work between the note and the write
+        await send({"type": "http.response.body", "body": b"abcd", "more_body": False})
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, http=StampedH11Protocol, log_level="warning",
+                            lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        port = server.servers[0].sockets[0].getsockname()[1]
+
+        async def client() -> tuple[int, int]:
+            async with httpx.AsyncClient(transport=StampedTransport()) as c:
+                async with c.stream("GET", f"http://127.0.0.1:{port}/") as response:
+                    return [at async for _, at in stamped_http.received(response)][0], now()
+
+        read_at, handed = asyncio.run(client())
+    finally:
+        server.should_exit = True
+        thread.join(5)
+    [(key, what, written)] = ledger
+    assert (key, what) == ("stream", "first_audio")
+    assert written - noted[0] >= GAP_S * 1e9  # stamped at the write, after the handler's wait
+    assert written <= read_at <= handed
