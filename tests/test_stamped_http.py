@@ -25,9 +25,9 @@ from voxwatch.providers.emulators.stamped_h11 import StampedH11Protocol, record_
 from voxwatch.providers.stamped_http import StampedTransport
 
 now = time.perf_counter_ns
-GAP_S = 0.15  # between the two chunks a server sends
-LATE_S = 0.4  # how late the test asks for the second chunk
-SLACK_NS = 60_000_000  # a stamp may trail its write by this much on a busy machine (it is ~0.1 ms idle)
+GAP_S = 0.3  # between the two chunks a server sends
+LATE_S = 1.0  # how late the test asks for the second chunk
+SLACK_NS = 250_000_000  # a stamp may trail its write by this much on a busy machine (it is ~0.1 ms idle)
 
 @contextlib.contextmanager
 def serving(protocol_factory: Callable[[], asyncio.Protocol]) -> Iterator[int]:
@@ -116,6 +116,8 @@ class TwoStreamsH2(asyncio.Protocol):
 def test_a_chunk_keeps_the_time_its_socket_read_happened_not_when_it_was_asked_for():
     writes = Writes()
 
+    asked: list[int] = []
+
     async def client(port: int) -> tuple[list[tuple[bytes, int, int]], int, int, int, int]:
         async with httpx.AsyncClient(transport=StampedTransport()) as c:
             before = now()
@@ -126,6 +128,7 @@ def test_a_chunk_keeps_the_time_its_socket_read_happened_not_when_it_was_asked_f
                     got.append((chunk, at, now()))
                     if len(got) == 1:
                         await asyncio.sleep(LATE_S)  # the second chunk arrives meanwhile
+                        asked.append(now())
                 return got, before, entered, stamped_http.sent(response), stamped_http.arrived(response)
 
     with serving(lambda: TwoChunks(writes)) as port:
@@ -133,19 +136,18 @@ def test_a_chunk_keeps_the_time_its_socket_read_happened_not_when_it_was_asked_f
     (first, first_at, first_handed), (second, second_at, second_handed) = got
     assert (first, second) == (b"abcd", b"efgh")
     assert before <= sent <= writes.at["request"]  # the request is stamped as its bytes are written
-    assert writes.at["first"] <= arrived <= entered  # the head: read with the first chunk
-    assert arrived == first_at
+    assert writes.at["first"] <= arrived <= min(entered, first_at)  # the head came with the first chunk
     for name, at, handed in (("first", first_at, first_handed), ("second", second_at, second_handed)):
         assert writes.at[name] <= at <= handed  # after the server wrote it, never after it was handed over
-        assert at - writes.at[name] < SLACK_NS
-    # asked for LATE_S after the first, the second keeps the time it arrived: the servers' gap
+    # asked for LATE_S after the first, the second was stamped when it was read, before it was asked
+    # for, and the two stamps are the server's gap apart
+    assert second_at < asked[0]
     assert abs((second_at - first_at) - (writes.at["second"] - writes.at["first"])) < SLACK_NS
-    assert second_handed - second_at > (LATE_S - GAP_S) * 1e9 - SLACK_NS
 
 
 def test_over_http2_each_stream_gets_the_read_that_completed_its_own_data():
     """/first asks for its body late: the other stream's task reads /first's DATA frame (queued
-    for it by httpcore), then its own; /first's chunk keeps its own read, not the latest one."""
+    for it by httpcore), then its own GAP_S later; /first's chunk keeps its own read, not the latest."""
     writes = Writes()
 
     async def client(port: int) -> dict[str, tuple[bytes, int, int]]:
@@ -167,8 +169,8 @@ def test_over_http2_each_stream_gets_the_read_that_completed_its_own_data():
     assert got["first"][0] == b"abcd" and got["second"][0] == b"efgh"
     for name, (_, at, handed) in got.items():
         assert writes.at[name] <= at <= handed
-        assert at - writes.at[name] < SLACK_NS  # the first's stamp is not the second's read, GAP_S later
-    assert got["first"][2] - writes.at["second"] > 0  # handed over after the later read
+    assert got["first"][2] > writes.at["second"]  # /first's chunk was handed over after /second's read...
+    assert got["first"][1] < writes.at["second"]  # ...but keeps its own read, from before /second was written
 
 
 def test_the_emulators_ledger_stamps_the_socket_write_not_the_handler():
