@@ -33,6 +33,7 @@ from urllib.parse import quote, urlencode
 import httpx
 import websockets
 
+from . import stamped_http
 from .base import ProviderError
 from .endpoints import WarmClient, base_url, close_code, http_failure, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Timeline
@@ -195,18 +196,19 @@ class ElevenLabsHTTPSession:
         samples, offset = _Samples(), 0
         path = f"/v1/text-to-speech/{quote(self.voice_id, safe='')}/stream"
         try:
-            async with self.client.stream("POST", path, cold, sending=lambda: self.timeline.mark(REQUEST_SENT),
-                                          params={"output_format": OUTPUT_FORMAT},
+            async with self.client.stream("POST", path, cold, params={"output_format": OUTPUT_FORMAT},
                                           json={"text": text, "model_id": self.model_id}) as response:
-                self.timeline.mark(RESPONSE, http_version=response.http_version, connection_reused=not cold[0])
+                self.timeline.mark(REQUEST_SENT, at_ns=stamped_http.sent(response))
+                self.timeline.mark(RESPONSE, at_ns=stamped_http.arrived(response),
+                                   http_version=response.http_version, connection_reused=not cold[0])
                 if response.status_code != 200:
                     await response.aread()
                     raise http_failure(response.status_code, response.headers, VENDOR)
                 kind = response.headers.get("content-type", "")
                 if not kind.startswith(("audio/", "application/octet-stream")):
                     raise ProviderError(f"malformed response from {VENDOR} (content-type {kind[:60]!r})", "malformed")
-                async for chunk in response.aiter_bytes():
-                    offset = _mark_audio(self.timeline, samples.feed(chunk), offset)
+                async for chunk, at in stamped_http.received(response):
+                    offset = _mark_audio(self.timeline, samples.feed(chunk), offset, at)
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError) as exc:
             raise ProviderError(f"{VENDOR} dropped the connection mid-stream ({type(exc).__name__})",
                                 "disconnected") from None

@@ -21,6 +21,7 @@ import websockets
 from .base import ProviderError
 from .keys import Secret, api_key, vendor_variable
 from .stamped import StampedConnection, stamped_connection
+from .stamped_http import StampedTransport
 
 HTTP_TIMEOUT_S = 60.0
 
@@ -95,16 +96,19 @@ def close_code(exc: websockets.ConnectionClosed) -> int:
 
 
 class WarmClient:
-    """An httpx client with HTTP/2 where the server offers it, warmed before t0.
+    """An httpx client with HTTP/2 where the server offers it, warmed before t0, its exchanges
+    stamped at the socket (`stamped_http`: read the stamps with `sent`, `arrived`, `received`).
 
     `warm()` opens the connection (any response will do); each timed request then reports, through
     httpcore's trace hook, whether it had to open a new connection: a latency timed over a cold
     connection includes TCP and TLS set-up, so the harness keeps it null with the reason.
     """
 
-    def __init__(self, base: str, headers: dict[str, str], vendor: str) -> None:
+    def __init__(self, base: str, headers: dict[str, str], vendor: str,
+                 clock: Callable[[], int] = time.perf_counter_ns) -> None:
         self.base, self.vendor = http_url(base), vendor
-        self.client = httpx.AsyncClient(base_url=self.base, headers=headers, http2=True, timeout=HTTP_TIMEOUT_S)
+        self.client = httpx.AsyncClient(base_url=self.base, headers=headers, timeout=HTTP_TIMEOUT_S,
+                                        transport=StampedTransport(clock))
 
     async def warm(self, path: str = "/") -> None:
         try:
@@ -112,16 +116,12 @@ class WarmClient:
         except httpx.HTTPError as exc:
             raise ProviderError(f"cannot connect to {self.vendor}: {type(exc).__name__}", "disconnected") from None
 
-    def stream(self, method: str, path: str, cold: list[bool], sending: Callable[[], object] | None = None, **kwargs):
-        """`client.stream(...)` whose trace sets cold[0] when the request opened a new connection and
-        calls `sending()` just before the request's first bytes are written (where REQUEST_SENT belongs:
-        the client library's own set-up before that is not the vendor's latency)."""
+    def stream(self, method: str, path: str, cold: list[bool], **kwargs):
+        """`client.stream(...)` whose trace sets cold[0] when the request opened a new connection."""
 
         async def trace(name: str, info: dict) -> None:
             if name.startswith("connection.connect_tcp"):
                 cold[0] = True
-            elif sending is not None and name.endswith("send_request_headers.started"):
-                sending()
 
         return self.client.stream(method, path, extensions={"trace": trace}, **kwargs)
 

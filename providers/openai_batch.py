@@ -20,6 +20,7 @@ import wave
 import httpx
 import numpy as np
 
+from . import stamped_http
 from .base import ProviderError
 from .endpoints import HTTP_TIMEOUT_S, WarmClient, base_url, http_failure, http_url, is_loopback, require_key
 from .events import FINAL, REQUEST_SENT, RESPONSE, Timeline
@@ -96,10 +97,11 @@ class OpenAIBatchSTT:
         body, content_type = form.read(), form.headers["content-type"]
         cold = [False]
         try:
-            timeline.mark(REQUEST_SENT)
             async with self._warm.stream("POST", PATH, cold, content=body,
                                          headers={"content-type": content_type}) as response:
-                timeline.mark(RESPONSE, http_version=response.http_version, connection_reused=not cold[0])
+                timeline.mark(REQUEST_SENT, at_ns=stamped_http.sent(response))
+                timeline.mark(RESPONSE, at_ns=stamped_http.arrived(response), http_version=response.http_version,
+                              connection_reused=not cold[0])
                 if response.status_code >= 400:
                     raise http_failure(response.status_code, response.headers, VENDOR)
                 body = await response.aread()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import httpx
 
+from . import stamped_http
 from .base import ProviderError
 from .endpoints import WarmClient, base_url, http_failure, is_loopback
 from .events import AUDIO, CLOSED, REQUEST_SENT, RESPONSE, Timeline
@@ -43,15 +44,16 @@ class OpenAITTSSession:
         cold = [False]
         offset, pending = 0, b""
         try:
-            self.timeline.mark(REQUEST_SENT)
             async with self.client.stream("POST", PATH, cold, json=request) as response:
-                self.timeline.mark(RESPONSE, http_version=response.http_version, connection_reused=not cold[0])
+                self.timeline.mark(REQUEST_SENT, at_ns=stamped_http.sent(response))
+                self.timeline.mark(RESPONSE, at_ns=stamped_http.arrived(response),
+                                   http_version=response.http_version, connection_reused=not cold[0])
                 if response.status_code >= 400:
                     raise http_failure(response.status_code, response.headers, VENDOR)
-                async for data in response.aiter_raw():
+                async for data, at in stamped_http.received(response):
                     data, pending = _whole_samples(pending + data)
                     if data:
-                        self.timeline.mark(AUDIO, sample_offset=offset, n_samples=len(data) // 2,
+                        self.timeline.mark(AUDIO, at_ns=at, sample_offset=offset, n_samples=len(data) // 2,
                                            sample_rate=SAMPLE_RATE, audio=data)
                         offset += len(data) // 2
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:

@@ -21,6 +21,7 @@ import json
 import re
 import time
 import uuid
+from typing import Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -34,6 +35,7 @@ from .faults import http_refusal
 from .ledger import record
 from .scenario import STTScenario, TTSScenario, scenario_for
 from .speech import ChunkCache, b64
+from .stamped_h11 import record_at_write
 
 INVALID_KEY = {"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}
 
@@ -77,12 +79,13 @@ class ElevenLabsEmulator:
 
     # --- TTS audio, shared by both transports ---
 
-    def _record(self, text: str, i: int, first_speech: int) -> None:
-        """Calibration (ledger.py): the first chunk and the first speech chunk go out now."""
+    def _record(self, text: str, i: int, first_speech: int, note: Callable[[object, str, str], None] = record) -> None:
+        """Calibration (ledger.py): the first chunk and the first speech chunk go out now (`note`:
+        `record_at_write` where the server library writes the chunk, stamped at its socket write)."""
         if i == 0:
-            record(self, text, "first_audio")
+            note(self, text, "first_audio")
         if i == first_speech:
-            record(self, text, "first_speech")
+            note(self, text, "first_speech")
 
     # --- TTS: stream-input WebSocket ---
 
@@ -173,7 +176,7 @@ class ElevenLabsEmulator:
                 if s.fault == "disconnect" and i == 2:
                     _abort(request.receive)
                     return
-                self._record(text, i, first_speech)
+                self._record(text, i, first_speech, record_at_write)
                 yield raw[i]
             if s.fault == "no_final":
                 await asyncio.Event().wait()  # the body never ends

@@ -32,7 +32,9 @@ voxwatch adapter: the clip's first 16 kHz chunk through `openai_realtime.Upsampl
 Calibration ledger (ledger.py), recorded just before each send: batch `final` (keyed by the
 transcript), realtime transcription `first_partial` and `final` (by the transcript), TTS
 `first_audio` and `first_speech` (by the input text), S2S `first_audio` and `first_speech` (by the
-stream's first-append key, the sha256 hex above).
+stream's first-append key, the sha256 hex above). The HTTP ones are stamped immediately before
+uvicorn writes the bytes that carry them to the socket (stamped_h11.py): the batch response's
+head, the TTS body's first chunk and first speech chunk.
 
 Auth: `Authorization: Bearer <key>`; a wrong key is refused with 401 (HTTP and WebSocket upgrade
 alike). Handshake faults refuse the request or upgrade; stream faults: `malformed` (a broken JSON
@@ -64,6 +66,7 @@ from .faults import http_refusal
 from .ledger import record
 from .scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
+from .stamped_h11 import record_at_write
 
 RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
 
@@ -112,7 +115,7 @@ class _Timed(Response):
         if self.fault == "no_final":
             await asyncio.Event().wait()  # never answers; the client gives up
         body = b'{"text": ' if self.fault == "malformed" else self.payload
-        self.on_send()
+        self.on_send()  # recorded as the head is written
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         if self.fault == "disconnect":
@@ -132,12 +135,13 @@ class _PCMStream(Response):
     async def __call__(self, scope, receive, send) -> None:
         s = self.s
         await sleep_until(self.times[0])
-        self.on_send("first_audio")
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"audio/pcm")]})
         for i, (chunk, at) in enumerate(zip(self.chunks, self.times)):
             await sleep_until(at)
             if s.fault == "disconnect" and i == 2:
                 return  # uvicorn closes the connection on an unfinished response
+            if i == 0:
+                self.on_send("first_audio")  # recorded as the chunk is written
             if i == self.first_speech:
                 self.on_send("first_speech")
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -396,7 +400,7 @@ class OpenAIEmulator:
         text = s.transcript_for(pcm)
         at = arrived + int((s.final_ms + jitter_ms(pcm, s.jitter_ms)) * 1e6)
         payload = json.dumps({"text": text, "usage": {"type": "duration", "seconds": round(seconds, 3)}}).encode()
-        return _Timed(at, payload, s.fault, lambda: record(self, text, "final"))
+        return _Timed(at, payload, s.fault, lambda: record_at_write(self, text, "final"))
 
     async def speech(self, request: Request) -> Response:
         refusal = self._refusal(self.tts, request.headers)
@@ -414,7 +418,7 @@ class OpenAIEmulator:
         s = self.tts
         chunks, first_speech = await asyncio.to_thread(self._tts_audio.get, text, RATE)  # eSpeak must finish within ttfb_ms
         return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
-                          lambda what: record(self, text, what))
+                          lambda what: record_at_write(self, text, what))
 
     async def realtime(self, websocket: WebSocket) -> None:
         params = websocket.query_params

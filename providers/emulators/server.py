@@ -60,7 +60,10 @@ def _run(kind: str, scenario, conn, with_ledger: bool) -> None:
         conn.send(("http", sock.getsockname()[1]))
         if with_ledger:
             threading.Thread(target=_answer_ledger, args=(emulator, conn), daemon=True).start()
-        server = uvicorn.Server(uvicorn.Config(emulator.app(), log_level="warning", ws="websockets-sansio",
+        from .stamped_h11 import StampedH11Protocol
+
+        server = uvicorn.Server(uvicorn.Config(emulator.app(), log_level="warning", http=StampedH11Protocol,
+                                               ws="websockets-sansio",
                                                ws_max_size=2**26, ws_per_message_deflate=False, lifespan="off"))
         server.run(sockets=[sock])
         return
