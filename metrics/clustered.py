@@ -55,7 +55,8 @@ class Design:
 
     def subset(self, keep: np.ndarray) -> "Design":
         """The design of the rows where `keep` is true (a metric measured on `ok` rows only)."""
-        return Design(self.names, tuple((sign, code[keep], _occupied(code[keep])) for sign, code, _ in self.clusterings))
+        kept = [(sign, code[keep]) for sign, code, _ in self.clusterings]
+        return Design(self.names, tuple((sign, code, _occupied(code)) for sign, code in kept))
 
 
 def _occupied(code: np.ndarray) -> int:
@@ -178,11 +179,9 @@ def rate_interval(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
     if n == 0:
         return None
     p = float(x.mean())
-    v = ratio_variance(d, x, np.ones(n))
-    n_eff = float(n)
-    if v is not None and v.total > 0 and 0 < p < 1:
-        n_eff = min(float(n), p * (1 - p) / v.total)
-    z = v.critical if v is not None else float(student_t.ppf(0.5 + LEVEL / 2, max(1, n - 1)))
+    v = ratio_variance(d, x, np.ones(n))  # never None: n ones sum to n
+    n_eff = min(float(n), p * (1 - p) / v.total) if v.total > 0 and 0 < p < 1 else float(n)
+    z = v.critical
     z2 = z * z
     centre = (p + z2 / (2 * n_eff)) / (1 + z2 / n_eff)
     half = z / (1 + z2 / n_eff) * np.sqrt(p * (1 - p) / n_eff + z2 / (4 * n_eff * n_eff))
@@ -200,9 +199,7 @@ def quantile_interval(values: np.ndarray, q: float, d: Design) -> tuple[float, f
         return None
     estimate = float(np.percentile(x, q, method="linear"))
     below = (x <= estimate).astype(np.float64)
-    v = ratio_variance(d, below, np.ones(x.size))
-    if v is None:
-        return None
+    v = ratio_variance(d, below, np.ones(x.size))  # never None: the denominator is n ones
     half = v.critical * np.sqrt(v.total)
     p = q / 100
     lo, hi = max(0.0, p - half), min(1.0, p + half)

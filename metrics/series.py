@@ -16,8 +16,7 @@ and need rows from MIN_CLUSTERS ticks and utterances.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -178,50 +177,51 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
     """One series' rows, one per summarized metric of its protocol, with every statistic and interval."""
     board, model_id, dataset, region, method, protocol, instrument = key
     statuses = np.asarray(data.statuses, dtype=object)
-    attempted = np.array([s not in NOT_AN_ATTEMPT for s in statuses], dtype=bool)
     ok = statuses == "ok"
+    attempted = ~np.isin(statuses, list(NOT_AN_ATTEMPT))
     everything = design(utterance=data.utterances, tick=data.ticks)  # labels: a store's ids, or its refs
     attempts = everything.subset(attempted)
-    counts = Counter(s for s, a in zip(data.statuses, attempted) if a)
-    n_attempts = int(attempted.sum())
-    rates = {name: rate(sum(counts[s] for s in members), n_attempts) for name, members in RATES.items()}
-    attempted_statuses = statuses[attempted]
-    rate_cis = {name: _rate_ci(np.isin(attempted_statuses, list(members)), attempts)
-                for name, members in RATES.items() if name != "inaudible_rate"}
+    hits = {name: np.isin(statuses[attempted], list(members)) for name, members in RATES.items()}
+    rates = {name: rate(int(h.sum()), h.size) for name, h in hits.items()}
 
-    all_words = np.asarray(data.words, dtype=np.float64)  # None becomes NaN: not scored
-    scored = ok & ~np.isnan(all_words) & ~np.isnan(np.asarray(data.errors, dtype=np.float64))
-    errors = np.asarray(data.errors, dtype=np.float64)[scored].astype(np.int64)
-    words = all_words[scored].astype(np.int64)
+    words_or_nan = np.asarray(data.words, dtype=np.float64)  # None becomes NaN: not scored
+    errors_or_nan = np.asarray(data.errors, dtype=np.float64)
+    scored = ok & ~np.isnan(words_or_nan) & ~np.isnan(errors_or_nan)
+    errors, words = errors_or_nan[scored].astype(np.int64), words_or_nan[scored].astype(np.int64)
     wer = pooled_wer(errors, words)
-    wer_ci = None
-    if wer is not None and _clustered_enough(everything.subset(scored)):
-        v = ratio_variance(everything.subset(scored), errors, words)
-        wer_ci = t_interval(wer, v, low=0.0) if v is not None else None
     per_clip = clip_wers(errors, words)
-    clip_p50, clip_p95 = (percentile(per_clip, 50), percentile(per_clip, 95)) if per_clip.size >= MIN_N else (None, None)
-    clip_max = float(per_clip.max()) if per_clip.size >= MIN_N else None
+    series = dict(
+        attempts=int(attempted.sum()), error_rate=rates["error_rate"], timeout_rate=rates["timeout_rate"],
+        inaudible_rate=rates["inaudible_rate"], error_rate_ci=_rate_ci(hits["error_rate"], attempts),
+        timeout_rate_ci=_rate_ci(hits["timeout_rate"], attempts),
+        pooled_wer=wer, wer_words=int(words.sum()), wer_clips=int(words.size),
+        wer_ci=_wer_ci(wer, errors, words, everything.subset(scored)),
+        clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
+        clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None)
 
     out = []
     for spec in for_protocol(protocol, headline_only=True):
         column = np.asarray(data.values[spec.name], dtype=np.float64)
         has = ok & ~np.isnan(column)
-        x = column[has]
-        s = summarize(x)
-        on = everything.subset(has)
+        x, on = column[has], everything.subset(has)
         out.append(MetricRow(
-            board, model_id, dataset, region, method, spec.name, s.n, s.mean, s.p50, s.p95, s.p99, s.max, s.std,
-            n_attempts, rates["error_rate"], rates["timeout_rate"], wer, int(words.sum()),
-            _quantile_ci(x, 50, on), _quantile_ci(x, 95, on), wer_ci, None, instrument or None, protocol,
-            rates["inaudible_rate"], int(words.size), clip_p50, clip_p95, clip_max,
-            on.sizes[0] if on.rows else 0, on.sizes[1] if on.rows else 0,
-            _mean_ci(x, on, -np.inf if spec.signed else 0.0),
-            rate_cis["error_rate"], rate_cis["timeout_rate"]))
+            board=board, model_id=model_id, dataset=dataset, region=region, method_version=method, metric=spec.name,
+            **asdict(summarize(x)), **series, instrument=instrument or None, protocol=protocol,
+            utterances=on.sizes[0] if on.rows else 0, ticks=on.sizes[1] if on.rows else 0,
+            mean_ci=_mean_ci(x, on, -np.inf if spec.signed else 0.0),
+            p50_ci=_quantile_ci(x, 50, on), p95_ci=_quantile_ci(x, 95, on)))
     return out
 
 
 def _clustered_enough(d: Design) -> bool:
     return d.rows > 0 and min(d.sizes) >= MIN_CLUSTERS
+
+
+def _wer_ci(wer: float | None, errors: np.ndarray, words: np.ndarray, d: Design) -> tuple[float, float] | None:
+    if wer is None or not _clustered_enough(d):
+        return None
+    v = ratio_variance(d, errors, words)
+    return t_interval(wer, v, low=0.0) if v is not None else None
 
 
 def _mean_ci(x: np.ndarray, d: Design, low: float) -> tuple[float, float] | None:
