@@ -51,6 +51,18 @@ def ranks(rows: Iterable[MetricRow], method_version: str) -> dict[SeriesId, int 
     return out
 
 
+def rank_order(first: MetricRow, rank: int | None) -> tuple:
+    """Where a series stands in its ranking, by its ranked metric's row: ranked series by rank, then
+    the unranked, each by median (n/a last), then by name: the one order of every reader."""
+    return (rank is None, rank or 0, first.p50 is None, first.p50 or 0.0, first.model_id, first.region,
+            first.method_version, first.instrument or "")
+
+
+def ranking_title(dataset: str, protocol: str) -> str:
+    """A ranking's heading, as the web page and the CLI print it."""
+    return f"{dataset}, {PROTOCOL_NAMES.get(protocol, protocol)}: ranked by {ranked_metric(protocol)} p50"
+
+
 def why_unranked(r: MetricRow, method_version: str) -> str | None:
     """Why a series has no rank, in words (None when it has one or it is not the ranked metric)."""
     if r.method_version != method_version:

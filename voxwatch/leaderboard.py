@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from typing import Iterable
 
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import PROTOCOL_NAMES, ranked_metric, ranks, series_id
+from voxwatch.metrics.ranking import rank_order, ranking_title, ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, SeriesData, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.observation import Observation
@@ -87,9 +87,8 @@ def _ordered(rows: list[MetricRow], ranked: dict) -> list[MetricRow]:
         series.setdefault(series_id(r), []).append(r)
 
     def key(members: list[MetricRow]) -> tuple:
-        first, rank = members[0], ranked.get(series_id(members[0]))
-        return (first.dataset, first.protocol, rank is None, rank or 0, first.p50 is None, first.p50 or 0.0,
-                first.model_id, first.region, first.method_version, first.instrument or "")
+        first = members[0]
+        return first.dataset, first.protocol, rank_order(first, ranked.get(series_id(first)))
 
     return [r for members in sorted(series.values(), key=key) for r in members]
 
@@ -117,8 +116,7 @@ def format_table(rows: list[MetricRow], window: str) -> str:
         for i, r in enumerate(mine):
             first = i == 0 or series_id(mine[i - 1]) != series_id(r)
             if i == 0 or (mine[i - 1].dataset, mine[i - 1].protocol) != (r.dataset, r.protocol):
-                table.append(f"{r.dataset}, {PROTOCOL_NAMES.get(r.protocol, r.protocol)}: ranked by "
-                             f"{ranked_metric(r.protocol)} p50")
+                table.append(ranking_title(r.dataset, r.protocol))
             rank = ranked.get(series_id(r))
             wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} words)"
                    if r.pooled_wer is not None else "n/a")

@@ -16,7 +16,7 @@ from itertools import groupby
 from voxwatch import leaderboard
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import PROTOCOL_NAMES, ranked_metric, ranks, series_id, why_unranked
+from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_title, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
@@ -122,9 +122,8 @@ def dataset_tables(rows: list[MetricRow], notes: list[MethodNote]) -> list[Datas
                                    by_key.get((first.model_id, first.dataset, first.region)), ranked.get(key),
                                    why_unranked(first, METHOD_VERSION)))
     for table in tables.values():  # stream and batch apart, ranked first, then by median, n/a last
-        table.series.sort(key=lambda s: (METRIC_ORDER.get(s.first.metric, len(METRIC_ORDER)), s.rank is None,
-                                         s.rank or 0, s.first.p50 is None, s.first.p50 or 0.0, s.model_id, s.region,
-                                         s.method_version))
+        table.series.sort(key=lambda s: (METRIC_ORDER.get(s.first.metric, len(METRIC_ORDER)),
+                                         rank_order(s.first, s.rank)))
     for n in notes:
         if n.dataset in tables:
             tables[n.dataset].notes.append(f"{n.model_id} ({n.region}): {n.text}")
@@ -159,12 +158,11 @@ class Ranking:
     """One ranking: a dataset's series of one protocol, in rank order (unranked last)."""
     dataset: str
     protocol: str
-    metric: str
     members: list[Ranked]
 
     @property
     def title(self) -> str:
-        return f"{self.dataset} · {PROTOCOL_NAMES.get(self.protocol, self.protocol)}, ranked by {self.metric} p50"
+        return ranking_title(self.dataset, self.protocol)
 
 
 def overview(rows: list[MetricRow]) -> dict[str, list[Ranking]]:
@@ -179,9 +177,8 @@ def overview(rows: list[MetricRow]) -> dict[str, list[Ranking]]:
     out: dict[str, list[Ranking]] = {b: [] for b in BOARDS}
     for (board, dataset, protocol), members in sorted(groups.items(), key=lambda g: (
             g[0][0], g[0][1], METRIC_ORDER.get(ranked_metric(g[0][2]) or "", len(METRIC_ORDER)))):
-        members.sort(key=lambda x: (x.rank is None, x.rank or 0, x.row.p50 is None, x.row.p50 or 0.0, x.row.model_id,
-                                    x.row.region, x.row.method_version))
-        out[board].append(Ranking(dataset, protocol, members[0].row.metric, members))
+        members.sort(key=lambda x: rank_order(x.row, x.rank))
+        out[board].append(Ranking(dataset, protocol, members))
     return out
 
 
