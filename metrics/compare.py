@@ -98,7 +98,7 @@ def paired_ratio_shift(recent_utterances: np.ndarray, recent_errors: np.ndarray,
     wer_u = np.bincount(bcode, weights=be, minlength=bu.size) / np.where(words_u > 0, words_u, 1)
     ru = np.asarray(recent_utterances)
     at = np.clip(np.searchsorted(bu, ru), 0, max(bu.size - 1, 0))
-    paired = (bu.size > 0) & (bu[at] == ru) & (words_u[at] > 0) if bu.size else np.zeros(ru.size, dtype=bool)
+    paired = (bu[at] == ru) & (words_u[at] > 0) if bu.size else np.zeros(ru.size, dtype=bool)
     w = np.asarray(recent_words, dtype=np.float64)[paired]
     if w.sum() <= 0:
         return None

@@ -36,7 +36,7 @@ import websockets
 from . import stamped_http
 from .base import ProviderError
 from .endpoints import WarmClient, base_url, close_code, http_failure, is_loopback, open_websocket, require_key
-from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Timeline
+from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .stamped import received
 
@@ -198,9 +198,7 @@ class ElevenLabsHTTPSession:
         try:
             async with self.client.stream("POST", path, cold, params={"output_format": OUTPUT_FORMAT},
                                           json={"text": text, "model_id": self.model_id}) as response:
-                self.timeline.mark(REQUEST_SENT, at_ns=stamped_http.sent(response))
-                self.timeline.mark(RESPONSE, at_ns=stamped_http.arrived(response),
-                                   http_version=response.http_version, connection_reused=not cold[0])
+                stamped_http.mark_exchange(self.timeline, response, cold[0])
                 if response.status_code != 200:
                     await response.aread()
                     raise http_failure(response.status_code, response.headers, VENDOR)

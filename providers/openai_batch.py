@@ -23,7 +23,7 @@ import numpy as np
 from . import stamped_http
 from .base import ProviderError
 from .endpoints import HTTP_TIMEOUT_S, WarmClient, base_url, http_failure, http_url, is_loopback, require_key
-from .events import FINAL, REQUEST_SENT, RESPONSE, Timeline
+from .events import FINAL, Timeline
 from .registry import ModelInfo
 
 DEFAULT_URL = "https://api.openai.com"
@@ -99,9 +99,7 @@ class OpenAIBatchSTT:
         try:
             async with self._warm.stream("POST", PATH, cold, content=body,
                                          headers={"content-type": content_type}) as response:
-                timeline.mark(REQUEST_SENT, at_ns=stamped_http.sent(response))
-                timeline.mark(RESPONSE, at_ns=stamped_http.arrived(response), http_version=response.http_version,
-                              connection_reused=not cold[0])
+                stamped_http.mark_exchange(timeline, response, cold[0])
                 if response.status_code >= 400:
                     raise http_failure(response.status_code, response.headers, VENDOR)
                 body = await response.aread()

@@ -14,7 +14,7 @@ import httpx
 from . import stamped_http
 from .base import ProviderError
 from .endpoints import WarmClient, base_url, http_failure, is_loopback
-from .events import AUDIO, CLOSED, REQUEST_SENT, RESPONSE, Timeline
+from .events import AUDIO, CLOSED, Timeline
 from .openai_batch import DEFAULT_URL, VENDOR, WarmClients
 from .registry import ModelInfo
 
@@ -45,9 +45,7 @@ class OpenAITTSSession:
         offset, pending = 0, b""
         try:
             async with self.client.stream("POST", PATH, cold, json=request) as response:
-                self.timeline.mark(REQUEST_SENT, at_ns=stamped_http.sent(response))
-                self.timeline.mark(RESPONSE, at_ns=stamped_http.arrived(response),
-                                   http_version=response.http_version, connection_reused=not cold[0])
+                stamped_http.mark_exchange(self.timeline, response, cold[0])
                 if response.status_code >= 400:
                     raise http_failure(response.status_code, response.headers, VENDOR)
                 async for data, at in stamped_http.received(response):

@@ -17,6 +17,7 @@ from typing import AsyncIterator
 import httpcore
 import httpx
 
+from .events import REQUEST_SENT, RESPONSE, Timeline
 from .socket_stream import Clock, Exchange, StampedBackend, StampedStream, writing
 
 EXCHANGE = "voxwatch.exchange"  # the response extension that holds the stamps
@@ -101,3 +102,10 @@ async def received(response: httpx.Response) -> AsyncIterator[tuple[bytes, int]]
     exchange = _exchange(response)
     async for chunk in response.aiter_bytes():
         yield chunk, exchange.body_ns
+
+
+def mark_exchange(timeline: Timeline, response: httpx.Response, cold: bool) -> None:
+    """REQUEST_SENT and RESPONSE at the socket stamps of this exchange, with how it travelled: every
+    HTTP adapter's first two events, marked once here."""
+    timeline.mark(REQUEST_SENT, at_ns=sent(response))
+    timeline.mark(RESPONSE, at_ns=arrived(response), http_version=response.http_version, connection_reused=not cold)
