@@ -28,10 +28,6 @@ def _quoted(values) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(values))
 
 
-def _attempts(status: str) -> str:
-    return f"count(*) FILTER (WHERE {status} NOT IN ({_quoted(NOT_AN_ATTEMPT)}))"
-
-
 def percentile(q: str, expr: str) -> str:
     """Linear interpolation (percentile_cont), NULL below the percentile's floor (p95: 100 values)."""
     return (f"CASE WHEN count({expr}) >= {percentile_floor(float(q))} "
@@ -67,17 +63,17 @@ def share(condition: str) -> str:
 
 def attempts(status: str) -> str:
     """Rows that are attempts: every status but those of NOT_AN_ATTEMPT."""
-    return _attempts(status)
+    return f"count(*) FILTER (WHERE {status} NOT IN ({_quoted(NOT_AN_ATTEMPT)}))"
 
 
 def rate(name: str, status: str) -> str:
     """RATES[name]: its statuses over attempts, NULL below MIN_ATTEMPTS attempts."""
-    return (f"CASE WHEN {_attempts(status)} >= {MIN_ATTEMPTS} THEN count(*) FILTER (WHERE {status} IN "
-            f"({_quoted(RATES[name])}))::float8 / {_attempts(status)} END")
+    return (f"CASE WHEN {attempts(status)} >= {MIN_ATTEMPTS} THEN count(*) FILTER (WHERE {status} IN "
+            f"({_quoted(RATES[name])}))::float8 / {attempts(status)} END")
 
 
 def has_rate(status: str) -> str:
-    return f"{_attempts(status)} >= {MIN_ATTEMPTS}"
+    return f"{attempts(status)} >= {MIN_ATTEMPTS}"
 
 
 def pooled_wer(errors: str, words: str) -> str:
