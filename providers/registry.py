@@ -6,6 +6,7 @@ error naming the exact ids it could mean, so a leaderboard series never silently
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import re
 import tomllib
@@ -46,6 +47,12 @@ class ModelInfo:
     needs_key: bool
     voice: str | None
     exclusions: tuple[Exclusion, ...]
+    checked: dt.date | None = None  # when the id was last checked against the vendor's own docs or SDK
+    source: str | None = None  # where: the vendor's documentation page or SDK source checked
+    deprecated: dt.date | None = None  # the vendor announced the deprecation on this date
+    shutdown: dt.date | None = None  # the vendor stops serving the id on this date
+    successor: str | None = None  # the id the vendor names as its replacement
+    session_limit_s: int | None = None  # S2S: the longest session the vendor allows (conversations rotate before it)
 
     @property
     def version(self) -> str | None:
@@ -64,8 +71,11 @@ class ModelInfo:
 
 
 _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": str, "status": str,
-           "region": str, "needs_key": bool, "voice": str, "exclusions": list}
-_REQUIRED = set(_FIELDS) - {"voice", "exclusions"}
+           "region": str, "needs_key": bool, "voice": str, "exclusions": list,
+           "checked": dt.date, "source": str, "deprecated": dt.date, "shutdown": dt.date, "successor": str,
+           "session_limit_s": int}
+_OPTIONAL = {"voice", "exclusions", "checked", "source", "deprecated", "shutdown", "successor", "session_limit_s"}
+_REQUIRED = set(_FIELDS) - _OPTIONAL
 
 
 def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
@@ -91,7 +101,10 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
             raise RegistryError(f"{where}: each exclusion needs exactly metric and reason, got {ex!r}")
         exclusions.append(Exclusion(ex["metric"], ex["reason"]))
     return ModelInfo(mid, entry["board"], entry["vendor"], entry["protocol"], entry["adapter"], entry["status"],
-                     entry["region"], entry["needs_key"], entry.get("voice"), tuple(exclusions))
+                     entry["region"], entry["needs_key"], entry.get("voice"), tuple(exclusions),
+                     checked=entry.get("checked"), source=entry.get("source"), deprecated=entry.get("deprecated"),
+                     shutdown=entry.get("shutdown"), successor=entry.get("successor"),
+                     session_limit_s=entry.get("session_limit_s"))
 
 
 class Registry:
