@@ -25,14 +25,17 @@ Protocol facts followed:
   caller stops, as docs/METHOD.md wants, not after a VAD silence window.
 - The reply streams as `response.audio.delta` {response_id, item_id, output_index, content_index,
   delta: base64 PCM} (the SDK times its first audio on this event), then `response.audio.done` and
-  `response.done` {response: {status, ...}}. A status other than "completed" (cancelled, failed,
-  incomplete) is a failed reply, never a success.
+  `response.done` {response: {status, ...}}. Alibaba's example shows "completed"; any other status
+  (the realtime response shape also knows cancelled, failed, incomplete) is a failed reply, never a
+  success.
 - Failures: a refused handshake by HTTP status (401 InvalidApiKey, 403 AccessDenied, 429
   Throttling.*, 5xx); the same codes in `error` events map to the same kinds (Model Studio error
   codes, help.aliyun.com/en/model-studio/error-code-start). Alibaba documents no error event as
   recoverable and the only client events sent here are the turn's own, so an error ends the turn.
-- A single WebSocket session lasts at most 120 minutes, then the server closes it (the current
-  English and Chinese Qwen-Omni-Realtime pages; older ones said 30): the registry's session_limit_s.
+- A single WebSocket session lasts at most 120 minutes, then the server closes it: the registry's
+  session_limit_s (alibabacloud.com/help/en/model-studio/realtime, doc-detail/2880812 of Mar 2026,
+  and help.aliyun.com/zh/model-studio/realtime; the 30 minutes of the Nov-Dec 2025 ja / zh-TW
+  pages is the older figure).
 
 Every server event is marked at its arrival stamp (`stamped.received`).
 """
