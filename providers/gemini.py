@@ -20,7 +20,6 @@ Protocol facts followed (ai.google.dev/api/live; googleapis/python-genai google/
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -33,6 +32,7 @@ from .endpoints import base_url, close_code, is_loopback, open_websocket, requir
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .keys import Secret
 from .registry import ModelInfo
+from .reply_session import ReplySession, set_up
 from .stamped import received
 
 DEFAULT_URL = "wss://generativelanguage.googleapis.com"
@@ -78,6 +78,10 @@ class GeminiLiveS2S:
         """Open the socket, set the session up and open the caller's turn (all before t0)."""
         key = require_key(self.model.vendor)
         ws = await open_websocket(self.url + PATH, {"x-goog-api-key": key.reveal()}, "Gemini", clock=timeline.clock)
+        await set_up(ws, self._setup(ws, key))
+        return GeminiLiveSession(ws, timeline, key)
+
+    async def _setup(self, ws, key: Secret) -> None:
         setup = {"setup": {
             "model": f"models/{self.model.vendor_model}",
             "generationConfig": {"responseModalities": ["AUDIO"]},
@@ -95,27 +99,16 @@ class GeminiLiveS2S:
                     raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
             await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
         except websockets.ConnectionClosed as exc:
-            await ws.close()
             raise _closed_error(exc, key) from None
         except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
-            await ws.close()
             raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
-        except ProviderError:
-            await ws.close()
-            raise
-        except BaseException:
-            ws.transport.abort()  # cancelled (the harness timed the set-up out): no close handshake to wait for
-            raise
-        return GeminiLiveSession(ws, timeline, key)
 
 
-class GeminiLiveSession:
+class GeminiLiveSession(ReplySession):
     def __init__(self, ws, timeline: Timeline, key: Secret) -> None:
-        self.ws, self.timeline, self.key = ws, timeline, key
-        self._done = asyncio.Event()
-        self._error: ProviderError | None = None
+        self.key = key
         self._go_away: str | None = None
-        self._reader = asyncio.create_task(self._receive())
+        super().__init__(ws, timeline)
 
     async def _receive(self) -> None:
         offset = 0
@@ -174,12 +167,3 @@ class GeminiLiveSession:
         """Close the caller's turn (manual activity detection): the model answers from here."""
         await self._send({"realtimeInput": {"activityEnd": {}}})
         self.timeline.mark(REQUEST_SENT)
-
-    async def wait_response(self) -> None:
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-
-    async def aclose(self) -> None:
-        self._reader.cancel()
-        await self.ws.close()
