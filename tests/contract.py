@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import statistics
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import pytest
 
+from voxwatch.datasets.catalog import Catalog, Dataset, bundled_root
+from voxwatch.datasets.manifest import Clip
 from voxwatch.observation import Observation
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.faults import RETRY_AFTER_S
@@ -33,7 +36,8 @@ from voxwatch.providers.emulators.ledger import Ledger, truth_as_sent
 from voxwatch.providers.events import AUDIO, FINAL, PARTIAL, RESPONSE, Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import CLOCK_FIELDS, MeasureContext, measure_item
+from voxwatch.workers.measure import CLOCK_FIELDS, MeasureContext, audio_sent, measure_item
+from voxwatch.workers.pacer import chunk_pcm
 
 REGISTRY = Registry.default()
 KEY = "emulator-key-0123456789"
@@ -173,3 +177,23 @@ def assert_failure_row(row: Observation, fault: str) -> None:
     if fault == "rate_limited":
         assert row.retry_after_s == RETRY_AFTER_S
     assert KEY not in repr(row)
+
+
+@dataclass
+class CallerTurn:
+    """A caller turn for the S2S contracts: the dataset, the clip and its first paced chunk (the
+    chunk an S2S emulator keys the stream's truth on when the adapter sends it as it is)."""
+
+    dataset: Dataset
+    clip: Clip
+    first: bytes
+
+    def anchors(self) -> tuple[tuple[str, float, float], ...]:
+        """The clip's speech anchors keyed by the sha256 of its first chunk (S2SScenario.anchors)."""
+        return ((hashlib.sha256(self.first).hexdigest(), self.clip.speech_start, self.clip.speech_end),)
+
+
+def caller_turn(dataset: str = "stt-starter-clean", clip_id: str = "u040", chunk_ms: int = 20) -> CallerTurn:
+    ds = Catalog([bundled_root()]).load(dataset)
+    clip = next(c for c in ds.clips if c.id == clip_id)
+    return CallerTurn(ds, clip, chunk_pcm(audio_sent(ds, clip), clip.sample_rate, chunk_ms)[0])
