@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import statistics
 from dataclasses import dataclass
-from typing import Callable, Iterator
-
-import hashlib
+from typing import Callable, Iterator, NamedTuple
 
 import pytest
 
-from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.datasets.catalog import Catalog, Dataset, bundled_root
+from voxwatch.datasets.manifest import Clip
 from voxwatch.observation import Observation
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.faults import RETRY_AFTER_S
@@ -180,15 +180,26 @@ def assert_failure_row(row: Observation, fault: str) -> None:
     assert KEY not in repr(row)
 
 
-def caller_turn(dataset: str = "stt-starter-clean", clip_id: str = "u040") -> tuple:
-    """An S2S contract's caller: (dataset, clip, the clip's first 20 ms chunk as the harness sends it)."""
+class CallerTurn(NamedTuple):
+    """A caller turn for the S2S contracts: the dataset, the clip and its first paced chunk (the
+    chunk an S2S emulator keys the stream's truth on when the adapter sends it as it is)."""
+
+    dataset: Dataset
+    clip: Clip
+    first: bytes
+
+    def anchors(self) -> tuple[tuple[str, float, float], ...]:
+        """The clip's speech anchors keyed by the sha256 of its first chunk (S2SScenario.anchors)."""
+        return ((hashlib.sha256(self.first).hexdigest(), self.clip.speech_start, self.clip.speech_end),)
+
+
+def caller_turn(dataset: str = "stt-starter-clean", clip_id: str = "u040", chunk_ms: int = 20) -> CallerTurn:
     ds = Catalog([bundled_root()]).load(dataset)
     clip = next(c for c in ds.clips if c.id == clip_id)
-    return ds, clip, chunk_pcm(audio_sent(ds, clip), clip.sample_rate, 20)[0]
+    return CallerTurn(ds, clip, chunk_pcm(audio_sent(ds, clip), clip.sample_rate, chunk_ms)[0])
 
 
 def s2s_scenario(clip, first: bytes, **kw) -> S2SScenario:
     """An S2S scenario that times its reply from this clip's speech end, for the stream whose first
     chunk (as the emulator sees it) is `first`."""
-    anchors = ((hashlib.sha256(first).hexdigest(), clip.speech_start, clip.speech_end),)
-    return S2SScenario(api_key=KEY, anchors=anchors, speech_end_s=0.0, **kw)
+    return S2SScenario(api_key=KEY, anchors=CallerTurn(None, clip, first).anchors(), speech_end_s=0.0, **kw)

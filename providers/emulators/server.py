@@ -26,6 +26,7 @@ EMULATORS = {
     "openai": "openai:OpenAIEmulator",
     "gemini": "gemini:GeminiLiveEmulator",
     "qwen": "qwen:QwenOmniEmulator",
+    "xai": "xai:XAIVoiceAgentEmulator",
 }
 
 
