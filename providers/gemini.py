@@ -33,6 +33,7 @@ from .endpoints import base_url, close_code, is_loopback, open_websocket, requir
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .keys import Secret
 from .registry import ModelInfo
+from .ws_session import settle
 from .stamped import received
 
 DEFAULT_URL = "wss://generativelanguage.googleapis.com"
@@ -66,6 +67,25 @@ def _decode(message: str | bytes) -> dict:
     return data
 
 
+async def _set_up(ws, setup: dict, key: Secret) -> None:
+    """Send `setup`, wait for `setupComplete`, then open the caller's turn."""
+    try:
+        await ws.send(json.dumps(setup))
+        while True:
+            message = await ws.recv()
+            ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
+            data = _decode(message)
+            if "setupComplete" in data:
+                break
+            if "error" in data:
+                raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
+        await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
+    except websockets.ConnectionClosed as exc:
+        raise _closed_error(exc, key) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+        raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
+
+
 class GeminiLiveS2S:
     sample_rate = INPUT_RATE
 
@@ -83,29 +103,7 @@ class GeminiLiveS2S:
             "generationConfig": {"responseModalities": ["AUDIO"]},
             "realtimeInputConfig": {"automaticActivityDetection": {"disabled": True}},
         }}
-        try:
-            await ws.send(json.dumps(setup))
-            while True:
-                message = await ws.recv()
-                ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
-                data = _decode(message)
-                if "setupComplete" in data:
-                    break
-                if "error" in data:
-                    raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
-            await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
-        except websockets.ConnectionClosed as exc:
-            await ws.close()
-            raise _closed_error(exc, key) from None
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
-            await ws.close()
-            raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
-        except ProviderError:
-            await ws.close()
-            raise
-        except BaseException:
-            ws.transport.abort()  # cancelled (the harness timed the set-up out): no close handshake to wait for
-            raise
+        await settle(ws, _set_up(ws, setup, key))
         return GeminiLiveSession(ws, timeline, key)
 
 

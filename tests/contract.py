@@ -20,20 +20,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import statistics
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import pytest
 
+from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.observation import Observation
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.faults import RETRY_AFTER_S
 from voxwatch.providers.emulators.ledger import Ledger, truth_as_sent
+from voxwatch.providers.emulators.scenario import S2SScenario
 from voxwatch.providers.events import AUDIO, FINAL, PARTIAL, RESPONSE, Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import CLOCK_FIELDS, MeasureContext, measure_item
+from voxwatch.workers.measure import CLOCK_FIELDS, MeasureContext, audio_sent, measure_item
+from voxwatch.workers.pacer import chunk_pcm
 
 REGISTRY = Registry.default()
 KEY = "emulator-key-0123456789"
@@ -173,3 +177,16 @@ def assert_failure_row(row: Observation, fault: str) -> None:
     if fault == "rate_limited":
         assert row.retry_after_s == RETRY_AFTER_S
     assert KEY not in repr(row)
+
+
+def caller_turn(dataset: str = "stt-starter-clean", clip_id: str = "u040", chunk_ms: int = 20):
+    """An S2S contract's caller: (dataset, clip, the clip's first paced chunk, which keys the anchors)."""
+    ds = Catalog([bundled_root()]).load(dataset)
+    clip = next(c for c in ds.clips if c.id == clip_id)
+    return ds, clip, chunk_pcm(audio_sent(ds, clip), clip.sample_rate, chunk_ms)[0]
+
+
+def anchored(clip, first: bytes, **kw) -> S2SScenario:
+    """An S2SScenario whose caller's speech ends where the clip's does, keyed by its first chunk."""
+    anchors = ((hashlib.sha256(first).hexdigest(), clip.speech_start, clip.speech_end),)
+    return S2SScenario(api_key=KEY, anchors=anchors, speech_end_s=0.0, **kw)

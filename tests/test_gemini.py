@@ -5,35 +5,22 @@ V2V is measured back from the written two-channel call recording; the emulator's
 chunk (its sha256 keys the clip's speech end, as benchmarks/clock_truth.py keys Deepgram's anchors).
 """
 
-import hashlib
-
 import pytest
-from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
+from contract import KEY, anchored, assert_failure_row, assert_on_clock, caller_turn, measure, measure_three, rows, serve
 
-from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import S2SScenario
-from voxwatch.workers.measure import audio_sent
-from voxwatch.workers.pacer import chunk_pcm
 
 MODEL = "gemini/gemini-2.5-flash-native-audio-preview-12-2025"
 
 
 @pytest.fixture(scope="module")
 def clean():
-    ds = Catalog([bundled_root()]).load("stt-starter-clean")
-    clip = next(c for c in ds.clips if c.id == "u040")
-    first = chunk_pcm(audio_sent(ds, clip), clip.sample_rate, 20)[0]
-    return ds, clip, first
-
-
-def _scenario(clip, first: bytes, **kw) -> S2SScenario:
-    anchors = ((hashlib.sha256(first).hexdigest(), clip.speech_start, clip.speech_end),)
-    return S2SScenario(api_key=KEY, anchors=anchors, speech_end_s=0.0, **kw)
+    return caller_turn()
 
 
 def test_gemini_v2v_from_the_call_recording(monkeypatch, tmp_path, clean):
     ds, clip, first = clean
-    scenario = _scenario(clip, first, response_ms=350.0, leading_silence_ms=80.0, jitter_ms=30.0)
+    scenario = anchored(clip, first, response_ms=350.0, leading_silence_ms=80.0, jitter_ms=30.0)
     truth = scenario.truth(first)["v2v_ms"]
     with serve("gemini", scenario) as url:
         monkeypatch.setenv("VOXWATCH_GEMINI_BASE_URL", url)
@@ -49,7 +36,7 @@ def test_gemini_v2v_from_the_call_recording(monkeypatch, tmp_path, clean):
                                    "no_final", "inaudible"])
 def test_gemini_failures_become_rows(monkeypatch, clean, fault):
     ds, clip, first = clean
-    with serve("gemini", _scenario(clip, first, fault=fault)) as url:
+    with serve("gemini", anchored(clip, first, fault=fault)) as url:
         monkeypatch.setenv("VOXWATCH_GEMINI_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_GEMINI_API_KEY", KEY)
         row = measure(MODEL, ds, clip, timeout_s=3)

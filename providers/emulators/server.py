@@ -25,6 +25,7 @@ EMULATORS = {
     "elevenlabs": "elevenlabs:ElevenLabsEmulator",
     "openai": "openai:OpenAIEmulator",
     "gemini": "gemini:GeminiLiveEmulator",
+    "zhipu": "zhipu:ZhipuRealtimeEmulator",
 }
 
 
