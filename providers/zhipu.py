@@ -56,8 +56,8 @@ from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .keys import Secret
 from .openai_batch import wav_bytes
 from .registry import ModelInfo
-from .ws_session import ReaderSession, settle, update_session
 from .stamped import received
+from .ws_session import ReaderSession, settle, update_session
 
 VENDOR = "Zhipu"
 DEFAULT_URL = "wss://open.bigmodel.cn"
@@ -160,25 +160,26 @@ class GlmRealtimeSession(ReaderSession):
                 elif kind == "response.done":
                     status = data["response"]["status"]
                     if status != "completed":
-                        self._error = ProviderError(f"{VENDOR} ended the reply with status {str(status)[:40]!r}"
-                                                    + (f" after {self._noted}" if self._noted else ""))
+                        note = f" after {self._noted}" if self._noted else ""
+                        self._error = ProviderError(f"{VENDOR} ended the reply with status {str(status)[:40]!r}{note}")
                     complete = True
                     self.timeline.mark(CLOSED, at)
                     break
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, binascii.Error) as exc:
             self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosed as exc:
-            note = f" after {self._noted}" if self._noted else ""
-            self._error = ProviderError(f"{VENDOR} closed the connection (code {close_code(exc)}) before "
-                                        f"response.done{note}", "disconnected")
+            self._error = self._unfinished(close_code(exc))
         finally:
             if not complete:
-                if self._error is None:
-                    note = f" after {self._noted}" if self._noted else ""
-                    self._error = ProviderError(f"{VENDOR} closed the connection (code {self.ws.close_code}) "
-                                                f"before response.done{note}", "disconnected")
+                self._error = self._error or self._unfinished(self.ws.close_code)
                 self.timeline.mark(CLOSED)
             self._done.set()
+
+    def _unfinished(self, code: int | None) -> ProviderError:
+        """The socket closed before response.done: the last recoverable error, if any, says why."""
+        note = f" after {self._noted}" if self._noted else ""
+        return ProviderError(f"{VENDOR} closed the connection (code {code}) before response.done{note}",
+                             "disconnected")
 
     async def _send(self, event: dict) -> None:
         try:

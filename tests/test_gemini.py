@@ -6,7 +6,8 @@ chunk (its sha256 keys the clip's speech end, as benchmarks/clock_truth.py keys 
 """
 
 import pytest
-from contract import KEY, anchored, assert_failure_row, assert_on_clock, caller_turn, measure, measure_three, rows, serve
+from contract import (KEY, anchored, assert_failure_row, assert_on_clock, caller_turn, measure, measure_three, rows,
+                      serve)
 
 from voxwatch.providers.emulators.scenario import S2SScenario
 

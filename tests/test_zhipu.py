@@ -94,6 +94,10 @@ async def _events(ws, *kinds: str) -> list[dict]:
             return out
 
 
+def _append(audio: bytes) -> str:
+    return json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(audio).decode()})
+
+
 def test_the_emulator_refuses_a_missing_or_wrong_bearer_header(zhipu):
     zhipu(S2SScenario(api_key=KEY))
     url = os.environ["VOXWATCH_ZHIPU_BASE_URL"]
@@ -124,12 +128,11 @@ def test_the_emulator_takes_only_wav_at_the_session_rate(zhipu):
                 await ws.send(json.dumps({"type": "session.update", "session": session}))
                 codes.append((await _events(ws, "error", "session.updated"))[-1]["error"]["code"])
             for audio in (pcm, wav_bytes(pcm, 24000)):  # raw PCM; a WAV at another rate
-                await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(audio).decode()}))
+                await ws.send(_append(audio))
                 codes.append((await _events(ws, "error"))[-1]["error"]["code"])
             await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))  # nothing valid was appended
             codes.append((await _events(ws, "error"))[-1]["error"]["code"])
-            await ws.send(json.dumps({"type": "input_audio_buffer.append",
-                                      "audio": base64.b64encode(wav_bytes(pcm, 16000)).decode()}))
+            await ws.send(_append(wav_bytes(pcm, 16000)))
             await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
             codes.append((await _events(ws, "input_audio_buffer.committed", "error"))[-1]["type"])
         return codes
