@@ -32,7 +32,7 @@ from .endpoints import base_url, close_code, is_loopback, open_websocket, requir
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .keys import Secret
 from .registry import ModelInfo
-from .reply_session import ReplySession, set_up
+from .ws_session import ReaderSession, settle
 from .stamped import received
 
 DEFAULT_URL = "wss://generativelanguage.googleapis.com"
@@ -66,6 +66,25 @@ def _decode(message: str | bytes) -> dict:
     return data
 
 
+async def _set_up(ws, setup: dict, key: Secret) -> None:
+    """Send `setup`, wait for `setupComplete`, then open the caller's turn."""
+    try:
+        await ws.send(json.dumps(setup))
+        while True:
+            message = await ws.recv()
+            ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
+            data = _decode(message)
+            if "setupComplete" in data:
+                break
+            if "error" in data:
+                raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
+        await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
+    except websockets.ConnectionClosed as exc:
+        raise _closed_error(exc, key) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+        raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
+
+
 class GeminiLiveS2S:
     sample_rate = INPUT_RATE
 
@@ -78,37 +97,20 @@ class GeminiLiveS2S:
         """Open the socket, set the session up and open the caller's turn (all before t0)."""
         key = require_key(self.model.vendor)
         ws = await open_websocket(self.url + PATH, {"x-goog-api-key": key.reveal()}, "Gemini", clock=timeline.clock)
-        await set_up(ws, self._setup(ws, key))
-        return GeminiLiveSession(ws, timeline, key)
-
-    async def _setup(self, ws, key: Secret) -> None:
         setup = {"setup": {
             "model": f"models/{self.model.vendor_model}",
             "generationConfig": {"responseModalities": ["AUDIO"]},
             "realtimeInputConfig": {"automaticActivityDetection": {"disabled": True}},
         }}
-        try:
-            await ws.send(json.dumps(setup))
-            while True:
-                message = await ws.recv()
-                ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
-                data = _decode(message)
-                if "setupComplete" in data:
-                    break
-                if "error" in data:
-                    raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
-            await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
-        except websockets.ConnectionClosed as exc:
-            raise _closed_error(exc, key) from None
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
-            raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
+        await settle(ws, _set_up(ws, setup, key))
+        return GeminiLiveSession(ws, timeline, key)
 
 
-class GeminiLiveSession(ReplySession):
+class GeminiLiveSession(ReaderSession):
     def __init__(self, ws, timeline: Timeline, key: Secret) -> None:
-        self.key = key
+        self.timeline, self.key = timeline, key
         self._go_away: str | None = None
-        super().__init__(ws, timeline)
+        super().__init__(ws)
 
     async def _receive(self) -> None:
         offset = 0
@@ -167,3 +169,6 @@ class GeminiLiveSession(ReplySession):
         """Close the caller's turn (manual activity detection): the model answers from here."""
         await self._send({"realtimeInput": {"activityEnd": {}}})
         self.timeline.mark(REQUEST_SENT)
+
+    async def wait_response(self) -> None:
+        await self._wait()

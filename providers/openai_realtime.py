@@ -33,7 +33,6 @@ chunk (which is what a loopback emulator keys its per-stream truth on).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from urllib.parse import urlencode
@@ -46,12 +45,12 @@ from .endpoints import base_url, close_code, is_loopback, open_websocket, requir
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from .openai_batch import DEFAULT_URL, VENDOR
 from .registry import ModelInfo
+from .ws_session import ReaderSession, settle, update_session
 from .stamped import received
 
 API_RATE = 24000
 PCM_24K = {"type": "audio/pcm", "rate": API_RATE}
 DEFAULT_VOICE = "marin"
-CLOSE_WAIT_S = 1.0
 TRANSCRIPT_DELTA = "conversation.item.input_audio_transcription.delta"
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
 TRANSCRIPT_FAILED = "conversation.item.input_audio_transcription.failed"
@@ -92,50 +91,21 @@ def _error_of(data: dict) -> ProviderError:
     return ProviderError(f"{VENDOR} error ({code}): {str(err.get('message'))[:300]}", status)
 
 
-async def _configure(ws, session: dict) -> None:
-    """Wait for session.created, send session.update, wait for session.updated (all before t0)."""
-    stream = received(ws)  # keeps the connection's arrival stamps in step with its messages
-    try:
-        async for message, _ in stream:
-            data = json.loads(message)
-            kind = data["type"]
-            if kind == "error":
-                raise _error_of(data)
-            if kind == "session.created":
-                await ws.send(json.dumps({"type": "session.update", "session": session}))
-            elif kind == "session.updated":
-                return
-        raise ProviderError(f"{VENDOR} closed the connection during set-up", "disconnected")
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed") from None
-    except websockets.ConnectionClosed as exc:
-        raise ProviderError(f"{VENDOR} closed the connection during set-up (code {close_code(exc)})",
-                            "disconnected") from None
-    finally:
-        await stream.aclose()
-
-
 async def _open(url: str, query: dict[str, str], vendor: str, session: dict, timeline: Timeline):
     key = require_key(vendor)
     ws = await open_websocket(f"{url}/v1/realtime?{urlencode(query)}", {"Authorization": f"Bearer {key.reveal()}"},
                               VENDOR, clock=timeline.clock)
-    try:
-        await _configure(ws, session)
-    except BaseException:
-        await ws.close()
-        raise
+    await settle(ws, update_session(ws, session, VENDOR, _error_of))
     return ws
 
 
-class _Session:
+class _Session(ReaderSession):
     """What both session types share: 24 kHz appends, one reader task, its error, closing."""
 
     def __init__(self, ws, timeline: Timeline) -> None:
-        self.ws, self.timeline = ws, timeline
+        self.timeline = timeline
         self._upsampler = Upsampler()
-        self._done = asyncio.Event()
-        self._error: ProviderError | None = None
-        self._reader = asyncio.create_task(self._receive())
+        super().__init__(ws)
 
     async def send_audio(self, pcm16: bytes) -> None:
         audio = self._upsampler.push(pcm16)
@@ -168,18 +138,6 @@ class _Session:
             if not self._done.is_set():
                 self.timeline.mark(CLOSED)
                 self._done.set()
-
-    async def _wait(self) -> None:
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-
-    async def aclose(self) -> None:
-        await self.ws.close()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
-        except asyncio.TimeoutError:
-            self._reader.cancel()
 
 
 class OpenAIRealtimeSTT:

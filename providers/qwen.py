@@ -53,7 +53,7 @@ from .base import ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
-from .reply_session import ReplySession, set_up
+from .ws_session import ReaderSession, settle
 from .stamped import received
 
 VENDOR = "Qwen-Omni-Realtime"
@@ -136,11 +136,18 @@ class QwenOmniRealtimeS2S:
         ws = await open_websocket(url, {"Authorization": f"Bearer {key.reveal()}"}, VENDOR, clock=timeline.clock)
         session = {"modalities": ["text", "audio"], "voice": self.model.voice or DEFAULT_VOICE,
                    "input_audio_format": "pcm16", "output_audio_format": "pcm24", "turn_detection": None}
-        await set_up(ws, _configure(ws, session))
+        await settle(ws, _configure(ws, session))
         return QwenConversation(ws, timeline)
 
 
-class QwenConversation(ReplySession):
+class QwenConversation(ReaderSession):
+    def __init__(self, ws, timeline: Timeline) -> None:
+        self.timeline = timeline
+        super().__init__(ws)
+
+    async def wait_response(self) -> None:
+        await self._wait()
+
     async def _receive(self) -> None:
         offset, complete = 0, False
         try:

@@ -25,7 +25,8 @@ from voxwatch.workers.pacer import chunk_pcm
 
 EMULATOR_KEY = "emulator-key"
 ERROR_EVERY = 9
-VENDORS = ("deepgram", "cartesia", "assemblyai", "speechmatics", "elevenlabs", "openai", "gemini", "qwen", "xai")
+VENDORS = ("deepgram", "cartesia", "assemblyai", "speechmatics", "elevenlabs", "openai", "gemini", "qwen", "xai",
+           "zhipu")
 
 
 def with_errors(text: str, every: int = ERROR_EVERY) -> str:

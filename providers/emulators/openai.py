@@ -316,12 +316,7 @@ class _Conversation(_Realtime):
 
     async def _reply(self, response: str, item: str, requested_at: int) -> None:
         s: S2SScenario = self.s
-        if self.t0 is None:
-            start = requested_at + int(s.response_ms * 1e6)
-        else:
-            j = jitter_ms(self.first, s.jitter_ms)
-            start = self.t0 + int((s.speech_end_for(self.first) * 1000 + s.response_ms + j) * 1e6)
-        start = max(start, requested_at)
+        start = s.reply_at(self.first, self.t0, requested_at)
         every = int(s.send_every_ms * 1e6)
         ids = {"response_id": response, "item_id": item, "output_index": 0, "content_index": 0}
         stream = hashlib.sha256(self.first).hexdigest()  # the ledger's key: the stream's first-append key

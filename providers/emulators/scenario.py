@@ -148,6 +148,15 @@ class S2SScenario:
     def truth(self, first_chunk: bytes) -> dict[str, float]:
         return {"v2v_ms": self.response_ms + jitter_ms(first_chunk, self.jitter_ms) + self.leading_silence_ms}
 
+    def reply_at(self, first_chunk: bytes, t0_ns: int | None, requested_ns: int) -> int:
+        """When a reply asked for at `requested_ns` starts (ns): `response_ms` (+ jitter) after the
+        caller's speech end (the first chunk's arrival `t0_ns` plus its speech_end), never before the
+        request; `response_ms` after the request when no audio came."""
+        if t0_ns is None:
+            return requested_ns + int(self.response_ms * 1e6)
+        j = jitter_ms(first_chunk, self.jitter_ms)
+        return max(t0_ns + int((self.speech_end_for(first_chunk) * 1000 + self.response_ms + j) * 1e6), requested_ns)
+
 
 @dataclass(frozen=True)
 class Scenarios:

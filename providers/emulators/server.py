@@ -27,6 +27,7 @@ EMULATORS = {
     "gemini": "gemini:GeminiLiveEmulator",
     "qwen": "qwen:QwenOmniEmulator",
     "xai": "xai:XAIVoiceAgentEmulator",
+    "zhipu": "zhipu:ZhipuRealtimeEmulator",
 }
 
 

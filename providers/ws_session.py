@@ -1,0 +1,79 @@
+"""What the WebSocket adapters share around a session: its set-up before t0, and a reader task's end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Awaitable, Callable
+
+import websockets
+
+from .base import ProviderError
+from .endpoints import close_code
+from .stamped import received
+
+
+async def settle(ws, setup: Awaitable[None]) -> None:
+    """Run `setup` on a fresh socket; when it fails, close the socket (a ProviderError) or abort it
+    (cancelled: the harness timed the set-up out, and there is no close handshake to wait for)."""
+    try:
+        await setup
+    except ProviderError:
+        await ws.close()
+        raise
+    except BaseException:
+        ws.transport.abort()
+        raise
+
+
+async def update_session(ws, session: dict, vendor: str, error_of: Callable[[dict], ProviderError]) -> None:
+    """The OpenAI-style realtime set-up (OpenAI Realtime, Zhipu GLM-Realtime): wait for
+    `session.created`, send `session.update`, wait for `session.updated`; an `error` event refuses it."""
+    stream = received(ws)  # keeps the connection's arrival stamps in step with its messages
+    try:
+        async for message, _ in stream:
+            data = json.loads(message)
+            kind = data["type"]
+            if kind == "error":
+                raise error_of(data)
+            if kind == "session.created":
+                await ws.send(json.dumps({"type": "session.update", "session": session}))
+            elif kind == "session.updated":
+                return
+        raise ProviderError(f"{vendor} closed the connection during set-up (code {ws.close_code})", "disconnected")
+    except (ValueError, KeyError, TypeError) as exc:  # bad JSON or UTF-8, a missing type, not an object
+        raise ProviderError(f"malformed message from {vendor} ({type(exc).__name__})", "malformed") from None
+    except websockets.ConnectionClosed as exc:
+        raise ProviderError(f"{vendor} closed the connection during set-up (code {close_code(exc)})",
+                            "disconnected") from None
+    finally:
+        await stream.aclose()
+
+
+class ReaderSession:
+    """A session whose one reader task (`_receive`, started here) sets `_done` when it ends, with
+    `_error` the failure if any. Subclasses set their own state before calling this __init__."""
+
+    close_wait_s = 1.0
+
+    def __init__(self, ws) -> None:
+        self.ws = ws
+        self._done = asyncio.Event()
+        self._error: ProviderError | None = None
+        self._reader = asyncio.create_task(self._receive())
+
+    async def _receive(self) -> None:
+        raise NotImplementedError
+
+    async def _wait(self) -> None:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+
+    async def aclose(self) -> None:
+        """Close the socket, giving the reader a moment to see the close."""
+        await self.ws.close()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reader), self.close_wait_s)
+        except asyncio.TimeoutError:
+            self._reader.cancel()
