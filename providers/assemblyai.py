@@ -3,6 +3,9 @@
 Protocol facts followed (AssemblyAI streaming AsyncAPI spec and the assemblyai-python-sdk v3 client):
 - `wss://streaming.assemblyai.com/v3/ws?sample_rate=..&encoding=pcm_s16le&format_turns=..&speech_model=..`;
   auth is the raw key in `Authorization` (no scheme). The server opens with `Begin` (`id`, `expires_at`).
+  Headers as the official SDK sends them: `AssemblyAI-Version: 2025-05-12`
+  (AssemblyAI/assemblyai-python-sdk assemblyai/streaming/v3/_base.py `_build_headers`, and its
+  tests/unit/test_streaming.py, @ 530eca5a, 2026-08-14).
 - Audio goes as binary frames of pcm_s16le; each frame must hold 50 to 1000 ms of audio (close code
   3007 otherwise). The harness writes 20 ms chunks, so this adapter batches them and sends once
   50 ms are buffered: the first audio reaches AssemblyAI 40 ms after t0 and every later sample up
@@ -21,8 +24,13 @@ Protocol facts followed (AssemblyAI streaming AsyncAPI spec and the assemblyai-p
   joined turns and TTFS the last turn's final.
 - `{"type": "ForceEndpoint"}` ends the open turn now; `{"type": "Terminate"}` makes the server flush
   what it has, send `Termination` and close. `{"type": "Error", "error": ..}` (or a bare `error`)
-  and close codes (4001 not authorized, 4029/4102/3009/1013 rate or concurrency limits, 3005/1011
-  server errors, 3007 chunk duration) end the session.
+  and close codes (4001 not authorized, 4102/3009/1013 stream, concurrency or capacity limits,
+  3005/1011 server errors, 3007 chunk duration) end the session.
+- 4029 is "Client sent audio too fast" (the SDK's `RealTimeErrorCodes`), and AssemblyAI asks for
+  audio at the pace it was recorded (assemblyai.com/docs/streaming/guides/stream_prerecorded_file_realtime:
+  faster than real time may close the session). The harness paces in real time, so a 4029 is the
+  worker's own pacing fault (a stall, then a catch-up burst), not a vendor limit: a HarnessFault,
+  whose row is `excluded` with the reason and counts in no rate (METHOD).
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from urllib.parse import urlencode
 
 import websockets
 
-from .base import ProviderError
+from .base import HarnessFault, ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
 from .registry import ModelInfo
@@ -42,17 +50,22 @@ from .stamped import received
 DEFAULT_URL = "wss://streaming.assemblyai.com"
 MIN_CHUNK_MS = 50  # AssemblyAI takes 50-1000 ms of audio per binary message
 CLOSE_WAIT_S = 2.0
+API_VERSION = "2025-05-12"  # the AssemblyAI-Version header, as the official SDK sends it
+TOO_FAST = 4029  # "Client sent audio too fast": the harness's pacing, not the vendor
 # close code -> row status; any other application code (3000-4999) is an "error" with its reason
-CLOSE_STATUS = {4001: "auth_error", 1008: "auth_error", 4029: "rate_limited", 4102: "rate_limited",
+CLOSE_STATUS = {4001: "auth_error", 1008: "auth_error", 4102: "rate_limited",
                 3009: "rate_limited", 1013: "rate_limited", 3005: "server_error", 1011: "server_error"}
 
 
-def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError:
+def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError | HarnessFault:
     """A close that ended the session early, by kind; the reason is AssemblyAI's, never the request."""
     code = close_code(exc)
     reason = (exc.rcvd.reason if exc.rcvd is not None else "")[:200]
     if code == 1006:
         return ProviderError(f"AssemblyAI closed the connection {during} (code 1006)", "disconnected")
+    if code == TOO_FAST:
+        return HarnessFault(f"AssemblyAI closed the connection {during}: {code} {reason}: the worker sent audio "
+                            f"faster than real time (a pacing fault of the harness, not counted against the vendor)")
     status = CLOSE_STATUS.get(code, "error" if 3000 <= code < 5000 else "disconnected")
     return ProviderError(f"AssemblyAI closed the connection {during}: {code} {reason}".rstrip(), status)
 
@@ -71,7 +84,8 @@ class AssemblyAISTT:
         key = require_key(self.model.vendor)
         query = urlencode({"sample_rate": self.sample_rate, "encoding": "pcm_s16le",
                            "format_turns": str(self.format_turns).lower(), "speech_model": self.model.vendor_model})
-        ws = await open_websocket(f"{self.url}/v3/ws?{query}", {"Authorization": key.reveal()}, "AssemblyAI",
+        ws = await open_websocket(f"{self.url}/v3/ws?{query}",
+                                  {"Authorization": key.reveal(), "AssemblyAI-Version": API_VERSION}, "AssemblyAI",
                                   clock=timeline.clock)
         try:
             while True:
@@ -108,7 +122,7 @@ class AssemblyAISession:
         self._terminated = False  # Terminate sent
         self._final_after_force = asyncio.Event()
         self._closed = asyncio.Event()
-        self._error: ProviderError | None = None
+        self._error: ProviderError | HarnessFault | None = None
         self._reader = asyncio.create_task(self._receive())
 
     async def _receive(self) -> None:

@@ -32,6 +32,12 @@ class ProviderError(Exception):
         self.retry_after_s = retry_after_s
 
 
+class HarnessFault(Exception):
+    """The vendor refused the stream for a fault of voxwatch's own, not the vendor's (for example
+    audio that reached it faster than real time: the worker's pacing). The row is `excluded` with
+    the reason: not an attempt, so it counts in no rate against the vendor (METHOD)."""
+
+
 class STTStreamSession(Protocol):
     async def send_audio(self, pcm16: bytes) -> None:
         """Write one chunk of little-endian int16 PCM; return once it is written."""

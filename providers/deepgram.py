@@ -1,9 +1,23 @@
 """Deepgram live transcription (`/v1/listen` WebSocket), as the vendor documents it.
 
-Binary frames carry linear16 PCM; `{"type": "Finalize"}` flushes the stream and the last final
-comes back with `from_finalize: true`; `{"type": "CloseStream"}` ends the session. Results
-messages carry `channel.alternatives[0].transcript` with `is_final` for final segments and
-interim results otherwise. Auth: `Authorization: Token <key>`.
+Protocol facts followed (developers.deepgram.com/docs/finalize, /docs/close-stream,
+/docs/understand-endpointing-interim-results; deepgram/deepgram-docs fern/docs/finalize.mdx and
+close-stream.mdx):
+- Binary frames carry linear16 PCM; auth `Authorization: Token <key>`. `Results` messages carry
+  `channel.alternatives[0].transcript`; `is_final` marks a finalized segment (finals come per
+  segment: the hypothesis is the joined segments, TTFS the last worded one's arrival), interim
+  results otherwise; `speech_final` marks the segment Deepgram's endpointing closed.
+- `{"type": "Finalize"}` flushes: Deepgram processes what audio it still holds and the final
+  comes back with `from_finalize: true`. That reply is not guaranteed when no significant audio
+  is left to process, which is the usual case here: the clip ends 100 ms after the last word,
+  and endpointing has often finalized the last segment before Finalize arrives.
+- `{"type": "CloseStream"}` makes Deepgram finish processing any cached audio, send those
+  results, then a `Metadata` summary, and close: Metadata is the end of the results.
+
+So the turn ends at whichever comes first: the `from_finalize` final, or the Metadata after
+CloseStream, which `end_audio` sends right after Finalize (this session carries one turn). Neither
+moves TTFS: it is the arrival of the last final with words, the segment covering the end of
+speech, whichever of the two brought it.
 """
 
 from __future__ import annotations
@@ -46,6 +60,7 @@ class DeepgramSession:
         self.ws, self.timeline = ws, timeline
         self._done = asyncio.Event()
         self._error: ProviderError | None = None
+        self._stream_closed = False  # CloseStream sent
         self._reader = asyncio.create_task(self._receive())
 
     async def _receive(self) -> None:
@@ -61,7 +76,7 @@ class DeepgramSession:
                     if data.get("from_finalize"):
                         self._done.set()
                 elif kind == "Metadata":
-                    break
+                    break  # after CloseStream: every result is in
                 elif kind == "Error" or "err_code" in data:
                     self._error = ProviderError(f"Deepgram error: {str(data.get('description') or data.get('err_msg'))[:300]}")
                     break
@@ -79,7 +94,14 @@ class DeepgramSession:
         await self.ws.send(pcm16)
 
     async def end_audio(self) -> None:
+        """Finalize (the final, forced), then CloseStream (the input is over: Metadata will end the results)."""
         await self.ws.send(json.dumps({"type": "Finalize"}))
+        await self._close_stream()
+
+    async def _close_stream(self) -> None:
+        if not self._stream_closed:
+            self._stream_closed = True
+            await self.ws.send(json.dumps({"type": "CloseStream"}))
 
     async def wait_final(self) -> None:
         await self._done.wait()
@@ -87,9 +109,9 @@ class DeepgramSession:
             raise self._error
 
     async def aclose(self) -> None:
-        """CloseStream, then let the server send its Metadata and close (briefly), then close."""
+        """CloseStream (unless sent), then let the server send its Metadata and close (briefly), then close."""
         try:
-            await self.ws.send(json.dumps({"type": "CloseStream"}))
+            await self._close_stream()
             await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
         except (websockets.ConnectionClosed, asyncio.TimeoutError):
             pass

@@ -144,11 +144,14 @@ class Registry:
             raise RegistryError(f"{model_id!r} is a floating alias, not an exact versioned model id{hint}")
         raise RegistryError(f"unknown model id {model_id!r}; `voxwatch providers list` shows the registered ids")
 
-    def create(self, model: ModelInfo) -> Any:
-        """Instantiate the adapter; a local engine must be the version its id names."""
+    def create(self, model: ModelInfo, region: str | None = None) -> Any:
+        """Instantiate the adapter; a local engine must be the version its id names. An adapter that
+        picks the vendor's endpoint by the worker's region (`per_region = True`) is given `region`."""
         module_name, _, class_name = model.adapter.partition(":")
         adapter_cls = getattr(importlib.import_module(module_name), class_name)
         installed = getattr(adapter_cls, "installed_version", None)
         if installed is not None and model.version is not None and installed() != model.version:
             raise RegistryError(f"{model.id} names version {model.version}, but {installed()} is installed")
+        if region is not None and getattr(adapter_cls, "per_region", False):
+            return adapter_cls(model, region=region)
         return adapter_cls(model)

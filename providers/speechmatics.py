@@ -2,8 +2,16 @@
 
 Protocol facts followed (speechmatics/docs spec/realtime.yaml, the turn-detection and WebSocket
 protocol guides, and the speechmatics-python-sdk `rt` client):
-- `wss://eu2.rt.speechmatics.com/v2` (the SDKs' and API reference's default; eu1/us1/us2 and the
-  `eu.`/`us.` aliases are other regions); auth `Authorization: Bearer <key>`; a refused key is
+- Endpoints (docs.speechmatics.com/get-started/authentication#supported-endpoints and
+  /administration/regions; speechmatics/docs docs/get-started/authentication.mdx @ 8783a7ae,
+  2026-08): Realtime SaaS is served in EU1 (`eu.rt.speechmatics.com`) and US1
+  (`us.rt.speechmatics.com`), and `global.rt.speechmatics.com` routes each connection to the
+  nearest region, possibly any. `eu2.rt` is no longer listed (the SDK still defaults to it).
+  A worker whose region is named for Europe (`eu-*`, `europe-*`) is pinned to EU1, one named for
+  the US (`us-*`) to US1, so the path a series measures stays in the region its rows name; any
+  other region uses `global`, the nearest. `VOXWATCH_SPEECHMATICS_BASE_URL` overrides the choice
+  (e.g. `wss://global.rt.speechmatics.com` for every worker).
+- The path is `/v2`; auth `Authorization: Bearer <key>`; a refused key is
   HTTP 401 on the handshake (or an `Error` of type `not_authorised` with close code 4001).
 - The client sends `StartRecognition` (`audio_format` raw pcm_s16le at the sample rate;
   `transcription_config` with `language`, `model` (`enhanced` | `standard`, which replaced the
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import websockets
 
@@ -38,13 +47,22 @@ from .events import CLOSED, FINAL, PARTIAL, Timeline
 from .registry import ModelInfo
 from .stamped import received
 
-DEFAULT_URL = "wss://eu2.rt.speechmatics.com"
+GLOBAL_URL = "wss://global.rt.speechmatics.com"
+REGIONAL_URLS = {"eu": "wss://eu.rt.speechmatics.com", "europe": "wss://eu.rt.speechmatics.com",
+                 "us": "wss://us.rt.speechmatics.com"}  # a worker region's first word -> its endpoint
 MAX_DELAY_S = 0.7
 CLOSE_WAIT_S = 2.0
 # Error.type -> row status; any other type is an "error"
 ERROR_STATUS = {"not_authorised": "auth_error", "quota_exceeded": "rate_limited", "timelimit_exceeded": "rate_limited",
                 "job_error": "server_error", "session_transfer": "server_error"}
 CLOSE_STATUS = {4001: "auth_error", 4005: "rate_limited", 4013: "server_error", 1011: "server_error"}
+
+
+def endpoint_for(region: str | None) -> str:
+    """The documented real-time endpoint for a worker region: EU1 for `eu-*` / `europe-*`, US1 for
+    `us-*`, else global (the nearest region)."""
+    first = re.split(r"[^a-z]", (region or "").lower(), maxsplit=1)[0]
+    return REGIONAL_URLS.get(first, GLOBAL_URL)
 
 
 def error_from(data: dict) -> ProviderError:
@@ -66,10 +84,11 @@ class SpeechmaticsSTT:
     """`<model>-<language>` ids, e.g. `speechmatics/enhanced-en`: the realtime model and the language pack."""
 
     sample_rate = 16000
+    per_region = True  # Registry.create passes the worker's region: the endpoint follows it
 
-    def __init__(self, model: ModelInfo) -> None:
+    def __init__(self, model: ModelInfo, region: str | None = None) -> None:
         self.model = model
-        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.url = base_url(model.vendor, endpoint_for(region))
         self.emulator = is_loopback(self.url)
         self.model_name, _, self.language = model.vendor_model.rpartition("-")
 

@@ -6,14 +6,22 @@ threes: the emulator's clock (like AssemblyAI's) starts when the first frame arr
 t0, and every latency measured carries that batching, as it would against AssemblyAI.
 """
 
+import asyncio
 import math
+from http import HTTPStatus
 
 import pytest
-from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, serve
+import websockets
+from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.providers.assemblyai import MIN_CHUNK_MS
+from voxwatch.providers.base import ProviderError
 from voxwatch.providers.emulators.scenario import STTScenario
+from voxwatch.providers.events import Timeline
+from voxwatch.workers import pacer
+from voxwatch.workers.measure import CLOCK_FIELDS
 
 MODEL = "assemblyai/universal-streaming-english"
 CHUNK_MS = 20  # the harness's default chunk
@@ -86,3 +94,45 @@ def test_a_formatted_copy_of_a_final_is_not_a_second_final(monkeypatch, clean):
         row = measure(MODEL, ds, clip)
     assert row.status == "ok", row.reason
     assert row.hypothesis == scenario.transcript  # unformatted and once, not "Yes please." appended
+
+
+def test_audio_sent_faster_than_real_time_is_the_harness_fault_not_the_vendors(monkeypatch, clean):
+    """AssemblyAI closes 4029 ("Client sent audio too fast") when audio outruns real time. The harness
+    paces in real time, so that is the worker's fault (a stall, then a burst; here a pacer that never
+    waits): the row is excluded, with the reason, and counts in no rate against the vendor."""
+    ds, clips = clean
+    clip = clips["u049"]  # 4.3 s of audio: more ahead of real time than the emulator allows, sent at once
+
+    async def no_wait(deadline_ns, clock=None) -> None:
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(pacer, "sleep_until", no_wait)
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           api_key=KEY)
+    with serve("assemblyai", scenario) as url:
+        _env(monkeypatch, url)
+        row = measure(MODEL, ds, clip, timeout_s=5)
+    assert row.status == "excluded", (row.status, row.reason)
+    assert "4029" in row.reason and "faster than real time" in row.reason and KEY not in row.reason
+    assert row.status in NOT_AN_ATTEMPT and not any(row.status in counted for counted in RATES.values())
+    assert all(getattr(row, name) is None for name in CLOCK_FIELDS if name != "connect_ms")
+
+
+def test_the_handshake_carries_the_api_version_the_sdk_sends(monkeypatch):
+    """The official SDK sends `AssemblyAI-Version: 2025-05-12` on the v3 handshake; so does the adapter
+    (read off a real socket by a server that then refuses the key)."""
+    seen = {}
+
+    def refuse(connection, request):
+        seen.update(version=request.headers.get("AssemblyAI-Version"), auth=request.headers.get("Authorization"))
+        return connection.respond(HTTPStatus.UNAUTHORIZED, "invalid credentials\n")
+
+    async def handshake() -> ProviderError:
+        async with websockets.serve(lambda ws: None, "127.0.0.1", 0, process_request=refuse) as server:
+            _env(monkeypatch, f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+            with pytest.raises(ProviderError) as refused:
+                await REGISTRY.create(REGISTRY.resolve(MODEL)).connect(Timeline())
+            return refused.value
+
+    assert asyncio.run(handshake()).status == "auth_error"
+    assert seen == {"version": "2025-05-12", "auth": KEY}

@@ -7,7 +7,7 @@ hypothesis is the joined segments and TTFS the last segment's final.
 """
 
 import pytest
-from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, serve
+from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario
@@ -50,3 +50,26 @@ def test_failures_become_rows(monkeypatch, clean, fault):
         _env(monkeypatch, url)
         row = measure(MODEL, ds, clip, timeout_s=2)
     assert_failure_row(row, fault)
+
+
+@pytest.mark.parametrize("region, host", [
+    ("eu-west", "eu.rt.speechmatics.com"), ("europe-west1", "eu.rt.speechmatics.com"), ("EU", "eu.rt.speechmatics.com"),
+    ("us-east-1", "us.rt.speechmatics.com"), ("us", "us.rt.speechmatics.com"),
+    ("ap-southeast", "global.rt.speechmatics.com"), ("local", "global.rt.speechmatics.com"),
+    ("user-lab", "global.rt.speechmatics.com"), (None, "global.rt.speechmatics.com"),
+])
+def test_the_endpoint_follows_the_worker_region(monkeypatch, region, host):
+    """Documented Realtime hosts only: EU1 / US1 for workers in Europe / the US, else global (the nearest)."""
+    from voxwatch.providers.speechmatics import SpeechmaticsSTT
+    from voxwatch.workers.runner import create_adapter
+
+    monkeypatch.delenv("VOXWATCH_SPEECHMATICS_BASE_URL", raising=False)
+    model = REGISTRY.resolve(MODEL)
+    assert create_adapter(REGISTRY, model, region).url == f"wss://{host}"  # the worker's path to the adapter
+    assert SpeechmaticsSTT(model, region).url == f"wss://{host}"
+
+
+def test_the_base_url_overrides_the_region_choice(monkeypatch):
+    monkeypatch.setenv("VOXWATCH_SPEECHMATICS_BASE_URL", "wss://global.rt.speechmatics.com/")
+    adapter = REGISTRY.create(REGISTRY.resolve(MODEL), "eu-west")
+    assert adapter.url == "wss://global.rt.speechmatics.com" and not adapter.emulator

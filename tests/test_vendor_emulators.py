@@ -42,6 +42,21 @@ def test_deepgram_final_before_the_end_of_speech_is_negative(monkeypatch, clean)
     assert_on_clock(streams, "ttfs_ms", -60.0, clip=clip)
 
 
+def test_deepgram_turn_ends_when_finalize_finds_nothing_left(monkeypatch, clean):
+    """Endpointing finalized the last words 20 ms after the end of speech, before the Finalize (sent
+    with the last chunk, 100 ms after it) arrived; Deepgram need not answer such a Finalize, and here
+    it does not. The turn ends anyway, well within the time limit, and TTFS is that endpointed final's."""
+    ds, clip = clean
+    scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                           final_ms=20.0, empty_finalize_reply=False, api_key=KEY)
+    with serve("deepgram", scenario) as url:
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
+        monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
+        streams = measure_three("deepgram/nova-3", ds, clip, timeout_s=5)
+    assert_on_clock(streams, "ttfs_ms", 20.0, clip=clip)
+    assert all(s.row.hypothesis == clip.text for s in streams)
+
+
 @pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
                                    "no_final"])
 def test_deepgram_failures_become_rows(monkeypatch, clean, fault):

@@ -33,7 +33,7 @@ from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recor
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
 from voxwatch.observation import Observation
-from voxwatch.providers.base import ProviderError
+from voxwatch.providers.base import HarnessFault, ProviderError
 from voxwatch.providers.endpoints import close_code
 from voxwatch.providers.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
@@ -248,6 +248,8 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
     except ProviderError as exc:
         row.retry_after_s = exc.retry_after_s
         return _fail(row, exc.status, str(exc), ctx)
+    except HarnessFault as exc:  # ours, not the vendor's: not an attempt
+        return _fail(row, "excluded", str(exc), ctx)
     except websockets.ConnectionClosed as exc:
         return _fail(row, "disconnected", f"the provider closed the connection mid-stream (code {close_code(exc)})", ctx)
     except Exception as exc:

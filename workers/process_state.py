@@ -93,7 +93,7 @@ class ProcessState:
 
     def adapter(self, model: ModelInfo) -> object:
         if model.id not in self._adapters:
-            self._adapters[model.id] = create_adapter(self.registry, model)
+            self._adapters[model.id] = create_adapter(self.registry, model, self.config.region)
         return self._adapters[model.id]
 
     def measure(self, job: Job, budget_s: float) -> Observation:

@@ -160,10 +160,11 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     return TickResult(run, rows, plan.skipped, spooled)
 
 
-def create_adapter(registry: Registry, model: ModelInfo) -> object:
-    """The model's adapter, or the exception that prevented it (every item then becomes an error row)."""
+def create_adapter(registry: Registry, model: ModelInfo, region: str | None = None) -> object:
+    """The model's adapter for a worker in `region`, or the exception that prevented it (every item
+    then becomes an error row)."""
     try:
-        return registry.create(model)
+        return registry.create(model, region)
     except (RegistryError, ImportError, OSError, RuntimeError) as exc:
         return exc
 
@@ -171,7 +172,7 @@ def create_adapter(registry: Registry, model: ModelInfo) -> object:
 async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
                        rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
     models = {t.model.id: t.model for t in plan.tasks}
-    adapters = {model_id: create_adapter(registry, model) for model_id, model in models.items()}
+    adapters = {model_id: create_adapter(registry, model, config.region) for model_id, model in models.items()}
     secrets = tuple(api_key(t.model.vendor) for t in plan.tasks if t.model.needs_key)
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
     not_before: dict[str, float] = {}  # vendor -> monotonic time its Retry-After ends

@@ -2,7 +2,11 @@
 
 Checks the raw key in `Authorization` and the query (`sample_rate` a positive integer, `encoding`
 pcm_s16le or pcm_mulaw, a known `speech_model`); opens with `Begin`; takes binary audio frames of
-50 to 1000 ms each and closes with 3007 on any other length, as AssemblyAI does. From the first
+50 to 1000 ms each and closes with 3007 on any other length, as AssemblyAI does. Audio must come at
+the pace it was recorded (assemblyai.com/docs/streaming/guides/stream_prerecorded_file_realtime);
+AssemblyAI does not publish its tolerance, so this emulator lets the audio received run ahead of
+the time since the first frame by one largest frame (`REALTIME_LEAD_MS`) and closes with 4029
+"Client sent audio too fast" (the SDK's wording) beyond that. From the first
 frame's arrival (this emulator's t0) it sends partial `Turn`s (`end_of_turn: false`, the words so
 far, all but the newest final) on the STTScenario cadence from `first_partial_ms` after the start
 of speech, and the end-of-turn `Turn` `final_ms` after the end of speech; with `format_turns=true`
@@ -18,6 +22,7 @@ frame that matches a scenario key (10 ms steps), else its first 20 ms.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
@@ -37,6 +42,7 @@ PATH = "/v3/ws"
 MODELS = ("universal-streaming-english", "universal-streaming-multilingual", "u3-rt-pro", "whisper-rt")
 BYTES_PER_SAMPLE = {"pcm_s16le": 2, "pcm_mulaw": 1}
 MIN_MS, MAX_MS = 50, 1000
+REALTIME_LEAD_MS = MAX_MS  # how far the audio received may run ahead of the time since its first frame
 FORMAT_DELAY_MS = 40.0  # the formatted copy of a final follows it this much later
 KEY_CHUNK_MS = 20  # the harness's chunk: the fallback stream key
 
@@ -63,16 +69,35 @@ def _turn(words: list[str], final_count: int, end: bool, formatted: bool = False
                   for i, w in enumerate(words)]})
 
 
+async def _close_mid_audio(ws, code: int, reason: str) -> None:
+    """Close while the client may still be sending audio, reading (and dropping) what it already sent
+    so that its close frame is read and the connection ends at once, as AssemblyAI's does; left
+    unread, those frames would hold it open until the close timeout."""
+    closing = asyncio.ensure_future(ws.close(code, reason))
+    with contextlib.suppress(websockets.ConnectionClosed):
+        async for _ in ws:
+            pass
+    await closing
+
+
 class _Stream:
     """One session's state shared by its reader and its speaker."""
 
     def __init__(self, bytes_per_ms: int, format_turns: bool) -> None:
         self.bytes_per_ms, self.format_turns = bytes_per_ms, format_turns
         self.audio_bytes = 0
+        self.first_frame_ns: int | None = None
         self.transcript = ""
         self.words: list[str] = []
         self.final_sent = self.formatted_sent = False
         self.speaker: asyncio.Task | None = None
+
+    def too_fast(self, frame_bytes: int, now_ns: int) -> bool:
+        """Add a frame; True when the audio so far is more than REALTIME_LEAD_MS ahead of real time."""
+        if self.first_frame_ns is None:
+            self.first_frame_ns = now_ns
+        self.audio_bytes += frame_bytes
+        return self.audio_bytes / self.bytes_per_ms - (now_ns - self.first_frame_ns) / 1e6 > REALTIME_LEAD_MS
 
 
 class AssemblyAIEmulator:
@@ -105,12 +130,15 @@ class AssemblyAIEmulator:
                 if isinstance(message, bytes):
                     ms = len(message) / stream.bytes_per_ms
                     if not MIN_MS <= ms <= MAX_MS:
-                        await ws.close(3007, f"Input duration violation: {ms:.0f} ms. "
-                                             f"Expected between {MIN_MS} and {MAX_MS} ms")
+                        await _close_mid_audio(ws, 3007, f"Input duration violation: {ms:.0f} ms. "
+                                                         f"Expected between {MIN_MS} and {MAX_MS} ms")
                         return
-                    stream.audio_bytes += len(message)
+                    arrived = time.perf_counter_ns()
+                    if stream.too_fast(len(message), arrived):
+                        await _close_mid_audio(ws, 4029, "Client sent audio too fast")
+                        return
                     if stream.speaker is None:
-                        stream.speaker = asyncio.create_task(self._speak(ws, time.perf_counter_ns(), message, stream))
+                        stream.speaker = asyncio.create_task(self._speak(ws, arrived, message, stream))
                     continue
                 try:
                     kind = json.loads(message).get("type")

@@ -3,9 +3,12 @@
 
 Both check `Authorization: Token <key>`. `/v1/listen` takes linear16 binary frames; sends interim
 `Results` (`is_final: false`) on a cadence from `first_partial_ms` after the start of speech, and
-the final (`is_final`, `speech_final`, `from_finalize` when a `Finalize` has arrived) `final_ms`
-after the end of speech; answers a late `Finalize` with an empty `from_finalize` final;
-`CloseStream` gets a `Metadata` message and a normal close.
+the final `final_ms` after the end of speech: `from_finalize` when a `Finalize` had arrived, else
+`speech_final` (endpointing closed it). A `Finalize` that finds the final already sent (nothing
+left to process) gets an empty `from_finalize` final, or, with the scenario's
+`empty_finalize_reply` off, no reply at all: Deepgram documents that reply as usual but not
+guaranteed when no significant audio is left. `CloseStream` finishes what is pending (the final
+goes at its scheduled time, unless a fault withholds it), then `Metadata` and a normal close.
 
 `/v1/speak` opens with a `Metadata` message; buffers `Speak` text; on `Flush` sends linear16
 binary frames at the requested sample rate - leading silence, then the speech (a sharp-onset tone
@@ -36,8 +39,8 @@ LISTEN, SPEAK = "/v1/listen", "/v1/speak"
 
 
 def _results(text: str, is_final: bool, from_finalize: bool = False) -> str:
-    return json.dumps({"type": "Results", "channel_index": [0, 1], "duration": 0.0, "start": 0.0,
-                       "is_final": is_final, "speech_final": is_final, "from_finalize": from_finalize,
+    return json.dumps({"type": "Results", "channel_index": [0, 1], "duration": 0.0, "start": 0.0, "is_final": is_final,
+                       "speech_final": is_final and not from_finalize, "from_finalize": from_finalize,
                        "channel": {"alternatives": [{"transcript": text, "confidence": 0.99, "words": []}]}})
 
 
@@ -82,9 +85,11 @@ class DeepgramEmulator:
                 kind = json.loads(message).get("type")
                 if kind == "Finalize":
                     finalized.set()
-                    if final_sent.is_set():
+                    if final_sent.is_set() and self.stt.empty_finalize_reply:
                         await ws.send(_results("", True, from_finalize=True))
                 elif kind == "CloseStream":
+                    if sender is not None:
+                        await sender  # the results still pending go first
                     await ws.send(json.dumps({"type": "Metadata", "request_id": str(uuid.uuid4()), "channels": 1}))
                     break
         finally:

@@ -38,6 +38,9 @@ class STTScenario:
     # per-stream transcripts, keyed the same way (the clip's reference, perhaps with injected errors)
     transcripts: tuple[tuple[str, str], ...] = ()
     fault: str | None = None  # see faults.py
+    # Deepgram: a Finalize that finds no audio left (the final already sent) gets an empty
+    # from_finalize final; False: no reply, which Deepgram does not guarantee then
+    empty_finalize_reply: bool = True
 
     def __post_init__(self) -> None:
         check(self.fault)
