@@ -11,7 +11,8 @@ followed by a close (1008 policy violation).
 
 TTS HTTP, `POST /v1/text-to-speech/{voice_id}/stream?output_format=pcm_24000` with JSON
 `{"text", "model_id"}`: the body is the audio in the output format (pcm_24000: little-endian int16
-at 24 kHz, no header), sent chunked as it is generated.
+at 24 kHz, no header), sent chunked as it is generated, gzip-encoded when the request allows it
+(elevenlabs/elevenlabs-python#369): read content-decoded (`stamped_http.received`).
 
 STT, `GET /v1/speech-to-text/realtime?model_id=scribe_v2_realtime&audio_format=pcm_16000&commit_strategy=manual`:
 the server opens with `session_started`; audio goes up as `{"message_type": "input_audio_chunk",
@@ -210,6 +211,8 @@ class ElevenLabsHTTPSession:
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError) as exc:
             raise ProviderError(f"{VENDOR} dropped the connection mid-stream ({type(exc).__name__})",
                                 "disconnected") from None
+        except httpx.DecodingError as exc:
+            raise ProviderError(f"malformed audio from {VENDOR}: {exc}", "malformed") from None
         if samples.left:
             raise ProviderError(f"malformed audio from {VENDOR} (a split sample)", "malformed")
         self.timeline.mark(CLOSED)

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 
+import httpx
 import numpy as np
 import pytest
 import websockets
@@ -201,7 +202,7 @@ def test_a_bad_key_is_refused_everywhere_and_never_shown(openai_env, clips, prom
             assert KEY not in repr(row)
 
 
-# --- OpenAI Realtime as it really behaves (issue 14): recoverable errors, unfinished replies ---
+# --- OpenAI as it really behaves (issue 14): recoverable errors, unfinished replies, encoded speech ---
 
 
 async def _raw_transcription(url: str, appends: int, until: str) -> tuple[list[dict], int | None, str | None]:
@@ -289,3 +290,21 @@ def test_a_reply_that_ends_unfinished_is_a_failure_row(openai_env, clips, status
     assert f"response {status}" in row.reason and why in row.reason and KEY not in row.reason
     assert all(getattr(row, name) is None for name in CLOCK_FIELDS if name != "connect_ms")
 
+
+def test_tts_gzip_encoded_speech_is_decoded_and_timed_at_its_reads(openai_env, prompts):
+    """The speech body gzip-encoded (httpx asks for gzip by default): decoded as it arrives, with the
+    same TTFB and TTFA as a plain body; a raw read would store the compressed bytes as audio."""
+    scenario = TTSScenario(ttfb_ms=110.0, leading_silence_ms=60.0, api_key=KEY)
+    prompt = prompts.prompts[3]
+    truth = scenario.truth(prompt.text)
+    with serve("openai", OpenAIScenario(scenario, speech_encoding="gzip")) as url:
+        openai_env(url)
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}) as client:
+            probe = client.post("/v1/audio/speech", json={"model": "gpt-4o-mini-tts", "input": "hi", "voice": "marin",
+                                                          "response_format": "pcm"})
+        assert probe.headers["content-encoding"] == "gzip" and len(probe.content) % 2 == 0
+        streams = measure_three(TTS, prompts, prompt)
+    assert_on_clock(streams, "ttfb_ms", truth["ttfb_ms"])
+    assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows(streams))
+    assert all(r.audio_duration_s == pytest.approx((60.0 + 600.0) / 1000, abs=0.001) for r in rows(streams))
+    assert_on_clock(streams, "ttfa_ms", truth["ttfa_ms"], leading_silence_ms=scenario.leading_silence_ms)

@@ -48,6 +48,12 @@ OpenAI's own behaviour, beyond the shared scenarios (`OpenAIScenario`, all off b
 - `response_status`: `cancelled`, `incomplete` or `failed` ends the S2S reply after half its audio
   with a `response.done` of that status and its `status_details` (`reason` `turn_detected`,
   `max_output_tokens`; `error` for `failed`: openai-python realtime_response_status.py).
+- `speech_encoding="gzip"`: the speech body goes out with `Content-Encoding: gzip` when the request's
+  Accept-Encoding allows it (httpx, the official SDK's client, sends `gzip, deflate` by default),
+  each chunk compressed and sync-flushed as it is written, so it can be decoded as it arrives.
+  Whether OpenAI compresses speech bodies is not documented; its JSON responses have come
+  brotli-encoded (ChatGPTNextWeb/NextChat#3215), and ElevenLabs compresses audio when allowed
+  (elevenlabs/elevenlabs-python#369).
 Every `error` event names the `event_id` of the client event that caused it (null when it had none).
 
 Auth: `Authorization: Bearer <key>`; a wrong key is refused with 401 (HTTP and WebSocket upgrade
@@ -67,6 +73,7 @@ import json
 import time
 import uuid
 import wave
+import zlib
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
@@ -102,12 +109,15 @@ class OpenAIScenario:
     scenario: object
     mid_session_error: str | None = None  # None, "recoverable" or "session_expired"
     response_status: str = "completed"  # or one of UNFINISHED
+    speech_encoding: str | None = None  # None or "gzip"
 
     def __post_init__(self) -> None:
         if self.mid_session_error not in (None, "recoverable", "session_expired"):
             raise ValueError(f"unknown mid_session_error {self.mid_session_error!r}")
         if self.response_status != "completed" and self.response_status not in UNFINISHED:
             raise ValueError(f"unknown response_status {self.response_status!r}")
+        if self.speech_encoding not in (None, "gzip"):
+            raise ValueError(f"unknown speech_encoding {self.speech_encoding!r}")
 
 
 def _id(prefix: str) -> str:
@@ -164,17 +174,28 @@ class _Timed(Response):
 
 
 class _PCMStream(Response):
-    """Raw PCM chunks, each at its time on the emulator clock (TTSScenario.send_times), as a chunked HTTP body."""
+    """Raw PCM chunks, each at its time on the emulator clock (TTSScenario.send_times), as a chunked
+    HTTP body; with `gzip`, gzip-encoded, each chunk sync-flushed so it decodes as it arrives."""
 
-    def __init__(self, chunks: list[bytes], first_speech: int, times: list[int], scenario: TTSScenario, on_send) -> None:
+    def __init__(self, chunks: list[bytes], first_speech: int, times: list[int], scenario: TTSScenario, on_send,
+                 gzip: bool = False) -> None:
         self.chunks, self.first_speech, self.times, self.s = chunks, first_speech, times, scenario
         self.on_send = on_send  # (what) -> None, for the calibration ledger
+        self.gzip = gzip
         self.background = None
 
     async def __call__(self, scope, receive, send) -> None:
         s = self.s
+        headers = [(b"content-type", b"audio/pcm")]
+        packer = zlib.compressobj(wbits=31) if self.gzip else None  # wbits 31: the gzip container
+        if packer is not None:
+            headers += [(b"content-encoding", b"gzip"), (b"vary", b"accept-encoding")]
+
+        def encoded(data: bytes) -> bytes:
+            return data if packer is None else packer.compress(data) + packer.flush(zlib.Z_SYNC_FLUSH)
+
         await sleep_until(self.times[0])
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"audio/pcm")]})
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         for i, (chunk, at) in enumerate(zip(self.chunks, self.times)):
             await sleep_until(at)
             if s.fault == "disconnect" and i == 2:
@@ -183,12 +204,12 @@ class _PCMStream(Response):
                 self.on_send("first_audio")  # recorded as the chunk is written
             if i == self.first_speech:
                 self.on_send("first_speech")
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": encoded(chunk), "more_body": True})
         if s.fault == "malformed":
-            await send({"type": "http.response.body", "body": b"\x00", "more_body": True})  # half a sample
+            await send({"type": "http.response.body", "body": encoded(b"\x00"), "more_body": True})  # half a sample
         if s.fault == "no_final":
             await asyncio.Event().wait()  # the body never ends
-        await send({"type": "http.response.body", "body": b""})
+        await send({"type": "http.response.body", "body": b"" if packer is None else packer.flush()})
 
 
 class _Realtime:
@@ -483,8 +504,10 @@ class OpenAIEmulator:
             return _json_error(400, "this emulator answers response_format pcm only")
         s = self.tts
         chunks, first_speech = await asyncio.to_thread(self._tts_audio.get, text, RATE)  # eSpeak must finish within ttfb_ms
+        accepted = {part.split(";")[0].strip().lower() for part in request.headers.get("accept-encoding", "").split(",")}
         return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
-                          lambda what: record_at_write(self, text, what))
+                          lambda what: record_at_write(self, text, what),
+                          gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
 
     async def realtime(self, websocket: WebSocket) -> None:
         params = websocket.query_params
