@@ -7,7 +7,17 @@ goes up as `{"text": "... ", "flush": true}` (text ends with a space; flush gene
 whatever the chunk_length_schedule), and `{"text": ""}` ends the input. The server answers with
 `{"audio": <base64 of the output format>, "normalizedAlignment", "alignment"}` messages, then
 `{"isFinal": true}`, and closes the connection; an error is `{"message", "error", "code"}`
-followed by a close (1008 policy violation).
+followed by a close (1008 policy violation). While the input is open the server closes the socket
+after `inactivity_timeout` seconds without a text message (query parameter, default 20, at most
+180: the AsyncAPI spec of the endpoint; help.elevenlabs.io "How can I keep the WebSocket open?";
+elevenlabs.io/blog/websocket-improvements-reliability-and-custom-timeout), with the error
+`input_timeout_exceeded` ("Have not received a new text input within the timeout of 20 seconds.
+Streaming input terminated. ...") and close 1008 (livekit/agents#218, elevenlabs/elevenlabs-docs#426).
+The opener is the session's set-up, so it stays where it is sent now, at connect time, outside
+every clock (METHOD: connection set-up is excluded, and timed as `connect_ms`); sent with the text,
+the session's initialisation would land inside TTFB. The connection asks for the longest
+documented timeout, so a synthesis the harness starts up to 180 s after connecting finds it open;
+later than that, the row fails with the vendor's close and its reason.
 
 TTS HTTP, `POST /v1/text-to-speech/{voice_id}/stream?output_format=pcm_24000` with JSON
 `{"text", "model_id"}`: the body is the audio in the output format (pcm_24000: little-endian int16
@@ -46,6 +56,7 @@ DEFAULT_URL = "https://api.elevenlabs.io"  # wss:// for the WebSocket endpoints 
 DEFAULT_VOICE = "JBFqnCBsd6RMkjVDRZzb"  # "George", the voice of the vendor's quickstarts
 TTS_SAMPLE_RATE = 24000
 OUTPUT_FORMAT = f"pcm_{TTS_SAMPLE_RATE}"
+INACTIVITY_TIMEOUT_S = 180  # stream-input: the documented maximum (the default is 20)
 MALFORMED = (json.JSONDecodeError, binascii.Error, KeyError, TypeError, ValueError, AttributeError)
 
 # Scribe realtime error message types -> row status (the rest are "error")
@@ -109,7 +120,8 @@ class ElevenLabsWebSocketTTS:
         """Open the stream and send the opening `{"text": " "}`: both before t0."""
         key = require_key(self.model.vendor)
         voice_id = voice or self.model.voice or DEFAULT_VOICE
-        query = urlencode({"model_id": self.model.vendor_model, "output_format": OUTPUT_FORMAT})
+        query = urlencode({"model_id": self.model.vendor_model, "output_format": OUTPUT_FORMAT,
+                           "inactivity_timeout": INACTIVITY_TIMEOUT_S})
         ws = await open_websocket(f"{self.url}/v1/text-to-speech/{quote(voice_id, safe='')}/stream-input?{query}",
                                   {"xi-api-key": key.reveal()}, VENDOR, clock=timeline.clock)
         try:
