@@ -7,11 +7,22 @@ goes up as `{"text": "... ", "flush": true}` (text ends with a space; flush gene
 whatever the chunk_length_schedule), and `{"text": ""}` ends the input. The server answers with
 `{"audio": <base64 of the output format>, "normalizedAlignment", "alignment"}` messages, then
 `{"isFinal": true}`, and closes the connection; an error is `{"message", "error", "code"}`
-followed by a close (1008 policy violation).
+followed by a close (1008 policy violation). While the input is open the server closes the socket
+after `inactivity_timeout` seconds without a text message (query parameter, default 20, at most
+180: the AsyncAPI spec of the endpoint; help.elevenlabs.io "How can I keep the WebSocket open?";
+elevenlabs.io/blog/websocket-improvements-reliability-and-custom-timeout), with the error
+`input_timeout_exceeded` ("Have not received a new text input within the timeout of 20 seconds.
+Streaming input terminated. ...") and close 1008 (livekit/agents#218, elevenlabs/elevenlabs-docs#426).
+The opener is the session's set-up, so it stays where it is sent now, at connect time, outside
+every clock (METHOD: connection set-up is excluded, and timed as `connect_ms`); sent with the text,
+the session's initialisation would land inside TTFB. The connection asks for the longest
+documented timeout, so a synthesis the harness starts up to 180 s after connecting finds it open;
+later than that, the row fails with the vendor's close and its reason.
 
 TTS HTTP, `POST /v1/text-to-speech/{voice_id}/stream?output_format=pcm_24000` with JSON
 `{"text", "model_id"}`: the body is the audio in the output format (pcm_24000: little-endian int16
-at 24 kHz, no header), sent chunked as it is generated.
+at 24 kHz, no header), sent chunked as it is generated, gzip-encoded when the request allows it
+(elevenlabs/elevenlabs-python#369): read content-decoded (`stamped_http.received`).
 
 STT, `GET /v1/speech-to-text/realtime?model_id=scribe_v2_realtime&audio_format=pcm_16000&commit_strategy=manual`:
 the server opens with `session_started`; audio goes up as `{"message_type": "input_audio_chunk",
@@ -45,6 +56,7 @@ DEFAULT_URL = "https://api.elevenlabs.io"  # wss:// for the WebSocket endpoints 
 DEFAULT_VOICE = "JBFqnCBsd6RMkjVDRZzb"  # "George", the voice of the vendor's quickstarts
 TTS_SAMPLE_RATE = 24000
 OUTPUT_FORMAT = f"pcm_{TTS_SAMPLE_RATE}"
+INACTIVITY_TIMEOUT_S = 180  # stream-input: the documented maximum (the default is 20)
 MALFORMED = (json.JSONDecodeError, binascii.Error, KeyError, TypeError, ValueError, AttributeError)
 
 # Scribe realtime error message types -> row status (the rest are "error")
@@ -108,7 +120,8 @@ class ElevenLabsWebSocketTTS:
         """Open the stream and send the opening `{"text": " "}`: both before t0."""
         key = require_key(self.model.vendor)
         voice_id = voice or self.model.voice or DEFAULT_VOICE
-        query = urlencode({"model_id": self.model.vendor_model, "output_format": OUTPUT_FORMAT})
+        query = urlencode({"model_id": self.model.vendor_model, "output_format": OUTPUT_FORMAT,
+                           "inactivity_timeout": INACTIVITY_TIMEOUT_S})
         ws = await open_websocket(f"{self.url}/v1/text-to-speech/{quote(voice_id, safe='')}/stream-input?{query}",
                                   {"xi-api-key": key.reveal()}, VENDOR, clock=timeline.clock)
         try:
@@ -210,6 +223,8 @@ class ElevenLabsHTTPSession:
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError) as exc:
             raise ProviderError(f"{VENDOR} dropped the connection mid-stream ({type(exc).__name__})",
                                 "disconnected") from None
+        except httpx.DecodingError as exc:
+            raise ProviderError(f"malformed audio from {VENDOR}: {exc}", "malformed") from None
         if samples.left:
             raise ProviderError(f"malformed audio from {VENDOR} (a split sample)", "malformed")
         self.timeline.mark(CLOSED)

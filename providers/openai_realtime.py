@@ -7,7 +7,17 @@ session (streaming STT) and a speech-to-speech conversation (S2S).
   the older beta interface). A refused key or a rate limit refuses the upgrade.
 - The server opens with `session.created`; `session.update` with `session.type` `transcription` or
   `realtime` is answered by `session.updated`. Failures arrive as `error` events
-  (`error.type`, `error.code`, `error.message`).
+  (`error.type`, `error.code`, `error.message`, and `error.event_id`: the `event_id` of the client
+  event that caused it, when the client gave one). "Most errors are recoverable and the session will
+  stay open" (the `error` event's reference; openai-python
+  src/openai/types/realtime/realtime_error_event.py, realtime_error.py): an error is fatal only when
+  the server then closes the session, as it does at the session's time limit (an `error` with code
+  `session_expired`, then close 1001 with the same message: pollen-robotics/reachy_mini_conversation_app#134,
+  fuwei007/OpenAIIOSRealtimeAPIDemo#4). So the adapter gives its turn's own requests (the commit,
+  `response.create`) an `event_id`: an error naming one of them means the turn cannot complete and
+  fails it at once; any other error is kept, the session goes on, and it becomes the row's reason
+  only if the server closes the session before the turn completes. Set-up is stricter: the only
+  event sent before `session.updated` is the `session.update`, so an error then refuses it.
 - Input audio: `input_audio_buffer.append` with base64 little-endian pcm16 mono at 24 kHz - the
   only PCM rate the API takes (`audio.input.format` `{"type": "audio/pcm", "rate": 24000}`).
   `audio.input.turn_detection: null` turns server VAD off, so the client ends the turn with
@@ -19,7 +29,12 @@ session (streaming STT) and a speech-to-speech conversation (S2S).
   heard during speech (the registry excludes first-partial for it).
 - S2S: `response.create` asks for the reply; its audio arrives as base64 pcm16 24 kHz in
   `response.output_audio.delta` (`response.audio.delta` in the beta interface), and the reply
-  ends with `response.done` (`response.status`; `status_details.error` when it failed).
+  ends with `response.done`, whose `response.status` is `completed`, or `cancelled`
+  (`status_details.reason` `turn_detected` or `client_cancelled`), `incomplete` (`max_output_tokens`
+  or `content_filter`) or `failed` (`status_details.error`): openai-python
+  src/openai/types/realtime/realtime_response.py, realtime_response_status.py. A reply that ends
+  other than `completed` was cut off or never finished: a failure row with that status and its
+  reason, whatever audio came before it.
 
 Every server event is marked at its arrival stamp (the socket read that completed it, through
 `stamped.received`), not when the reader task gets round to it.
@@ -33,6 +48,7 @@ chunk (which is what a loopback emulator keys its per-stream truth on).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from urllib.parse import urlencode
@@ -84,11 +100,27 @@ class Upsampler:
         return np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes()
 
 
+def _status_of(code: object) -> str:
+    """The row status of an error code: a rate limit, or any other error."""
+    return "rate_limited" if "rate_limit" in str(code or "") else "error"
+
+
 def _error_of(data: dict) -> ProviderError:
     err = data.get("error") or {}
     code = str(err.get("code") or err.get("type") or "error")
-    status = "rate_limited" if "rate_limit" in code else "error"
-    return ProviderError(f"{VENDOR} error ({code}): {str(err.get('message'))[:300]}", status)
+    return ProviderError(f"{VENDOR} error ({code}): {str(err.get('message'))[:300]}", _status_of(code))
+
+
+def _dropped(exc: websockets.ConnectionClosed) -> ProviderError:
+    return ProviderError(f"{VENDOR} closed the connection mid-stream (code {close_code(exc)})", "disconnected")
+
+
+def _unfinished(response: dict) -> ProviderError:
+    """A reply that ended `cancelled`, `incomplete` or `failed`: its status and why, from `status_details`."""
+    details = response.get("status_details") or {}
+    error = details.get("error") or {}
+    why = error.get("message") or error.get("code") or details.get("reason") or "no reason given"
+    return ProviderError(f"{VENDOR} response {response.get('status')}: {str(why)[:300]}", _status_of(error.get("code")))
 
 
 async def _open(url: str, query: dict[str, str], vendor: str, session: dict, timeline: Timeline):
@@ -100,44 +132,81 @@ async def _open(url: str, query: dict[str, str], vendor: str, session: dict, tim
 
 
 class _Session(ReaderSession):
-    """What both session types share: 24 kHz appends, one reader task, its error, closing."""
+    """What both session types share: 24 kHz appends, the turn's own requests, one reader task, its
+    error (recoverable errors kept aside), closing."""
 
     def __init__(self, ws, timeline: Timeline) -> None:
         self.timeline = timeline
         self._upsampler = Upsampler()
+        self._kept: ProviderError | None = None  # the last recoverable error, while the session stays open
+        self._requests: set[str] = set()  # the event_ids of the turn's own requests
+        self._closing = False
         super().__init__(ws)
 
     async def send_audio(self, pcm16: bytes) -> None:
         audio = self._upsampler.push(pcm16)
         if audio:
-            await self.ws.send(json.dumps({"type": "input_audio_buffer.append",
-                                           "audio": base64.b64encode(audio).decode()}))
+            await self._send({"type": "input_audio_buffer.append", "audio": base64.b64encode(audio).decode()})
+
+    async def _request(self, kind: str) -> None:
+        """Send one of the turn's own requests, with an event_id an error about it will name."""
+        event_id = f"voxwatch_{kind.replace('.', '_')}"
+        self._requests.add(event_id)
+        await self._send({"event_id": event_id, "type": kind})
+
+    async def _send(self, event: dict) -> None:
+        """Send a client event; once the server has closed the session, fail with the reader's reason."""
+        try:
+            await self.ws.send(json.dumps(event))
+        except websockets.ConnectionClosed as exc:
+            try:
+                await asyncio.wait_for(self._done.wait(), self.close_wait_s)  # the reader sees the close too
+            except asyncio.TimeoutError:
+                pass
+            raise self._error or _dropped(exc) from None
 
     def _on(self, kind: str, data: dict, at: int) -> bool:
         """Handle one server event that arrived at `at` (ns, timeline clock); True ends the reader."""
         raise NotImplementedError
+
+    def _on_error(self, data: dict) -> bool:
+        """An `error` event: it fails the turn when it refuses one of the turn's own requests; any
+        other is recoverable (the session stays open) and kept as the reason in case it does not."""
+        error = _error_of(data)
+        if (data.get("error") or {}).get("event_id") in self._requests:
+            self._error = error
+            return True
+        self._kept = error
+        return False
+
+    def _closed_after_error(self, code: int) -> ProviderError | None:
+        """The server closed the session after an error, before the turn completed: that error was fatal."""
+        if self._kept is None or self._closing or self._done.is_set():
+            return None
+        return ProviderError(f"{self._kept}; then {VENDOR} closed the session (code {code})", self._kept.status)
 
     async def _receive(self) -> None:
         try:
             async for message, at in received(self.ws):
                 data = json.loads(message)
                 kind = data["type"]
-                if kind == "error":
-                    self._error = _error_of(data)
-                    break
-                if self._on(kind, data, at):
-                    break
+                if self._on_error(data) if kind == "error" else self._on(kind, data, at):
+                    return
+            # the server closed cleanly (1000, or 1001 at the session's time limit); without an error
+            # before it, the harness judges the turn (a stream that ends without its final: a timeout)
+            self._error = self._closed_after_error(self.ws.close_code or 1005)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:  # bad JSON, fields or base64
             self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosedError as exc:
-            self._error = ProviderError(f"{VENDOR} closed the connection mid-stream (code {close_code(exc)})",
-                                        "disconnected")
-        except websockets.ConnectionClosed:
-            pass
+            self._error = self._closed_after_error(close_code(exc)) or _dropped(exc)
         finally:
             if not self._done.is_set():
                 self.timeline.mark(CLOSED)
                 self._done.set()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        await super().aclose()
 
 
 class OpenAIRealtimeSTT:
@@ -175,7 +244,7 @@ class RealtimeTranscription(_Session):
         return False
 
     async def end_audio(self) -> None:
-        await self.ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+        await self._request("input_audio_buffer.commit")
 
     async def wait_final(self) -> None:
         await self._wait()
@@ -212,17 +281,16 @@ class RealtimeConversation(_Session):
             self._offset += len(pcm) // 2
         elif kind == "response.done":
             response = data["response"]
-            if response.get("status") == "failed":
-                error = (response.get("status_details") or {}).get("error") or {}
-                self._error = ProviderError(f"{VENDOR} response failed: {str(error.get('message') or error)[:300]}")
+            if response.get("status") != "completed":
+                self._error = _unfinished(response)
             self.timeline.mark(CLOSED, at)
             self._done.set()
         return False
 
     async def end_audio(self) -> None:
         """Manual turn: commit the caller's audio, then ask for the reply."""
-        await self.ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
-        await self.ws.send(json.dumps({"type": "response.create"}))
+        await self._request("input_audio_buffer.commit")
+        await self._request("response.create")
         self.timeline.mark(REQUEST_SENT)
 
     async def wait_response(self) -> None:

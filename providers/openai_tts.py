@@ -5,6 +5,11 @@ and `response_format: "pcm"` - raw samples at 24 kHz, 16-bit signed little-endia
 header (the documented fastest format, with `wav`). The audio comes back as the response body,
 streamed (chunked) as it is generated. Auth: `Authorization: Bearer <key>`; refusals are HTTP
 statuses with an `error` object (401 bad key, 429 with Retry-After, 5xx).
+
+The body is read content-decoded (`stamped_http.received`): httpx, the official SDK's client too,
+sends `Accept-Encoding: gzip, deflate`, and a server may compress what it is allowed to (OpenAI's
+JSON responses have come brotli-encoded: ChatGPTNextWeb/NextChat#3215); whether it compresses
+speech is not documented. Raw reads (`aiter_raw`) would store the compressed bytes as audio.
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ class OpenAITTSSession:
                                 "disconnected") from None
         except httpx.ConnectError as exc:
             raise ProviderError(f"cannot connect to {VENDOR}: {type(exc).__name__}", "disconnected") from None
+        except httpx.DecodingError as exc:
+            raise ProviderError(f"malformed audio from {VENDOR}: {exc}", "malformed") from None
         if pending:
             raise ProviderError(f"malformed audio from {VENDOR}: the pcm body ended mid-sample", "malformed")
         self.timeline.mark(CLOSED)

@@ -7,6 +7,14 @@ it: over HTTP/1.1 the latest read on the connection (h11 parses as it reads, one
 one request at a time), over HTTP/2 the read that completed the chunk's DATA frame. An adapter
 reads the response as the vendor documents it and takes the stamps with `sent`, `arrived` and
 `received`, as WebSocket adapters take theirs with `stamped.received`.
+
+Encoded bodies: httpx asks for what it can decode (`Accept-Encoding: gzip, deflate` by default; br
+and zstd only where their decoders are installed) and `received` reads the body content-decoded.
+A coding's decoder can only hand over what the compressed bytes read so far hold, so each decoded
+chunk carries the read that completed it (a gzip header read on its own yields nothing, and stamps
+nothing). httpx passes a coding it has no decoder for through undecoded, as if it were the
+content; `received` refuses a body in a coding the request did not accept instead
+(`httpx.DecodingError`, as for a corrupt compressed stream).
 """
 
 from __future__ import annotations
@@ -97,9 +105,21 @@ def arrived(response: httpx.Response) -> int:
     return _exchange(response).arrived_ns
 
 
+def unaccepted_codings(response: httpx.Response) -> list[str]:
+    """The response's content-codings that its request's Accept-Encoding did not offer."""
+    offered = {part.split(";")[0].strip().lower() for part in response.request.headers.get("accept-encoding", "").split(",")}
+    codings = (value.strip().lower() for value in response.headers.get_list("content-encoding", split_commas=True))
+    return [c for c in codings if c and c != "identity" and c not in offered]
+
+
 async def received(response: httpx.Response) -> AsyncIterator[tuple[bytes, int]]:
-    """Each body chunk (content-decoded) with the time the socket read that completed it happened."""
+    """Each body chunk (content-decoded) with the time the socket read that completed it happened;
+    httpx.DecodingError for a body in a coding the request did not accept, or a corrupt one."""
     exchange = _exchange(response)
+    unaccepted = unaccepted_codings(response)
+    if unaccepted:
+        raise httpx.DecodingError(f"the body is {', '.join(unaccepted)}-encoded, which the request did not accept",
+                                  request=response.request)
     async for chunk in response.aiter_bytes():
         yield chunk, exchange.body_ns
 

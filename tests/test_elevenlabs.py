@@ -4,11 +4,19 @@ sockets; the metrics equal the injected truth (tolerances: contract.py) and ever
 """
 
 import asyncio
+import json
+import os
+import time
+
 import pytest
-from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, emulator_fixture, measure, measure_three, rows
+import websockets
+from contract import (KEY, REGISTRY, RIG_MS, assert_failure_row, assert_on_clock, emulator_fixture, measure,
+                      measure_three, rows)
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.providers.emulators.elevenlabs import ElevenLabsScenario
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
+from voxwatch.providers.endpoints import ws_url
 from voxwatch.providers.keys import Secret
 from voxwatch.workers.measure import MeasureContext, measure_item
 
@@ -100,3 +108,74 @@ def test_a_wrong_key_is_refused_on_every_endpoint_and_never_shown(elevenlabs, pr
                measure(STT, ds, clip)]
     for row in refused:
         assert row.status == "auth_error" and "HTTP 401" in row.reason and KEY not in repr(row)
+
+
+# --- the stream-input inactivity timeout (issue 14) ---
+
+SCALE = 0.02  # emulator seconds per vendor second: the default 20 s timeout becomes 0.4 s, the maximum 180 s 3.6 s
+LATE_S = 1.5  # between the connection and the synthesis: past the default timeout, within the maximum
+
+
+class LateSynthesis:
+    """An adapter whose synthesis starts LATE_S after its connection opened, as in a long run where
+    the harness connects first: the clock still starts at the synthesis request."""
+
+    def __init__(self, adapter) -> None:
+        self.adapter = adapter
+
+    async def connect(self, timeline, voice=None):
+        return _Late(await self.adapter.connect(timeline, voice))
+
+
+class _Late:
+    def __init__(self, session) -> None:
+        self.session = session
+
+    async def synthesize(self, text: str) -> None:
+        await asyncio.sleep(LATE_S)
+        await self.session.synthesize(text)
+
+    async def aclose(self) -> None:
+        await self.session.aclose()
+
+
+def test_the_stream_input_closes_after_its_inactivity_timeout_as_documented(elevenlabs):
+    """Opener, then silence: `input_timeout_exceeded` and close 1008 after the default 20 s (scaled),
+    and no sooner than the `inactivity_timeout` the connection asked for."""
+    elevenlabs(ElevenLabsScenario(TTSScenario(api_key=KEY), inactivity_scale=SCALE))
+    url = ws_url(os.environ["VOXWATCH_ELEVENLABS_BASE_URL"])
+
+    async def idle(query: str) -> tuple[dict, int | None, float]:
+        async with websockets.connect(f"{url}/v1/text-to-speech/voice/stream-input?model_id=m&output_format=pcm_24000"
+                                      f"{query}", additional_headers={"xi-api-key": KEY}) as ws:
+            await ws.send(json.dumps({"text": " "}))
+            opened = time.monotonic()
+            message = json.loads(await ws.recv())
+            with pytest.raises(websockets.ConnectionClosedError):
+                await ws.recv()
+            return message, ws.close_code, time.monotonic() - opened
+
+    async def both():
+        return await asyncio.gather(idle(""), idle("&inactivity_timeout=60"))
+
+    (default, default_code, default_s), (asked, asked_code, asked_s) = asyncio.run(both())
+    for message, code in ((default, default_code), (asked, asked_code)):
+        assert message["error"] == "input_timeout_exceeded" and message["code"] == code == 1008
+    assert "within the timeout of 20 seconds" in default["message"] and "of 60 seconds" in asked["message"]
+    assert default_s < asked_s and asked_s >= 0.9 * 60 * SCALE
+
+
+def test_a_synthesis_that_starts_after_the_default_inactivity_timeout_still_completes(elevenlabs, prompts):
+    """The harness connects first (the opener goes then, outside the clock) and synthesizes LATE_S
+    later, past ElevenLabs' default 20 s: the connection asked for the longest timeout, so the row
+    is ok and its TTFB runs from the synthesis request (an adapter that left the default got the
+    vendor's 1008 close instead)."""
+    scenario = TTSScenario(ttfb_ms=90.0, leading_silence_ms=60.0, api_key=KEY)
+    elevenlabs(ElevenLabsScenario(scenario, inactivity_scale=SCALE))
+    prompt = prompts.prompts[3]
+    model = REGISTRY.resolve(WS)
+    ctx = MeasureContext(run_id="r", seed=1, region="test", timeout_s=10, secrets=(Secret(KEY),), emulator=True)
+    row = asyncio.run(measure_item(model, LateSynthesis(REGISTRY.create(model)), prompts, prompt, ctx))
+    assert row.status == "ok", (row.status, row.reason)
+    assert abs(row.ttfb_ms - scenario.truth(prompt.text)["ttfb_ms"]) <= RIG_MS
+    assert row.connect_ms is not None and row.connect_ms < LATE_S * 1000  # the wait is in neither clock

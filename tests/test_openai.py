@@ -4,17 +4,23 @@ injected truth (tolerances: contract.py), and every fault that fits gives its fa
 """
 
 import asyncio
+import base64
 import hashlib
+import json
 
+import httpx
 import numpy as np
 import pytest
+import websockets
 from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.providers.emulators.openai import ERROR_ON_APPEND, SESSION_EXPIRED, OpenAIScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
+from voxwatch.providers.endpoints import ws_url
 from voxwatch.providers.events import PARTIAL, Timeline
-from voxwatch.providers.openai_realtime import Upsampler
-from voxwatch.workers.measure import audio_sent
+from voxwatch.providers.openai_realtime import TRANSCRIPT_DONE, Upsampler
+from voxwatch.workers.measure import CLOCK_FIELDS, audio_sent
 from voxwatch.workers.pacer import chunk_pcm, paced_send
 
 BATCH = ("openai/whisper-1", "openai/gpt-4o-transcribe:http")
@@ -194,3 +200,111 @@ def test_a_bad_key_is_refused_everywhere_and_never_shown(openai_env, clips, prom
             row = measure(model_id, dataset, item)
             assert row.status == "auth_error" and "HTTP 401" in row.reason, (model_id, row.reason)
             assert KEY not in repr(row)
+
+
+# --- OpenAI as it really behaves (issue 14): recoverable errors, unfinished replies, encoded speech ---
+
+
+async def _raw_transcription(url: str, appends: int, until: str) -> tuple[list[dict], int | None, str | None]:
+    """Drive a Realtime transcription session by hand: `appends` appends, each with an event_id
+    (`append_<k>`), then a commit; the events received up to `until` (or the close), and the close."""
+    events: list[dict] = []
+    async with websockets.connect(f"{ws_url(url)}/v1/realtime?intent=transcription",
+                                  additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+        async def receive(kind: str) -> None:
+            while not events or events[-1]["type"] != kind:
+                events.append(json.loads(await ws.recv()))
+
+        try:
+            await receive("session.created")
+            await ws.send(json.dumps({"type": "session.update", "session": {"type": "transcription", "audio": {
+                "input": {"format": {"type": "audio/pcm", "rate": 24000},
+                          "transcription": {"model": "gpt-4o-transcribe"}}}}}))
+            await receive("session.updated")
+            for k in range(1, appends + 1):
+                await ws.send(json.dumps({"event_id": f"append_{k}", "type": "input_audio_buffer.append",
+                                          "audio": base64.b64encode(bytes(960)).decode()}))
+            await ws.send(json.dumps({"event_id": "commit", "type": "input_audio_buffer.commit"}))
+            await receive(until)
+        except websockets.ConnectionClosed:
+            pass
+        return events, ws.close_code, ws.close_reason
+
+
+def test_the_emulator_errors_mid_session_as_the_api_documents():
+    """Recoverable: an `error` naming the fifth append, then the session goes on to its transcript.
+    Session expired: the time limit's `error`, then close 1001 with its message."""
+    bundle = _bundle(None)
+    with serve("openai", OpenAIScenario(bundle, mid_session_error="recoverable")) as url:
+        events, _, _ = asyncio.run(_raw_transcription(url, ERROR_ON_APPEND, TRANSCRIPT_DONE))
+    errors = [e["error"] for e in events if e["type"] == "error"]
+    assert [(e["event_id"], e["type"]) for e in errors] == [(f"append_{ERROR_ON_APPEND}", "invalid_request_error")]
+    assert events[-1]["transcript"] == bundle.stt.transcript
+    with serve("openai", OpenAIScenario(bundle, mid_session_error="session_expired")) as url:
+        events, code, reason = asyncio.run(_raw_transcription(url, ERROR_ON_APPEND, TRANSCRIPT_DONE))
+    assert [e["error"]["code"] for e in events if e["type"] == "error"] == ["session_expired"]
+    assert (code, reason) == (1001, SESSION_EXPIRED)
+    assert TRANSCRIPT_DONE not in [e["type"] for e in events]
+
+
+def test_a_recoverable_error_mid_session_leaves_the_turn_to_complete(openai_env, clips):
+    """Transcription and conversation alike: the session stays open after the error, the turn
+    completes, and the row is scored as usual (an adapter that ended the session at any `error`
+    event made it a failure)."""
+    ds, by_id = clips
+    clip = by_id["u040"]
+    with serve("openai", OpenAIScenario(_bundle(None), mid_session_error="recoverable")) as url:
+        openai_env(url)
+        stt, s2s = measure(REALTIME_STT, ds, clip), measure(S2S, ds, clip)
+    assert stt.status == s2s.status == "ok", (stt.reason, s2s.reason)
+    assert stt.hypothesis == "that works for me" and stt.ttfs_ms is not None
+    assert s2s.v2v_ms is not None and s2s.audio_duration_s == pytest.approx((60.0 + 600.0) / 1000, abs=0.001)
+
+
+def test_an_error_the_session_does_not_survive_fails_the_turn_with_its_reason(openai_env, clips):
+    """The session's time limit: the `error`, then the server closes the session. The row is a
+    failure with the error's own message, and says the session was closed."""
+    ds, by_id = clips
+    clip = by_id["u040"]
+    with serve("openai", OpenAIScenario(_bundle(None), mid_session_error="session_expired")) as url:
+        openai_env(url)
+        for model_id in (REALTIME_STT, S2S):
+            row = measure(model_id, ds, clip, timeout_s=3)
+            assert row.status == "error", (model_id, row.status, row.reason)
+            assert "session_expired" in row.reason and SESSION_EXPIRED in row.reason and "code 1001" in row.reason
+            assert all(getattr(row, name) is None for name in CLOCK_FIELDS if name != "connect_ms")
+
+
+@pytest.mark.parametrize("status, why", [("cancelled", "turn_detected"), ("incomplete", "max_output_tokens"),
+                                         ("failed", "The server had an error")])
+def test_a_reply_that_ends_unfinished_is_a_failure_row(openai_env, clips, status, why):
+    """`response.done` with status cancelled / incomplete / failed after half the reply's audio: an
+    `error` row with the status and its reason, never a V2V (the speech had begun, so an adapter that
+    read only `failed` scored the cut-off replies as successes)."""
+    ds, by_id = clips
+    clip = by_id["u040"]
+    with serve("openai", OpenAIScenario(_bundle(None), response_status=status)) as url:
+        openai_env(url)
+        row = measure(S2S, ds, clip)
+    assert row.status == "error", (row.status, row.reason)
+    assert f"response {status}" in row.reason and why in row.reason and KEY not in row.reason
+    assert all(getattr(row, name) is None for name in CLOCK_FIELDS if name != "connect_ms")
+
+
+def test_tts_gzip_encoded_speech_is_decoded_and_timed_at_its_reads(openai_env, prompts):
+    """The speech body gzip-encoded (httpx asks for gzip by default): decoded as it arrives, with the
+    same TTFB and TTFA as a plain body; a raw read would store the compressed bytes as audio."""
+    scenario = TTSScenario(ttfb_ms=110.0, leading_silence_ms=60.0, api_key=KEY)
+    prompt = prompts.prompts[3]
+    truth = scenario.truth(prompt.text)
+    with serve("openai", OpenAIScenario(scenario, speech_encoding="gzip")) as url:
+        openai_env(url)
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}) as client:
+            probe = client.post("/v1/audio/speech", json={"model": "gpt-4o-mini-tts", "input": "hi", "voice": "marin",
+                                                          "response_format": "pcm"})
+        assert probe.headers["content-encoding"] == "gzip" and len(probe.content) % 2 == 0
+        streams = measure_three(TTS, prompts, prompt)
+    assert_on_clock(streams, "ttfb_ms", truth["ttfb_ms"])
+    assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows(streams))
+    assert all(r.audio_duration_s == pytest.approx((60.0 + 600.0) / 1000, abs=0.001) for r in rows(streams))
+    assert_on_clock(streams, "ttfa_ms", truth["ttfa_ms"], leading_silence_ms=scenario.leading_silence_ms)

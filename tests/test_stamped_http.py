@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import threading
 import time
+import zlib
 from typing import Callable, Iterator
 
 import h2.config
 import h2.connection
 import h2.events
 import httpx
+import pytest
 import uvicorn
 
 from voxwatch.providers import stamped_http
@@ -55,11 +57,17 @@ class Writes:
         transport.write(data)
 
 
-class TwoChunks(asyncio.Protocol):
-    """HTTP/1.1: any request gets a chunked body of two chunks, GAP_S apart (the head with the first)."""
+def chunk(data: bytes) -> bytes:
+    """One chunk of a chunked HTTP/1.1 body."""
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
-    def __init__(self, writes: Writes) -> None:
-        self.writes, self.buffer = writes, b""
+
+class Scripted(asyncio.Protocol):
+    """HTTP/1.1: any request gets a chunked body, written as `parts` say: (name, bytes, wait before
+    the write); the head, with `headers`, goes with the first part."""
+
+    def __init__(self, writes: Writes, parts: list[tuple[str, bytes, float]], headers: bytes = b"") -> None:
+        self.writes, self.parts, self.headers, self.buffer = writes, parts, headers, b""
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -67,15 +75,22 @@ class TwoChunks(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.writes.at.setdefault("request", now())
         self.buffer += data
-        if b"\r\n\r\n" in self.buffer and "first" not in self.writes.at:
-            self.writes.at["first"] = 0  # answered once
+        if b"\r\n\r\n" in self.buffer and self.parts[0][0] not in self.writes.at:
+            self.writes.at[self.parts[0][0]] = 0  # answered once
             asyncio.get_running_loop().create_task(self.answer())
 
     async def answer(self) -> None:
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: audio/pcm\r\ntransfer-encoding: chunked\r\n\r\n"
-        self.writes.write(self.transport, "first", head + b"4\r\nabcd\r\n")
-        await asyncio.sleep(GAP_S)
-        self.writes.write(self.transport, "second", b"4\r\nefgh\r\n0\r\n\r\n")
+        data = (b"HTTP/1.1 200 OK\r\ncontent-type: audio/pcm\r\n" + self.headers
+                + b"transfer-encoding: chunked\r\n\r\n")
+        for name, part, wait in self.parts:
+            await asyncio.sleep(wait)
+            self.writes.write(self.transport, name, data + part)
+            data = b""
+
+
+def two_chunks(writes: Writes) -> Scripted:
+    """Two chunks, GAP_S apart (the head with the first)."""
+    return Scripted(writes, [("first", chunk(b"abcd"), 0.0), ("second", chunk(b"efgh") + chunk(b""), GAP_S)])
 
 
 class TwoStreamsH2(asyncio.Protocol):
@@ -131,7 +146,7 @@ def test_a_chunk_keeps_the_time_its_socket_read_happened_not_when_it_was_asked_f
                         asked.append(now())
                 return got, before, entered, stamped_http.sent(response), stamped_http.arrived(response)
 
-    with serving(lambda: TwoChunks(writes)) as port:
+    with serving(lambda: two_chunks(writes)) as port:
         got, before, entered, sent, arrived = asyncio.run(client(port))
     (first, first_at, first_handed), (second, second_at, second_handed) = got
     assert (first, second) == (b"abcd", b"efgh")
@@ -143,6 +158,57 @@ def test_a_chunk_keeps_the_time_its_socket_read_happened_not_when_it_was_asked_f
     # for, and the two stamps are the server's gap apart
     assert second_at < asked[0]
     assert abs((second_at - first_at) - (writes.at["second"] - writes.at["first"])) < SLACK_NS
+
+
+def test_an_encoded_body_is_decoded_and_each_chunk_keeps_the_read_that_completed_it():
+    """gzip (what httpx asks for by default): the header alone, then two sync-flushed blocks GAP_S
+    apart. The header's read yields nothing, so the first audio is stamped at the read of its own
+    block, not earlier; the second, asked for late, keeps its read."""
+    gz = zlib.compressobj(wbits=31)
+    header = gz.compress(b"abcd")  # deflate holds the data back: this is the 10-byte gzip header alone
+    first = gz.flush(zlib.Z_SYNC_FLUSH)
+    second = gz.compress(b"efgh") + gz.flush(zlib.Z_SYNC_FLUSH) + gz.flush()
+    assert len(header) == 10
+    writes = Writes()
+    parts = [("header", chunk(header), 0.0), ("first", chunk(first), GAP_S), ("second", chunk(second) + chunk(b""), GAP_S)]
+
+    async def client(port: int) -> tuple[list[tuple[bytes, int, int]], list[int]]:
+        asked: list[int] = []
+        async with httpx.AsyncClient(transport=StampedTransport()) as c:
+            async with c.stream("POST", f"http://127.0.0.1:{port}/v1/audio/speech", json={"input": "hi"}) as response:
+                assert response.request.headers["accept-encoding"] == "gzip, deflate"
+                got = []
+                async for data, at in stamped_http.received(response):
+                    got.append((data, at, now()))
+                    if len(got) == 1:
+                        await asyncio.sleep(LATE_S + GAP_S)  # the second block arrives meanwhile
+                        asked.append(now())
+                return got, asked
+
+    with serving(lambda: Scripted(writes, parts, b"content-encoding: gzip\r\n")) as port:
+        got, asked = asyncio.run(client(port))
+    assert [data for data, _, _ in got] == [b"abcd", b"efgh"]  # decoded, nothing for the header
+    (_, first_at, first_handed), (_, second_at, second_handed) = got
+    assert writes.at["first"] <= first_at <= first_handed  # the block's read, not the header's GAP_S before
+    assert writes.at["second"] <= second_at <= second_handed
+    assert second_at < asked[0]
+
+
+def test_a_body_in_a_coding_the_request_did_not_accept_is_refused():
+    """httpx would pass a coding it cannot decode (br here: no brotli decoder installed, none asked
+    for) through as if it were the content: `received` refuses it before the first chunk."""
+    writes = Writes()
+    parts = [("first", chunk(b"\x1b\x03\x00\xf8"), 0.0), ("end", chunk(b""), 0.0)]
+
+    async def client(port: int) -> list[bytes]:
+        async with httpx.AsyncClient(transport=StampedTransport()) as c:
+            async with c.stream("POST", f"http://127.0.0.1:{port}/v1/audio/speech", json={"input": "hi"}) as response:
+                assert stamped_http.unaccepted_codings(response) == ["br"]
+                return [data async for data, _ in stamped_http.received(response)]
+
+    with serving(lambda: Scripted(writes, parts, b"content-encoding: br\r\n")) as port:
+        with pytest.raises(httpx.DecodingError, match="br-encoded"):
+            asyncio.run(client(port))
 
 
 def test_over_http2_each_stream_gets_the_read_that_completed_its_own_data():

@@ -11,6 +11,14 @@ input has ended, and closes; HTTP streams the raw PCM as a chunked body. STT ope
 `session_started`, sends `partial_transcript`s on a cadence from `first_partial_ms` after the
 start of speech, and `committed_transcript` `final_ms` after the end of speech - not before a
 commit arrived, under the manual commit strategy; a commit after the final gets an empty one.
+
+The stream-input WebSocket closes as the vendor documents after `inactivity_timeout` seconds (query
+parameter, default 20, at most 180; see providers/elevenlabs.py for the sources) without a text
+message while its input is open: the error `input_timeout_exceeded`, then close 1008. The timer
+runs from the connection's opening, then from each text message the emulator reads (after a
+flush it reads again only once the audio is sent: a little more lenient than a server that reads
+meanwhile). `ElevenLabsScenario.inactivity_scale` shortens it for tests (the emulator waits the
+timeout times the scale); 1, the vendor's seconds, otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import json
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Callable
 
 from starlette.applications import Starlette
@@ -38,6 +47,23 @@ from .speech import ChunkCache, b64
 from .stamped_h11 import record_at_write
 
 INVALID_KEY = {"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}
+INACTIVITY_S, MAX_INACTIVITY_S = 20, 180  # stream-input's inactivity_timeout: default, maximum
+
+
+@dataclass(frozen=True)
+class ElevenLabsScenario:
+    """ElevenLabs' own behaviour on top of the shared scenarios (`scenario`: one, or a Scenarios bundle)."""
+
+    scenario: object
+    inactivity_scale: float = 1.0  # emulator seconds per second of the stream-input inactivity timeout
+
+    def __post_init__(self) -> None:
+        if not self.inactivity_scale > 0:
+            raise ValueError("inactivity_scale must be positive")
+
+
+class _Inactive(Exception):
+    """No text message within the stream-input inactivity timeout."""
 
 
 def _abort(receive) -> None:
@@ -61,6 +87,8 @@ def _refusal(key: str | None, scenario: TTSScenario | STTScenario | None) -> Res
 
 class ElevenLabsEmulator:
     def __init__(self, scenario) -> None:
+        self.options = scenario if isinstance(scenario, ElevenLabsScenario) else ElevenLabsScenario(scenario)
+        scenario = self.options.scenario
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
         # raw PCM for the HTTP body, base64 for the WebSocket's JSON
@@ -92,23 +120,39 @@ class ElevenLabsEmulator:
     async def _tts_websocket(self, ws: WebSocket) -> None:
         key = ws.headers.get("xi-api-key")
         refusal = _refusal(key, self.tts)
+        timeout = ws.query_params.get("inactivity_timeout", str(INACTIVITY_S))
+        if refusal is None and not (timeout.isdigit() and 0 < int(timeout) <= MAX_INACTIVITY_S):
+            refusal = JSONResponse({"detail": [{"loc": ["query", "inactivity_timeout"],
+                                                "msg": f"must be a whole number of seconds up to {MAX_INACTIVITY_S}"}]}, 422)
         if refusal is not None:
             await ws.send_denial_response(refusal)
             return
         await ws.accept()
         try:
-            await self._tts_stream(ws, key, _pcm_rate(ws.query_params.get("output_format", "mp3_44100")))
+            await self._tts_stream(ws, key, _pcm_rate(ws.query_params.get("output_format", "mp3_44100")), int(timeout))
+        except _Inactive:
+            await self._fail(ws, "input_timeout_exceeded", (
+                f"Have not received a new text input within the timeout of {timeout} seconds. Streaming input "
+                'terminated. Please make sure to either feed the input in the timely manner, or to send the end '
+                'of input text (empty string "") when done.'))
         except WebSocketDisconnect:
             pass  # the client went away; nothing is owed to it
+
+    async def _text(self, ws: WebSocket, timeout_s: int) -> str:
+        """The next message while the input is open; _Inactive when none comes within the timeout."""
+        try:
+            return await asyncio.wait_for(ws.receive_text(), timeout_s * self.options.inactivity_scale)
+        except asyncio.TimeoutError:
+            raise _Inactive from None
 
     async def _fail(self, ws: WebSocket, error: str, message: str) -> None:
         await ws.send_text(json.dumps({"message": message, "error": error, "code": 1008}))
         await ws.close(1008, message[:120])
 
-    async def _tts_stream(self, ws: WebSocket, key: str | None, rate: int | None) -> None:
+    async def _tts_stream(self, ws: WebSocket, key: str | None, rate: int | None, timeout_s: int) -> None:
         s = self.tts
         try:
-            first = json.loads(await ws.receive_text())
+            first = json.loads(await self._text(ws, timeout_s))
         except json.JSONDecodeError:
             first = {}
         if not isinstance(first, dict) or first.get("text") != " ":
@@ -120,7 +164,7 @@ class ElevenLabsEmulator:
         parts: list[str] = []
         ended, arrived = False, None
         while arrived is None and not ended:
-            message = json.loads(await ws.receive_text())
+            message = json.loads(await self._text(ws, timeout_s))
             at = time.perf_counter_ns()
             text = str(message.get("text", ""))
             if text == "":
@@ -142,7 +186,7 @@ class ElevenLabsEmulator:
                 await ws.send_text(json.dumps({"audio": encoded[i], "isFinal": None, "normalizedAlignment": None,
                                                "alignment": None}))
         while not ended:  # the input stays open until `{"text": ""}`
-            ended = str(json.loads(await ws.receive_text()).get("text", "")) == ""
+            ended = str(json.loads(await self._text(ws, timeout_s)).get("text", "")) == ""
         if s.fault == "no_final":
             while True:
                 await ws.receive_text()

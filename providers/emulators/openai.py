@@ -36,6 +36,26 @@ stream's first-append key, the sha256 hex above). The HTTP ones are stamped imme
 uvicorn writes the bytes that carry them to the socket (stamped_h11.py): the batch response's
 head, the TTS body's first chunk and first speech chunk.
 
+OpenAI's own behaviour, beyond the shared scenarios (`OpenAIScenario`, all off by default):
+- `mid_session_error`: on the caller's fifth `input_audio_buffer.append`, `"recoverable"` sends an
+  `error` event that names that append's `event_id` (null when the client gave none) and changes
+  nothing else - the session goes on and the turn completes, as "most errors are recoverable and the
+  session will stay open" (the `error` event's reference; openai-python
+  src/openai/types/realtime/realtime_error_event.py); `"session_expired"` sends the error the
+  service sends at its session time limit (code `session_expired`, "Your session hit the maximum
+  duration of 60 minutes.") and closes the WebSocket with 1001 and the same message
+  (pollen-robotics/reachy_mini_conversation_app#134, fuwei007/OpenAIIOSRealtimeAPIDemo#4).
+- `response_status`: `cancelled`, `incomplete` or `failed` ends the S2S reply after half its audio
+  with a `response.done` of that status and its `status_details` (`reason` `turn_detected`,
+  `max_output_tokens`; `error` for `failed`: openai-python realtime_response_status.py).
+- `speech_encoding="gzip"`: the speech body goes out with `Content-Encoding: gzip` when the request's
+  Accept-Encoding allows it (httpx, the official SDK's client, sends `gzip, deflate` by default),
+  each chunk compressed and sync-flushed as it is written, so it can be decoded as it arrives.
+  Whether OpenAI compresses speech bodies is not documented; its JSON responses have come
+  brotli-encoded (ChatGPTNextWeb/NextChat#3215), and ElevenLabs compresses audio when allowed
+  (elevenlabs/elevenlabs-python#369).
+Every `error` event names the `event_id` of the client event that caused it (null when it had none).
+
 Auth: `Authorization: Bearer <key>`; a wrong key is refused with 401 (HTTP and WebSocket upgrade
 alike). Handshake faults refuse the request or upgrade; stream faults: `malformed` (a broken JSON
 event, or an odd trailing byte in a PCM body), `disconnect` (the WebSocket closed with 1011 - ASGI
@@ -53,6 +73,8 @@ import json
 import time
 import uuid
 import wave
+import zlib
+from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -69,6 +91,33 @@ from .speech import ChunkCache, b64
 from .stamped_h11 import record_at_write
 
 RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
+ERROR_ON_APPEND = 5  # mid_session_error: the append that draws it
+SESSION_EXPIRED = "Your session hit the maximum duration of 60 minutes."
+UNFINISHED = {  # response status -> its status_details
+    "cancelled": {"type": "cancelled", "reason": "turn_detected"},
+    "incomplete": {"type": "incomplete", "reason": "max_output_tokens"},
+    "failed": {"type": "failed", "error": {"type": "server_error", "code": None,
+                                           "message": "The server had an error while processing your request."}},
+}
+
+
+@dataclass(frozen=True)
+class OpenAIScenario:
+    """OpenAI's own behaviour on top of the shared scenarios (`scenario`: one, or a Scenarios bundle);
+    see the module docstring. Each option is off by default."""
+
+    scenario: object
+    mid_session_error: str | None = None  # None, "recoverable" or "session_expired"
+    response_status: str = "completed"  # or one of UNFINISHED
+    speech_encoding: str | None = None  # None or "gzip"
+
+    def __post_init__(self) -> None:
+        if self.mid_session_error not in (None, "recoverable", "session_expired"):
+            raise ValueError(f"unknown mid_session_error {self.mid_session_error!r}")
+        if self.response_status != "completed" and self.response_status not in UNFINISHED:
+            raise ValueError(f"unknown response_status {self.response_status!r}")
+        if self.speech_encoding not in (None, "gzip"):
+            raise ValueError(f"unknown speech_encoding {self.speech_encoding!r}")
 
 
 def _id(prefix: str) -> str:
@@ -125,17 +174,28 @@ class _Timed(Response):
 
 
 class _PCMStream(Response):
-    """Raw PCM chunks, each at its time on the emulator clock (TTSScenario.send_times), as a chunked HTTP body."""
+    """Raw PCM chunks, each at its time on the emulator clock (TTSScenario.send_times), as a chunked
+    HTTP body; with `gzip`, gzip-encoded, each chunk sync-flushed so it decodes as it arrives."""
 
-    def __init__(self, chunks: list[bytes], first_speech: int, times: list[int], scenario: TTSScenario, on_send) -> None:
+    def __init__(self, chunks: list[bytes], first_speech: int, times: list[int], scenario: TTSScenario, on_send,
+                 gzip: bool = False) -> None:
         self.chunks, self.first_speech, self.times, self.s = chunks, first_speech, times, scenario
         self.on_send = on_send  # (what) -> None, for the calibration ledger
+        self.gzip = gzip
         self.background = None
 
     async def __call__(self, scope, receive, send) -> None:
         s = self.s
+        headers = [(b"content-type", b"audio/pcm")]
+        packer = zlib.compressobj(wbits=31) if self.gzip else None  # wbits 31: the gzip container
+        if packer is not None:
+            headers += [(b"content-encoding", b"gzip"), (b"vary", b"accept-encoding")]
+
+        def encoded(data: bytes) -> bytes:
+            return data if packer is None else packer.compress(data) + packer.flush(zlib.Z_SYNC_FLUSH)
+
         await sleep_until(self.times[0])
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"audio/pcm")]})
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         for i, (chunk, at) in enumerate(zip(self.chunks, self.times)):
             await sleep_until(at)
             if s.fault == "disconnect" and i == 2:
@@ -144,12 +204,12 @@ class _PCMStream(Response):
                 self.on_send("first_audio")  # recorded as the chunk is written
             if i == self.first_speech:
                 self.on_send("first_speech")
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": encoded(chunk), "more_body": True})
         if s.fault == "malformed":
-            await send({"type": "http.response.body", "body": b"\x00", "more_body": True})  # half a sample
+            await send({"type": "http.response.body", "body": encoded(b"\x00"), "more_body": True})  # half a sample
         if s.fault == "no_final":
             await asyncio.Event().wait()  # the body never ends
-        await send({"type": "http.response.body", "body": b""})
+        await send({"type": "http.response.body", "body": b"" if packer is None else packer.flush()})
 
 
 class _Realtime:
@@ -162,14 +222,17 @@ class _Realtime:
         self.t0: int | None = None
         self.first: bytes = b""
         self.buffered = 0
+        self.appends = 0
         self.last_item: str | None = None
         self.tasks: list[asyncio.Task] = []
 
     async def send(self, event: dict) -> None:
         await self.ws.send_text(json.dumps({"event_id": _id("event"), **event}))
 
-    async def error(self, message: str, code: str) -> None:
-        await self.send({"type": "error", "error": _error_body(message, "invalid_request_error", code)})
+    async def error(self, message: str, code: str, cause: dict | None = None) -> None:
+        """An `error` event, naming the event_id of the client event `cause` (null when it gave none)."""
+        await self.send({"type": "error", "error": {**_error_body(message, "invalid_request_error", code),
+                                                    "event_id": (cause or {}).get("event_id")}})
 
     def config(self) -> dict:
         return {"object": "realtime.session", "type": self.session_type, "id": _id("sess"),
@@ -196,45 +259,64 @@ class _Realtime:
                 except (json.JSONDecodeError, KeyError, TypeError):
                     await self.error("could not parse the event", "invalid_json")
                     continue
-                await self.handle(kind, event, arrived)
+                if await self.handle(kind, event, arrived):
+                    return
         except WebSocketDisconnect:
             pass
         finally:
             for task in self.tasks:
                 task.cancel()
 
-    async def handle(self, kind: str, event: dict, arrived: int) -> None:
+    async def handle(self, kind: str, event: dict, arrived: int) -> bool:
+        """Answer one client event; True when the session has ended."""
         if kind == "session.update":
             session = event.get("session") or {}
             problem = self.valid(session)
             if problem:
-                await self.error(problem, "invalid_value")
+                await self.error(problem, "invalid_value", event)
             else:
                 await self.send({"type": "session.updated", "session": {**self.config(), **session}})
         elif kind == "input_audio_buffer.append":
             try:
                 audio = base64.b64decode(event["audio"], validate=True)
             except (KeyError, TypeError, ValueError):
-                await self.error("audio must be base64-encoded pcm16", "invalid_value")
-                return
+                await self.error("audio must be base64-encoded pcm16", "invalid_value", event)
+                return False
             if self.t0 is None:
                 self.t0, self.first = arrived, audio
             self.buffered += len(audio)
+            self.appends += 1
+            if self.appends == ERROR_ON_APPEND:
+                return await self.mid_session_error(event)
         elif kind == "input_audio_buffer.commit":
             if not self.buffered:
-                await self.error("the input audio buffer is empty", "input_audio_buffer_commit_empty")
-                return
+                await self.error("the input audio buffer is empty", "input_audio_buffer_commit_empty", event)
+                return False
             item = _id("item")
             await self.send({"type": "input_audio_buffer.committed", "previous_item_id": self.last_item, "item_id": item})
             n_bytes, self.last_item, self.buffered = self.buffered, item, 0
             await self.committed(item, arrived, n_bytes)
         elif kind == "response.create":
-            await self.respond(arrived)
+            await self.respond(arrived, event)
+        return False
+
+    async def mid_session_error(self, cause: dict) -> bool:
+        """The scenario's mid-session error (OpenAIScenario), about the client event `cause`; True when
+        it ends the session."""
+        kind = self.emulator.options.mid_session_error
+        if kind == "recoverable":
+            await self.error("emulated recoverable error about this event; the session continues",
+                             "emulated_recoverable_error", cause)
+        elif kind == "session_expired":
+            await self.error(SESSION_EXPIRED, "session_expired")
+            await self.ws.close(code=1001, reason=SESSION_EXPIRED)
+            return True
+        return False
 
     async def committed(self, item: str, arrived: int, n_bytes: int) -> None: ...
 
-    async def respond(self, arrived: int) -> None:
-        await self.error("responses are not available in this session", "invalid_request")
+    async def respond(self, arrived: int, event: dict) -> None:
+        await self.error("responses are not available in this session", "invalid_request", event)
 
     async def misbehave(self) -> bool:
         """Commit the scenario's stream fault at the first timed send; True when the stream ends here."""
@@ -308,7 +390,7 @@ class _Conversation(_Realtime):
             return "audio.output.format must be audio/pcm at 24000 Hz"
         return super().valid(session)
 
-    async def respond(self, arrived: int) -> None:
+    async def respond(self, arrived: int, event: dict) -> None:
         response, item = _id("resp"), _id("item")
         await self.send({"type": "response.created", "response": {
             "object": "realtime.response", "id": response, "status": "in_progress", "output": []}})
@@ -320,7 +402,9 @@ class _Conversation(_Realtime):
         every = int(s.send_every_ms * 1e6)
         ids = {"response_id": response, "item_id": item, "output_index": 0, "content_index": 0}
         stream = hashlib.sha256(self.first).hexdigest()  # the ledger's key: the stream's first-append key
-        for i, data in enumerate(self.chunks):
+        status = self.emulator.options.response_status
+        chunks = self.chunks if status == "completed" else self.chunks[:len(self.chunks) // 2]
+        for i, data in enumerate(chunks):
             await sleep_until(start + i * every)
             if i == 1 and s.fault == "malformed":
                 await self.ws.send_text('{"type": "response.output_audio.delta", "delta": ')
@@ -337,13 +421,16 @@ class _Conversation(_Realtime):
         if s.fault == "no_final":
             return
         await self.send({"type": "response.done", "response": {
-            "object": "realtime.response", "id": response, "status": "completed", "status_details": None,
-            "output": [{"id": item, "type": "message", "role": "assistant", "status": "completed",
+            "object": "realtime.response", "id": response, "status": status, "status_details": UNFINISHED.get(status),
+            "output": [{"id": item, "type": "message", "role": "assistant",
+                        "status": "completed" if status == "completed" else "incomplete",
                         "content": [{"type": "output_audio", "transcript": s.transcript}]}]}})
 
 
 class OpenAIEmulator:
     def __init__(self, scenario) -> None:
+        self.options = scenario if isinstance(scenario, OpenAIScenario) else OpenAIScenario(scenario)
+        scenario = self.options.scenario
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
         self.s2s: S2SScenario | None = scenario_for(scenario, "s2s")
@@ -412,8 +499,10 @@ class OpenAIEmulator:
             return _json_error(400, "this emulator answers response_format pcm only")
         s = self.tts
         chunks, first_speech = await asyncio.to_thread(self._tts_audio.get, text, RATE)  # eSpeak must finish within ttfb_ms
+        accepted = {part.split(";")[0].strip().lower() for part in request.headers.get("accept-encoding", "").split(",")}
         return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
-                          lambda what: record_at_write(self, text, what))
+                          lambda what: record_at_write(self, text, what),
+                          gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
 
     async def realtime(self, websocket: WebSocket) -> None:
         params = websocket.query_params
