@@ -2,6 +2,10 @@
 
 A floating alias ("latest", or an id without the version its vendor uses) is refused with an
 error naming the exact ids it could mean, so a leaderboard series never silently changes model.
+Each vendor states whether it publishes dated snapshots; where it does, an id that names none is
+refused at load unless the entry says why that model has none, so a floating id cannot come back.
+Every entry carries the date and source of its last check against the vendor; its shutdown date
+retires it on the day (providers/lifecycle.py).
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ from importlib.resources import files
 from typing import Any
 
 from .keys import api_key
+from .lifecycle import LifecycleError, Standing, current_day, standing
 
 BOARDS = ("stt", "tts", "s2s")
 PROTOCOLS = {"stt-stream": "stt", "stt-batch": "stt", "tts-stream": "tts", "s2s": "s2s"}
 STATUSES = ("active", "early-access", "retired")
+SNAPSHOTS = ("dated", "none", "engine")
+"""A vendor's versioning: dated snapshots (an id must name one), none (its model names carry their
+version), or a local engine (the id carries the installed version after '@')."""
 # "<vendor>/<model>[:<transport>][@<engine version>]"; the transport tells apart one model served
 # over two APIs (a realtime WebSocket and a batch HTTP endpoint, say)
 _ID = re.compile(r"^[a-z0-9][a-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9._-]*(:[a-z0-9-]+)?(@[0-9][A-Za-z0-9.+-]*)?$")
@@ -53,6 +61,8 @@ class ModelInfo:
     shutdown: dt.date | None = None  # the vendor stops serving the id on this date
     successor: str | None = None  # the id the vendor names as its replacement
     session_limit_s: int | None = None  # S2S: the longest session the vendor allows (conversations rotate before it)
+    undated: str | None = None  # why this id names no dated snapshot although its vendor publishes them
+    session_limit_unknown: str | None = None  # S2S: why no session limit is recorded (the vendor documents none)
 
     @property
     def version(self) -> str | None:
@@ -69,25 +79,55 @@ class ModelInfo:
     def key_is_set(self) -> bool:
         return not self.needs_key or api_key(self.vendor) is not None
 
+    def standing(self, day: dt.date) -> Standing:
+        """Its status on `day`: retired from its shutdown date, with a warning in the weeks before."""
+        return standing(self.status, self.shutdown, self.successor, day)
+
+
+@dataclass(frozen=True)
+class VendorInfo:
+    """What the registry checked of a vendor's versioning, and where."""
+    name: str
+    snapshots: str
+    checked: dt.date
+    source: str
+    pattern: str | None = None  # dated: how a dated snapshot ends (a regex searched in the model name)
+    note: str | None = None
+
 
 _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": str, "status": str,
            "region": str, "needs_key": bool, "voice": str, "exclusions": list,
            "checked": dt.date, "source": str, "deprecated": dt.date, "shutdown": dt.date, "successor": str,
-           "session_limit_s": int}
-_OPTIONAL = {"voice", "exclusions", "checked", "source", "deprecated", "shutdown", "successor", "session_limit_s"}
+           "session_limit_s": int, "undated": str, "session_limit_unknown": str}
+_OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
+             "session_limit_unknown"}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
+_VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str}
+_VENDOR_REQUIRED = {"name", "snapshots", "checked", "source"}
+
+
+def _typed(entry: dict[str, Any], kinds: dict[str, type], required: set[str], where: str) -> None:
+    """Known fields only, the required ones present, each of its type (a date is a date, not a datetime)."""
+    unknown = set(entry) - set(kinds)
+    if unknown:
+        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}")
+    missing = required - set(entry)
+    if missing:
+        raise RegistryError(f"{where}: missing field(s) {sorted(missing)}")
+    for name, kind in kinds.items():
+        if name not in entry:
+            continue
+        value = entry[name]
+        if kind is dt.date and not (isinstance(value, dt.date) and not isinstance(value, dt.datetime)):
+            raise RegistryError(f"{where}: {name} must be a date (YYYY-MM-DD, unquoted), got {value!r}")
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # TOML true is no number
+            raise RegistryError(f"{where}: {name} must be {kind.__name__}, got {value!r}")
+        if kind is str and not value.strip():
+            raise RegistryError(f"{where}: {name} must not be empty")
 
 
 def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
-    unknown = set(entry) - set(_FIELDS)
-    if unknown:
-        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}")
-    missing = _REQUIRED - set(entry)
-    if missing:
-        raise RegistryError(f"{where}: missing field(s) {sorted(missing)}")
-    for name, kind in _FIELDS.items():
-        if name in entry and not isinstance(entry[name], kind):
-            raise RegistryError(f"{where}: {name} must be {kind.__name__}, got {entry[name]!r}")
+    _typed(entry, _FIELDS, _REQUIRED, where)
     mid = entry["id"]
     if not _ID.match(mid) or _FLOATING.search(mid):
         raise RegistryError(f"{where}: id {mid!r} is not an exact versioned id")
@@ -95,6 +135,19 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
         raise RegistryError(f"{where}: protocol {entry['protocol']!r} does not belong on board {entry['board']!r}")
     if entry["status"] not in STATUSES:
         raise RegistryError(f"{where}: status must be one of {STATUSES}, got {entry['status']!r}")
+    deprecated, shutdown = entry.get("deprecated"), entry.get("shutdown")
+    if deprecated and shutdown and shutdown < deprecated:
+        raise RegistryError(f"{where}: {mid} shuts down ({shutdown}) before its deprecation was announced ({deprecated})")
+    limit = entry.get("session_limit_s")
+    if limit is not None and entry["board"] != "s2s":
+        raise RegistryError(f"{where}: session_limit_s is a speech-to-speech session's limit; {mid} is on the "
+                            f"{entry['board']} board")
+    if limit is not None and limit <= 0:
+        raise RegistryError(f"{where}: session_limit_s must be a positive number of seconds, got {limit}")
+    unknown = entry.get("session_limit_unknown")
+    if entry["board"] == "s2s" and (limit is None) == (unknown is None):
+        raise RegistryError(f"{where}: {mid} needs either session_limit_s (the vendor's longest session, which "
+                            "conversations rotate before) or session_limit_unknown (why the vendor documents none)")
     exclusions = []
     for ex in entry.get("exclusions", []):
         if set(ex) != {"metric", "reason"}:
@@ -102,44 +155,108 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
         exclusions.append(Exclusion(ex["metric"], ex["reason"]))
     return ModelInfo(mid, entry["board"], entry["vendor"], entry["protocol"], entry["adapter"], entry["status"],
                      entry["region"], entry["needs_key"], entry.get("voice"), tuple(exclusions),
-                     checked=entry.get("checked"), source=entry.get("source"), deprecated=entry.get("deprecated"),
-                     shutdown=entry.get("shutdown"), successor=entry.get("successor"),
-                     session_limit_s=entry.get("session_limit_s"))
+                     checked=entry["checked"], source=entry["source"], deprecated=deprecated, shutdown=shutdown,
+                     successor=entry.get("successor"), session_limit_s=limit, undated=entry.get("undated"),
+                     session_limit_unknown=unknown)
+
+
+def _parse_vendor(entry: dict[str, Any], where: str) -> VendorInfo:
+    _typed(entry, _VENDOR_FIELDS, _VENDOR_REQUIRED, where)
+    if entry["snapshots"] not in SNAPSHOTS:
+        raise RegistryError(f"{where}: snapshots must be one of {SNAPSHOTS}, got {entry['snapshots']!r}")
+    if (entry["snapshots"] == "dated") != ("pattern" in entry):
+        raise RegistryError(f"{where}: a pattern (how a dated snapshot's name ends) goes with snapshots = \"dated\" "
+                            "and only with it")
+    if "pattern" in entry:
+        try:
+            re.compile(entry["pattern"])
+        except re.error as exc:
+            raise RegistryError(f"{where}: pattern {entry['pattern']!r} is not a regular expression ({exc})") from None
+    return VendorInfo(entry["name"], entry["snapshots"], entry["checked"], entry["source"], entry.get("pattern"),
+                      entry.get("note"))
+
+
+def _versioning_error(m: ModelInfo, vendor: VendorInfo | None) -> str | None:
+    """Why an id breaks its vendor's versioning rule, or None: a dated vendor's ids name a snapshot."""
+    if vendor is None:
+        return (f"vendor {m.vendor!r} of {m.id} has no [[vendor]] statement (whether it publishes dated "
+                "snapshots, checked when and where)")
+    if m.undated is not None and vendor.snapshots != "dated":
+        return f"{m.id}: `undated` explains a missing dated snapshot; {m.vendor} publishes none"
+    if vendor.snapshots == "engine" and m.version is None:
+        return f"{m.id}: a local engine's id names its installed version after '@'"
+    if vendor.snapshots != "dated":
+        return None
+    dated = re.search(vendor.pattern or "", m.vendor_model) is not None
+    if dated and m.undated is not None:
+        return f"{m.id} names a dated snapshot; drop its `undated`"
+    if not dated and m.undated is None and m.status != "retired":
+        return (f"{m.id} is a floating alias: {m.vendor} publishes dated snapshots (a name matching "
+                f"{vendor.pattern!r}); pin one, or say in `undated` why this model has none")
+    return None
 
 
 class Registry:
-    def __init__(self, models: list[ModelInfo]) -> None:
+    def __init__(self, models: list[ModelInfo], vendors: list[VendorInfo] | None = None,
+                 today: dt.date | None = None) -> None:
         self.models = {m.id: m for m in models}
+        self.vendors = {v.name: v for v in vendors or []}
+        self._today = today
+
+    @property
+    def day(self) -> dt.date:
+        """The day statuses are read on: the one given, else VOXWATCH_TODAY, else today (UTC)."""
+        if self._today is not None:
+            return self._today
+        try:
+            return current_day()
+        except LifecycleError as exc:
+            raise RegistryError(str(exc)) from None
+
+    def standing(self, model: ModelInfo) -> Standing:
+        return model.standing(self.day)
 
     @classmethod
-    def from_toml(cls, text: str, source: str = "registry.toml") -> "Registry":
+    def from_toml(cls, text: str, source: str = "registry.toml", today: dt.date | None = None) -> "Registry":
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise RegistryError(f"{source}: {exc}") from None
-        entries = data.get("model", [])
-        models = [_parse(e, f"{source} model #{i + 1}") for i, e in enumerate(entries)]
-        ids = [m.id for m in models]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise RegistryError(f"{source}: duplicate id(s) {dupes}")
-        return cls(models)
+        unknown = set(data) - {"model", "vendor"}
+        if unknown:
+            raise RegistryError(f"{source}: unknown table(s) {sorted(unknown)}; the file holds [[vendor]] and [[model]]")
+        models = [_parse(e, f"{source} model #{i + 1}") for i, e in enumerate(data.get("model", []))]
+        vendors = [_parse_vendor(e, f"{source} vendor #{i + 1}") for i, e in enumerate(data.get("vendor", []))]
+        for kind, names in (("id", [m.id for m in models]), ("vendor", [v.name for v in vendors])):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise RegistryError(f"{source}: duplicate {kind}(s) {dupes}")
+        by_vendor = {v.name: v for v in vendors}
+        ids = {m.id for m in models}
+        for m in models:
+            problem = _versioning_error(m, by_vendor.get(m.vendor))
+            if problem:
+                raise RegistryError(f"{source}: {problem}")
+            if m.successor is not None and (m.successor not in ids or m.successor == m.id):
+                raise RegistryError(f"{source}: the successor of {m.id}, {m.successor!r}, is not another registered id")
+        return cls(models, vendors, today)
 
     @classmethod
-    def default(cls) -> "Registry":
-        return cls.from_toml(files("voxwatch.providers").joinpath("registry.toml").read_text(), "registry.toml")
+    def default(cls, today: dt.date | None = None) -> "Registry":
+        return cls.from_toml(files("voxwatch.providers").joinpath("registry.toml").read_text(), "registry.toml", today)
 
     def resolve(self, model_id: str) -> ModelInfo:
         """The exact model for an id; floating aliases and unknown ids raise RegistryError."""
         if model_id in self.models:
             return self.models[model_id]
         base = model_id.split("@")[0]
-        candidates = sorted(m for m in self.models if m.startswith(base))
+        candidates = sorted(m for m, info in self.models.items() if m.startswith(base) and info.status != "retired")
         if "@" in model_id and candidates and not _FLOATING.search(model_id):
             raise RegistryError(f"{model_id!r}: that version is not registered; registered: {', '.join(candidates)}")
         if _FLOATING.search(model_id) or candidates:
             vendor = model_id.split("/", 1)[0]
-            exact = candidates or sorted(m for m in self.models if m.startswith(vendor + "/"))
+            exact = candidates or sorted(m for m, info in self.models.items()
+                                         if m.startswith(vendor + "/") and info.status != "retired")
             hint = f"; use an exact versioned id: {', '.join(exact)}" if exact else ""
             raise RegistryError(f"{model_id!r} is a floating alias, not an exact versioned model id{hint}")
         raise RegistryError(f"unknown model id {model_id!r}; `voxwatch providers list` shows the registered ids")

@@ -608,7 +608,7 @@ def _tick(adapter, prompts, run_id: str) -> list[Observation]:
     from voxwatch.providers.registry import Registry
     from voxwatch.workers.measure import MeasureContext, measure_item
 
-    model = Registry.default().resolve("cartesia/sonic-3.5")
+    model = Registry.default().resolve("cartesia/sonic-3.5-2026-05-04")
     ctx = MeasureContext(run_id=run_id, seed=1, region="e2e", timeout_s=10, secrets=(Secret(E2E_KEY),),
                          emulator=adapter.emulator)
 
@@ -646,7 +646,7 @@ def test_end_to_end_a_latency_step_fires_reaches_the_webhook_and_resolves(db, mo
     from voxwatch.providers.registry import Registry
 
     url, conn = db
-    registry, model = Registry.default(), Registry.default().resolve("cartesia/sonic-3.5")
+    registry, model = Registry.default(), Registry.default().resolve("cartesia/sonic-3.5-2026-05-04")
     prompts = Catalog([bundled_root()]).load("tts-prompts")
     scenario = TTSScenario(ttfb_ms=120.0, leading_silence_ms=80.0, speech_ms=200.0, send_every_ms=2.0, jitter_ms=20.0,
                            api_key=E2E_KEY)

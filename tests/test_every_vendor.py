@@ -16,7 +16,8 @@ from conftest import REPO, run_cli
 from voxwatch.emulate import ERROR_EVERY, with_errors
 from voxwatch.providers.registry import Registry
 
-CLOUD = sorted(m.id for m in Registry.default().models.values() if m.needs_key and m.status != "retired")
+REGISTRY = Registry.default()
+CLOUD = sorted(m.id for m in REGISTRY.models.values() if m.needs_key and not REGISTRY.standing(m).retired)
 DATASETS = "stt-starter-clean,tts-prompts"
 
 
@@ -97,7 +98,7 @@ def test_a_planted_key_never_appears_in_output_rows_or_the_store(emulators, tmp_
 
 def test_whisper_1_as_the_tts_intelligibility_instrument(emulators, store_url: str):
     """With an OpenAI key, `[boards.tts] instrument = "openai/whisper-1"` scores TTS through it."""
-    run_cli("run", "--models", "cartesia/sonic-3.5", "--datasets", "tts-prompts", "--sample-size", "2",
+    run_cli("run", "--models", "cartesia/sonic-3.5-2026-05-04", "--datasets", "tts-prompts", "--sample-size", "2",
             "--store", store_url, "--no-progress",
             env={**emulators, "VOXWATCH_BOARDS_TTS_INSTRUMENT": "openai/whisper-1"})
     rows = _rows(store_url)

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -164,7 +165,7 @@ def test_a_cloud_model_against_its_emulator_end_to_end(store_url: str):
     from voxwatch.providers.emulators.server import serve
 
     with serve("cartesia", TTSScenario(ttfb_ms=70.0, api_key="emu-key")) as url:
-        run_cli("run", "--models", "cartesia/sonic-3.5", "--sample-size", "3", "--store", store_url, "--no-progress",
+        run_cli("run", "--models", "cartesia/sonic-3.5-2026-05-04", "--sample-size", "3", "--store", store_url, "--no-progress",
                 env={"VOXWATCH_CARTESIA_BASE_URL": url, "VOXWATCH_CARTESIA_API_KEY": "emu-key"})
     rows = _export(store_url)
     assert len(rows) == 3 and all(r["status"] == "ok" and r["emulator"] for r in rows)
@@ -176,3 +177,106 @@ def test_providers_list_shows_every_id_with_its_board():
     out = run_cli("providers", "list").stdout
     for model, board in ((PS, "stt"), (WHISPER, "stt"), (ESPEAK, "tts")):
         assert any(line.split()[:2] == [model, board] for line in out.splitlines())
+
+
+REALTIME = "openai/gpt-realtime-2025-08-28"
+
+
+def _providers(day: str) -> tuple[dict[str, dict[str, str]], dict[str, str], str]:
+    """`voxwatch providers list` on a pinned day: its table by id, its `checked against` lines, the text."""
+    out = run_cli("providers", "list", env={"VOXWATCH_TODAY": day}).stdout
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("id "))
+    names = ["id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor", "session limit"]
+    starts = [lines[header].index(n) for n in names] + [None]
+    table = {}
+    for line in lines[header + 1:lines.index("", header)]:
+        cells = {n: line[a:b].strip() for n, a, b in zip(names, starts, starts[1:])}
+        table[cells["id"]] = cells
+    sources = {}
+    for line in lines[lines.index("checked against:") + 1:]:
+        if not line.strip():
+            break
+        model, source = line.split(None, 1)
+        sources[model] = source
+    return table, sources, out
+
+
+def test_providers_list_shows_the_check_date_source_and_deprecation_of_every_entry():
+    from voxwatch.providers.registry import Registry
+
+    registry = Registry.default()
+    table, sources, out = _providers("2026-12-01")
+    assert "statuses on 2026-12-01" in out and set(table) == set(sources) == set(registry.models)
+    for model_id, m in registry.models.items():
+        row = table[model_id]
+        assert row["checked"] == str(m.checked) and sources[model_id] == m.source
+        assert row["deprecated"] == str(m.deprecated or "-") and row["shutdown"] == str(m.shutdown or "-")
+        assert row["successor"] == (m.successor or "-")
+    assert table["openai/whisper-1"]["deprecated"] == "2026-08-26" and table["openai/whisper-1"]["shutdown"] == "2027-02-26"
+    assert table[REALTIME]["status"] == "active, retiring 2027-01-20" and table[REALTIME]["session limit"] == "3600 s"
+    assert table["openai/whisper-1"]["status"] == "active, retiring 2027-02-26"
+    assert table["cartesia/sonic-3.5"]["status"] == "retired" and table["deepgram/nova-3"]["status"] == "active"
+    assert "vendors (how each versions its models):" in out and re.search(r"^  cartesia +dated ", out, re.MULTILINE)
+
+    later, _, _ = _providers("2027-01-20")  # the shutdown day itself: retired
+    assert later[REALTIME]["status"] == "retired 2027-01-20"
+    assert later["openai/gpt-4o-mini-tts-2025-12-15"]["status"] == "retired 2027-01-06"
+    assert later["openai/whisper-1"]["status"] == "active, retiring 2027-02-26"
+    earlier, _, _ = _providers("2026-09-01")  # more than 90 days before any shutdown: no warning yet
+    assert earlier[REALTIME]["status"] == "active" and earlier["openai/whisper-1"]["status"] == "active"
+
+
+def test_a_retired_model_is_skipped_by_run_and_a_retiring_one_is_measured_with_a_warning(store_url: str):
+    from voxwatch.providers.emulators.scenario import STTScenario
+    from voxwatch.providers.emulators.server import serve
+
+    env = {"VOXWATCH_TODAY": "2027-01-20", "VOXWATCH_OPENAI_API_KEY": "k-never-used"}
+    proc = run_cli("run", "--models", REALTIME, "--datasets", "stt-starter-clean", "--store", store_url,
+                   "--no-progress", env=env)
+    assert f"skipped {REALTIME}: retired 2027-01-20; successor openai/gpt-realtime-2.1" in proc.stdout
+    assert "nothing to measure" in proc.stdout and _export(store_url) == []
+    with serve("openai", STTScenario(transcript="hello", speech_start_s=0.2, speech_end_s=1.0,
+                                     api_key="emu-key")) as url:  # whisper-1 retires 2027-02-26: measured, warned
+        proc = run_cli("run", "--models", f"{REALTIME},openai/whisper-1", "--datasets", "stt-starter-clean",
+                       "--sample-size", "2", "--store", store_url, "--no-progress",
+                       env={**env, "VOXWATCH_OPENAI_API_KEY": "emu-key", "VOXWATCH_OPENAI_BASE_URL": url})
+    assert "warning: openai/whisper-1 is retiring 2027-02-26; successor openai/gpt-transcribe:http" in proc.stdout
+    assert f"skipped {REALTIME}: retired" in proc.stdout
+    assert {(r["model_id"], r["status"]) for r in _export(store_url)} == {("openai/whisper-1", "ok")}
+
+
+def _history_rows(path: Path) -> None:
+    """Stored rows of a model that has since retired, and of one that has not (not emulated: on the board)."""
+    import time
+    from dataclasses import asdict
+
+    from voxwatch.observation import Observation
+
+    rows = []
+    for i in range(6):
+        for model_id, board, protocol, value in ((REALTIME, "s2s", "s2s", {"v2v_ms": 700.0 + i}),
+                                                  (PS, "stt", "stt-stream", {"ttfs_ms": 300.0 + i})):
+            rows.append(Observation(run_id=f"r{i}", model_id=model_id, dataset="stt-starter-clean", clip_id=f"c{i}",
+                                    attempt=1, board=board, vendor=model_id.split("/")[0], protocol=protocol,
+                                    region="us-east", started_at=time.time() - 3600 * (i + 1), status="ok",
+                                    method_version=METHOD_VERSION, emulator=False, **value))
+    path.write_text("".join(json.dumps(asdict(r)) + "\n" for r in rows))
+
+
+def test_the_cli_board_keeps_a_retired_models_rows_and_marks_it(store_url: str, tmp_path: Path):
+    _history_rows(tmp_path / "rows.jsonl")
+    run_cli("ingest", str(tmp_path / "rows.jsonl"), "--store", store_url)
+    for day, notice in (("2027-01-20", "retired 2027-01-20; successor openai/gpt-realtime-2.1"),
+                        ("2026-12-01", "retiring 2027-01-20; successor openai/gpt-realtime-2.1")):
+        env = {"VOXWATCH_TODAY": day}
+        table = run_cli("leaderboard", "--store", store_url, env=env).stdout
+        assert f"  status: {REALTIME} {notice}" in table and REALTIME in table.split("S2S board")[1]
+        assert f"status: {PS}" not in table
+        doc = json.loads(run_cli("leaderboard", "--format", "json", "--store", store_url, env=env).stdout)
+        assert doc["status_date"] == day
+        mine = [r for r in doc["rows"] if r["model_id"] == REALTIME]
+        assert mine and all(r["model_notice"] == notice for r in mine)
+        assert [r["n"] for r in mine if r["metric"] == "v2v_ms"] == [6]  # the history stays
+        assert {r["model_status"] for r in mine} == {"retired" if day == "2027-01-20" else "active"}
+        assert {r["model_status"] for r in doc["rows"] if r["model_id"] == PS} == {"active"}

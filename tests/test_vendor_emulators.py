@@ -91,7 +91,7 @@ def test_cartesia_ttfa_with_its_components(monkeypatch, scenario):
     with serve("cartesia", scenario) as url:
         monkeypatch.setenv("VOXWATCH_CARTESIA_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
-        streams = measure_three("cartesia/sonic-3.5", prompts, prompt)
+        streams = measure_three("cartesia/sonic-3.5-2026-05-04", prompts, prompt)
     assert_on_clock(streams, "ttfb_ms", truth["ttfb_ms"])
     assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows(streams))
     assert_on_clock(streams, "ttfa_ms", truth["ttfa_ms"], leading_silence_ms=scenario.leading_silence_ms)
@@ -104,5 +104,5 @@ def test_cartesia_failures_become_rows(monkeypatch, fault):
     with serve("cartesia", TTSScenario(api_key=KEY, fault=fault)) as url:
         monkeypatch.setenv("VOXWATCH_CARTESIA_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
-        row = measure("cartesia/sonic-3.5", prompts, prompts.prompts[0], timeout_s=2)
+        row = measure("cartesia/sonic-3.5-2026-05-04", prompts, prompts.prompts[0], timeout_s=2)
     assert_failure_row(row, fault)

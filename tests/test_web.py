@@ -196,10 +196,11 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(store_url: str, log: Path) -> Iterator[str]:
-    """`voxwatch serve` in a subprocess on a free port, until the block ends; its log goes to `log`."""
+def serving(store_url: str, log: Path, today: str | None = None) -> Iterator[str]:
+    """`voxwatch serve` in a subprocess on a free port, until the block ends; its log goes to `log`.
+    `today` pins the day model statuses are read on (VOXWATCH_TODAY)."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | ({"VOXWATCH_TODAY": today} if today else {})
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "serve", "--store", store_url, "--port",
                                  str(port)], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -486,6 +487,54 @@ def test_the_api_matches_its_openapi_document(server):
     bad = httpx.get(f"{server}/api/v1/leaderboard?window=1y")
     assert bad.status_code == 400
     jsonschema.validate(bad.json(), {"$ref": "#/components/schemas/Error", "components": spec["components"]})
+
+
+RETIRED = "openai/gpt-realtime-2025-08-28"  # shut down 2027-01-20 (registry.toml); the seed has its rows
+
+
+def _series_marks(html: str) -> dict[str, tuple[str, str | None]]:
+    """model -> (data-model-status, the lifecycle notice shown under its name) for each series of a page."""
+    marks = {}
+    for block in re.findall(r'<(?:tbody class="series"|tr) data-model="[^"]+".*?</(?:tbody|tr)>', html, re.DOTALL):
+        model = re.search(r'data-model="([^"]+)"', block).group(1)
+        status = re.search(r'data-model-status="([^"]*)"', block).group(1)
+        notice = re.search(r'<small class="lifecycle [a-z]+" data-field="lifecycle">([^<]+)</small>', block)
+        marks[model] = (status, notice.group(1) if notice else None)
+    return marks
+
+
+def test_a_retired_model_stays_on_the_boards_and_api_marked_retired(store, tmp_path):
+    """Read on 2027-01-20: gpt-realtime-2025-08-28 is retired (its rows still shown), whisper-1 retires in
+    37 days (warned), the floating cartesia/sonic-3.5 was retired by the registry; others are unmarked."""
+    with serving(store, tmp_path / "serve.log", today="2027-01-20") as base:
+        boards = {b: _series_marks(httpx.get(f"{base}/board/{b}").text) for b in ("stt", "tts", "s2s")}
+        overview = _series_marks(httpx.get(f"{base}/").text)
+        models = httpx.get(f"{base}/api/v1/models").json()
+        s2s = httpx.get(f"{base}/api/v1/leaderboard", params={"board": "s2s"}).json()
+        page = httpx.get(f"{base}/model/{RETIRED}").text
+        spec = httpx.get(f"{base}/api/v1/openapi.json").json()
+    retired = ("retired", "retired 2027-01-20; successor openai/gpt-realtime-2.1")
+    retiring = ("active", "retiring 2027-02-26; successor openai/gpt-transcribe:http")
+    assert boards["s2s"][RETIRED] == overview[RETIRED] == retired
+    assert boards["stt"]["openai/whisper-1"] == overview["openai/whisper-1"] == retiring
+    assert boards["tts"]["cartesia/sonic-3.5"] == ("retired", "retired; successor cartesia/sonic-3.5-2026-05-04")
+    assert boards["stt"]["deepgram/nova-3"] == ("active", None)
+    # history is kept: the retired model's series is still there with every seeded attempt
+    attempts = {r["model_id"]: r["attempts"] for r in s2s["rows"]}
+    assert attempts[RETIRED] == sum(1 for r in ROWS if r.model_id == RETIRED and not r.emulator)
+    assert s2s["status_date"] == "2027-01-20" and {r["model_status"] for r in s2s["rows"]} == {"retired"}
+    assert {r["model_notice"] for r in s2s["rows"]} == {retired[1]}
+    entry = next(m for m in models["models"] if m["model_id"] == RETIRED)
+    assert {k: entry[k] for k in ("status", "notice", "checked", "deprecated", "shutdown", "successor", "session_limit_s")} == {
+        "status": "retired", "notice": retired[1], "checked": "2026-12-01", "deprecated": None, "shutdown": "2027-01-20",
+        "successor": "openai/gpt-realtime-2.1", "session_limit_s": 3600}
+    assert entry["source"] == Registry.default().resolve(RETIRED).source and models["status_date"] == "2027-01-20"
+    nova = next(m for m in models["models"] if m["model_id"] == "deepgram/nova-3")
+    assert (nova["status"], nova["notice"], nova["shutdown"]) == ("active", None, None)
+    for doc, name in ((models, "Models"), (s2s, "Leaderboard")):
+        jsonschema.validate(doc, {"$ref": f"#/components/schemas/{name}", "components": spec["components"]})
+    assert 'data-field="status">retired 2027-01-20</span>' in page and "Checked against the vendor on 2026-12-01" in page
+    assert "Shutdown 2027-01-20." in page and "Sessions last at most 3600 s." in page
 
 
 def _expected_history(model_id: str, dataset: str, metric: str) -> dict[tuple[str, str], dict[str, tuple]]:

@@ -19,6 +19,7 @@ from voxwatch.datasets.manifest import ManifestError
 from voxwatch.observation import FIELDS
 from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
+from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.store import StoreError, open_store, redact
 from voxwatch.store.spool import RowsFileError, read_rows
@@ -54,7 +55,7 @@ def cmd_run(args) -> int:
     plan = plan_tick(cfg, registry, _catalog(cfg), models=_names(args.models) if args.models else None,
                      datasets=_names(args.datasets) if args.datasets else None, sample_size=args.sample_size,
                      seed=args.seed)
-    for line in plan.skipped:
+    for line in plan.skipped + plan.warnings:
         print(line)
     if not plan.tasks:
         print("nothing to measure: no runnable model on the chosen boards")
@@ -74,7 +75,7 @@ def cmd_run(args) -> int:
             print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
         print()
         rows = leaderboard.from_store(store, "30d", registry)
-        print(leaderboard.format_table(rows, "30d"))
+        print(leaderboard.format_table(rows, "30d", registry))
     finally:
         store.close()
     return 0
@@ -86,22 +87,24 @@ def cmd_leaderboard(args) -> int:
         from voxwatch.web.source import StoreUnavailable, open_source
         from voxwatch.web.views import leaderboard_document
 
-        source = open_source(cfg.store_url, Registry.default())
+        registry = Registry.default()
+        source = open_source(cfg.store_url, registry)
         try:
-            print(json.dumps(leaderboard_document(source, args.window, None, None), indent=2))
+            print(json.dumps(leaderboard_document(source, registry, args.window, None, None), indent=2))
         except StoreUnavailable as exc:
             print(f"voxwatch: error: {exc.detail}", file=sys.stderr)
             return 2
         finally:
             source.close()
         return 0
+    registry = Registry.default()
     store = open_store(cfg.store_url)
     try:
-        rows = leaderboard.from_store(store, args.window, Registry.default())
+        rows = leaderboard.from_store(store, args.window, registry)
     finally:
         store.close()
     if args.format == "table":
-        print(leaderboard.format_table(rows, args.window))
+        print(leaderboard.format_table(rows, args.window, registry))
     else:
         sys.stdout.write(leaderboard.format_csv(rows))
     return 0
@@ -143,16 +146,38 @@ def cmd_ingest(args) -> int:
     return 0
 
 
-def cmd_providers_list(args) -> int:
-    registry = Registry.default()
-    table = [("id", "board", "protocol", "status", "key", "exclusions")]
-    for m in sorted(registry.models.values(), key=lambda m: (m.board, m.id)):
-        key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
-        excl = "; ".join(f"{e.metric}: {e.reason}" for e in m.exclusions) or "-"
-        table.append((m.id, m.board, m.protocol, m.status, key, excl))
+def _aligned(table: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+
+
+def cmd_providers_list(args) -> int:
+    """Every id with its board, status on the day (retired, or retiring soon), key, and when and where it
+    was last checked against its vendor; then each entry's source, the exclusions and the vendors'
+    versioning statements."""
+    registry = Registry.default()
+    models = sorted(registry.models.values(), key=lambda m: (m.board, m.id))
+    table = [("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
+              "session limit")]
+    for m in models:
+        key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
+        table.append((m.id, m.board, m.protocol, registry.standing(m).label, key, str(m.checked),
+                      str(m.deprecated or "-"), str(m.shutdown or "-"), m.successor or "-",
+                      f"{m.session_limit_s} s" if m.session_limit_s else
+                      ("not documented" if m.session_limit_unknown else "-")))
+    print(f"statuses on {registry.day} (a model is retired from its shutdown date and warned about in the "
+          f"{WARNING_DAYS} days before)\n")
+    print("\n".join(_aligned(table)))
+    print("\nchecked against:")
+    print("\n".join(_aligned([(f"  {m.id}", m.source or "") for m in models])))
+    exclusions = [(f"  {m.id}", e.metric, e.reason) for m in models for e in m.exclusions]
+    if exclusions:
+        print("\nexclusions (shown as n/a with the reason):")
+        print("\n".join(_aligned(exclusions)))
+    print("\nvendors (how each versions its models):")
+    print("\n".join(_aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
+                               f"checked {v.checked}", v.source + (f"; {v.note}" if v.note else ""))
+                              for v in sorted(registry.vendors.values(), key=lambda v: v.name)])))
     return 0
 
 

@@ -18,6 +18,7 @@ from voxwatch.metrics.ranking import rank_order, ranking_title, ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, SeriesData, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.observation import Observation
+from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
 SeriesKey = tuple[str, str, str, str, str, str, str]
@@ -97,9 +98,17 @@ TABLE_HEADER = ("rank", "model", "dataset", "region", "method", "metric", "n", "
                 "errors", "timeouts", "inaudible", "pooled WER [95% CI]")
 
 
-def format_table(rows: list[MetricRow], window: str) -> str:
+def standings(registry: Registry | None, model_ids: Iterable[str]) -> dict[str, Standing]:
+    """Each registered model's standing on the registry's day (unregistered ids have none)."""
+    if registry is None:
+        return {}
+    return {m: registry.standing(registry.models[m]) for m in model_ids if m in registry.models}
+
+
+def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
-    first line (attempts, rates, pooled WER), its region, method version and rank (metrics.ranking)."""
+    first line (attempts, rates, pooled WER), its region, method version and rank (metrics.ranking);
+    under each board, a line for every model of it that is retired or retires soon."""
     if not rows:
         return f"No observations in the last {window}. Run `voxwatch run` first."
     ranked = ranks(rows, METHOD_VERSION)
@@ -138,6 +147,8 @@ def format_table(rows: list[MetricRow], window: str) -> str:
                 lines.append("  ".join("-" * w for w in widths))
         notes = sorted({f"{r.model_id} {r.metric}: n/a, {r.note}" for r in mine if r.note})
         lines.extend(f"  note: {n}" for n in notes)
+        lines.extend(f"  status: {model_id} {s.notice}" for model_id, s in
+                     sorted(standings(registry, {r.model_id for r in mine}).items()) if s.notice)
     lines.append("\nRanks per dataset and protocol by the first metric's p50: a rank is shared where 95 % intervals "
                  "overlap; '-' is not ranked (superseded method, or no interval yet: n < 5 or one tick).\nn/a: under the statistic's "
                  f"floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. Latencies in ms; rtf in x "

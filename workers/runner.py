@@ -7,6 +7,7 @@ ordered item-major (every model measures item 1, then item 2, ...) so no provide
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import random
 import sys
 import time
@@ -48,6 +49,7 @@ class Plan:
     seed: int
     tasks: list[Task] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # one line per model that cannot run here
+    warnings: list[str] = field(default_factory=list)  # one line per model measured that retires soon
 
 
 def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: list[str] | None = None,
@@ -85,20 +87,24 @@ def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: l
     if unused:
         raise PlanError(f"dataset(s) {', '.join(sorted(unused))} fit no board of the chosen models")
     for board, (board_models, board_sets) in by_board.items():
-        plan.tasks.extend(_draw_tasks(_runnable(board_models, plan.skipped), board_sets, seed, n))
+        plan.tasks.extend(_draw_tasks(_runnable(board_models, plan, registry.day), board_sets, seed, n))
     return plan
 
 
-def _runnable(models: list[ModelInfo], skipped: list[str]) -> list[ModelInfo]:
-    """The models that can run here; one line in `skipped` for each that cannot."""
+def _runnable(models: list[ModelInfo], plan: Plan, day: dt.date) -> list[ModelInfo]:
+    """The models that can run here on `day`; one line in `plan.skipped` for each that cannot (a retired
+    model is never measured), one in `plan.warnings` for each that retires soon."""
     runnable = []
     for m in models:
-        if not m.key_is_set():
-            skipped.append(f"skipped {m.id}: set {key_variable(m.vendor)} to measure it")
-        elif m.status == "retired":
-            skipped.append(f"skipped {m.id}: retired")
+        standing = m.standing(day)
+        if standing.retired:
+            plan.skipped.append(f"skipped {m.id}: {standing.notice}")
+        elif not m.key_is_set():
+            plan.skipped.append(f"skipped {m.id}: set {key_variable(m.vendor)} to measure it")
         else:
             runnable.append(m)
+            if standing.notice:
+                plan.warnings.append(f"warning: {m.id} is {standing.notice}")
     return runnable
 
 
@@ -222,6 +228,9 @@ def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[
 def load_instrument(config: Config, registry: Registry) -> tuple[Callable, str]:
     """The configured instrument, loaded (a Celery worker process loads it once, on its first TTS task)."""
     model = registry.resolve(config.tts_instrument)
+    standing = registry.standing(model)
+    if standing.retired:
+        raise PlanError(f"instrument {model.id} is {standing.notice}: configure another [boards.tts] instrument")
     if model.id == "openai/whisper-1":
         if not model.key_is_set():
             raise PlanError(f"instrument {model.id}: set {key_variable(model.vendor)} to use it")

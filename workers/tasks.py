@@ -59,7 +59,7 @@ def plan(self, region: str, board: str | None = None, models: list[str] | None =
     except PLAN_ERRORS as exc:
         log.error("run %s not started: %s", run_id, exc)
         return None
-    for line in drawn.skipped:
+    for line in drawn.skipped + drawn.warnings:
         log.warning(line)
     if not drawn.tasks:
         log.warning("run %s not started: nothing to measure", run_id)

@@ -474,7 +474,7 @@ class OpenAIEmulator:
             response_format = form.get("response_format", b"json").decode()
         except (KeyError, ValueError, EOFError, wave.Error, UnicodeDecodeError) as exc:
             return _json_error(400, f"could not read the request: {exc}")
-        if model not in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"):
+        if model not in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-transcribe"):  # SDK AudioModel
             return _json_error(400, f"unknown model {model!r}", code="model_not_found")
         if response_format != "json":
             return _json_error(400, "this emulator answers response_format json only")

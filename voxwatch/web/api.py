@@ -20,7 +20,8 @@ from .source import StoreUnavailable, log
 def leaderboard(request: Request) -> JSONResponse:
     board = choice(request, "board", BOARDS, None)
     window = choice(request, "window", WINDOWS, "30d")
-    return JSONResponse(views.leaderboard_document(request.app.state.source, window, board, text(request, "dataset")))
+    return JSONResponse(views.leaderboard_document(request.app.state.source, request.app.state.registry, window, board,
+                                                   text(request, "dataset")))
 
 
 def models(request: Request) -> JSONResponse:

@@ -23,7 +23,7 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
-from . import api, formatting, pages
+from . import api, formatting, pages, views
 from .source import StoreUnavailable, log, open_source
 
 HERE = Path(__file__).resolve().parent
@@ -57,9 +57,11 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 def create_app(store_url: str, registry: Registry | None = None) -> Starlette:
     """The app for one store; nothing connects until the first request."""
+    registry = registry or Registry.default()
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
-    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION)
+    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION,
+                                 standing=lambda model_id: views.model_standing(registry, model_id))
     app = Starlette(
         routes=[
             Route("/", pages.overview_page),
@@ -71,7 +73,7 @@ def create_app(store_url: str, registry: Registry | None = None) -> Starlette:
         ],
         exception_handlers={StoreUnavailable: _unavailable, HTTPException: _http_error, 500: _server_error},
     )
-    app.state.registry = registry or Registry.default()
+    app.state.registry = registry
     app.state.source = open_source(store_url, app.state.registry)
     app.state.templates = templates
     return app

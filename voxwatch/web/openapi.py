@@ -11,7 +11,7 @@ from dataclasses import fields
 from voxwatch import __version__
 from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
-from voxwatch.providers.registry import BOARDS
+from voxwatch.providers.registry import BOARDS, STATUSES
 
 from .source import Alert
 
@@ -49,6 +49,10 @@ def _array(items: dict) -> dict:
 
 
 _STRING, _NULLABLE_STRING = {"type": "string"}, {"type": ["string", "null"]}
+_NULLABLE_DATE = {"type": ["string", "null"], "format": "date"}
+_STATUS = {"type": ["string", "null"], "enum": [*STATUSES, None]}
+_STATUS_DATE = {"type": "string", "format": "date", "description": "the day model statuses are computed for (UTC; "
+                "VOXWATCH_TODAY pins it)"}
 
 
 def _json(schema: dict, description: str) -> dict:
@@ -73,7 +77,11 @@ def document() -> dict:
             "na_reason": {**_NULLABLE_STRING, "description": "why the statistics are n/a: the registry's exclusion, or n < 5"},
             "rank": {"type": ["integer", "null"], "description": "the series' rank on its dataset and protocol: 1 + the "
                      "series whose p50 interval lies wholly below its own (null: superseded method, or too few samples)"},
-            "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by (its p50)"}}),
+            "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by (its p50)"},
+            "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
+                             "shutdown date (its rows stay); null for an id the registry no longer has"},
+            "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "
+                             "2027-01-20; ...' in the 90 days before the shutdown; null when there is nothing to say"}}),
         "MethodChange": _obj({"from": _STRING, "to": _STRING, "on": {"type": "string", "format": "date"}}),
         "MethodNote": _obj({"model_id": _STRING, "dataset": _STRING, "region": _STRING, "text": _STRING,
                             "changes": _array(_ref("MethodChange"))}),
@@ -82,14 +90,24 @@ def document() -> dict:
             "window": {"type": "string", "enum": list(WINDOWS)},
             "dataset": _NULLABLE_STRING, "generated_at": {"type": "number", "description": "unix seconds"},
             "method_version": {**_STRING, "description": "the method version this server measures with"},
+            "status_date": _STATUS_DATE,
             "rows": _array(_ref("LeaderboardRow")), "notes": _array(_ref("MethodNote"))}),
         "Exclusion": _obj({"metric": _STRING, "reason": _STRING}),
         "Model": _obj({"model_id": _STRING, "board": {"type": "string", "enum": list(BOARDS)},
                        "datasets": _array(_STRING), "regions": _array(_STRING), "method_versions": _array(_STRING),
-                       "vendor": _STRING, "protocol": _NULLABLE_STRING, "status": _NULLABLE_STRING,
+                       "vendor": _STRING, "protocol": _NULLABLE_STRING,
+                       "status": {**_STATUS, "description": "the status on status_date (retired from the shutdown date)"},
+                       "notice": {**_NULLABLE_STRING, "description": "retired or retiring soon, with the date and successor"},
+                       "checked": {**_NULLABLE_DATE, "description": "when the id was last checked against its vendor"},
+                       "source": {**_NULLABLE_STRING, "description": "the vendor page or SDK source it was checked against"},
+                       "deprecated": {**_NULLABLE_DATE, "description": "when the vendor announced its deprecation"},
+                       "shutdown": {**_NULLABLE_DATE, "description": "when the vendor stops serving it"},
+                       "successor": {**_NULLABLE_STRING, "description": "the registered id the vendor names as its replacement"},
+                       "session_limit_s": {"type": ["integer", "null"],
+                                           "description": "S2S: the longest session the vendor allows, in seconds"},
                        "exclusions": _array(_ref("Exclusion"))}),
         "Models": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "method_version": _STRING,
-                        "models": _array(_ref("Model"))}),
+                        "status_date": _STATUS_DATE, "models": _array(_ref("Model"))}),
         "HistoryPoint": _obj({"day": {"type": "string", "format": "date"}, "n": {"type": "integer"},
                               "p50": {"type": ["number", "null"]}, "p95": {"type": ["number", "null"]}}),
         "HistorySeries": _obj({"metric": _STRING, "unit": _STRING, "dataset": _STRING, "region": _STRING,

@@ -41,7 +41,8 @@ def board_page(request: Request) -> Response:
         if fmt == "csv":
             return Response(leaderboard.format_csv(views.board_rows(source, window, board, dataset)),
                             media_type="text/csv; charset=utf-8", headers=disposition)
-        return JSONResponse(views.leaderboard_document(source, window, board, dataset), headers=disposition)
+        return JSONResponse(views.leaderboard_document(source, request.app.state.registry, window, board, dataset),
+                            headers=disposition)
     rows = views.board_rows(source, window, board)
     datasets = sorted({r.dataset for r in rows})
     shown = [r for r in rows if dataset is None or r.dataset == dataset]
@@ -83,7 +84,8 @@ def model_page(request: Request) -> Response:
         raise HTTPException(404, f"no model {model_id!r}: neither registered nor measured in the last "
                                  f"{views.HISTORY_DAYS} days")
     info = views.model_info(registry, model_id)
-    return _render(request, "model.html", model_id=model_id, info=info, metric=metric, dataset=dataset,
+    return _render(request, "model.html", model_id=model_id, info=info, entry=views.registry_entry(registry, info),
+                   metric=metric, dataset=dataset,
                    metrics=list(dict.fromkeys(headline + h.metrics)), datasets=h.datasets, excluded=h.excluded,
                    charts=_charts(h), days=views.HISTORY_DAYS)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from itertools import groupby
 
 from voxwatch import leaderboard
@@ -19,6 +19,7 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_title, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
+from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
 
 from .source import Alert, AlertsUnavailable, DailyPoint, SeriesId, Source
@@ -130,16 +131,19 @@ def dataset_tables(rows: list[MetricRow], notes: list[MethodNote]) -> list[Datas
     return [tables[d] for d in sorted(tables)]
 
 
-def leaderboard_document(source: Source, window: str, board: str | None, dataset: str | None) -> dict:
-    """The JSON of a board (the API's /leaderboard and the board's ?format=json)."""
+def leaderboard_document(source: Source, registry: Registry, window: str, board: str | None,
+                         dataset: str | None) -> dict:
+    """The JSON of a board (the API's /leaderboard and the board's ?format=json): each row with its
+    model's status on the registry's day (a retired model's rows stay, marked retired)."""
     rows = board_rows(source, window, board, dataset)
     notes = method_notes(source, rows, window)
     ranked = ranks(rows, METHOD_VERSION)
+    standing = leaderboard.standings(registry, {r.model_id for r in rows})
     return {
         "board": board, "window": window, "dataset": dataset, "generated_at": time.time(),
-        "method_version": METHOD_VERSION,
+        "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(),
         "rows": [{**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
-                  "ranked_by": ranked_metric(r.protocol)} for r in rows],
+                  "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id))} for r in rows],
         "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
                    "changes": [{"from": a, "to": b, "on": day} for a, b, day in n.changes]} for n in notes],
     }
@@ -182,6 +186,12 @@ def overview(rows: list[MetricRow]) -> dict[str, list[Ranking]]:
     return out
 
 
+def model_standing(registry: Registry, model_id: str) -> Standing | None:
+    """A registered model's status on the registry's day (None for an id the registry no longer has)."""
+    info = model_info(registry, model_id)
+    return registry.standing(info) if info else None
+
+
 def model_info(registry: Registry, model_id: str) -> ModelInfo | None:
     try:
         return registry.resolve(model_id)
@@ -189,8 +199,22 @@ def model_info(registry: Registry, model_id: str) -> ModelInfo | None:
         return None
 
 
+REGISTRY_FIELDS = ("status", "notice", "checked", "source", "deprecated", "shutdown", "successor", "session_limit_s")
+
+
+def registry_entry(registry: Registry, info: ModelInfo | None) -> dict:
+    """A model's registry facts as the API shows them: its status on the registry's day, and when and
+    where it was last checked against its vendor, with any deprecation, shutdown and successor."""
+    if info is None:
+        return dict.fromkeys(REGISTRY_FIELDS)
+    standing = registry.standing(info)
+    return {"status": standing.status, "notice": standing.notice, "checked": _iso(info.checked),
+            "source": info.source, "deprecated": _iso(info.deprecated), "shutdown": _iso(info.shutdown),
+            "successor": info.successor, "session_limit_s": info.session_limit_s}
+
+
 def models_document(source: Source, registry: Registry) -> dict:
-    """Every model with rows in the last 30 days, with what it was measured on."""
+    """Every model with rows in the last 30 days, with what it was measured on and its registry entry."""
     window = "30d"
     models: dict[str, dict] = {}
     for r in source.leaderboard(window):
@@ -206,9 +230,9 @@ def models_document(source: Source, registry: Registry) -> dict:
         out.append({**m, "datasets": sorted(m["datasets"]), "regions": sorted(m["regions"]),
                     "method_versions": sorted(m["method_versions"]),
                     "vendor": info.vendor if info else model_id.split("/", 1)[0],
-                    "protocol": info.protocol if info else None, "status": info.status if info else None,
+                    "protocol": info.protocol if info else None, **registry_entry(registry, info),
                     "exclusions": [{"metric": e.metric, "reason": e.reason} for e in info.exclusions] if info else []})
-    return {"window": window, "method_version": METHOD_VERSION, "models": out}
+    return {"window": window, "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(), "models": out}
 
 
 @dataclass(frozen=True)
@@ -277,6 +301,15 @@ def alerts(source: Source, now: float | None = None) -> AlertsView:
         return AlertsView(True, None, source.alerts(now - RESOLVED_SHOWN_S))
     except AlertsUnavailable as exc:
         return AlertsView(False, str(exc), [])
+
+
+def _model_state(standing: Standing | None) -> dict:
+    """A leaderboard row's model status and notice (both None for an id the registry no longer has)."""
+    return {"model_status": standing.status if standing else None, "model_notice": standing.notice if standing else None}
+
+
+def _iso(day: date | None) -> str | None:
+    return day.isoformat() if day else None
 
 
 def _date(ts: float) -> str:
