@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from voxwatch import leaderboard
+from voxwatch.metrics import METHOD_VERSION
 from voxwatch.observation import Observation, RunRecord
 from voxwatch.store import StoreError, open_store
 
@@ -95,8 +96,9 @@ def test_the_cli_table_shows_every_series_with_its_region_method_rates_and_wer()
     """Two regions and two method versions of one model on one dataset: four series, each line with
     its own region, method, rank, error rate and WER (a series never borrows the one above)."""
     rows = []
-    for region, method, base in (("us-east", "4", 100.0), ("eu-west", "4", 400.0), ("us-east", "3", 100.0),
-                                 ("eu-west", "3", 400.0)):
+    now, old = METHOD_VERSION, str(int(METHOD_VERSION) - 1)
+    for region, method, base in (("us-east", now, 100.0), ("eu-west", now, 400.0), ("us-east", old, 100.0),
+                                 ("eu-west", old, 400.0)):
         for i in range(12):
             rows.append(row(f"{region}{method}c{i}", ttfs=base + i, s=i % 3, region=region, method_version=method,
                             run_id=f"{region}-{method}-{i // 4}", status="error" if i == 5 else "ok"))
@@ -106,9 +108,10 @@ def test_the_cli_table_shows_every_series_with_its_region_method_rates_and_wer()
     assert "-- stt-starter-clean, streaming STT: ranked by ttfs_ms p50" in table
     assert len(lines) == 4
     shown = {(ln[3], ln[4]): ln for ln in lines}  # rank, model, dataset, region, method, metric, ...
-    assert set(shown) == {("us-east", "v4"), ("eu-west", "v4"), ("us-east", "v3"), ("eu-west", "v3")}
-    assert shown[("us-east", "v4")][0] == "1" and shown[("eu-west", "v4")][0] == "2"  # intervals apart: ranks apart
-    assert shown[("us-east", "v3")][0] == "-" and shown[("eu-west", "v3")][0] == "-"  # superseded: not ranked
+    v_now, v_old = f"v{now}", f"v{old}"
+    assert set(shown) == {("us-east", v_now), ("eu-west", v_now), ("us-east", v_old), ("eu-west", v_old)}
+    assert shown[("us-east", v_now)][0] == "1" and shown[("eu-west", v_now)][0] == "2"  # intervals apart: ranks apart
+    assert shown[("us-east", v_old)][0] == "-" and shown[("eu-west", v_old)][0] == "-"  # superseded: not ranked
     for ln in lines:
         assert "8.3%" in ln and any(c.endswith("%") and c != "8.3%" for c in ln[-8:])  # error rate 1/12, and WER
-    assert "method v3 are shown, not ranked" in "\n".join(table)
+    assert f"method v{old} are shown, not ranked" in "\n".join(table)

@@ -66,19 +66,21 @@ def _clusters(days: list[float], per_day: int) -> list[float]:
     return [d + j * 0.01 for d in days for j in range(per_day)]
 
 
+CURRENT, OLD = METHOD_VERSION, str(int(METHOD_VERSION) - 1)  # the current method and the one it superseded
+
 # model, board, protocol, dataset, region, method version, ages in days
 SERIES = [
-    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "us-east", "3", _clusters([20.3, 22.4, 25.6], 5)),
-    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "us-east", "4", _clusters([0.2, 2.3, 4.4, 9.5, 14.6], 7)),
-    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "eu-west", "4", _spread(18)),
-    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-noise", "us-east", "4", _spread(16)),
-    (EXCLUDED_MODEL, "stt", "stt-stream", "stt-starter-clean", "us-east", "4", _spread(12)),
-    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-clean", "eu-west", "4", [0.5, 3.2, 8.1]),  # n < 5
-    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-noise", "eu-west", "4", _spread(14)),
-    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-clean", "us-east", "4",  # enough rows for a p95
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "us-east", OLD, _clusters([20.3, 22.4, 25.6], 5)),
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "us-east", CURRENT, _clusters([0.2, 2.3, 4.4, 9.5, 14.6], 7)),
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-clean", "eu-west", CURRENT, _spread(18)),
+    ("deepgram/nova-3", "stt", "stt-stream", "stt-starter-noise", "us-east", CURRENT, _spread(16)),
+    (EXCLUDED_MODEL, "stt", "stt-stream", "stt-starter-clean", "us-east", CURRENT, _spread(12)),
+    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-clean", "eu-west", CURRENT, [0.5, 3.2, 8.1]),  # n < 5
+    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-noise", "eu-west", CURRENT, _spread(14)),
+    ("openai/whisper-1", "stt", "stt-batch", "stt-starter-clean", "us-east", CURRENT,  # enough rows for a p95
      _clusters([1.5, 2.5, 3.5, 4.5, 5.5, 8.5, 10.5, 11.5, 12.5, 15.5, 17.5, 19.5, 21.5, 23.5, 24.5, 26.5], 10)),
-    ("cartesia/sonic-3.5", "tts", "tts-stream", "tts-prompts", "us-east", "4", _spread(15)),
-    ("openai/gpt-realtime-2025-08-28", "s2s", "s2s", "stt-starter-clean", "us-east", "4", _spread(12)),
+    ("cartesia/sonic-3.5", "tts", "tts-stream", "tts-prompts", "us-east", CURRENT, _spread(15)),
+    ("openai/gpt-realtime-2025-08-28", "s2s", "s2s", "stt-starter-clean", "us-east", CURRENT, _spread(12)),
 ]
 BASE_MS = {"ttfs_ms": 420.0, "first_partial_ms": 180.0, "latency_ms": 900.0, "ttfa_ms": 260.0, "ttfb_ms": 190.0,
            "leading_silence_ms": 70.0, "v2v_ms": 780.0}
@@ -97,7 +99,7 @@ def seeded_rows() -> list[Observation]:
                               condition="clean" if dataset.endswith("clean") else "noise", method_version=method,
                               instrument_id=INSTRUMENT if board == "tts" else None, emulator=False)
             if status == "ok":
-                shift = 100.0 if method == "3" else 0.0
+                shift = 100.0 if method == OLD else 0.0
                 values = {m.name: max(1.0, BASE_MS.get(m.name, 0.0) + shift + 60.0 * rng.standard_normal())
                           for m in for_protocol(protocol, headline_only=True)}
                 if "rtf" in values:
@@ -112,7 +114,7 @@ def seeded_rows() -> list[Observation]:
             rows.append(Observation(run_id="emulated", model_id=model_id, dataset="stt-starter-clean",
                                     clip_id=f"emu{i}", attempt=1, board="stt", vendor=model_id.split("/")[0],
                                     protocol="stt-stream", region="us-east", started_at=NOW - (0.1 + i) * DAY,
-                                    status="ok", method_version="4", emulator=True, ttfs_ms=EMULATOR_MS,
+                                    status="ok", method_version=CURRENT, emulator=True, ttfs_ms=EMULATOR_MS,
                                     first_partial_ms=EMULATOR_MS, substitutions=9, deletions=0, insertions=0,
                                     ref_words=10))
     return rows
@@ -401,13 +403,13 @@ def test_the_overview_ranks_each_dataset_and_protocol_by_intervals(rendered):
 
 
 def test_a_method_change_is_noted_with_its_date(rendered):
-    v4_start = min(r.started_at for r in ROWS if r.model_id == "deepgram/nova-3" and r.method_version == "4"
+    v4_start = min(r.started_at for r in ROWS if r.model_id == "deepgram/nova-3" and r.method_version == CURRENT
                    and r.region == "us-east" and r.dataset == "stt-starter-clean" and not r.emulator)
     day = datetime.fromtimestamp(v4_start, timezone.utc).date().isoformat()
-    assert rendered["stt_notes"] == [f"deepgram/nova-3 (us-east): method changed v3 -> v4 on {day}: series not pooled"]
+    assert rendered["stt_notes"] == [f"deepgram/nova-3 (us-east): method changed v{OLD} -> v{CURRENT} on {day}: series not pooled"]
     nova = [s for t in rendered["stt"] if t["dataset"] == "stt-starter-clean" for s in t["series"]
             if s["model"] == "deepgram/nova-3" and s["region"] == "us-east"]
-    assert sorted(s["method"] for s in nova) == ["3", "4"]  # two rows, never pooled
+    assert sorted(s["method"] for s in nova) == [OLD, CURRENT]  # two rows, never pooled
 
 
 def test_the_cli_json_is_the_api_document(server, store):
