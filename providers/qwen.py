@@ -53,7 +53,7 @@ from .base import ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
-from .ws_session import ReaderSession, settle
+from .ws_session import ReaderSession, settle, update_session
 from .stamped import received
 
 VENDOR = "Qwen-Omni-Realtime"
@@ -102,25 +102,6 @@ def unfinished(response: dict) -> ProviderError | None:
     return ProviderError(f"{VENDOR} reply ended {status}{': ' + str(why)[:300] if why else ''}")
 
 
-async def _configure(ws, session: dict) -> None:
-    """session.created -> session.update -> session.updated, all before t0."""
-    try:
-        while True:
-            data = _decode(await ws.recv())
-            ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
-            if data["type"] == "error":
-                raise error_event(data)
-            if data["type"] == "session.created":
-                await ws.send(_event("session.update", session=session))
-            elif data["type"] == "session.updated":
-                return
-    except websockets.ConnectionClosed as exc:
-        raise ProviderError(f"{VENDOR} closed the connection during set-up (code {close_code(exc)})",
-                            "disconnected") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ProviderError(f"malformed set-up message from {VENDOR} ({type(exc).__name__})", "malformed") from None
-
-
 class QwenOmniRealtimeS2S:
     sample_rate = INPUT_RATE  # the API's own input rate: chunks go out as the harness paces them
 
@@ -136,7 +117,7 @@ class QwenOmniRealtimeS2S:
         ws = await open_websocket(url, {"Authorization": f"Bearer {key.reveal()}"}, VENDOR, clock=timeline.clock)
         session = {"modalities": ["text", "audio"], "voice": self.model.voice or DEFAULT_VOICE,
                    "input_audio_format": "pcm16", "output_audio_format": "pcm24", "turn_detection": None}
-        await settle(ws, _configure(ws, session))
+        await settle(ws, update_session(ws, session, VENDOR, error_event))
         return QwenConversation(ws, timeline)
 
 
