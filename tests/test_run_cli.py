@@ -5,6 +5,7 @@ import io
 import json
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -169,7 +170,8 @@ def test_a_cloud_model_against_its_emulator_end_to_end(store_url: str):
                 env={"VOXWATCH_CARTESIA_BASE_URL": url, "VOXWATCH_CARTESIA_API_KEY": "emu-key"})
     rows = _export(store_url)
     assert len(rows) == 3 and all(r["status"] == "ok" and r["emulator"] for r in rows)
-    assert all(abs(r["ttfb_ms"] - 70.0) < 15 for r in rows)  # accuracy: the contract tests and clock_truth
+    # the definition (from the request), not precision: that is the contract tests' and clock_truth's
+    assert statistics.median(abs(r["ttfb_ms"] - 70.0) for r in rows) < 25
     assert _board(store_url) == []
 
 
