@@ -53,7 +53,7 @@ from .base import ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
-from .ws_session import ReaderSession, settle, update_session
+from .ws_session import ReaderSession, decode_event, settle, update_session
 from .stamped import received
 
 VENDOR = "Qwen-Omni-Realtime"
@@ -68,13 +68,6 @@ AUDIO_DELTA = "response.audio.delta"
 def _event(kind: str, **fields) -> str:
     """A client event; the SDK gives each one an `event_id` that error events refer back to."""
     return json.dumps({"event_id": f"event_{uuid.uuid4().hex}", "type": kind, **fields})
-
-
-def _decode(message: str | bytes) -> dict:
-    data = json.loads(message)
-    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-        raise TypeError("a server event is a JSON object with a type")
-    return data
 
 
 def error_event(data: dict) -> ProviderError:
@@ -133,7 +126,7 @@ class QwenConversation(ReaderSession):
         offset, complete = 0, False
         try:
             async for message, at in received(self.ws):
-                data = _decode(message)
+                data = decode_event(message)
                 kind = data["type"]
                 if kind == "error":
                     self._error = error_event(data)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, TypeVar
 
 import websockets
 
@@ -12,12 +12,14 @@ from .base import ProviderError
 from .endpoints import close_code
 from .stamped import received
 
+T = TypeVar("T")
 
-async def settle(ws, setup: Awaitable[None]) -> None:
+
+async def settle(ws, setup: Awaitable[T]) -> T:
     """Run `setup` on a fresh socket; when it fails, close the socket (a ProviderError) or abort it
     (cancelled: the harness timed the set-up out, and there is no close handshake to wait for)."""
     try:
-        await setup
+        return await setup
     except ProviderError:
         await ws.close()
         raise
@@ -26,13 +28,22 @@ async def settle(ws, setup: Awaitable[None]) -> None:
         raise
 
 
+def decode_event(message: str | bytes) -> dict:
+    """One server event of an OpenAI-style realtime API (OpenAI, xAI, Qwen, Zhipu): a JSON object
+    with a string `type`; anything else raises (ValueError / TypeError), which callers call malformed."""
+    data = json.loads(message)
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise TypeError("a server event is a JSON object with a type")
+    return data
+
+
 async def update_session(ws, session: dict, vendor: str, error_of: Callable[[dict], ProviderError]) -> None:
     """The OpenAI-style realtime set-up (OpenAI Realtime, Zhipu GLM-Realtime): wait for
     `session.created`, send `session.update`, wait for `session.updated`; an `error` event refuses it."""
     stream = received(ws)  # keeps the connection's arrival stamps in step with its messages
     try:
         async for message, _ in stream:
-            data = json.loads(message)
+            data = decode_event(message)
             kind = data["type"]
             if kind == "error":
                 raise error_of(data)

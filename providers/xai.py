@@ -51,6 +51,7 @@ from .endpoints import base_url, close_code, is_loopback, open_websocket, requir
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .stamped import received
+from .ws_session import decode_event, settle
 
 VENDOR = "xAI"
 DEFAULT_URL = "wss://api.x.ai"
@@ -75,13 +76,6 @@ def _error_text(data: dict) -> str:
     return f"{VENDOR} error ({kind}): {str(err.get('message'))[:300]}"
 
 
-def _decode(message: str | bytes) -> dict:
-    data = json.loads(message)
-    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-        raise TypeError("a server event is a JSON object with a type")
-    return data
-
-
 def _broken(exc: BaseException | None, close: int | None, when: str) -> ProviderError:
     """A session that broke `when`: a malformed event, or the socket closed (`exc` None: closed cleanly)."""
     if exc is None or isinstance(exc, websockets.ConnectionClosed):
@@ -96,7 +90,7 @@ async def _configure(ws, session: dict) -> int:
     try:
         await ws.send(json.dumps({"type": "session.update", "session": session}))
         async for message, _ in stream:
-            data = _decode(message)
+            data = decode_event(message)
             if data["type"] == "error":
                 raise ProviderError(f"{VENDOR} refused the session: {_error_text(data)}")
             if data["type"] == "session.updated":
@@ -125,12 +119,7 @@ class XAIVoiceAgentS2S:
         ws = await open_websocket(f"{self.url}{PATH}?{query}", bearer, VENDOR, clock=timeline.clock)
         session = {"voice": self.model.voice or DEFAULT_VOICE, "turn_detection": {"type": None},
                    "audio": {"input": {"format": _pcm(INPUT_RATE)}, "output": {"format": _pcm(OUTPUT_RATE)}}}
-        try:
-            output_rate = await _configure(ws, session)
-        except BaseException:
-            await ws.close()
-            raise
-        return VoiceAgentTurn(ws, timeline, output_rate)
+        return VoiceAgentTurn(ws, timeline, await settle(ws, _configure(ws, session)))
 
 
 class VoiceAgentTurn:
@@ -173,7 +162,7 @@ class VoiceAgentTurn:
         offset, closed_at = 0, None
         try:
             async for message, at in received(self.ws):
-                data = _decode(message)
+                data = decode_event(message)
                 kind = data["type"]
                 if kind in AUDIO_DELTAS:
                     offset = self._mark_audio(data["delta"], at, offset)

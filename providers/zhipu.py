@@ -57,7 +57,7 @@ from .keys import Secret
 from .openai_batch import wav_bytes
 from .registry import ModelInfo
 from .stamped import received
-from .ws_session import ReaderSession, settle, update_session
+from .ws_session import ReaderSession, decode_event, settle, update_session
 
 VENDOR = "Zhipu"
 DEFAULT_URL = "wss://open.bigmodel.cn"
@@ -96,13 +96,6 @@ def _error_of(data: dict, key: Secret) -> ProviderError:
     else:
         status = "error"
     return ProviderError(f"{VENDOR} error ({kind}{', ' + code if code else ''}): {message}", status)
-
-
-def _decode(message: str | bytes) -> dict:
-    data = json.loads(message)
-    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-        raise TypeError("a server event is a JSON object with a type")
-    return data
 
 
 class GlmRealtimeS2S:
@@ -144,7 +137,7 @@ class GlmRealtimeSession(ReaderSession):
         complete = False
         try:
             async for message, at in received(self.ws):
-                data = _decode(message)
+                data = decode_event(message)
                 kind = data["type"]
                 if kind == "error" and self._on_error(data):
                     break
