@@ -12,7 +12,7 @@ from http import HTTPStatus
 
 import pytest
 import websockets
-from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
+from contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
@@ -76,7 +76,7 @@ def test_failures_become_rows(monkeypatch, clean, fault):
                            api_key=KEY, fault=fault)
     with serve("assemblyai", scenario) as url:
         _env(monkeypatch, url)
-        row = measure(MODEL, ds, clip, timeout_s=2)
+        row = measure(MODEL, ds, clip, timeout_s=fault_timeout_s(fault))
     assert_failure_row(row, fault)
 
 

@@ -4,7 +4,7 @@ gives its row, and one emulator process serves `/v1/listen` and `/v1/speak` toge
 """
 
 import pytest
-from contract import KEY, assert_failure_row, assert_on_clock, emulator_fixture, measure, measure_three, rows
+from contract import KEY, fault_timeout_s, assert_failure_row, assert_on_clock, emulator_fixture, measure, measure_three, rows
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
@@ -61,4 +61,4 @@ def test_a_bundle_without_tts_refuses_speak(deepgram, prompts):
                                    "no_final", "inaudible"])
 def test_aura_failures_become_rows(deepgram, prompts, fault):
     deepgram(TTSScenario(api_key=KEY, fault=fault))
-    assert_failure_row(measure(AURA, prompts, prompts.prompts[0], timeout_s=2), fault)
+    assert_failure_row(measure(AURA, prompts, prompts.prompts[0], timeout_s=fault_timeout_s(fault)), fault)

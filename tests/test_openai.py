@@ -12,7 +12,7 @@ import httpx
 import numpy as np
 import pytest
 import websockets
-from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
+from contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.openai import ERROR_ON_APPEND, SESSION_EXPIRED, OpenAIScenario
@@ -186,7 +186,7 @@ def test_failures_become_rows(openai_env, clips, prompts, fault):
     with serve("openai", _bundle(fault)) as url:
         openai_env(url)
         for model_id, dataset, item in models:
-            row = measure(model_id, dataset, item, timeout_s=2)
+            row = measure(model_id, dataset, item, timeout_s=fault_timeout_s(fault))
             assert_failure_row(row, fault)
 
 

@@ -7,7 +7,7 @@ hypothesis is the joined segments and TTFS the last segment's final.
 """
 
 import pytest
-from contract import KEY, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
+from contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario
@@ -48,7 +48,7 @@ def test_failures_become_rows(monkeypatch, clean, fault):
                            api_key=KEY, fault=fault)
     with serve("speechmatics", scenario) as url:
         _env(monkeypatch, url)
-        row = measure(MODEL, ds, clip, timeout_s=2)
+        row = measure(MODEL, ds, clip, timeout_s=fault_timeout_s(fault))
     assert_failure_row(row, fault)
 
 

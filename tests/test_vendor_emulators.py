@@ -3,7 +3,7 @@ real sockets; the metrics computed from its events equal the injected truth (tol
 """
 
 import pytest
-from contract import KEY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
+from contract import KEY, fault_timeout_s, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
@@ -66,7 +66,7 @@ def test_deepgram_failures_become_rows(monkeypatch, clean, fault):
     with serve("deepgram", scenario) as url:
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_DEEPGRAM_API_KEY", KEY)
-        row = measure("deepgram/nova-3", ds, clip, timeout_s=2)
+        row = measure("deepgram/nova-3", ds, clip, timeout_s=fault_timeout_s(fault))
     assert_failure_row(row, fault)
 
 
@@ -104,5 +104,5 @@ def test_cartesia_failures_become_rows(monkeypatch, fault):
     with serve("cartesia", TTSScenario(api_key=KEY, fault=fault)) as url:
         monkeypatch.setenv("VOXWATCH_CARTESIA_BASE_URL", url)
         monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
-        row = measure("cartesia/sonic-3.5-2026-05-04", prompts, prompts.prompts[0], timeout_s=2)
+        row = measure("cartesia/sonic-3.5-2026-05-04", prompts, prompts.prompts[0], timeout_s=fault_timeout_s(fault))
     assert_failure_row(row, fault)

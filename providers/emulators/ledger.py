@@ -71,6 +71,28 @@ def truth_as_sent(metric: str, sent: Mapping[str, int], timeline: Timeline, *, s
         return (sent["first_partial"] - t0.t_ns) / 1e6 - speech_start_ms
     if metric == "ttfs_ms":
         return (sent["final"] - t0.t_ns) / 1e6 - speech_end_ms
-    if metric == "v2v_ms":
-        return (heard() - t0.t_ns) / 1e6 - speech_end_ms
+    if metric == "v2v_ms":  # the call recording places each caller chunk at its write
+        return (heard() - t0.t_ns) / 1e6 - speech_end_ms - caller_late_ms(timeline, speech_end_ms)[0]
     raise ValueError(f"no send-side truth for {metric!r}")
+
+
+def caller_late_ms(timeline: Timeline, at_ms: float, rate: int = 16000) -> tuple[float, float]:
+    """Where the two-channel call recording puts the caller's audio at `at_ms` into the clip, which
+    places each chunk at its write: how much later than the first chunk's write plus `at_ms` (its
+    chunk's write plus its place in the chunk), and the most any chunk up to it was written after its
+    deadline. Both zero when the pacer kept every chunk on time; on a busy machine a late chunk
+    shifts what follows it, and the chunks written in a burst after it overlap in the recording,
+    which moves the VAD's speech end by up to that lateness."""
+    chunks = timeline.of(CHUNK_SENT)
+    at = int(round(at_ms * rate / 1000))
+    offset, worst_ns = 0, 0
+    for chunk in chunks:
+        n = chunk.n_samples or 0
+        if chunk.deadline_ns is not None:
+            worst_ns = max(worst_ns, chunk.t_ns - chunk.deadline_ns)
+        if offset + n > at:
+            break
+        offset += n
+    else:
+        return 0.0, worst_ns / 1e6
+    return (chunk.t_ns - chunks[0].t_ns) / 1e6 - offset * 1000 / rate, worst_ns / 1e6
