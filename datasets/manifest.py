@@ -8,11 +8,13 @@ the transform's parameters, so no file is unexplained.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 SCHEMA_VERSION = 1
+_NOT_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
 
 class ManifestError(ValueError):
@@ -57,6 +59,12 @@ class DatasetInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def file_stem(item_id: str) -> str:
+    """An id as a file name (an imported clip's, a call recording's): every character but letters,
+    digits, '.', '_' and '-' as '_', so no id can name a folder ("/", "..") or a device."""
+    return _NOT_FILE_CHARS.sub("_", item_id)
+
+
 def _from_record(cls, record: dict[str, Any], where: str):
     names = {f.name for f in fields(cls)}
     required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
@@ -88,16 +96,18 @@ def write_info(folder: Path, info: DatasetInfo) -> None:
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a bad line raises naming the file and line."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_bytes().split(b"\n")
     except OSError as exc:
-        raise ManifestError(f"{path}: {exc}") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
+        raise ManifestError(f"{path}: cannot read ({exc.strerror})") from None
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{path}:{n}: {exc}") from None
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ManifestError(f"{path}:{n}: not UTF-8 (byte {exc.start + 1} of the line)") from None
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, or a number or nesting past Python's limits
+            raise ManifestError(f"{path}:{n}: not JSON ({exc})") from None
         if not isinstance(record, dict):
             raise ManifestError(f"{path}:{n}: expected a JSON object")
         yield n, record

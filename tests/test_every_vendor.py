@@ -83,7 +83,8 @@ def test_a_planted_key_never_appears_in_output_rows_or_the_store(emulators, tmp_
     store = tmp_path / "leak.sqlite"
     url = f"sqlite:///{store}"
     proc = run_cli("run", "--models", ",".join(CLOUD), "--datasets", DATASETS, "--sample-size", "1",
-                   "--store", url, "--no-progress", env=env)
+                   "--store", url, "--no-progress", env=env, check=False)
+    assert proc.returncode == 1, proc.stderr  # every row failed
     rows = _rows(url)
     assert {r["model_id"] for r in rows} == set(CLOUD)
     assert all(r["status"] == "auth_error" for r in rows), [(r["model_id"], r["status"], r["reason"]) for r in rows]

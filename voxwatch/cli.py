@@ -1,4 +1,9 @@
-"""The `voxwatch` command: run a tick, read the leaderboard, export rows, manage datasets."""
+"""The `voxwatch` command: run a tick, read the leaderboard, export rows, manage datasets.
+
+Exit codes: 0 done; 1 a run in which every row failed (or no model to measure, none skipped), a
+webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store), said in one line on
+stderr; 130 interrupted.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.store import StoreError, open_store, redact
 from voxwatch.store.spool import RowsFileError, read_rows
+from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
 USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
@@ -78,6 +84,10 @@ def cmd_run(args) -> int:
         print(leaderboard.format_table(rows, "30d", registry))
     finally:
         store.close()
+    if result.run.status == "failed":  # every row not ok: the run record says so, and so does the exit code
+        print(f"voxwatch: every one of the {len(result.rows)} observations failed (run {result.run.run_id})",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -92,13 +102,13 @@ def cmd_leaderboard(args) -> int:
         try:
             print(json.dumps(leaderboard_document(source, registry, args.window, None, None), indent=2))
         except StoreUnavailable as exc:
-            print(f"voxwatch: error: {exc.detail}", file=sys.stderr)
+            print(f"voxwatch: error: {one_line(exc.detail)}", file=sys.stderr)
             return 2
         finally:
             source.close()
         return 0
     registry = Registry.default()
-    store = open_store(cfg.store_url)
+    store = open_store(cfg.store_url, create=False)
     try:
         rows = leaderboard.from_store(store, args.window, registry)
     finally:
@@ -112,8 +122,12 @@ def cmd_leaderboard(args) -> int:
 
 def cmd_export(args) -> int:
     cfg = _config(args)
-    store = open_store(cfg.store_url)
-    out = open(args.out, "w", newline="") if args.out else sys.stdout
+    store = open_store(cfg.store_url, create=False)
+    try:
+        out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
+    except OSError as exc:
+        store.close()
+        raise config_mod.ConfigError(f"--out {args.out}: cannot write ({exc.strerror})") from None
     count = 0
     try:
         if args.format == "csv":
@@ -135,8 +149,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_ingest(args) -> int:
+    """All or nothing: every line is checked before the store is opened (store.spool.read_rows)."""
     cfg = _config(args)
-    rows = list(read_rows(Path(args.file)))
+    rows = read_rows(Path(args.file))
     store = open_store(cfg.store_url)
     try:
         added = store.add(rows)
@@ -197,9 +212,13 @@ def cmd_datasets_list(args) -> int:
 
 def cmd_datasets_import(args) -> int:
     cfg = _config(args)
-    folder, clips = import_dataset(Path(args.dir), args.name, cfg.datasets_dir, _catalog(cfg).names())
-    minutes = sum(c.duration_s for c in clips) / 60
-    print(f"imported {len(clips)} clips ({minutes:.1f} min) as {args.name} into {folder}")
+    done = import_dataset(Path(args.dir), args.name, cfg.datasets_dir, _catalog(cfg).names(),
+                          allow_truncated=args.allow_truncated)
+    minutes = sum(c.duration_s for c in done.clips) / 60
+    print(f"imported {len(done.clips)} clips ({minutes:.1f} min) as {args.name} into {done.folder}")
+    if done.truncated:
+        print(f"warning: {len(done.truncated)} clip(s) were shorter than their headers say and were imported as they "
+              f"are (--allow-truncated; recorded in dataset.json): {', '.join(done.truncated)}")
     print(f"measure it with: voxwatch run --datasets {args.name}")
     return 0
 
@@ -233,7 +252,10 @@ def cmd_db(args) -> int:
 def cmd_serve(args) -> int:
     from voxwatch.web.app import serve
 
-    return serve(_config(args).store_url, args.host, args.port)
+    url = _config(args).store_url
+    if url.startswith("sqlite:///"):  # a mistyped path is an error now, not an empty store (nor a 503 per page)
+        open_store(url, create=False).close()
+    return serve(url, args.host, args.port)
 
 
 def _region_config(args) -> config_mod.Config:
@@ -308,16 +330,24 @@ def cmd_dashboards_render(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad option said in one line on stderr (exit 2) like every other bad request."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="voxwatch", description=__doc__)
+    p = _Parser(prog="voxwatch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="TOML config file (default: $VOXWATCH_CONFIG, ./voxwatch.toml, or the packaged default)")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one monitoring tick in-process and print the leaderboard")
     run.add_argument("--models", help="comma-separated exact model ids (default: the boards' configured models)")
     run.add_argument("--datasets", help="comma-separated dataset names (default: the boards' configured datasets)")
-    run.add_argument("--sample-size", type=int, help="items per dataset (more than a dataset holds means all)")
-    run.add_argument("--seed", type=int, help="sampling seed (default: config, or fresh per run)")
+    run.add_argument("--sample-size", type=_checked("run", "sample_size"),
+                     help="items per dataset (more than a dataset holds means all)")
+    run.add_argument("--seed", type=_checked("run", "seed"), help="sampling seed (default: config, or fresh per run)")
     run.add_argument("--store", help="store URL (default: config)")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.set_defaults(func=cmd_run)
@@ -353,6 +383,8 @@ def parser() -> argparse.ArgumentParser:
     imp = ds.add_parser("import", help="import a folder of audio with a manifest.jsonl")
     imp.add_argument("dir")
     imp.add_argument("--name", required=True)
+    imp.add_argument("--allow-truncated", action="store_true",
+                     help="import a file shorter than its header says as it is (refused otherwise)")
     imp.set_defaults(func=cmd_datasets_import)
 
     db = sub.add_parser("db", help="the store's schema").add_subparsers(dest="action", required=True)
@@ -365,11 +397,12 @@ def parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("serve", help="serve the public leaderboard web app and its read-only JSON API")
     sv.add_argument("--store", help="store URL (default: config)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
-    sv.add_argument("--port", type=_positive, default=8080, help="port to listen on (default 8080)")
+    sv.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
     sv.set_defaults(func=cmd_serve)
 
     wk = sub.add_parser("worker", help="distributed mode: a Celery worker measuring its region's queue")
-    wk.add_argument("--region", help="the region it serves and stamps on every row (default: config)")
+    wk.add_argument("--region", type=_checked("worker", "region"),
+                    help="the region it serves and stamps on every row (default: config)")
     wk.add_argument("--concurrency", type=_positive, default=1,
                     help="measurements at a time (default 1; local engines share the CPU with the clock)")
     wk.add_argument("--store", help="store URL (default: config)")
@@ -382,11 +415,12 @@ def parser() -> argparse.ArgumentParser:
     bt.set_defaults(func=cmd_beat)
 
     tk = sub.add_parser("tick", help="distributed mode: enqueue one tick now for a region's workers")
-    tk.add_argument("--region", help="the region whose workers measure it (default: config)")
+    tk.add_argument("--region", type=_checked("worker", "region"),
+                    help="the region whose workers measure it (default: config)")
     tk.add_argument("--models", help="comma-separated exact model ids (default: the boards' configured models)")
     tk.add_argument("--datasets", help="comma-separated dataset names (default: the boards' configured datasets)")
-    tk.add_argument("--sample-size", type=_positive, help="items per dataset")
-    tk.add_argument("--seed", type=int, help="sampling seed (default: config, or fresh)")
+    tk.add_argument("--sample-size", type=_checked("run", "sample_size"), help="items per dataset")
+    tk.add_argument("--seed", type=_checked("run", "seed"), help="sampling seed (default: config, or fresh)")
     tk.set_defaults(func=cmd_tick)
 
     dash = sub.add_parser("dashboards", help="the Grafana dashboards (dashboards/*.json)").add_subparsers(
@@ -407,21 +441,39 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("expected a positive integer")
-    return value
+def _checked(section: str, key: str):
+    """An option that sets a config key, checked by that key's one check (config.check_text)."""
+    def parse(text: str):
+        try:
+            return config_mod.check_text(section, key, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc} (as [{section}] {key})") from None
+    parse.__name__ = key
+    return parse
+
+
+def _bounded(low: int, high: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}")
+        return value
+    return parse
+
+
+_positive = _bounded(1, config_mod.MAX_INT, "a positive integer")
+_port = _bounded(1, 65535, "a port number, 1-65535")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if getattr(args, "sample_size", None) is not None and args.sample_size <= 0:
-        parser().error("--sample-size must be a positive integer")
     try:
         return args.func(args)
     except USER_ERRORS as exc:
-        print(f"voxwatch: error: {exc}", file=sys.stderr)
+        print(f"voxwatch: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("voxwatch: interrupted; completed rows are stored", file=sys.stderr)

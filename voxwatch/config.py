@@ -6,15 +6,21 @@ error that names the key and the problem. API keys are not configuration: see pr
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
 from dataclasses import dataclass, replace
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+from voxwatch.text import control_chars
 
 BOARDS = ("stt", "tts", "s2s")
+MAX_INT = 2**31 - 1  # counts, minutes and seconds: past this a scheduler or a timer overflows
+MAX_SECONDS = 1e9  # about 31 years: any longer wait is a mistake (asyncio cannot schedule inf)
 
 
 class ConfigError(ValueError):
@@ -22,26 +28,28 @@ class ConfigError(ValueError):
 
 
 def _positive_int(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ValueError("expected a positive integer")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_INT:
+        raise ValueError(f"expected a positive integer (at most {MAX_INT})")
     return v
 
 
 def _seed(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < -1:
-        raise ValueError("expected -1 (fresh seed per run) or a non-negative integer")
+    if isinstance(v, bool) or not isinstance(v, int) or not -1 <= v < 2**63:
+        raise ValueError("expected -1 (fresh seed per run) or a non-negative integer below 2^63 (it is stored)")
     return v
 
 
 def _positive_float(v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-        raise ValueError("expected a positive number")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SECONDS:  # False for nan
+        raise ValueError(f"expected a positive finite number (at most {MAX_SECONDS:g})")
     return float(v)
 
 
 def _text(v: Any) -> str:
     if not isinstance(v, str) or not v.strip():
         raise ValueError("expected a non-empty string")
+    if control_chars(v):
+        raise ValueError("expected text without control characters")
     return v
 
 
@@ -80,7 +88,7 @@ def _names(v: Any) -> tuple[str, ...]:
 
 
 def _fraction(v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:  # False for nan
         raise ValueError("expected a number between 0 and 1")
     return float(v)
 
@@ -88,7 +96,7 @@ def _fraction(v: Any) -> float:
 def _samples(v: Any) -> int:
     from voxwatch.metrics.series import MIN_N
 
-    if isinstance(v, bool) or not isinstance(v, int) or v < MIN_N:
+    if isinstance(v, bool) or not isinstance(v, int) or not MIN_N <= v <= MAX_INT:
         raise ValueError(f"expected an integer of at least {MIN_N} (METHOD: statistics are n/a below {MIN_N})")
     return v
 
@@ -161,7 +169,7 @@ class Alerts:
 
 _BOARD_KEYS: dict[str, Callable[[Any], Any]] = {"models": _names, "datasets": _names}
 SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "worker": {"region": _text},
+    "worker": {"region": _name_part},
     "store": {"url": _store_url, "spool_dir": _text},
     "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text},
@@ -269,24 +277,66 @@ def env_name(section: str, key: str) -> str:
     return "VOXWATCH_" + section.replace(".", "_").upper() + "_" + key.upper()
 
 
-def load(path: str | Path | None = None, environ: dict[str, str] | None = None) -> Config:
+OTHER_VARIABLES = (
+    "VOXWATCH_CONFIG", "VOXWATCH_TODAY", "VOXWATCH_GRAFANA_TOKEN", "VOXWATCH_SPEECH_DIR", "VOXWATCH_TEST_POSTGRES",
+    # docker compose's (.env.example): read by compose and the Grafana container, harmless here
+    "VOXWATCH_PG_READER", "VOXWATCH_PG_READER_PASSWORD", "VOXWATCH_PG_HOST", "VOXWATCH_PG_PORT", "VOXWATCH_PG_DATABASE",
+    "VOXWATCH_PG_SSLMODE", "VOXWATCH_WEB_PORT", "VOXWATCH_WORKER_CONCURRENCY", "VOXWATCH_SLACK_WEBHOOK_URL",
+    "VOXWATCH_ALERTS_WEBHOOK_URL",
+)
+"""Every VOXWATCH_* variable voxwatch or its deployment reads besides the config keys' own and the
+vendors' (VENDOR_VARIABLE); a new one must be added here, or every command refuses to start."""
+VENDOR_VARIABLE = re.compile(r"VOXWATCH_[A-Z0-9_]+_(API_KEY|BASE_URL)")
+"""providers.keys.vendor_variable: a vendor's key and base URL (any vendor, registered or a test's)."""
+
+
+def _unknown_variables(env: Mapping[str, str], allowed: set[str]) -> None:
+    """A VOXWATCH_* variable nobody reads is a misspelling whose value would be silently ignored."""
+    known = {env_name(name, key) for name, keys in SCHEMA.items() for key in keys} | set(OTHER_VARIABLES) | allowed
+    for var in sorted(env):
+        if var.startswith("VOXWATCH_") and var not in known and not VENDOR_VARIABLE.fullmatch(var):
+            near = difflib.get_close_matches(var, sorted(known), n=1, cutoff=0.8)
+            hint = f"did you mean {near[0]}? " if near else ""
+            raise ConfigError(f"environment {var}: unknown variable ({hint}a config key [section] key is set as "
+                              f"VOXWATCH_<SECTION>_<KEY>; README, Configuration)")
+
+
+def _read_toml(path: str | Path) -> dict[str, Any]:
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not UTF-8 (line {line}); TOML files are UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+
+
+@cache
+def _defaults() -> dict[str, dict[str, Any]]:
+    return _flatten(tomllib.loads(files("voxwatch").joinpath("default.toml").read_text(encoding="utf-8")), "default.toml")
+
+
+def check_text(section: str, key: str, text: str) -> Any:
+    """A value given as text (a command-line option) through the key's one check, read as its
+    environment variable would be: `--seed` is checked exactly as [run] seed. ValueError if bad."""
+    return SCHEMA[section][key](_env_value(text, _defaults()[section][key]))
+
+
+def load(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
     """The default, overlaid by the file (path, $VOXWATCH_CONFIG or ./voxwatch.toml), then the environment."""
     env = os.environ if environ is None else environ
-    merged = _flatten(tomllib.loads(files("voxwatch").joinpath("default.toml").read_text()), "default.toml")
+    merged = {name: dict(keys) for name, keys in _defaults().items()}
     chosen = path or env.get("VOXWATCH_CONFIG") or ("voxwatch.toml" if Path("voxwatch.toml").is_file() else None)
     source = str(chosen) if chosen else "default.toml"
+    where: dict[tuple[str, str], str] = {}  # where each value not from default.toml came from
     if chosen:
-        try:
-            text = Path(chosen).read_text()
-        except OSError as exc:
-            raise ConfigError(f"{chosen}: cannot read config ({exc.strerror})") from None
-        try:
-            user = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{chosen}: not valid TOML ({exc})") from None
-        for name, keys in _flatten(user, source).items():
+        for name, keys in _flatten(_read_toml(chosen), source).items():
             merged.setdefault(name, {}).update(keys)
-    where: dict[tuple[str, str], str] = {}
+            where.update({(name, key): source for key in keys})
     for name, keys in SCHEMA.items():
         for key in keys:
             var = env_name(name, key)
@@ -305,6 +355,7 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
                 if key == "webhooks":  # may hold a webhook URL: the message says what is wrong without it
                     raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key}: {exc}") from None
                 raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
+    _unknown_variables(env, {hook.url_env for hook in values["alerts"]["webhooks"]})
     return Config(
         region=values["worker"]["region"],
         store_url=values["store"]["url"],
@@ -321,7 +372,7 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
         boards={b: Board(values[f"boards.{b}"]["models"], values[f"boards.{b}"]["datasets"]) for b in BOARDS},
         tts_instrument=values["boards.tts"]["instrument"],
         source=source,
-        broker=_broker(values["broker"], source),
+        broker=_broker(values["broker"], [where[("broker", k)] for k in _BROKER_LIMITS if ("broker", k) in where]),
         schedule_regions=values["schedule"]["regions"],
         alerts=Alerts(**values["alerts"]),
     )
@@ -333,11 +384,16 @@ def _redact(url: str) -> str:
     return redact(url)
 
 
-def _broker(values: dict[str, Any], source: str) -> Broker:
-    """The broker section; a task must end before Redis would hand it to another worker."""
+_BROKER_LIMITS = ("soft_time_limit_s", "time_limit_s", "visibility_timeout_s")
+
+
+def _broker(values: dict[str, Any], origins: list[str]) -> Broker:
+    """The broker section; a task must end before Redis would hand it to another worker. An error
+    names where the limits were set (the file, the environment variables), not default.toml."""
     broker = Broker(**values)
     if not broker.soft_time_limit_s < broker.time_limit_s < broker.visibility_timeout_s:
-        raise ConfigError(f"{source}: [broker] needs soft_time_limit_s < time_limit_s < visibility_timeout_s "
-                          f"(got {broker.soft_time_limit_s}, {broker.time_limit_s}, {broker.visibility_timeout_s}): "
-                          "a task still running when its visibility timeout ends is measured twice")
+        raise ConfigError(f"{', '.join(dict.fromkeys(origins)) or 'default.toml'}: [broker] needs soft_time_limit_s < "
+                          f"time_limit_s < visibility_timeout_s (got {broker.soft_time_limit_s}, {broker.time_limit_s}, "
+                          f"{broker.visibility_timeout_s}): a task still running when its visibility timeout ends is "
+                          "measured twice")
     return broker

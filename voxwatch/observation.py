@@ -6,7 +6,11 @@ Every stored field is declared here once; the stores build their tables from thi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import math
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
+
+from voxwatch.text import safe_text
 
 STATUSES = ("ok", "error", "auth_error", "rate_limited", "server_error", "malformed", "disconnected", "timeout",
             "inaudible", "excluded")
@@ -75,6 +79,91 @@ class Observation:
 
 FIELDS = tuple(f.name for f in fields(Observation))
 KEY = ("run_id", "model_id", "dataset", "clip_id", "attempt")
+BOARDS = ("stt", "tts", "s2s", "")  # "": a failure row for a model this worker could not resolve
+_TYPES = {f.name: str(f.type).split("|")[0].strip() for f in fields(Observation)}
+_OPTIONAL = {f.name for f in fields(Observation) if "None" in str(f.type)}
+_REQUIRED = {f.name for f in fields(Observation) if f.default is MISSING}
+_TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
+_INT64 = 2 ** 63
+_AT_LEAST = {"attempt": 1, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "retry_after_s": 0,
+             "started_at": 0}
+_VOCABULARY = {"status": STATUSES, "board": BOARDS}
+
+
+def made_safe(row: Observation) -> Observation:
+    """The row with every text field through text.safe_text (a provider's transcript or error message
+    may hold a NUL, which Postgres refuses, or a lone surrogate, which no store can encode)."""
+    for name in _TEXT:
+        value = getattr(row, name)
+        if value:
+            setattr(row, name, safe_text(value))
+    return row
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(kind: str, value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == "int" and not isinstance(value, int)):
+        raise ValueError(f"expected {'an integer' if kind == 'int' else 'a number'}, got {_shown(value)}")
+    if kind == "int":
+        if not -_INT64 <= value < _INT64:
+            raise ValueError(f"expected a 64-bit integer, got {_shown(value)}")
+        return value
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite number, got {_shown(value)}")
+    return number
+
+
+def _checked(name: str, value: Any) -> Any:
+    """One field's value, or ValueError saying what was expected."""
+    if value is None:
+        if name in _OPTIONAL:
+            return None
+        raise ValueError("is required")
+    kind = _TYPES[name]
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {_shown(value)}")
+    elif kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {_shown(value)}")
+        if name in KEY and not value.strip():
+            raise ValueError("expected a non-empty string")
+    else:
+        value = _number(kind, value)
+    if name in _AT_LEAST and value < _AT_LEAST[name]:
+        raise ValueError(f"expected at least {_AT_LEAST[name]}, got {_shown(value)}")
+    if name in _VOCABULARY and value not in _VOCABULARY[name]:
+        raise ValueError(f"expected one of {', '.join(repr(v) for v in _VOCABULARY[name])}, got {_shown(value)}")
+    return value
+
+
+def from_record(record: Any) -> Observation:
+    """An exported or spooled row (a JSON object) as an Observation, every field's type and vocabulary
+    checked; ValueError names the first bad field. Text is made safe as when the row was measured."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    unknown = sorted(set(record) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}")
+    missing = [name for name in FIELDS if name in _REQUIRED and name not in record]
+    if missing:
+        raise ValueError(f"missing field(s) {', '.join(missing)}")
+    values = {}
+    for name in FIELDS:
+        if name in record:
+            try:
+                values[name] = _checked(name, record[name])
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+    return made_safe(Observation(**values))
 
 
 @dataclass

@@ -24,7 +24,7 @@ from voxwatch import __version__
 from voxwatch.clock import busy_poll, gc_paused
 from voxwatch.datasets.audio import resample
 from voxwatch.datasets.catalog import Dataset
-from voxwatch.datasets.manifest import Clip, Prompt
+from voxwatch.datasets.manifest import Clip, Prompt, file_stem
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.onset import ONSET_VERSION, levels
 from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
@@ -33,6 +33,7 @@ from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recor
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
 from voxwatch.observation import Observation
+from voxwatch.text import safe_text
 from voxwatch.providers.base import HarnessFault, ProviderError
 from voxwatch.providers.endpoints import close_code
 from voxwatch.providers.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
@@ -113,6 +114,9 @@ def _http_facts(row: Observation, timeline: Timeline) -> None:
 
 
 def _score(row: Observation, reference: str, hypothesis: str) -> None:
+    """WER parts of the hypothesis as it will be stored: made safe first (voxwatch.text), so the stored
+    words are the scored ones."""
+    hypothesis = safe_text(hypothesis) if hypothesis else hypothesis
     parts = word_errors(reference, hypothesis)
     row.hypothesis = hypothesis
     row.substitutions, row.deletions, row.insertions, row.ref_words = (
@@ -203,7 +207,7 @@ async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Obs
     with contextlib.ExitStack() as stack:
         folder = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") if ctx.recordings_dir else \
             Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        path = folder / f"{row.dataset}-{clip.id}.wav"
+        path = folder / f"{row.dataset}-{file_stem(clip.id)}.wav"  # an id may hold "/" or ".."
         # off the event loop: tens of ms of array work would delay the arrival stamps of every
         # other call the worker has on the clock (benchmarks/clock_truth.py, 16-64 S2S streams)
         v = await asyncio.to_thread(_record_and_measure, path, timeline, pcm, clip.sample_rate)

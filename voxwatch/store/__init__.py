@@ -28,11 +28,13 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, create: bool = True) -> Store:
+    """The store at url. create=False (the read-only commands: leaderboard, export, serve) refuses a
+    SQLite file that does not exist instead of making it and its folders (a mistyped path)."""
     if url.startswith("sqlite:///"):
         from .sqlite import SQLiteStore
 
-        return SQLiteStore(Path(url[len("sqlite:///"):]))
+        return SQLiteStore(Path(url[len("sqlite:///"):]), create=create)
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
 

@@ -1,7 +1,9 @@
 """Losing nothing when the store is down: rows it refuses are retried, then spooled to JSONL.
 
 A spool file has the `voxwatch export --format jsonl` layout, so `voxwatch ingest FILE` adds it
-to the store later; the store's idempotency key makes a repeated ingest harmless.
+to the store later; the store's idempotency key makes a repeated ingest harmless. Every row goes
+to the store through `SpoolingWriter.write`, which is where a provider's text is made safe
+(voxwatch.text), so no row the runner or a worker builds can be one the store refuses.
 """
 
 from __future__ import annotations
@@ -9,9 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterator
 
-from ..observation import FIELDS, Observation
+from ..observation import Observation, from_record, made_safe
 from . import Store, StoreError
 
 
@@ -27,6 +28,7 @@ class SpoolingWriter:
 
     def write(self, row: Observation) -> None:
         """Store the row now, or hold it (with any held before) until the store answers again."""
+        made_safe(row)
         try:
             self.store.add([*self.pending, row])
             self.pending = []
@@ -53,18 +55,27 @@ class SpoolingWriter:
         return path
 
 
-def read_rows(path: Path) -> Iterator[Observation]:
-    """Rows from a JSONL export or spool file; a malformed line raises naming the file and line."""
+def read_rows(path: Path) -> list[Observation]:
+    """Every row of a JSONL export or spool file, each field's type and vocabulary checked
+    (observation.from_record). All or nothing: one bad line raises RowsFileError naming the file,
+    the first bad line and its field, and how many lines are bad, so nothing is half-ingested."""
     try:
-        f = path.open()
+        data = path.read_bytes()
     except OSError as exc:
-        raise RowsFileError(f"{path}: {exc.strerror}") from None
-    with f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                yield Observation(**{k: record.get(k) for k in FIELDS if k in record})
-            except (json.JSONDecodeError, TypeError) as exc:
-                raise RowsFileError(f"{path}:{n}: not an observation row ({exc})") from None
+        raise RowsFileError(f"{path}: cannot read ({exc.strerror})") from None
+    rows, bad = [], []
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            rows.append(from_record(json.loads(raw.decode("utf-8"))))
+        except UnicodeDecodeError as exc:
+            bad.append(f"{path}:{n}: not UTF-8 (byte {exc.start + 1})")
+        except json.JSONDecodeError as exc:
+            bad.append(f"{path}:{n}: not JSON ({exc.msg} at column {exc.colno})")
+        except (ValueError, RecursionError) as exc:
+            bad.append(f"{path}:{n}: not an observation row: {exc}")
+    if bad:
+        more = f" ({len(bad)} bad lines in all)" if len(bad) > 1 else ""
+        raise RowsFileError(f"{bad[0]}{more}; nothing was ingested")
+    return rows

@@ -11,7 +11,6 @@ from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
 from . import StoreError
 
 
-
 def _column(f) -> str:
     base = f.type.split("|")[0].strip() if isinstance(f.type, str) else f.type.__name__
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
@@ -21,8 +20,11 @@ SCHEMA_VERSION = 2
 
 
 class SQLiteStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, create: bool = True) -> None:
         self.path = path
+        if not create and not path.is_file():
+            raise StoreError(f"no SQLite store at {path} (a mistyped path? `voxwatch run` or `voxwatch db upgrade` "
+                             "creates one)")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(path), timeout=30)

@@ -222,7 +222,7 @@ class SQLiteSource:
     @contextmanager
     def _store(self, what: str):
         try:
-            store = open_store(self._url)
+            store = open_store(self._url, create=False)  # the web app never writes: no file, no store
         except StoreError as exc:
             raise StoreUnavailable("The store cannot be opened right now.", f"cannot read {what}: {exc}") from None
         try:

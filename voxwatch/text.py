@@ -1,0 +1,35 @@
+"""Text that is safe to store and show: no NUL, no other control character, no lone surrogate.
+
+Postgres refuses a NUL in text and neither store can encode a lone surrogate (JSON can carry
+both: "\\u0000", "\\ud800"), so one such character in a provider's transcript would make every
+row of its clip unstorable. Text we are given to keep (a manifest's reference, an id) is refused
+when it holds one (`control_chars`); text we only record (a provider's hypothesis or error
+message) is made safe (`safe_text`), the same way wherever it comes from.
+"""
+
+from __future__ import annotations
+
+import re
+
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""Unicode's control characters (category Cc: C0, DEL, C1) and lone surrogates (Cs)."""
+_SPACES = {"\t": " ", "\n": " ", "\r": " "}
+
+
+def _escape(ch: str) -> str:
+    return ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def control_chars(text: str) -> list[str]:
+    """The control characters and lone surrogates in text, escaped (for an error message)."""
+    return sorted({_escape(m.group()) for m in UNSAFE.finditer(text)})
+
+
+def safe_text(text: str) -> str:
+    """Tabs and line breaks as spaces, other control characters dropped, lone surrogates as U+FFFD."""
+    return UNSAFE.sub(lambda m: _SPACES.get(m.group(), "\ufffd" if m.group() >= "\ud800" else ""), text)
+
+
+def one_line(text: str) -> str:
+    """A message for one line of stderr: every control character (a newline in a file name) escaped."""
+    return UNSAFE.sub(lambda m: _escape(m.group()), text)
