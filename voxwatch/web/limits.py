@@ -14,4 +14,4 @@ class Limits:
     queue: int = 64  # renders waiting for a slot at most
     cache_entries: int = 512
     cache_bytes: int = 64 * 2**20
-    max_age_s: float = 60.0  # a page of an unchanged store is recomputed after this (the windows slide)
+    max_age_s: float = 300.0  # a page of an unchanged store is recomputed after this (the windows slide)
