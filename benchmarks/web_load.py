@@ -6,7 +6,7 @@
 Seeds each store with the same 30 days of synthetic rows (benchmarks/store_scale.py: 20 models x 8
 datasets x 3 regions, measured under the current method), serves it with a real `voxwatch serve`
 subprocess, and loads `/`, a board page and `/api/v1/leaderboard` in turn from a client in its own
-process (asyncio, keep-alive connections, one request at a time each, accepting gzip as a browser
+process (uvloop, keep-alive connections, one request at a time each, accepting gzip as a browser
 or curl --compressed does). Every run also probes `/api/v1/health` on a new connection four times a second, as a load
 balancer would. The first request of each page (its render, before the cache has it) is timed
 apart. Postgres works in a database of its own (voxwatch_bench_web_<random>), dropped at the end.
@@ -40,6 +40,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
+import uvloop
 
 from benchmarks.store_scale import calibration_ms, synthetic
 from voxwatch.metrics import METHOD_VERSION
@@ -58,56 +59,96 @@ HEALTH_EVERY_S, HEALTH_TIMEOUT_S = 0.25, 2.0
 # --- the load client (runs in its own process) -----------------------------------------------------
 
 
-async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> tuple[int, int]:
-    """One request on a kept-alive connection: its status and body length; the body is read whole."""
-    writer.write(request)
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:"))
-    await reader.readexactly(length)
-    return int(lines[0].split()[1]), length
+class _Connection(asyncio.Protocol):
+    """One kept-alive HTTP/1.1 connection, one request at a time. The body is counted, not kept: the
+    client must cost less than the server, or it measures itself (a StreamReader spent twice the
+    server's CPU on a 200 KB response)."""
+
+    def __init__(self) -> None:
+        self._head = bytearray()
+        self._answer: asyncio.Future[tuple[int, int]] | None = None
+        self._status = self._length = self._got = 0
+        self._transport: asyncio.Transport | None = None
+
+    @classmethod
+    async def open(cls, port: int) -> _Connection:
+        _, conn = await asyncio.get_running_loop().create_connection(cls, "127.0.0.1", port)
+        return conn
+
+    def connection_made(self, transport) -> None:
+        self._transport = transport
+
+    async def get(self, request: bytes) -> tuple[int, int]:
+        """The status and body length of one response."""
+        self._answer = asyncio.get_running_loop().create_future()
+        self._head.clear()
+        self._length = -1
+        self._transport.write(request)
+        return await self._answer
+
+    def data_received(self, data: bytes) -> None:
+        if self._length < 0:
+            self._head += data
+            end = self._head.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            lines = bytes(self._head[:end]).split(b"\r\n")
+            self._status = int(lines[0].split()[1])
+            self._length = next(int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:"))
+            self._got = len(self._head) - end - 4
+        else:
+            self._got += len(data)
+        if self._got >= self._length and not self._answer.done():
+            self._answer.set_result((self._status, self._length))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_exception(ConnectionError("the server closed the connection"))
+
+    def close(self) -> None:
+        self._transport.close()
 
 
 async def _client(port: int, path: str, until: float, latencies: list[float], failures: list[str],
                   sizes: list[int]) -> None:
     request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: gzip\r\n\r\n".encode()
-    reader = writer = None
+    conn = None
     while time.perf_counter() < until:
         start = time.perf_counter()
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT_S):
-                if writer is None:
-                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                status, size = await _get(reader, writer, request)
-        except (OSError, asyncio.IncompleteReadError, TimeoutError, StopIteration, ValueError) as exc:
+                if conn is None:
+                    conn = await _Connection.open(port)
+                status, size = await conn.get(request)
+        except (OSError, TimeoutError, StopIteration, ValueError) as exc:
             failures.append(type(exc).__name__)
-            if writer is not None:
-                writer.close()
-            reader = writer = None
+            if conn is not None:
+                conn.close()
+            conn = None
             continue
         latencies.append(time.perf_counter() - start)
         sizes.append(size)
         if status != 200:
             failures.append(str(status))
-    if writer is not None:
-        writer.close()
+    if conn is not None:
+        conn.close()
 
 
 async def _health(port: int, until: float, probes: list[tuple[int, float]]) -> None:
-    """(status, seconds) of each probe; status 0: no answer within HEALTH_TIMEOUT_S."""
+    """(status, seconds) of each probe, on a new connection each; status 0: no answer within HEALTH_TIMEOUT_S."""
     request = f"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
     while time.perf_counter() < until:
         start = time.perf_counter()
-        writer = None
+        conn = None
         try:
             async with asyncio.timeout(HEALTH_TIMEOUT_S):
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                status, _ = await _get(reader, writer, request)
-        except (OSError, asyncio.IncompleteReadError, TimeoutError, StopIteration, ValueError):
+                conn = await _Connection.open(port)
+                status, _ = await conn.get(request)
+        except (OSError, TimeoutError, StopIteration, ValueError):
             status = 0
         finally:
-            if writer is not None:
-                writer.close()
+            if conn is not None:
+                conn.close()
         probes.append((status, time.perf_counter() - start))
         await asyncio.sleep(max(0.0, HEALTH_EVERY_S - (time.perf_counter() - start)))
 
@@ -134,7 +175,7 @@ async def _load(port: int, path: str, clients: int, seconds: float) -> dict:
 
 def load(port: int, path: str, clients: int, seconds: float) -> dict:
     """`clients` connections requesting `path` back to back for `seconds`, health probed alongside."""
-    return asyncio.run(_load(port, path, clients, seconds))
+    return uvloop.run(_load(port, path, clients, seconds))
 
 
 # --- the stores and the server ----------------------------------------------------------------------
