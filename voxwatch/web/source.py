@@ -148,8 +148,8 @@ class PostgresSource:
 
     def __init__(self, url: str, registry: Registry) -> None:
         self._url, self._registry = url, registry
-        self._lock = threading.Lock()
-        self._dbs: dict[str, psycopg.Connection] = {}  # "pages" and "version"
+        self._locks = {"pages": threading.Lock(), "version": threading.Lock()}  # a slow connect holds up only its own
+        self._dbs: dict[str, psycopg.Connection] = {}
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error:
@@ -158,7 +158,7 @@ class PostgresSource:
         self._timeout = {} if "connect_timeout" in params else {"connect_timeout": CONNECT_TIMEOUT_S}
 
     def _conn(self, role: str = "pages") -> psycopg.Connection:
-        with self._lock:
+        with self._locks[role]:
             db = self._dbs.get(role)
             if db is None or db.closed or db.broken:
                 db = self._dbs[role] = psycopg.connect(self._url, autocommit=True, **self._timeout)
@@ -223,9 +223,10 @@ class PostgresSource:
         return (*seen, alerts)
 
     def close(self) -> None:
-        with self._lock:
-            for db in self._dbs.values():
-                db.close()
+        for role, lock in self._locks.items():
+            with lock:
+                if role in self._dbs:
+                    self._dbs[role].close()
 
 
 class SQLiteSource:
