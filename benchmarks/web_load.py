@@ -11,9 +11,14 @@ or curl --compressed does). Every run also probes `/api/v1/health` on a new conn
 balancer would. The first request of each page (its render, before the cache has it) is timed
 apart. Postgres works in a database of its own (voxwatch_bench_web_<random>), dropped at the end.
 
+Last, an overload: 64 clients each asking for a model page nobody asked for before, so that every
+request needs a render; renders pass the admission (--renders 4, --queue-wait 2), the rest are
+answered 503 with Retry-After. Then how long until a new page is rendered again.
+
 Targets (2 cores, each page at 64 clients): Postgres >= 1,000 requests/s with p99 < 100 ms;
 SQLite >= 200 requests/s with p99 < 500 ms; no request fails; every health probe answers 200
-within its 2 s. The client shares the machine's cores with the server, and on a shared machine
+within its 2 s, through the overload too; under the overload every request is answered (200, or
+503 with Retry-After) and a new page renders within 30 s of the clients leaving. The client shares the machine's cores with the server, and on a shared machine
 with whatever else runs: the load average is printed with the figures. Prints a table; the last
 line is one JSON object whose `*_target_met` keys are the targets.
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import secrets
@@ -32,7 +38,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Iterator
@@ -42,7 +48,7 @@ import numpy as np
 import psycopg
 import uvloop
 
-from benchmarks.store_scale import calibration_ms, synthetic
+from benchmarks.store_scale import MODELS, calibration_ms, synthetic
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.observation import Observation
 from voxwatch.store import open_store
@@ -54,6 +60,8 @@ TARGETS = {"postgres": (1000.0, 100.0), "sqlite": (200.0, 500.0)}  # requests/s 
 REQUEST_TIMEOUT_S = 30.0
 FIRST_RENDER_TIMEOUT_S = 600.0  # SQLite computes the boards from every row of the window: minutes on a busy machine
 HEALTH_EVERY_S, HEALTH_TIMEOUT_S = 0.25, 2.0
+OVERLOAD_PATH = f"/model/{MODELS[0][0]}?dataset=overload-{{n}}"  # a new page each time: each needs a render
+RECOVERY_S = 30.0  # the operator's server had stayed unresponsive ~4.5 min after its clients left
 
 
 # --- the load client (runs in its own process) -----------------------------------------------------
@@ -68,6 +76,7 @@ class _Connection(asyncio.Protocol):
         self._head = bytearray()
         self._answer: asyncio.Future[tuple[int, int]] | None = None
         self._status = self._length = self._got = 0
+        self._retry_after = False
         self._transport: asyncio.Transport | None = None
 
     @classmethod
@@ -78,8 +87,8 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport) -> None:
         self._transport = transport
 
-    async def get(self, request: bytes) -> tuple[int, int]:
-        """The status and body length of one response."""
+    async def get(self, request: bytes) -> tuple[int, int, bool]:
+        """The status, body length and whether it says Retry-After, of one response."""
         self._answer = asyncio.get_running_loop().create_future()
         self._head.clear()
         self._length = -1
@@ -95,11 +104,12 @@ class _Connection(asyncio.Protocol):
             lines = bytes(self._head[:end]).split(b"\r\n")
             self._status = int(lines[0].split()[1])
             self._length = next(int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:"))
+            self._retry_after = any(line.lower().startswith(b"retry-after:") for line in lines)
             self._got = len(self._head) - end - 4
         else:
             self._got += len(data)
         if self._got >= self._length and not self._answer.done():
-            self._answer.set_result((self._status, self._length))
+            self._answer.set_result((self._status, self._length, self._retry_after))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._answer is not None and not self._answer.done():
@@ -109,27 +119,43 @@ class _Connection(asyncio.Protocol):
         self._transport.close()
 
 
-async def _client(port: int, path: str, until: float, latencies: list[float], failures: list[str],
-                  sizes: list[int]) -> None:
-    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: gzip\r\n\r\n".encode()
+@dataclass
+class _Tally:
+    latencies: list[float] = field(default_factory=list)  # of the 200s
+    sizes: list[int] = field(default_factory=list)
+    turned_away: list[float] = field(default_factory=list)  # latencies of the 503s with Retry-After, when allowed
+    failures: list[str] = field(default_factory=list)
+
+
+_unique = itertools.count()
+
+
+async def _client(port: int, path: str, until: float, tally: _Tally, overload: bool) -> None:
+    """Requests back to back on one connection. With `overload`, each asks for a page nobody asked
+    for before (`path` has {n}), so each needs a render, and a 503 with Retry-After is an answer."""
     conn = None
     while time.perf_counter() < until:
+        target = path.format(n=next(_unique)) if overload else path
+        request = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: gzip\r\n\r\n".encode()
         start = time.perf_counter()
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT_S):
                 if conn is None:
                     conn = await _Connection.open(port)
-                status, size = await conn.get(request)
+                status, size, retry_after = await conn.get(request)
         except (OSError, TimeoutError, StopIteration, ValueError) as exc:
-            failures.append(type(exc).__name__)
+            tally.failures.append(type(exc).__name__)
             if conn is not None:
                 conn.close()
             conn = None
             continue
-        latencies.append(time.perf_counter() - start)
-        sizes.append(size)
-        if status != 200:
-            failures.append(str(status))
+        if status == 200:
+            tally.latencies.append(time.perf_counter() - start)
+            tally.sizes.append(size)
+        elif overload and status == 503 and retry_after:
+            tally.turned_away.append(time.perf_counter() - start)
+        else:
+            tally.failures.append(str(status))
     if conn is not None:
         conn.close()
 
@@ -143,7 +169,7 @@ async def _health(port: int, until: float, probes: list[tuple[int, float]]) -> N
         try:
             async with asyncio.timeout(HEALTH_TIMEOUT_S):
                 conn = await _Connection.open(port)
-                status, _ = await conn.get(request)
+                status, _, _ = await conn.get(request)
         except (OSError, TimeoutError, StopIteration, ValueError):
             status = 0
         finally:
@@ -153,29 +179,29 @@ async def _health(port: int, until: float, probes: list[tuple[int, float]]) -> N
         await asyncio.sleep(max(0.0, HEALTH_EVERY_S - (time.perf_counter() - start)))
 
 
-async def _load(port: int, path: str, clients: int, seconds: float) -> dict:
-    latencies: list[float] = []
-    failures: list[str] = []
+async def _load(port: int, path: str, clients: int, seconds: float, overload: bool) -> dict:
+    tally = _Tally()
     probes: list[tuple[int, float]] = []
-    sizes: list[int] = []
     start = time.perf_counter()
     until = start + seconds
     await asyncio.gather(_health(port, until, probes),
-                         *(_client(port, path, until, latencies, failures, sizes) for _ in range(clients)))
+                         *(_client(port, path, until, tally, overload) for _ in range(clients)))
     elapsed = time.perf_counter() - start
-    lat = np.array(latencies) * 1000
-    return {"requests": len(latencies), "rps": round(len(latencies) / elapsed, 1),
+    lat = np.array(tally.latencies) * 1000
+    away = np.array(tally.turned_away) * 1000
+    return {"requests": len(tally.latencies), "rps": round(len(tally.latencies) / elapsed, 1),
             "p50_ms": round(float(np.percentile(lat, 50)), 1) if lat.size else None,
             "p99_ms": round(float(np.percentile(lat, 99)), 1) if lat.size else None,
-            "kb_per_response": round(float(np.mean(sizes)) / 1024, 1) if sizes else None,
-            "failures": len(failures), "failure_kinds": sorted(set(failures)),
+            "kb_per_response": round(float(np.mean(tally.sizes)) / 1024, 1) if tally.sizes else None,
+            "turned_away": away.size, "turned_away_p99_ms": round(float(np.percentile(away, 99)), 1) if away.size else None,
+            "failures": len(tally.failures), "failure_kinds": sorted(set(tally.failures)),
             "health_probes": len(probes), "health_failed": sum(1 for s, _ in probes if s != 200),
             "health_max_ms": round(max(t for _, t in probes) * 1000, 1) if probes else None}
 
 
-def load(port: int, path: str, clients: int, seconds: float) -> dict:
+def load(port: int, path: str, clients: int, seconds: float, overload: bool = False) -> dict:
     """`clients` connections requesting `path` back to back for `seconds`, health probed alongside."""
-    return uvloop.run(_load(port, path, clients, seconds))
+    return uvloop.run(_load(port, path, clients, seconds, overload))
 
 
 # --- the stores and the server ----------------------------------------------------------------------
@@ -268,8 +294,22 @@ def bench_store(kind: str, url: str, clients: tuple[int, ...], seconds: float, p
         out["after_load"] = {"health": _status(port, "/api/v1/health"), "page": _status(port, "/board/tts"),
                              "seconds": 0.0}
         out["after_load"]["seconds"] = round(time.perf_counter() - start, 3)
+        out["overload"] = {"path": OVERLOAD_PATH, "clients": max(clients),
+                           **pool.submit(load, port, OVERLOAD_PATH, max(clients), seconds, True).result()}
+        out["overload"]["recovered_s"] = _recovery(port)
     out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return out
+
+
+def _recovery(port: int) -> float | None:
+    """Seconds until a page that needs a render is served again once the overload's clients have gone
+    (what is left of their requests must not keep the server busy); None: not within RECOVERY_S x 4."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < RECOVERY_S * 4:
+        if _status(port, OVERLOAD_PATH.format(n="after"), FIRST_RENDER_TIMEOUT_S) == 200:
+            return round(time.perf_counter() - start, 2)
+        time.sleep(0.5)
+    return None
 
 
 def targets(results: dict, clients: tuple[int, ...]) -> dict[str, bool]:
@@ -283,8 +323,11 @@ def targets(results: dict, clients: tuple[int, ...]) -> dict[str, bool]:
     runs = [run for r in results.values() for run in r["runs"].values()]
     met["no_failures_target_met"] = bool(runs) and all(run["failures"] == 0 for run in runs)
     met["health_always_answers_target_met"] = bool(runs) and all(
-        run["health_probes"] > 0 and run["health_failed"] == 0 for run in runs) and all(
+        run["health_probes"] > 0 and run["health_failed"] == 0 for run in runs + [r["overload"] for r in results.values()]) and all(
         r["after_load"]["health"] == 200 and r["after_load"]["page"] == 200 for r in results.values())
+    met["overload_turned_away_target_met"] = bool(results) and all(
+        r["overload"]["failures"] == 0 and r["overload"]["turned_away"] > 0 and r["overload"]["recovered_s"] is not None
+        and r["overload"]["recovered_s"] <= RECOVERY_S for r in results.values())
     return met
 
 
@@ -335,6 +378,13 @@ def _print(s: dict) -> None:
         print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
         if k == 0:
             print("  ".join("-" * w for w in widths))
+    for kind, r in s["stores"].items():
+        o = r["overload"]
+        print(f"{kind} overload: {o['clients']} clients each asking for a page nobody asked for before "
+              f"({o['path']}): {o['rps']:,.0f} rendered/s (p99 {o['p99_ms']} ms), {o['turned_away']:,} answered 503 + "
+              f"Retry-After (p99 {o['turned_away_p99_ms']} ms), {o['failures']} failed, health {o['health_probes'] - o['health_failed']}"
+              f"/{o['health_probes']} ok (max {o['health_max_ms']} ms); a new page rendered {o['recovered_s']} s after "
+              "the clients left")
     for kind, r in s["stores"].items():
         first = ", ".join(f"{path} {t} s" for path, t in r["first_render_s"].items())
         after = r["after_load"]

@@ -8,6 +8,7 @@ fact table, so a model page's render waits on it while holding the server's only
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ import pytest
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.web.cache import Page, Pages
+from voxwatch.web.freshness import Freshness
 from voxwatch.web.headers import POLICY
 from voxwatch.web.source import open_source
 from voxwatch.web.views import leaderboard_document
@@ -88,6 +90,28 @@ def test_a_page_is_computed_once_per_store_change(kind, request, tmp_path):
         after = httpx.get(api).json()  # the next request sees the write (--fresh-within 0)
         assert _attempts(after) == _attempts(first) + 3 and after["generated_at"] > first["generated_at"]
         assert httpx.get(f"{base}/board/tts").text != page
+
+
+def test_the_version_is_read_at_most_once_per_interval_and_a_write_shows_after_it(sqlite):
+    async def versions() -> tuple:
+        registry = Registry.default()
+        source = open_source(sqlite, registry)
+        lazy, eager = Freshness(source, registry, 3600), Freshness(source, registry, 0.2)
+        try:
+            before = (await lazy.current(), await eager.current())
+            store = open_store(sqlite)
+            store.add(_new_tts_rows("version", 1))
+            store.close()
+            soon = await lazy.current()  # within its hour: not read again
+            await asyncio.sleep(0.2)  # a read that started before the write is now too old
+            return before, soon, await eager.current()
+        finally:
+            lazy.close()
+            eager.close()
+            source.close()
+
+    (lazy, eager), soon, after = asyncio.run(versions())
+    assert lazy == eager is not None and soon == lazy and after != eager
 
 
 def test_overload_is_a_503_with_retry_after_and_health_still_answers(busy, postgres):

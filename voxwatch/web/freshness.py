@@ -33,6 +33,7 @@ class Freshness:
         self._read_at = -math.inf  # when the last read started (monotonic)
         self._value: Hashable | None = None
         self.problem: StoreUnavailable | None = None
+        self._ahead: set[asyncio.Future] = set()
 
     @property
     def latest(self) -> Hashable | None:
@@ -41,12 +42,22 @@ class Freshness:
 
     async def current(self) -> Hashable | None:
         """The version from a read that started at most `interval` before this call (interval 0: after
-        it, so a write that finished before a request is always seen by it). Concurrent callers share a read."""
+        it, so a write that finished before a request is always seen by it). Concurrent callers share
+        a read; past half the interval the next read starts in the background, so under steady
+        traffic no request waits for one."""
         asked = time.monotonic()
         if self._read_at >= asked - self.interval:
+            if self._read_at < asked - self.interval / 2 and not self._lock.locked():
+                ahead = asyncio.ensure_future(self._read_since(asked - self.interval / 2))
+                self._ahead.add(ahead)  # the loop keeps only a weak reference
+                ahead.add_done_callback(self._ahead.discard)
             return self._value
+        return await self._read_since(asked - self.interval)
+
+    async def _read_since(self, since: float) -> Hashable | None:
+        """The version from a read that started at or after `since` (monotonic), reading it unless one did."""
         async with self._lock:
-            if self._read_at >= asked - self.interval:  # a read that started in time finished meanwhile
+            if self._read_at >= since:  # a read that started in time finished while this one waited
                 return self._value
             started = time.monotonic()
             try:
