@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
+from typing import Callable
 
 import uvicorn
 from starlette.applications import Starlette
@@ -69,7 +70,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _error(request, 500, "Something went wrong on the server; the log has the details.")
 
 
-def _turned_away(retry_after_s: float):
+def _turned_away(retry_after_s: int) -> Callable[[Scope], Response]:
+    """The 503 for a request no render slot took in time, as the error page or API error, with Retry-After."""
     def busy(scope: Scope) -> Response:
         response = _error(Request(scope), 503, "The server is busy: please try again in a few seconds.")
         response.headers["Retry-After"] = str(retry_after_s)

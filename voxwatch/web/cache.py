@@ -24,6 +24,8 @@ from typing import Callable, Hashable
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .admission import Admission
+from .freshness import Freshness
 from .source import log
 
 Key = tuple[str, bytes]
@@ -140,8 +142,8 @@ class Pages:
 class CachedPages:
     """ASGI middleware: GETs from the cache, renders through admission, `uncached` paths straight to the app."""
 
-    def __init__(self, app: ASGIApp, freshness, admission, pages: Pages, turned_away: Callable[[Scope], Response],
-                 uncached: tuple[str, ...] = ()) -> None:
+    def __init__(self, app: ASGIApp, freshness: Freshness, admission: Admission, pages: Pages,
+                 turned_away: Callable[[Scope], Response], uncached: tuple[str, ...] = ()) -> None:
         self.app, self.freshness, self.admission, self.pages = app, freshness, admission, pages
         self.turned_away, self.uncached = turned_away, uncached
         self._renders: dict[tuple[Key, Hashable], asyncio.Future[Page]] = {}
