@@ -198,14 +198,16 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(store_url: str, log: Path, today: str | None = None) -> Iterator[str]:
+def serving(store_url: str, log: Path, today: str | None = None, *options: str) -> Iterator[str]:
     """`voxwatch serve` in a subprocess on a free port, until the block ends; its log goes to `log`.
-    `today` pins the day model statuses are read on (VOXWATCH_TODAY)."""
+    `today` pins the day model statuses are read on (VOXWATCH_TODAY); `options` go to `serve`. Pages
+    show every write on the next request (--fresh-within 0): the tests write, then read."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | ({"VOXWATCH_TODAY": today} if today else {})
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "serve", "--store", store_url, "--port",
-                                 str(port)], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+                                 str(port), "--fresh-within", "0", *options], cwd=REPO, env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -276,7 +278,8 @@ return Array.from(document.querySelectorAll('table.overview tbody tr[data-model]
 def rendered(server: str, browser) -> dict[str, list]:
     """Each board's tables as Chromium renders them (the 30-day window), and the screenshot."""
     browser.get(f"{server}/")
-    out = {"overview": browser.execute_script(_READ_OVERVIEW)}
+    out = {"overview": browser.execute_script(_READ_OVERVIEW),  # the stylesheet applies under the page's CSP
+           "header_colour": browser.execute_script("return getComputedStyle(document.querySelector('header')).backgroundColor")}
     for board in ("tts", "s2s", "stt"):
         browser.get(f"{server}/board/{board}")
         assert browser.title.startswith(f"{board.upper()} board")
@@ -366,6 +369,7 @@ def test_board_pages_in_chromium_show_the_seeded_figures(rendered):
     assert any(m["n"] < 5 for e in expected.values() for m in e["metrics"].values())  # the n/a case was exercised
     assert p95_shown and any(r for r in ranks.values()) and None in ranks.values()
     assert SCREENSHOT.stat().st_size > 10_000
+    assert rendered["header_colour"] == "rgb(20, 50, 79)"  # static/style.css's #14324f: allowed by the CSP
 
 
 def test_the_overview_ranks_each_dataset_and_protocol_by_intervals(rendered):

@@ -27,6 +27,7 @@ from voxwatch.providers.local.whisper_stt import ModelIntegrityError
 from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.store import StoreError, open_store, redact
+from voxwatch.web.limits import Limits
 from voxwatch.store.spool import RowsFileError, read_rows
 from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
@@ -255,7 +256,8 @@ def cmd_serve(args) -> int:
     url = _config(args).store_url
     if url.startswith("sqlite:///"):  # a mistyped path is an error now, not an empty store (nor a 503 per page)
         open_store(url, create=False).close()
-    return serve(url, args.host, args.port)
+    limits = Limits(renders=args.renders, queue_wait_s=args.queue_wait, fresh_within_s=args.fresh_within)
+    return serve(url, args.host, args.port, limits, args.access_log)
 
 
 def _region_config(args) -> config_mod.Config:
@@ -398,6 +400,13 @@ def parser() -> argparse.ArgumentParser:
     sv.add_argument("--store", help="store URL (default: config)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     sv.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
+    sv.add_argument("--renders", type=_positive, default=Limits.renders,
+                    help="pages rendered at once; the rest wait --queue-wait, then get 503 (default %(default)s)")
+    sv.add_argument("--queue-wait", type=_seconds, default=Limits.queue_wait_s, metavar="SECONDS",
+                    help="how long a page waits for a render slot before its 503 + Retry-After (default %(default)s)")
+    sv.add_argument("--fresh-within", type=_seconds, default=Limits.fresh_within_s, metavar="SECONDS",
+                    help="a write to the store shows on the pages within this (default %(default)s; 0: on the next request)")
+    sv.add_argument("--access-log", action="store_true", help="log a line per request (off: it costs as much as a page)")
     sv.set_defaults(func=cmd_serve)
 
     wk = sub.add_parser("worker", help="distributed mode: a Celery worker measuring its region's queue")
@@ -466,6 +475,16 @@ def _bounded(low: int, high: int, what: str):
 
 _positive = _bounded(1, config_mod.MAX_INT, "a positive integer")
 _port = _bounded(1, 65535, "a port number, 1-65535")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError("expected a number of seconds, 0 or more")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

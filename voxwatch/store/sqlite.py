@@ -44,7 +44,8 @@ class SQLiteStore:
                     self._db.execute(f"ALTER TABLE observations ADD COLUMN {_column(f)}")
             self._db.execute("CREATE INDEX IF NOT EXISTS observations_time ON observations (started_at)")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS runs ({run_cols}, PRIMARY KEY (run_id))")
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # a reader never writes
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def add(self, rows: Iterable[Observation]) -> int:
         marks = ", ".join("?" for _ in FIELDS)

@@ -3,27 +3,42 @@
 Errors never show a traceback or the store URL: an unreadable store is a 503 with a plain
 sentence (its detail, passwords hidden, goes to the log), bad input a 400 that says what is
 allowed. Pages under /api/v1 get their errors as JSON, the rest as HTML.
+
+Under load (docs/WEB.md "Under load"): pages come from the cache while the store is unchanged
+(cache.py, freshness.py), renders pass a bounded admission that answers overload with 503 and
+Retry-After (admission.py), the health check bypasses both, and every response carries the
+security headers (headers.py).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
+from typing import Callable
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Scope
 
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
 from . import api, formatting, pages, views
+from .admission import Admission
+from .cache import CachedPages, Pages
+from .freshness import Freshness
+from .headers import SecurityHeaders
+from .limits import Limits
+from .memo import MemoSource
 from .source import StoreUnavailable, log, open_source
 
 HERE = Path(__file__).resolve().parent
@@ -55,14 +70,36 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _error(request, 500, "Something went wrong on the server; the log has the details.")
 
 
-def create_app(store_url: str, registry: Registry | None = None) -> Starlette:
+def _turned_away(retry_after_s: int) -> Callable[[Scope], Response]:
+    """The 503 for a request no render slot took in time, as the error page or API error, with Retry-After."""
+    def busy(scope: Scope) -> Response:
+        response = _error(Request(scope), 503, "The server is busy: please try again in a few seconds.")
+        response.headers["Retry-After"] = str(retry_after_s)
+        return response
+    return busy
+
+
+class _App(Starlette):
+    def build_middleware_stack(self) -> ASGIApp:
+        """The security headers outermost, so the 500 page of ServerErrorMiddleware has them too."""
+        return SecurityHeaders(super().build_middleware_stack())
+
+
+def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits()) -> Starlette:
     """The app for one store; nothing connects until the first request."""
     registry = registry or Registry.default()
+    source = open_source(store_url, registry)
+    freshness = Freshness(source, registry, limits.fresh_within_s)
+    cache = Middleware(CachedPages, freshness=freshness,
+                       admission=Admission(limits.renders, limits.queue_wait_s, limits.queue),
+                       pages=Pages(limits.cache_entries, limits.cache_bytes, limits.max_age_s),
+                       turned_away=_turned_away(max(1, math.ceil(limits.queue_wait_s))),
+                       uncached=(api.HEALTH,))
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION,
                                  standing=lambda model_id: views.model_standing(registry, model_id))
-    app = Starlette(
+    app = _App(
         routes=[
             Route("/", pages.overview_page),
             Route("/board/{board}", pages.board_page),
@@ -72,20 +109,26 @@ def create_app(store_url: str, registry: Registry | None = None) -> Starlette:
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         exception_handlers={StoreUnavailable: _unavailable, HTTPException: _http_error, 500: _server_error},
+        middleware=[cache],
     )
     app.state.registry = registry
-    app.state.source = open_source(store_url, app.state.registry)
+    app.state.source = MemoSource(source, freshness, limits.max_age_s)
+    app.state.freshness = freshness
     app.state.templates = templates
     return app
 
 
-def serve(store_url: str, host: str, port: int) -> int:
-    """Run the app until interrupted; the log names the store with its password hidden."""
+def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False) -> int:
+    """Run the app until interrupted; the log names the store with its password hidden. No Server
+    header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
+    costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(store_url)
+    app = create_app(store_url, limits=limits)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,
+                    http="httptools", loop="uvloop")
     finally:
+        app.state.freshness.close()
         app.state.source.close()
     return 0

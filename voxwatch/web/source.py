@@ -10,12 +10,14 @@ show, its detail (for the log) has every password replaced by ***.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Iterable, Iterator, Protocol
 
 import psycopg
@@ -73,7 +75,8 @@ class Source(Protocol):
 
     def alerts(self, resolved_since: float) -> list[Alert]: ...
 
-    def ping(self) -> None: ...
+    def version(self) -> tuple:
+        """A value that changes whenever what the pages show could (web/freshness.py reads it)."""
 
     def close(self) -> None: ...
 
@@ -129,19 +132,24 @@ _ALERTS_SQL = (f"SELECT {_ALERT_COLUMNS} FROM alerts WHERE state <> 'resolved' O
                "ORDER BY CASE state WHEN 'firing' THEN 0 WHEN 'pending' THEN 1 ELSE 2 END, "
                "coalesce(resolved_at, fired_at, opened_at) DESC, id DESC LIMIT 500")
 CONNECT_TIMEOUT_S = 5
+VERSION_TIMEOUT_MS = 2000
+"""The version read's statement timeout: the health check answers even while a lock holds the table."""
+_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint), max(computed_at) FROM aggregates"
+_ALERTS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM alerts"
 ALERTS_NEED_POSTGRES = "alerts need the Postgres store: the regression alerts run only in distributed mode"
 
 
 class PostgresSource:
-    """One autocommit connection shared by the request threads (psycopg serializes its use),
-    reopened when it breaks. Read-only: it never migrates, so a read-only role is enough."""
+    """One autocommit connection shared by the request threads (psycopg serializes its use), and one
+    for the version reads, so they never wait behind a page's; each reopened when it breaks.
+    Read-only: it never migrates, so a read-only role is enough."""
 
     kind = "postgres"
 
     def __init__(self, url: str, registry: Registry) -> None:
         self._url, self._registry = url, registry
-        self._lock = threading.Lock()
-        self._db: psycopg.Connection | None = None
+        self._locks = {"pages": threading.Lock(), "version": threading.Lock()}  # a slow connect holds up only its own
+        self._dbs: dict[str, psycopg.Connection] = {}
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error:
@@ -149,16 +157,19 @@ class PostgresSource:
         self._secret = params.get("password") or None
         self._timeout = {} if "connect_timeout" in params else {"connect_timeout": CONNECT_TIMEOUT_S}
 
-    def _conn(self) -> psycopg.Connection:
-        with self._lock:
-            if self._db is None or self._db.closed or self._db.broken:
-                self._db = psycopg.connect(self._url, autocommit=True, **self._timeout)
-            return self._db
+    def _conn(self, role: str = "pages") -> psycopg.Connection:
+        with self._locks[role]:
+            db = self._dbs.get(role)
+            if db is None or db.closed or db.broken:
+                db = self._dbs[role] = psycopg.connect(self._url, autocommit=True, **self._timeout)
+                if role == "version":
+                    db.execute(f"SET statement_timeout = {VERSION_TIMEOUT_MS}")
+            return db
 
     @contextmanager
-    def _reading(self, what: str) -> Iterator[psycopg.Connection]:
+    def _reading(self, what: str, role: str = "pages") -> Iterator[psycopg.Connection]:
         try:
-            yield self._conn()
+            yield self._conn(role)
         except psycopg.errors.UndefinedTable as exc:
             raise StoreUnavailable("The store's schema is not set up yet: run `voxwatch db upgrade`.",
                                    self._detail(what, exc)) from None
@@ -200,24 +211,35 @@ class PostgresSource:
                 raise AlertsUnavailable("this store has no alerts table yet: run `voxwatch db upgrade`") from None
         return [Alert(*row) for row in rows]
 
-    def ping(self) -> None:
-        with self._reading("a health check") as conn:
-            conn.execute("SELECT 1 FROM aggregates LIMIT 1")
+    def version(self) -> tuple:
+        """Every write rewrites the aggregate rows of the series it touches (new row versions, so a new
+        xmin sum), and every change of an alert its row: one scan of two small tables."""
+        with self._reading("the store's version", "version") as conn:
+            seen = conn.execute(_VERSION_SQL).fetchone()
+            try:
+                alerts = conn.execute(_ALERTS_VERSION_SQL).fetchone()
+            except psycopg.errors.UndefinedTable:  # a schema from before the alerts migration
+                alerts = None
+        return (*seen, alerts)
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
+        for role, lock in self._locks.items():
+            with lock:
+                if role in self._dbs:
+                    self._dbs[role].close()
 
 
 class SQLiteSource:
     """The embedded store, opened per read: a sqlite3 connection belongs to the thread that made it,
-    and requests run on a pool of threads."""
+    and requests run on a pool of threads. The version reads keep one connection of their own."""
 
     kind = "sqlite"
 
     def __init__(self, url: str, registry: Registry) -> None:
         self._url, self._registry = url, registry
+        self._lock = threading.Lock()
+        self._path: Path | None = None  # known from the first read
+        self._watch: tuple[tuple[int, int], sqlite3.Connection] | None = None  # (file identity, connection)
 
     @contextmanager
     def _store(self, what: str):
@@ -257,9 +279,26 @@ class SQLiteSource:
     def alerts(self, resolved_since: float) -> list[Alert]:
         raise AlertsUnavailable(ALERTS_NEED_POSTGRES)
 
-    def ping(self) -> None:
-        with self._store("a health check"):
-            pass
+    def version(self) -> tuple:
+        """The file's identity and SQLite's data_version, which changes whenever another connection
+        commits; read on a connection kept open for it (reopened when the file is replaced)."""
+        with self._lock:
+            if self._path is None:
+                with self._store("the store's version") as store:  # creates it, as the first page would
+                    self._path = store.path
+            try:
+                st = os.stat(self._path)
+                identity = (st.st_dev, st.st_ino)
+                if self._watch is None or self._watch[0] != identity:
+                    self.close()
+                    self._watch = identity, sqlite3.connect(self._path, check_same_thread=False)
+                return (*identity, self._watch[1].execute("PRAGMA data_version").fetchone()[0])
+            except (OSError, sqlite3.Error) as exc:
+                raise StoreUnavailable("The store cannot be read right now.",
+                                       f"cannot read the store's version from {redact(self._url)}: {exc}") from None
 
     def close(self) -> None:
-        """Nothing stays open between reads."""
+        """Only the version reads' connection stays open between reads."""
+        if self._watch is not None:
+            self._watch[1].close()
+            self._watch = None
