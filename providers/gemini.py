@@ -30,7 +30,7 @@ import websockets
 from .base import ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .keys import Secret
+from .keys import Secret, scrub
 from .registry import ModelInfo
 from .ws_session import ReaderSession, settle
 from .stamped import received
@@ -45,7 +45,7 @@ INPUT_MIME = f"audio/pcm;rate={INPUT_RATE}"
 def _closed_error(exc: websockets.ConnectionClosed, key: Secret, note: str = "") -> ProviderError:
     """A session the server ended, by kind: the close reason names auth and quota failures."""
     code = close_code(exc)
-    reason = (exc.rcvd.reason if exc.rcvd is not None else "").replace(key.reveal(), "***")[:200]
+    reason = scrub(exc.rcvd.reason if exc.rcvd is not None else "", [key])[:200]
     text = reason.lower()
     message = f"Gemini closed the session (code {code}{': ' + reason if reason else ''}){note}"
     if "api key" in text or "permission" in text or "unauthenticated" in text:

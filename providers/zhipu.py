@@ -53,7 +53,7 @@ import websockets
 from .base import ProviderError
 from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .keys import Secret
+from .keys import Secret, scrub
 from .openai_batch import wav_bytes
 from .registry import ModelInfo
 from .stamped import received
@@ -86,7 +86,7 @@ def _error_of(data: dict, key: Secret) -> ProviderError:
     err = data.get("error") or {}
     code = str(err.get("code") or "")
     kind = str(err.get("type") or "error")
-    message = str(err.get("message") or "").replace(key.reveal(), "***")[:300]
+    message = scrub(str(err.get("message") or ""), [key])[:300]
     if code in AUTH_CODES:
         status = "auth_error"
     elif code in RATE_CODES:

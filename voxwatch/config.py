@@ -14,6 +14,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
+from voxwatch.redaction import redact_url
+from voxwatch.store.url import EXPECTED, store_kind
+
 BOARDS = ("stt", "tts", "s2s")
 
 
@@ -47,9 +50,8 @@ def _text(v: Any) -> str:
 
 def _store_url(v: Any) -> str:
     v = _text(v)
-    if not v.startswith(("sqlite:///", "postgresql://", "postgres://")):
-        raise ValueError("expected sqlite:///relative/path, sqlite:////absolute/path "
-                         "or postgresql://user@host:port/database")
+    if store_kind(v) is None:
+        raise ValueError(f"expected {EXPECTED}")
     return v
 
 
@@ -301,7 +303,7 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
             try:
                 values[name][key] = check(raw)
             except ValueError as exc:
-                shown = _redact(raw) if key == "url" and isinstance(raw, str) else raw  # a URL may hold a password
+                shown = redact_url(raw) if key == "url" and isinstance(raw, str) else raw  # a URL may hold a password
                 if key == "webhooks":  # may hold a webhook URL: the message says what is wrong without it
                     raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key}: {exc}") from None
                 raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
@@ -325,12 +327,6 @@ def load(path: str | Path | None = None, environ: dict[str, str] | None = None) 
         schedule_regions=values["schedule"]["regions"],
         alerts=Alerts(**values["alerts"]),
     )
-
-
-def _redact(url: str) -> str:
-    from voxwatch.store import redact
-
-    return redact(url)
 
 
 def _broker(values: dict[str, Any], source: str) -> Broker:
