@@ -51,7 +51,8 @@ import json
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .keys import Secret, scrub
 from .openai_batch import wav_bytes
@@ -161,25 +162,22 @@ class GlmRealtimeSession(ReaderSession):
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, binascii.Error) as exc:
             self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosed as exc:
-            self._error = self._unfinished(close_code(exc))
+            self._error = self._unfinished(exc)
         finally:
             if not complete:
                 self._error = self._error or self._unfinished(self.ws.close_code)
                 self.timeline.mark(CLOSED)
             self._done.set()
 
-    def _unfinished(self, code: int | None) -> ProviderError:
+    def _unfinished(self, close: websockets.ConnectionClosed | int | None) -> ProviderError:
         """The socket closed before response.done: the last recoverable error, if any, says why."""
-        note = f" after {self._noted}" if self._noted else ""
-        return ProviderError(f"{VENDOR} closed the connection (code {code}) before response.done{note}",
-                             "disconnected")
+        return closed(VENDOR, close, "before response.done", note=f" after {self._noted}" if self._noted else "")
 
     async def _send(self, event: dict) -> None:
         try:
             await self.ws.send(json.dumps(event))
         except websockets.ConnectionClosed as exc:
-            raise self._error or ProviderError(f"{VENDOR} closed the connection (code {close_code(exc)})",
-                                               "disconnected") from None
+            raise self._error or closed(VENDOR, exc) from None
 
     async def send_audio(self, pcm16: bytes) -> None:
         await self._send({"type": "input_audio_buffer.append",
