@@ -23,12 +23,12 @@ from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-import psycopg
 
 from voxwatch import leaderboard
 from voxwatch.observation import Observation
 from voxwatch.providers.registry import Registry
 from voxwatch.store import aggregates, redact
+from voxwatch.store.connection import connect
 from voxwatch.store.postgres import PostgresStore
 
 DAY = 86400.0
@@ -122,7 +122,7 @@ _TABLES = ("obs_facts", "obs_spans", "obs_names", "obs_clips", "obs_contexts")
 
 def _fresh_database(url: str) -> tuple[str, str]:
     name = f"voxwatch_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(url, autocommit=True) as admin:
+    with connect(url) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     return name, urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         result["calibration_ms_after"] = calibration_ms()
     finally:
         if not args.keep:
-            with psycopg.connect(args.url, autocommit=True) as admin:
+            with connect(args.url) as admin:
                 admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     _print(result, redact(url))
     return 0

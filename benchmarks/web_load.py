@@ -45,13 +45,13 @@ from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-import psycopg
 import uvloop
 
 from benchmarks.store_scale import MODELS, calibration_ms, synthetic
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.observation import Observation
 from voxwatch.store import open_store
+from voxwatch.store.connection import connect
 
 REPO = Path(__file__).resolve().parents[1]
 PATHS = ("/", "/board/stt", "/api/v1/leaderboard")
@@ -224,7 +224,7 @@ def sqlite_store(rows: list[Observation], folder: Path) -> Iterator[str]:
 @contextmanager
 def postgres_store(rows: list[Observation], admin_url: str) -> Iterator[str]:
     name = f"voxwatch_bench_web_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
+    with connect(admin_url) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     try:
         url = urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
@@ -234,7 +234,7 @@ def postgres_store(rows: list[Observation], admin_url: str) -> Iterator[str]:
         store.close()
         yield url
     finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
+        with connect(admin_url) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 

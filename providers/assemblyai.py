@@ -24,8 +24,10 @@ Protocol facts followed (AssemblyAI streaming AsyncAPI spec and the assemblyai-p
   joined turns and TTFS the last turn's final.
 - `{"type": "ForceEndpoint"}` ends the open turn now; `{"type": "Terminate"}` makes the server flush
   what it has, send `Termination` and close. `{"type": "Error", "error": ..}` (or a bare `error`)
-  and close codes (4001 not authorized, 4102/3009/1013 stream, concurrency or capacity limits,
-  3005/1011 server errors, 3007 chunk duration) end the session.
+  and close codes (4001 not authorized, 4102/3009 stream or concurrency limits, 3005/1011 server
+  errors, 3007 chunk duration) end the session; what each becomes is close_codes.py's, with the
+  pages that document them (1013, which the SDK once named ReconnectAttemptsExhausted, is read
+  as every vendor's 1013: the server's temporary condition, `server_error`).
 - 4029 is "Client sent audio too fast" (the SDK's `RealTimeErrorCodes`), and AssemblyAI asks for
   audio at the pace it was recorded (assemblyai.com/docs/streaming/guides/stream_prerecorded_file_realtime:
   faster than real time may close the session). The harness paces in real time, so a 4029 is the
@@ -42,7 +44,8 @@ from urllib.parse import urlencode
 import websockets
 
 from .base import HarnessFault, ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -51,23 +54,12 @@ DEFAULT_URL = "wss://streaming.assemblyai.com"
 MIN_CHUNK_MS = 50  # AssemblyAI takes 50-1000 ms of audio per binary message
 CLOSE_WAIT_S = 2.0
 API_VERSION = "2025-05-12"  # the AssemblyAI-Version header, as the official SDK sends it
-TOO_FAST = 4029  # "Client sent audio too fast": the harness's pacing, not the vendor
-# close code -> row status; any other application code (3000-4999) is an "error" with its reason
-CLOSE_STATUS = {4001: "auth_error", 1008: "auth_error", 4102: "rate_limited",
-                3009: "rate_limited", 1013: "rate_limited", 3005: "server_error", 1011: "server_error"}
 
 
 def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError | HarnessFault:
-    """A close that ended the session early, by kind; the reason is AssemblyAI's, never the request."""
-    code = close_code(exc)
-    reason = (exc.rcvd.reason if exc.rcvd is not None else "")[:200]
-    if code == 1006:
-        return ProviderError(f"AssemblyAI closed the connection {during} (code 1006)", "disconnected")
-    if code == TOO_FAST:
-        return HarnessFault(f"AssemblyAI closed the connection {during}: {code} {reason}: the worker sent audio "
-                            f"faster than real time (a pacing fault of the harness, not counted against the vendor)")
-    status = CLOSE_STATUS.get(code, "error" if 3000 <= code < 5000 else "disconnected")
-    return ProviderError(f"AssemblyAI closed the connection {during}: {code} {reason}".rstrip(), status)
+    """A close that ended the session early, by kind (close_codes: AssemblyAI's documented codes,
+    4029 the harness's own pacing fault); the reason is AssemblyAI's, never the request."""
+    return closed("AssemblyAI", exc, during)
 
 
 class AssemblyAISTT:

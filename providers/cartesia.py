@@ -15,7 +15,8 @@ import uuid
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -65,10 +66,12 @@ class CartesiaSession:
                     raise ProviderError(f"Cartesia error: {data.get('title') or data.get('error') or data.get('message')}")
                 if data.get("done"):
                     break
+            else:  # the server closed normally before `done`: the audio was cut short
+                raise closed("Cartesia", self.ws.close_code, "before done")
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ProviderError(f"malformed message from Cartesia ({type(exc).__name__})", "malformed") from None
         except websockets.ConnectionClosed as exc:
-            raise ProviderError(f"Cartesia closed the connection mid-stream (code {close_code(exc)})", "disconnected") from None
+            raise closed("Cartesia", exc) from None
         self.timeline.mark(CLOSED)
 
     async def aclose(self) -> None:

@@ -29,7 +29,8 @@ from urllib.parse import urlencode
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -83,7 +84,7 @@ class DeepgramSession:
         except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
             self._error = ProviderError(f"malformed message from Deepgram ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosedError as exc:
-            self._error = ProviderError(f"Deepgram closed the connection mid-stream (code {close_code(exc)})", "disconnected")
+            self._error = closed("Deepgram", exc)
         except websockets.ConnectionClosed:
             pass
         finally:

@@ -17,7 +17,8 @@ from urllib.parse import urlencode
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -25,15 +26,6 @@ from .stamped import received
 VENDOR = "Deepgram"
 DEFAULT_URL = "wss://api.deepgram.com"
 SAMPLE_RATE = 24000
-
-
-def _closed(exc: websockets.ConnectionClosed) -> ProviderError:
-    """A connection that ended mid-stream: dropped (no close frame) or closed by Deepgram with a reason."""
-    code = close_code(exc)
-    if exc.rcvd is None:
-        return ProviderError(f"{VENDOR} closed the connection mid-stream (code {code})", "disconnected")
-    status = "server_error" if code == 1011 else "error"
-    return ProviderError(f"{VENDOR} closed the connection (code {code}: {exc.rcvd.reason[:200]})", status)
 
 
 class DeepgramAuraTTS:
@@ -62,12 +54,12 @@ class DeepgramAuraSession:
             self.timeline.mark(REQUEST_SENT)
             await self._receive()
         except websockets.ConnectionClosed as exc:
-            raise _closed(exc) from None
+            raise closed(VENDOR, exc) from None
         self.timeline.mark(CLOSED)
 
     async def _receive(self) -> None:
         """Binary audio until `Flushed`; a warning with no audio at all is the reason for the failure."""
-        left, offset, warning = b"", 0, None
+        left, offset, warning, flushed = b"", 0, None, False
         try:
             async for message, at in received(self.ws):
                 if isinstance(message, bytes):
@@ -82,6 +74,7 @@ class DeepgramAuraSession:
                 data = json.loads(message)
                 kind = data["type"]
                 if kind == "Flushed":
+                    flushed = True
                     break
                 if kind == "Warning":
                     warning = f"{data.get('code')}: {data.get('description')}"
@@ -93,6 +86,8 @@ class DeepgramAuraSession:
             raise ProviderError(f"malformed audio from {VENDOR} (a split sample)", "malformed")
         if offset == 0 and warning is not None:
             raise ProviderError(f"{VENDOR} spoke nothing; warning {warning[:300]}")
+        if not flushed:  # the server closed normally before Flushed: the audio was cut short
+            raise closed(VENDOR, self.ws.close_code, "before Flushed")
 
     async def aclose(self) -> None:
         """Close (the server flushes and ends the session), then close the socket."""

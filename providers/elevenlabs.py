@@ -46,7 +46,8 @@ import websockets
 
 from . import stamped_http
 from .base import ProviderError
-from .endpoints import WarmClient, base_url, close_code, http_failure, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import WarmClient, base_url, http_failure, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -67,15 +68,6 @@ STT_ERROR_STATUS = {
 }
 STT_ERRORS = {*STT_ERROR_STATUS, "error", "input_error", "invalid_request", "queue_overflow",
               "session_time_limit_exceeded", "chunk_size_exceeded", "insufficient_audio_activity"}
-
-
-def _closed(exc: websockets.ConnectionClosed) -> ProviderError:
-    """A connection that ended mid-stream: dropped (no close frame) or closed by the vendor with a reason."""
-    code = close_code(exc)
-    if exc.rcvd is None:
-        return ProviderError(f"{VENDOR} closed the connection mid-stream (code {code})", "disconnected")
-    status = "server_error" if code == 1011 else "error"
-    return ProviderError(f"{VENDOR} closed the connection (code {code}: {exc.rcvd.reason[:200]})", status)
 
 
 def _tts_error(data: dict) -> ProviderError:
@@ -127,7 +119,7 @@ class ElevenLabsWebSocketTTS:
         try:
             await ws.send(json.dumps({"text": " "}))
         except websockets.ConnectionClosed as exc:
-            raise _closed(exc) from None
+            raise closed(VENDOR, exc) from None
         return ElevenLabsWebSocketSession(ws, timeline)
 
 
@@ -142,13 +134,13 @@ class ElevenLabsWebSocketSession:
             await self.ws.send(json.dumps({"text": ""}))
             await self._receive()
         except websockets.ConnectionClosed as exc:
-            raise _closed(exc) from None
+            raise closed(VENDOR, exc) from None
         self.timeline.mark(CLOSED)
 
     async def _receive(self) -> None:
         samples, offset = _Samples(), 0
         try:
-            async for message, at in received(self.ws):  # ends when the server closes normally
+            async for message, at in received(self.ws):
                 data = json.loads(message)
                 if data.get("audio"):
                     offset = _mark_audio(self.timeline, samples.feed(base64.b64decode(data["audio"], validate=True)),
@@ -157,6 +149,8 @@ class ElevenLabsWebSocketSession:
                     raise _tts_error(data)
                 if data.get("isFinal"):
                     break
+            else:  # the server closed normally before isFinal: the audio was cut short
+                raise closed(VENDOR, self.ws.close_code, "before isFinal")
         except MALFORMED as exc:
             raise ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed") from None
         if samples.left:
@@ -277,7 +271,7 @@ class ScribeSession:
         except StopAsyncIteration:
             raise ProviderError(f"{VENDOR} closed the session before it started", "disconnected") from None
         except websockets.ConnectionClosed as exc:
-            raise _closed(exc) from None
+            raise closed(VENDOR, exc) from None
         except MALFORMED as exc:
             raise ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed") from None
         if kind in STT_ERRORS:
@@ -309,7 +303,7 @@ class ScribeSession:
         except MALFORMED as exc:
             self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosedError as exc:
-            self._error = _closed(exc)
+            self._error = closed(VENDOR, exc)
         except websockets.ConnectionClosed:
             pass
         finally:
@@ -322,7 +316,7 @@ class ScribeSession:
                                            base64.b64encode(audio).decode(), "commit": commit,
                                            "sample_rate": self.sample_rate}))
         except websockets.ConnectionClosed as exc:
-            raise (self._error or _closed(exc)) from None
+            raise (self._error or closed(VENDOR, exc)) from None
 
     async def send_audio(self, pcm16: bytes) -> None:
         await self._send(pcm16, False)

@@ -64,17 +64,31 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
         return None
 
 
+HTTP_STATUSES = ("auth_error", "rate_limited", "server_error", "error")
+
+
+def http_status(status: int) -> str:
+    """The row status of a refused HTTP request or WebSocket handshake, for every adapter (METHOD:
+    401/403 a refused key, 429 a rate limit, 5xx the server's error, any other refusal an error)."""
+    if status in (401, 403):
+        return "auth_error"
+    if status == 429:
+        return "rate_limited"
+    return "server_error" if status >= 500 else "error"
+
+
 def http_failure(status: int, headers: Mapping[str, str], vendor: str) -> ProviderError:
     """A refused HTTP request or WebSocket handshake, by kind; never includes the request (or its key)."""
-    if status in (401, 403):
-        return ProviderError(f"{vendor} refused the key: HTTP {status}", "auth_error")
-    if status == 429:
+    kind = http_status(status)
+    if kind == "auth_error":
+        return ProviderError(f"{vendor} refused the key: HTTP {status}", kind)
+    if kind == "rate_limited":
         wait = retry_after_s(headers)
         hint = f"; Retry-After {wait:g} s" if wait is not None else ""
-        return ProviderError(f"{vendor} rate limit: HTTP 429{hint}", "rate_limited", wait)
-    if status >= 500:
-        return ProviderError(f"{vendor} server error: HTTP {status}", "server_error")
-    return ProviderError(f"{vendor} refused the request: HTTP {status}")
+        return ProviderError(f"{vendor} rate limit: HTTP {status}{hint}", kind, wait)
+    if kind == "server_error":
+        return ProviderError(f"{vendor} server error: HTTP {status}", kind)
+    return ProviderError(f"{vendor} refused the request: HTTP {status}", kind)
 
 
 async def open_websocket(url: str, headers: dict[str, str], vendor: str, subprotocols: list[str] | None = None,
@@ -88,11 +102,6 @@ async def open_websocket(url: str, headers: dict[str, str], vendor: str, subprot
         raise http_failure(exc.response.status_code, exc.response.headers, vendor) from None
     except (OSError, websockets.InvalidHandshake) as exc:
         raise ProviderError(f"cannot connect to {vendor}: {type(exc).__name__}", "disconnected") from None
-
-
-def close_code(exc: websockets.ConnectionClosed) -> int:
-    """The close code the server sent, or 1006 when the connection dropped without a close frame."""
-    return exc.rcvd.code if exc.rcvd is not None else 1006
 
 
 class WarmClient:

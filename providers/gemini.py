@@ -28,7 +28,8 @@ import re
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .keys import Secret
 from .registry import ModelInfo
@@ -42,21 +43,18 @@ OUTPUT_RATE = 24000  # the documented output rate; each blob's mimeType is read 
 INPUT_MIME = f"audio/pcm;rate={INPUT_RATE}"
 
 
-def _closed_error(exc: websockets.ConnectionClosed, key: Secret, note: str = "") -> ProviderError:
-    """A session the server ended, by kind: the close reason names auth and quota failures."""
-    code = close_code(exc)
-    reason = (exc.rcvd.reason if exc.rcvd is not None else "").replace(key.reveal(), "***")[:200]
-    text = reason.lower()
-    message = f"Gemini closed the session (code {code}{': ' + reason if reason else ''}){note}"
+def _closed_error(exc: websockets.ConnectionClosed, key: Secret, note: str = "",
+                  during: str = "before the model's turn was complete") -> ProviderError:
+    """A session the server ended, by kind: the close reason names auth and quota failures (Google
+    sends them under 1007, 1008 and 1011: see the module docstring); otherwise the code's kind
+    (close_codes)."""
+    error = closed("Gemini", exc, during, note=note, secrets=[key])
+    text = (exc.rcvd.reason if exc.rcvd is not None else "").lower()
     if "api key" in text or "permission" in text or "unauthenticated" in text:
-        return ProviderError(message, "auth_error")
+        return ProviderError(str(error), "auth_error")
     if "quota" in text or "resource_exhausted" in text or "rate limit" in text:
-        return ProviderError(message, "rate_limited")
-    if code in (1011, 1013):
-        return ProviderError(message, "server_error")
-    if code in (1000, 1001, 1006):
-        return ProviderError(message + " before the model's turn was complete", "disconnected")
-    return ProviderError(message)
+        return ProviderError(str(error), "rate_limited")
+    return error
 
 
 def _decode(message: str | bytes) -> dict:
@@ -80,7 +78,7 @@ async def _set_up(ws, setup: dict, key: Secret) -> None:
                 raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
         await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
     except websockets.ConnectionClosed as exc:
-        raise _closed_error(exc, key) from None
+        raise _closed_error(exc, key, during="during set-up") from None
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
         raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
 
@@ -150,8 +148,7 @@ class GeminiLiveSession(ReaderSession):
             self._error = _closed_error(exc, self.key, note)
         finally:
             if not complete and self._error is None:
-                self._error = ProviderError(f"Gemini closed the session (code {self.ws.close_code}) before "
-                                            "turnComplete", "disconnected")
+                self._error = closed("Gemini", self.ws.close_code, "before turnComplete")
             self.timeline.mark(CLOSED)
             self._done.set()
 

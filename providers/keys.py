@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import re
 
+from voxwatch.redaction import MASK
+from voxwatch.redaction import scrub as _scrub
+
 
 class Secret:
     """A key that cannot leak through repr, str, f-strings or logging."""
@@ -18,12 +21,12 @@ class Secret:
         return self._value
 
     def __repr__(self) -> str:
-        return "Secret('***')"
+        return f"Secret('{MASK}')"
 
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        return "***"
+        return MASK
 
 
 def vendor_variable(vendor: str, suffix: str) -> str:
@@ -41,8 +44,5 @@ def api_key(vendor: str) -> Secret | None:
 
 
 def scrub(text: str, secrets: list[Secret | None]) -> str:
-    """Remove every secret's value from text bound for a log, a row or a page."""
-    for s in secrets:
-        if s is not None and s.reveal():
-            text = text.replace(s.reveal(), "***")
-    return text
+    """Remove every secret's value from text bound for a log, a row or a page (the one scrubber's work)."""
+    return _scrub(text, secrets=secrets)

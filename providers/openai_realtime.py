@@ -57,7 +57,8 @@ import numpy as np
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import close_code, closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from .openai_batch import DEFAULT_URL, VENDOR
 from .registry import ModelInfo
@@ -112,7 +113,7 @@ def _error_of(data: dict) -> ProviderError:
 
 
 def _dropped(exc: websockets.ConnectionClosed) -> ProviderError:
-    return ProviderError(f"{VENDOR} closed the connection mid-stream (code {close_code(exc)})", "disconnected")
+    return closed(VENDOR, exc)
 
 
 def _unfinished(response: dict) -> ProviderError:
@@ -192,9 +193,11 @@ class _Session(ReaderSession):
                 kind = data["type"]
                 if self._on_error(data) if kind == "error" else self._on(kind, data, at):
                     return
-            # the server closed cleanly (1000, or 1001 at the session's time limit); without an error
-            # before it, the harness judges the turn (a stream that ends without its final: a timeout)
-            self._error = self._closed_after_error(self.ws.close_code or 1005)
+            # the server closed cleanly (1000, or 1001 at the session's time limit) before the turn was
+            # complete: the error it sent first, if any, says why; else the close does (close_codes)
+            if not (self._closing or self._done.is_set()):
+                code = self.ws.close_code or 1005
+                self._error = self._closed_after_error(code) or closed(VENDOR, code, "before the turn was complete")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:  # bad JSON, fields or base64
             self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosedError as exc:

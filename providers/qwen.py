@@ -50,7 +50,8 @@ from urllib.parse import urlencode
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .ws_session import ReaderSession, decode_event, settle, update_session
@@ -145,13 +146,11 @@ class QwenConversation(ReaderSession):
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # bad JSON, fields or base64
             self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosed as exc:
-            self._error = ProviderError(f"{VENDOR} closed the connection (code {close_code(exc)}) before "
-                                        "response.done", "disconnected")
+            self._error = closed(VENDOR, exc, "before response.done")
         finally:
             if not complete:
                 if self._error is None:
-                    self._error = ProviderError(f"{VENDOR} closed the connection before response.done",
-                                                "disconnected")
+                    self._error = closed(VENDOR, self.ws.close_code, "before response.done")
                 self.timeline.mark(CLOSED)
             self._done.set()
 
@@ -159,8 +158,7 @@ class QwenConversation(ReaderSession):
         try:
             await self.ws.send(_event(kind, **fields))
         except websockets.ConnectionClosed as exc:
-            raise self._error or ProviderError(f"{VENDOR} closed the connection (code {close_code(exc)})",
-                                               "disconnected") from None
+            raise self._error or closed(VENDOR, exc) from None
 
     async def send_audio(self, pcm16: bytes) -> None:
         await self._send("input_audio_buffer.append", audio=base64.b64encode(pcm16).decode())

@@ -42,7 +42,8 @@ import re
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -55,7 +56,6 @@ CLOSE_WAIT_S = 2.0
 # Error.type -> row status; any other type is an "error"
 ERROR_STATUS = {"not_authorised": "auth_error", "quota_exceeded": "rate_limited", "timelimit_exceeded": "rate_limited",
                 "job_error": "server_error", "session_transfer": "server_error"}
-CLOSE_STATUS = {4001: "auth_error", 4005: "rate_limited", 4013: "server_error", 1011: "server_error"}
 
 
 def endpoint_for(region: str | None) -> str:
@@ -71,13 +71,9 @@ def error_from(data: dict) -> ProviderError:
 
 
 def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError:
-    """A close that ended the session early, by kind, with Speechmatics' reason."""
-    code = close_code(exc)
-    if code == 1006:
-        return ProviderError(f"Speechmatics closed the connection {during} (code 1006)", "disconnected")
-    reason = (exc.rcvd.reason if exc.rcvd is not None else "")[:200]
-    status = CLOSE_STATUS.get(code, "error" if code == 1003 or 1007 <= code < 5000 else "disconnected")
-    return ProviderError(f"Speechmatics closed the connection {during}: {code} {reason}".rstrip(), status)
+    """A close that ended the session early, by kind (close_codes: Speechmatics' documented codes),
+    with Speechmatics' reason."""
+    return closed("Speechmatics", exc, during)
 
 
 class SpeechmaticsSTT:

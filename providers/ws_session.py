@@ -9,7 +9,7 @@ from typing import Awaitable, Callable, TypeVar
 import websockets
 
 from .base import ProviderError
-from .endpoints import close_code
+from .close_codes import closed
 from .stamped import received
 
 T = TypeVar("T")
@@ -51,12 +51,11 @@ async def update_session(ws, session: dict, vendor: str, error_of: Callable[[dic
                 await ws.send(json.dumps({"type": "session.update", "session": session}))
             elif kind == "session.updated":
                 return
-        raise ProviderError(f"{vendor} closed the connection during set-up (code {ws.close_code})", "disconnected")
+        raise closed(vendor, ws.close_code, "during set-up")
     except (ValueError, KeyError, TypeError) as exc:  # bad JSON or UTF-8, a missing type, not an object
         raise ProviderError(f"malformed message from {vendor} ({type(exc).__name__})", "malformed") from None
     except websockets.ConnectionClosed as exc:
-        raise ProviderError(f"{vendor} closed the connection during set-up (code {close_code(exc)})",
-                            "disconnected") from None
+        raise closed(vendor, exc, "during set-up") from None
     finally:
         await stream.aclose()
 

@@ -47,7 +47,8 @@ from urllib.parse import urlencode
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -79,8 +80,7 @@ def _error_text(data: dict) -> str:
 def _broken(exc: BaseException | None, close: int | None, when: str) -> ProviderError:
     """A session that broke `when`: a malformed event, or the socket closed (`exc` None: closed cleanly)."""
     if exc is None or isinstance(exc, websockets.ConnectionClosed):
-        code = close_code(exc) if exc is not None else close
-        return ProviderError(f"{VENDOR} closed the session (code {code}) {when}", "disconnected")
+        return closed(VENDOR, close if exc is None else exc, when)
     return ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
 
 

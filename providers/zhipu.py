@@ -51,9 +51,10 @@ import json
 import websockets
 
 from .base import ProviderError
-from .endpoints import base_url, close_code, is_loopback, open_websocket, require_key
+from .close_codes import closed
+from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .keys import Secret
+from .keys import Secret, scrub
 from .openai_batch import wav_bytes
 from .registry import ModelInfo
 from .stamped import received
@@ -86,7 +87,7 @@ def _error_of(data: dict, key: Secret) -> ProviderError:
     err = data.get("error") or {}
     code = str(err.get("code") or "")
     kind = str(err.get("type") or "error")
-    message = str(err.get("message") or "").replace(key.reveal(), "***")[:300]
+    message = scrub(str(err.get("message") or ""), [key])[:300]
     if code in AUTH_CODES:
         status = "auth_error"
     elif code in RATE_CODES:
@@ -161,25 +162,22 @@ class GlmRealtimeSession(ReaderSession):
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, binascii.Error) as exc:
             self._error = ProviderError(f"malformed message from {VENDOR} ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosed as exc:
-            self._error = self._unfinished(close_code(exc))
+            self._error = self._unfinished(exc)
         finally:
             if not complete:
                 self._error = self._error or self._unfinished(self.ws.close_code)
                 self.timeline.mark(CLOSED)
             self._done.set()
 
-    def _unfinished(self, code: int | None) -> ProviderError:
+    def _unfinished(self, close: websockets.ConnectionClosed | int | None) -> ProviderError:
         """The socket closed before response.done: the last recoverable error, if any, says why."""
-        note = f" after {self._noted}" if self._noted else ""
-        return ProviderError(f"{VENDOR} closed the connection (code {code}) before response.done{note}",
-                             "disconnected")
+        return closed(VENDOR, close, "before response.done", note=f" after {self._noted}" if self._noted else "")
 
     async def _send(self, event: dict) -> None:
         try:
             await self.ws.send(json.dumps(event))
         except websockets.ConnectionClosed as exc:
-            raise self._error or ProviderError(f"{VENDOR} closed the connection (code {close_code(exc)})",
-                                               "disconnected") from None
+            raise self._error or closed(VENDOR, exc) from None
 
     async def send_audio(self, pcm16: bytes) -> None:
         await self._send({"type": "input_audio_buffer.append",

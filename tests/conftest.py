@@ -31,11 +31,12 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 @contextlib.contextmanager
 def fresh_postgres() -> Iterator[str]:
     """A new, empty database on the test Postgres (VOXWATCH_TEST_POSTGRES, else the local one), dropped after."""
-    import psycopg
+    from voxwatch.store import StoreError
+    from voxwatch.store.connection import connect
 
     try:
-        admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True, connect_timeout=5)
-    except psycopg.Error as exc:
+        admin = connect(POSTGRES_ADMIN, timeout_s=5)
+    except StoreError as exc:
         raise RuntimeError(f"the tests need Postgres at {POSTGRES_ADMIN} (.ci/run starts it): {exc}") from None
     name = f"voxwatch_test_{secrets.token_hex(5)}"
     with admin:

@@ -34,7 +34,7 @@ from voxwatch.datasets.catalog import Catalog, Dataset, bundled_root
 from voxwatch.datasets.manifest import Clip
 from voxwatch.observation import Observation
 from voxwatch.providers.emulators import server
-from voxwatch.providers.emulators.faults import RETRY_AFTER_S
+from voxwatch.providers.emulators.faults import HANDSHAKE, RETRY_AFTER_S
 from voxwatch.providers.emulators.ledger import Ledger, caller_late_ms, truth_as_sent
 from voxwatch.providers.emulators.scenario import S2SScenario
 from voxwatch.providers.events import AUDIO, FINAL, PARTIAL, RESPONSE, Timeline
@@ -52,6 +52,7 @@ EXPECTED_STATUS = {
     "forbidden": "auth_error",
     "rate_limited": "rate_limited",
     "server_error": "server_error",
+    "bad_request": "error",
     "malformed": "malformed",
     "disconnect": "disconnected",
     "no_final": "timeout",
@@ -190,8 +191,7 @@ def assert_failure_row(row: Observation, fault: str) -> None:
     """The row an injected fault must give: its status, a reason, no clock, and never the key."""
     assert row.status == EXPECTED_STATUS[fault], (fault, row.status, row.reason)
     assert row.reason and KEY not in row.reason
-    assert all(getattr(row, name) is None for name in CLOCK_FIELDS if name != "connect_ms" or fault in (
-        "unauthorized", "forbidden", "rate_limited", "server_error"))
+    assert all(getattr(row, name) is None for name in CLOCK_FIELDS if name != "connect_ms" or fault in HANDSHAKE)
     if fault == "rate_limited":
         assert row.retry_after_s == RETRY_AFTER_S
     assert KEY not in repr(row)

@@ -19,6 +19,7 @@ import pytest
 
 from voxwatch.observation import Observation
 from voxwatch.store import open_store
+from voxwatch.store.connection import connect
 
 from grafana_query import TimeRange
 
@@ -218,7 +219,7 @@ def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
         assert store.add(rows) == len(rows)
     finally:
         store.close()
-    with psycopg.connect(postgres_store_url, autocommit=True) as conn:
+    with connect(postgres_store_url) as conn:
         _seed_alerts(conn)
     yield postgres_store_url, rows
 

@@ -25,6 +25,7 @@ from voxwatch.metrics.series import WINDOWS, MetricRow, pooled_wer, summarize
 from voxwatch.observation import Observation
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
+from voxwatch.store.connection import connect
 
 from dashboard_seed import CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, seeded  # noqa: F401 (a fixture)
 from grafana_panels import FILES, load, run_panel, variables_of
@@ -367,7 +368,7 @@ def test_panel_numbers_equal_the_python_definitions_on_the_seeded_rows(key, seed
     url, rows = seeded
     fn, has_na = CHECKS[key]
     tally = Tally()
-    with psycopg.connect(url, autocommit=True) as conn:
+    with connect(url) as conn:
         fn(conn, rows, tally)
     assert tally.numbers > 0, f"{key}: no number compared"
     if has_na:

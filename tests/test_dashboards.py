@@ -16,7 +16,6 @@ import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 
-import psycopg
 import pytest
 import yaml
 
@@ -24,6 +23,7 @@ from voxwatch import dashboards, panel_sql
 from voxwatch.metrics.specs import METRICS
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
+from voxwatch.store.connection import connect
 
 from conftest import REPO, run_cli
 from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, RANGE, seeded  # noqa: F401 (a fixture)
@@ -87,7 +87,7 @@ def _check_shape(panel: dict, target: dict, names: list[str], types: list[int], 
 def test_every_panel_query_returns_rows_of_the_columns_and_types_its_panel_reads(path: Path, seeded):
     url, _ = seeded
     dashboard = json.loads(path.read_text())
-    with psycopg.connect(url, autocommit=True) as conn:
+    with connect(url) as conn:
         variables = variables_of(conn, dashboard)
         for v in dashboard["templating"]["list"]:
             if v["type"] == "query":
@@ -105,7 +105,7 @@ def test_no_panel_or_variable_shows_emulator_rows_even_when_asked_for_them(seede
     url, rows = seeded
     everything = {"board": sorted({r.board for r in rows}), "model": sorted({r.model_id for r in rows}),
                   "dataset": sorted({r.dataset for r in rows}), "region": sorted({r.region for r in rows})}
-    with psycopg.connect(url, autocommit=True) as conn:
+    with connect(url) as conn:
         for path in FILES:
             dashboard = json.loads(path.read_text())
             variables = variables_of(conn, dashboard, **everything)

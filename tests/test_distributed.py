@@ -67,11 +67,14 @@ def _postgres_url() -> str | None:
         return None
     import psycopg
 
+    from voxwatch.store import StoreError
+    from voxwatch.store.connection import connect
+
     name = f"voxwatch_test_{uuid.uuid4().hex[:10]}"
     try:
-        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=5) as conn:
+        with connect(f"{POSTGRES}/postgres", timeout_s=5) as conn:
             conn.execute(f"CREATE DATABASE {name}")
-    except psycopg.Error:
+    except (StoreError, psycopg.Error):
         return None
     return f"{POSTGRES}/{name}"
 
@@ -84,9 +87,9 @@ def store(tmp_path_factory) -> Iterator[str]:
         return
     run_cli("db", "upgrade", "--store", url)
     yield url
-    import psycopg
+    from voxwatch.store.connection import connect
 
-    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as conn:
+    with connect(f"{POSTGRES}/postgres") as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
 
 

@@ -17,7 +17,6 @@ import tracemalloc
 from pathlib import Path
 from typing import Iterator
 
-import psycopg
 import pytest
 from starlette.testclient import TestClient
 
@@ -29,6 +28,7 @@ from voxwatch.datasets.manifest import file_stem
 from voxwatch.metrics.wer import word_errors
 from voxwatch.observation import Observation
 from voxwatch.store import open_store
+from voxwatch.store.connection import connect
 from voxwatch.store.spool import SpoolingWriter
 from voxwatch.text import UNSAFE, safe_text
 from voxwatch.workers.measure import CLOCK_FIELDS
@@ -192,7 +192,7 @@ def postgres_url() -> Iterator[str]:
 
 
 def _pg_rows(url: str, run_id: str) -> list[dict]:
-    with psycopg.connect(url) as conn:
+    with connect(url, autocommit=False) as conn:
         cur = conn.execute("SELECT * FROM observations WHERE run_id = %s", (run_id,))
         names = [d.name for d in cur.description]
         return [dict(zip(names, r)) for r in cur]

@@ -15,7 +15,6 @@ import time
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from voxwatch import leaderboard
@@ -23,8 +22,10 @@ from voxwatch.leaderboard import MetricRow
 from voxwatch.observation import Observation, RunRecord
 from voxwatch.providers.registry import Registry
 from voxwatch.store import StoreError, open_store
+from voxwatch.store.connection import connect
 from voxwatch.store.migrations import MIGRATIONS
 from voxwatch.store.spool import SpoolingWriter, read_rows
+from voxwatch.store.url import parse_store_url
 
 from conftest import run_cli
 
@@ -36,8 +37,8 @@ HOUR, DAY = 3600.0, 86400.0
 @pytest.fixture(scope="session")
 def database() -> str:
     try:
-        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.Error as exc:
+        admin = connect(ADMIN_URL, timeout_s=5)
+    except StoreError as exc:
         pytest.skip(f"no Postgres at {ADMIN_URL}: {exc}")
     name = f"voxwatch_test_{secrets.token_hex(4)}"
     admin.execute(f"CREATE DATABASE {name}")
@@ -52,7 +53,7 @@ def database() -> str:
 @pytest.fixture
 def pg_url(database: str) -> str:
     """The session's database with an empty schema: each test migrates it from nothing."""
-    with psycopg.connect(database, autocommit=True) as conn:
+    with connect(database) as conn:
         conn.execute("DROP SCHEMA public CASCADE")
         conn.execute("CREATE SCHEMA public")
     return database
@@ -101,7 +102,7 @@ def test_migrations_run_once_in_order_and_new_fields_are_added(pg_url: str):
     store = open_store(pg_url)
     assert store.migrated == [v for v, _ in MIGRATIONS] == sorted(v for v, _ in MIGRATIONS)
     store.close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:  # a store made before two fields: a row's own, a context's
+    with connect(pg_url) as conn:  # a store made before two fields: a row's own, a context's
         conn.execute("DROP VIEW observations CASCADE")
         conn.execute("ALTER TABLE obs_facts DROP COLUMN instrument_error")
         conn.execute("ALTER TABLE obs_contexts DROP COLUMN onset_version")
@@ -113,7 +114,7 @@ def test_migrations_run_once_in_order_and_new_fields_are_added(pg_url: str):
     assert [f.name for f in fields(Observation)] == [d.name for d in again.connection().execute(
         "SELECT * FROM observations_during(0, 'Infinity')").description]
     again.close()
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url, autocommit=False) as conn:
         assert [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")] == \
             [v for v, _ in MIGRATIONS]
     proc = run_cli("db", "upgrade", "--store", pg_url)
@@ -142,7 +143,7 @@ def test_rows_refused_while_the_store_is_down_are_spooled_and_ingested_once_it_i
     store = open_store(pg_url)
     writer = SpoolingWriter(store, tmp_path / "spool", "r1")
     writer.write(obs("a"))
-    store._url = f"postgresql://postgres@127.0.0.1:{_dead_port()}/x"  # the server goes away
+    store._store = parse_store_url(f"postgresql://postgres@127.0.0.1:{_dead_port()}/x")  # the server goes away
     store._db.close()
     for clip in "bcdef":
         writer.write(obs(clip))
@@ -250,7 +251,7 @@ def test_the_leaderboard_is_the_same_from_sqlite_and_postgres(pg_url: str, tmp_p
 def test_a_write_refreshes_only_the_series_it_touched(pg_url: str):
     store = open_store(pg_url)
     store.add([obs(f"c{i}", value=100.0 + i) for i in range(6)] + [obs(f"n{i}", dataset="stt-starter-noise") for i in range(6)])
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url, autocommit=False) as conn:
         before = dict(conn.execute("SELECT dataset, max(computed_at) FROM aggregates GROUP BY dataset").fetchall())
         store.add([obs("c7", value=1000.0)])
         after = dict(conn.execute("SELECT dataset, max(computed_at) FROM aggregates GROUP BY dataset").fetchall())
@@ -276,7 +277,7 @@ def test_a_refresh_reads_its_series_by_key_run_by_run(pg_url: str):
 
     store = open_store(pg_url)
     store.add([obs(f"c{i}", run_id=f"r{i % 4}") for i in range(40)], refresh=False)
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url, autocommit=False) as conn:
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_bitmapscan = off")
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + aggregates._FETCH, {
@@ -292,7 +293,7 @@ def test_a_refresh_reads_its_series_by_key_run_by_run(pg_url: str):
 
 def _wide_store(url: str, rows: list[Observation]) -> None:
     """A store as migrations 1-5 left it: the wide observations table, holding these rows."""
-    with psycopg.connect(url, autocommit=True) as conn:
+    with connect(url) as conn:
         conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
         for version, sql in MIGRATIONS[:5]:
             for statement in sql.split(";\n"):
@@ -343,7 +344,7 @@ def test_writers_that_meet_the_same_new_names_at_once_share_one_entry(pg_url: st
     for t in threads:
         t.join()
     assert sum(added) == 4 * 30 + 1
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url, autocommit=False) as conn:
         assert conn.execute("SELECT count(*) FROM obs_names WHERE name IN ('r-new', 'new/model@1')").fetchone()[0] == 2
         assert conn.execute("SELECT count(*) FROM obs_contexts WHERE region = 'eu-new'").fetchone()[0] == 1
         assert conn.execute("SELECT count(*) FROM observations WHERE run_id = 'r-new'").fetchone()[0] == 121
@@ -367,7 +368,7 @@ def test_observations_during_a_time_range_are_the_rows_measured_in_it(pg_url: st
     rows = dataset()
     store.add(rows)
     low, high = NOW - 6 * DAY, NOW - 4 * HOUR
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url, autocommit=False) as conn:
         got = conn.execute("SELECT run_id, model_id, dataset, clip_id, attempt FROM observations_during(%s, %s)",
                            (low, high)).fetchall()
     want = [(r.run_id, r.model_id, r.dataset, r.clip_id, r.attempt) for r in rows if low <= r.started_at <= high]
@@ -403,7 +404,7 @@ def test_rows_of_one_series_from_several_contexts_are_pooled_as_sqlite_pools_the
     sqlite, pg = open_store(f"sqlite:///{tmp_path}/s.sqlite"), open_store(pg_url)
     sqlite.add(rows)
     pg.add(rows)
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url, autocommit=False) as conn:
         assert conn.execute("SELECT count(DISTINCT context_ref) FROM obs_facts").fetchone()[0] == 4
     got = leaderboard.from_store(pg, "24h")
     [latency] = [r for r in got if r.metric == "latency_ms"]
@@ -424,7 +425,7 @@ def test_measured_models_are_those_with_a_row_not_measured_against_an_emulator(p
                obs("e", model_id="emulated/c@1", run_id="r3", emulator=True)], refresh=False)
     asked = ["real/a@1", "mixed/b@1", "emulated/c@1", "never/seen@1"]
     body = MEASURED_MODELS.split("$$")[1].replace("unnest(models)", "unnest(%s::text[])")
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url, autocommit=False) as conn:
         got = [m for (m,) in conn.execute("SELECT measured_models(%s) ORDER BY 1", (asked,))]
         assert got == sorted([m for (m,) in conn.execute(body, (asked,))]) == ["mixed/b@1", "real/a@1"]
         conn.execute("SET enable_seqscan = off")

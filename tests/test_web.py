@@ -30,7 +30,6 @@ from typing import Iterator
 import httpx
 import jsonschema
 import numpy as np
-import psycopg
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
@@ -41,6 +40,7 @@ from voxwatch.metrics.series import RATES
 from voxwatch.observation import Observation
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
+from voxwatch.store.connection import connect
 
 from conftest import REPO, fresh_postgres, run_cli
 
@@ -611,7 +611,7 @@ def test_the_alerts_view_lists_open_and_recently_resolved_alerts(server, store):
                 f"{key} ttfs_ms p50 {value:.0f} ms against 400 ms")
     alerts = [alert("deepgram/nova-3", "firing", 0.2, None, 655.0), alert("openai/whisper-1", "pending", 0.1, None, 520.0),
               alert("cartesia/sonic-3.5", "resolved", 3.0, 2.0, 610.0), alert("old/model@1", "resolved", 20, 19, 700.0)]
-    with psycopg.connect(store, autocommit=True) as conn:
+    with connect(store) as conn:
         conn.cursor().executemany(
             "INSERT INTO alerts (key, kind, board, model_id, metric, dataset, region, method_version, state, opened_at, "
             "fired_at, resolved_at, last_evaluated_at, recent_value, baseline_value, p_value, n_recent, n_baseline, "

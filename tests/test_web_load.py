@@ -16,11 +16,11 @@ from dataclasses import replace
 from typing import Iterator
 
 import httpx
-import psycopg
 import pytest
 
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
+from voxwatch.store.connection import connect
 from voxwatch.web.cache import Page, Pages
 from voxwatch.web.freshness import Freshness
 from voxwatch.web.headers import POLICY
@@ -117,7 +117,7 @@ def test_the_version_is_read_at_most_once_per_interval_and_a_write_shows_after_i
 def test_overload_is_a_503_with_retry_after_and_health_still_answers(busy, postgres):
     cached = httpx.get(f"{busy}/")  # rendered before the overload: served from the cache through it
     assert cached.status_code == 200
-    with psycopg.connect(postgres) as holder, ThreadPoolExecutor(1) as pool:
+    with connect(postgres, autocommit=False) as holder, ThreadPoolExecutor(1) as pool:
         holder.execute("LOCK TABLE obs_facts IN ACCESS EXCLUSIVE MODE")  # held until the rollback below
         held = pool.submit(httpx.get, f"{busy}/model/deepgram/nova-3", timeout=120)
         _wait_for_a_blocked_query(postgres)  # the model page's render waits on the lock, in the only slot
@@ -142,7 +142,7 @@ def test_overload_is_a_503_with_retry_after_and_health_still_answers(busy, postg
 
 def _wait_for_a_blocked_query(url: str) -> None:
     deadline = time.monotonic() + 60
-    with psycopg.connect(url, autocommit=True) as conn:
+    with connect(url) as conn:
         while not conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                                "AND wait_event_type = 'Lock'").fetchone()[0]:
             assert time.monotonic() < deadline, "the model page never reached the locked table"

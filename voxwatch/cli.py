@@ -314,7 +314,7 @@ def cmd_dashboards_push(args) -> int:
     for d in pushed:
         change = "created" if d.previous is None else f"updated (was version {d.previous})"
         print(f"{change} {d.uid} ({d.title}), version {d.version}: {d.url}")
-    print(f"pushed {len(pushed)} dashboards to {args.url} (folder {dashboards.FOLDER_TITLE})")
+    print(f"pushed {len(pushed)} dashboards to {redact(args.url)} (folder {dashboards.FOLDER_TITLE})")
     return 0
 
 

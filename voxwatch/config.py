@@ -18,6 +18,9 @@ from typing import Any, Callable, Mapping
 
 from voxwatch.text import control_chars
 
+from voxwatch.redaction import redact_url
+from voxwatch.store.url import EXPECTED, store_kind
+
 BOARDS = ("stt", "tts", "s2s")
 MAX_INT = 2**31 - 1  # counts, minutes and seconds: past this a scheduler or a timer overflows
 MAX_SECONDS = 1e9  # about 31 years: any longer wait is a mistake (asyncio cannot schedule inf)
@@ -55,9 +58,8 @@ def _text(v: Any) -> str:
 
 def _store_url(v: Any) -> str:
     v = _text(v)
-    if not v.startswith(("sqlite:///", "postgresql://", "postgres://")):
-        raise ValueError("expected sqlite:///relative/path, sqlite:////absolute/path "
-                         "or postgresql://user@host:port/database")
+    if store_kind(v) is None:
+        raise ValueError(f"expected {EXPECTED}")
     return v
 
 
@@ -351,7 +353,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
             try:
                 values[name][key] = check(raw)
             except ValueError as exc:
-                shown = _redact(raw) if key == "url" and isinstance(raw, str) else raw  # a URL may hold a password
+                shown = redact_url(raw) if key == "url" and isinstance(raw, str) else raw  # a URL may hold a password
                 if key == "webhooks":  # may hold a webhook URL: the message says what is wrong without it
                     raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key}: {exc}") from None
                 raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
@@ -376,12 +378,6 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         schedule_regions=values["schedule"]["regions"],
         alerts=Alerts(**values["alerts"]),
     )
-
-
-def _redact(url: str) -> str:
-    from voxwatch.store import redact
-
-    return redact(url)
 
 
 _BROKER_LIMITS = ("soft_time_limit_s", "time_limit_s", "visibility_timeout_s")

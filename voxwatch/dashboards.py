@@ -18,6 +18,8 @@ from urllib.parse import urljoin, urlsplit
 from grafana_client import GrafanaApi
 from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaUnauthorizedError
 
+from voxwatch.redaction import scrub
+
 TOKEN_VARIABLE = "VOXWATCH_GRAFANA_TOKEN"
 FOLDER_UID = "voxwatch"
 FOLDER_TITLE = "voxwatch"
@@ -74,15 +76,19 @@ def push(url: str, token: str, dashboards: list[dict]) -> list[Pushed]:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise DashboardError("--url must be Grafana's http(s) base URL, e.g. http://localhost:3000")
-    if parts.username or parts.password:
+    if "@" in parts.netloc:  # a user part: credentials, which belong in the token
         raise DashboardError(f"leave credentials out of --url; the token comes from {TOKEN_VARIABLE}")
     api = GrafanaApi.from_url(url, credential=token, timeout=TIMEOUT_S)
+
+    def failure(text: str) -> DashboardError:  # whatever Grafana or the HTTP client said, the token cut out
+        return DashboardError(scrub(text, secrets=[token], urls=[url]))
+
     try:
         _ensure_folder(api)
         return [_push_one(api, url, d) for d in dashboards]
     except GrafanaUnauthorizedError:
-        raise DashboardError(f"Grafana at {url} refused the token in {TOKEN_VARIABLE} (401 Unauthorized); "
-                             "use a valid service account token") from None
+        raise failure(f"Grafana at {url} refused the token in {TOKEN_VARIABLE} (401 Unauthorized); "
+                      "use a valid service account token") from None
     except GrafanaException as exc:
         if exc.status_code == 403:
             detail = "the token may not write dashboards (403 Forbidden); give its service account the Editor role"
@@ -92,11 +98,11 @@ def push(url: str, token: str, dashboards: list[dict]) -> list[Pushed]:
             detail = f"answered {exc.status_code} with a body that is not Grafana's JSON; check --url"
         else:
             detail = str(exc.message)
-        raise DashboardError(f"{url}: {detail}") from None
+        raise failure(f"{url}: {detail}") from None
     except (ValueError, KeyError, TypeError):  # a body that is not JSON, or JSON without Grafana's fields
-        raise DashboardError(f"the server at {url} did not answer like Grafana's HTTP API; check --url") from None
+        raise failure(f"the server at {url} did not answer like Grafana's HTTP API; check --url") from None
     except OSError as exc:  # niquests' connection errors (refused, DNS, TLS) are OSErrors
-        raise DashboardError(f"cannot reach Grafana at {url}: {exc}") from None
+        raise failure(f"cannot reach Grafana at {url}: {exc}") from None
 
 
 def _ensure_folder(api: GrafanaApi) -> None:

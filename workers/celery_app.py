@@ -110,7 +110,7 @@ def enqueue_plan(config: Config, region: str, **plan_kwargs: Any) -> tuple[str, 
 
     from kombu.exceptions import OperationalError
 
-    from voxwatch.store import redact
+    from voxwatch.redaction import redact_url, scrub
 
     queue = queue_name(config, region)
     configure(config)
@@ -119,5 +119,6 @@ def enqueue_plan(config: Config, region: str, **plan_kwargs: Any) -> tuple[str, 
         app.send_task("voxwatch.plan", kwargs={"region": region, **plan_kwargs}, queue=queue, task_id=run_id,
                       retry_policy={"max_retries": 2, "interval_start": 0.5, "interval_step": 1})
     except OperationalError as exc:
-        raise BrokerUnreachable(f"cannot reach the broker at {redact(config.broker.url)}: {exc}") from None
+        raise BrokerUnreachable(f"cannot reach the broker at {redact_url(config.broker.url)}: "
+                                f"{scrub(str(exc), urls=[config.broker.url])}") from None
     return run_id, queue

@@ -35,7 +35,7 @@ from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_error
 from voxwatch.observation import Observation
 from voxwatch.text import safe_text
 from voxwatch.providers.base import HarnessFault, ProviderError
-from voxwatch.providers.endpoints import close_code
+from voxwatch.providers.close_codes import closed
 from voxwatch.providers.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.registry import ModelInfo
@@ -254,8 +254,9 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
         return _fail(row, exc.status, str(exc), ctx)
     except HarnessFault as exc:  # ours, not the vendor's: not an attempt
         return _fail(row, "excluded", str(exc), ctx)
-    except websockets.ConnectionClosed as exc:
-        return _fail(row, "disconnected", f"the provider closed the connection mid-stream (code {close_code(exc)})", ctx)
+    except websockets.ConnectionClosed as exc:  # an adapter that let the close through: the one reading of its code
+        error = closed(model.vendor, exc)
+        return _fail(row, "excluded" if isinstance(error, HarnessFault) else error.status, str(error), ctx)
     except Exception as exc:
         return _fail(row, "error", f"{type(exc).__name__}: {exc}", ctx)
     for metric in ("ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "ttfa_ms", "latency_ms"):

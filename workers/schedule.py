@@ -18,6 +18,7 @@ from celery.beat import BeatLazyFunc
 from celery.schedules import schedstate, schedule
 
 from voxwatch.config import Config
+from voxwatch.store.url import POSTGRES, store_kind
 
 
 class aligned(schedule):
@@ -61,7 +62,7 @@ def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
                                "sent_at": BeatLazyFunc(time.time)},
                     "options": {"queue": queue_name(config, region)},
                 }
-    if config.store_url.startswith(("postgresql://", "postgres://")):  # the alerts live in the Postgres store
+    if store_kind(config.store_url) == POSTGRES:  # the alerts live in the Postgres store
         entries["alerts evaluate"] = {
             "task": "voxwatch.alerts.evaluate",
             "schedule": aligned(timedelta(minutes=config.alerts.evaluate_every_minutes)),

@@ -34,7 +34,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import STTScenario, scenario_for
 
@@ -189,8 +189,8 @@ class AssemblyAIEmulator:
         async for k in turn.partials():
             if s.fault == "malformed":
                 await ws.send('{"type": "Turn", "turn_order": ')
-            elif s.fault == "disconnect":
-                await drop(ws)
+            elif breaks(s.fault):
+                await break_off(ws, s.fault)
                 return
             if k == 1:
                 record(self, stream.transcript, "first_partial")

@@ -18,7 +18,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import Scenarios, TTSScenario, scenario_for
 from .speech import ChunkCache, b64
@@ -63,8 +63,8 @@ class CartesiaEmulator:
                 await sleep_until(at)
                 if s.fault == "malformed" and i == 1:
                     await ws.send('{"type": "chunk", "data": ')
-                elif s.fault == "disconnect" and i == 2:
-                    await drop(ws)
+                elif breaks(s.fault) and i == 2:
+                    await break_off(ws, s.fault)
                     return
                 if i == 0:
                     record(self, transcript, "first_audio")

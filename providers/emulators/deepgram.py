@@ -30,7 +30,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import STTScenario, TTSScenario, scenario_for
 from .speech import ChunkCache
@@ -103,8 +103,8 @@ class DeepgramEmulator:
         async for k in turn.partials():
             if s.fault == "malformed":
                 await ws.send('{"type": "Results", "channel": ')
-            elif s.fault == "disconnect":
-                await drop(ws)
+            elif breaks(s.fault):
+                await break_off(ws, s.fault)
                 return
             if k == 1:
                 record(self, turn.transcript, "first_partial")
@@ -158,8 +158,8 @@ class DeepgramEmulator:
             await sleep_until(at)
             if s.fault == "malformed" and i == 1:
                 await ws.send('{"type": "Flushed", ')
-            elif s.fault == "disconnect" and i == 2:
-                await drop(ws)
+            elif breaks(s.fault) and i == 2:
+                await break_off(ws, s.fault)
                 return False
             if i == 0:
                 record(self, text, "first_audio")

@@ -40,7 +40,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.clock import sleep_until
 
-from .faults import http_refusal
+from .faults import break_off, breaks, http_refusal
 from .ledger import record
 from .scenario import STTScenario, TTSScenario, scenario_for
 from .speech import ChunkCache, b64
@@ -180,8 +180,8 @@ class ElevenLabsEmulator:
                 await sleep_until(at)
                 if s.fault == "malformed" and i == 1:
                     await ws.send_text('{"audio": ')
-                elif s.fault == "disconnect" and i == 2:
-                    return _abort(ws._receive)
+                elif breaks(s.fault) and i == 2:
+                    return await break_off(ws, s.fault)
                 self._record(transcript, i, first_speech)
                 await ws.send_text(json.dumps({"audio": encoded[i], "isFinal": None, "normalizedAlignment": None,
                                                "alignment": None}))
@@ -275,8 +275,8 @@ class ElevenLabsEmulator:
             async for k in turn.partials():
                 if s.fault == "malformed":
                     await ws.send_text('{"message_type": "partial_transcript", "text": ')
-                elif s.fault == "disconnect":
-                    return _abort(ws._receive)
+                elif breaks(s.fault):
+                    return await break_off(ws, s.fault)
                 if k == 1:
                     record(self, turn.transcript, "first_partial")
                 await ws.send_text(json.dumps({"message_type": "partial_transcript",

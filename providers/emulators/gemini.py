@@ -28,7 +28,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import S2SScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
@@ -121,8 +121,8 @@ class GeminiLiveEmulator:
             await sleep_until(at + i * every)
             if s.fault == "malformed" and i == 1:
                 await ws.send(b'{"serverContent": {"modelTurn": ')
-            elif s.fault == "disconnect" and i == 2:
-                await drop(ws)
+            elif breaks(s.fault) and i == 2:
+                await break_off(ws, s.fault)
                 return
             if i == 0:
                 record(self, stream, "first_audio")

@@ -58,8 +58,9 @@ Every `error` event names the `event_id` of the client event that caused it (nul
 
 Auth: `Authorization: Bearer <key>`; a wrong key is refused with 401 (HTTP and WebSocket upgrade
 alike). Handshake faults refuse the request or upgrade; stream faults: `malformed` (a broken JSON
-event, or an odd trailing byte in a PCM body), `disconnect` (the WebSocket closed with 1011 - ASGI
-has no way to drop a socket without a close frame - or the HTTP body cut short), `no_final`
+event, or an odd trailing byte in a PCM body), `disconnect` (the WebSocket dropped without a close
+frame, through uvicorn's transport, or the HTTP body cut short), `close:<code>` (the WebSocket closed
+with that code), `no_final`
 (no `.completed` / `response.done`, an HTTP body that never ends), `inaudible` (silent audio).
 """
 
@@ -84,7 +85,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.clock import sleep_until
 
-from .faults import http_refusal
+from .faults import break_off, breaks, http_refusal
 from .ledger import record
 from .scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
@@ -322,8 +323,8 @@ class _Realtime:
         """Commit the scenario's stream fault at the first timed send; True when the stream ends here."""
         if self.s.fault == "malformed":
             await self.ws.send_text('{"type": "conversation.item.input_audio_transcription.delta", "delta": ')
-        elif self.s.fault == "disconnect":
-            await self.ws.close(code=1011)
+        elif breaks(self.s.fault):
+            await break_off(self.ws, self.s.fault)
             return True
         return False
 
@@ -408,8 +409,8 @@ class _Conversation(_Realtime):
             await sleep_until(start + i * every)
             if i == 1 and s.fault == "malformed":
                 await self.ws.send_text('{"type": "response.output_audio.delta", "delta": ')
-            elif i == 2 and s.fault == "disconnect":
-                await self.ws.close(code=1011)
+            elif i == 2 and breaks(s.fault):
+                await break_off(self.ws, s.fault)
                 return
             if i == 0:
                 record(self.emulator, stream, "first_audio")

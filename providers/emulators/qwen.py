@@ -42,7 +42,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import S2SScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
@@ -215,8 +215,8 @@ class _Session:
             await sleep_until(start + i * every)
             if i == 1 and s.fault == "malformed":
                 await self.ws.send('{"type": "response.audio.delta", "delta": ')
-            elif i == 2 and s.fault == "disconnect":
-                await drop(self.ws)
+            elif i == 2 and breaks(s.fault):
+                await break_off(self.ws, s.fault)
                 return
             if i == 0:
                 record(self.emulator, stream, "first_audio")

@@ -39,21 +39,49 @@ def emulator_class(kind: str):
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
-def _answer_ledger(emulator, conn) -> None:
-    """Hand over the send records on request (a thread that sleeps in recv() until asked)."""
+class _Serving:
+    """The emulator a server answers with; `switch` replaces it whole (a new scenario, say other
+    faults), and connections opened from then on get the new one."""
+
+    def __init__(self, kind: str, scenario, with_ledger: bool) -> None:
+        self.kind, self.with_ledger = kind, with_ledger
+        self.switch(scenario)
+
+    def switch(self, scenario) -> None:
+        emulator = emulator_class(self.kind)(scenario)
+        emulator.ledger = [] if self.with_ledger else None  # calibration only: see ledger.py
+        self.app = emulator.app() if hasattr(emulator, "app") else None
+        self.current = emulator
+
+    async def asgi(self, scope, receive, send) -> None:
+        await self.app(scope, receive, send)
+
+    def process_request(self, connection, request):
+        return self.current.process_request(connection, request)
+
+    async def handle(self, ws) -> None:
+        await self.current.handle(ws)
+
+
+def _answer(serving: _Serving, conn) -> None:
+    """Answer the testing process (a thread that sleeps in recv() until asked): the send records
+    (Ledger), or a new scenario to serve (Switch)."""
     while True:
         try:
-            conn.recv()
+            request = conn.recv()
         except EOFError:
             return
-        records, emulator.ledger = emulator.ledger, []
+        if isinstance(request, tuple) and request[0] == "scenario":
+            serving.switch(request[1])
+            conn.send("ok")
+            continue
+        records, serving.current.ledger = serving.current.ledger, []
         conn.send(records)
 
 
 def _run(kind: str, scenario, conn, with_ledger: bool) -> None:
-    emulator = emulator_class(kind)(scenario)
-    emulator.ledger = [] if with_ledger else None  # calibration only: see ledger.py
-    if hasattr(emulator, "app"):
+    serving = _Serving(kind, scenario, with_ledger)
+    if serving.app is not None:
         import uvicorn
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets
@@ -61,12 +89,11 @@ def _run(kind: str, scenario, conn, with_ledger: bool) -> None:
         sock.bind(("127.0.0.1", 0))
         sock.listen(256)  # connections queue until uvicorn accepts them
         conn.send(("http", sock.getsockname()[1]))
-        if with_ledger:
-            threading.Thread(target=_answer_ledger, args=(emulator, conn), daemon=True).start()
+        threading.Thread(target=_answer, args=(serving, conn), daemon=True).start()
         from .stamped_h11 import StampedH11Protocol
 
-        server = uvicorn.Server(uvicorn.Config(emulator.app(), log_level="warning", http=StampedH11Protocol,
-                                               ws="websockets-sansio",
+        server = uvicorn.Server(uvicorn.Config(serving.asgi, log_level="warning", http=StampedH11Protocol,
+                                               ws="websockets-sansio", interface="asgi3",
                                                ws_max_size=2**26, ws_per_message_deflate=False, lifespan="off"))
         server.run(sockets=[sock])
         return
@@ -74,21 +101,36 @@ def _run(kind: str, scenario, conn, with_ledger: bool) -> None:
     import websockets
 
     async def main() -> None:
-        async with websockets.serve(emulator.handle, "127.0.0.1", 0, process_request=emulator.process_request,
+        async with websockets.serve(serving.handle, "127.0.0.1", 0, process_request=serving.process_request,
                                     max_size=None, compression=None) as server:
             conn.send(("ws", server.sockets[0].getsockname()[1]))
-            if with_ledger:
-                threading.Thread(target=_answer_ledger, args=(emulator, conn), daemon=True).start()
+            threading.Thread(target=_answer, args=(serving, conn), daemon=True).start()
             await asyncio.Future()
 
     asyncio.run(main())
 
 
+class Switch:
+    """The testing side of a scenario switch: pass to `serve(..., switch=Switch())`, then `use(scenario)`
+    between streams (one emulator process drives many faults; starting one per fault is seconds each)."""
+
+    def __init__(self) -> None:
+        self._conn = None  # set by serve(): the pipe to the emulator process
+
+    def use(self, scenario) -> None:
+        """Serve `scenario` to the connections opened from now on (returns once the emulator has it)."""
+        if self._conn is None:
+            raise RuntimeError("this switch is not attached to a running emulator")
+        self._conn.send(("scenario", scenario))
+        self._conn.recv()
+
+
 @contextlib.contextmanager
-def serve(kind: str, scenario, ledger: Ledger | None = None) -> Iterator[str]:
+def serve(kind: str, scenario, ledger: Ledger | None = None, switch: Switch | None = None) -> Iterator[str]:
     """Yield the emulator's base URL (ws:// or http://127.0.0.1:PORT); the process is stopped on exit.
 
-    `ledger`: a Ledger that can then fetch the emulator's send times (calibration).
+    `ledger`: a Ledger that can then fetch the emulator's send times (calibration). `switch`: a
+    Switch that can then change the scenario served. They share one pipe: use one at a time.
     """
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -98,8 +140,9 @@ def serve(kind: str, scenario, ledger: Ledger | None = None) -> Iterator[str]:
         if not parent.poll(30):
             raise RuntimeError(f"the {kind} emulator did not start")
         scheme, port = parent.recv()
-        if ledger is not None:
-            ledger._conn = parent
+        for user in (ledger, switch):
+            if user is not None:
+                user._conn = parent
         yield f"{scheme}://127.0.0.1:{port}"
     finally:
         process.kill()

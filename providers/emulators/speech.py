@@ -8,14 +8,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from voxwatch.datasets.audio import resample
-
 
 def speech_pcm(text: str, rate: int, voice: str = "tone", speech_ms: float = 600.0,
                leading_silence_ms: float = 0.0) -> tuple[np.ndarray, int]:
     """(int16 samples, index of the first speech sample) at `rate`: leading silence, then speech."""
     silence = np.zeros(int(round(leading_silence_ms * rate / 1000)))
-    if voice == "espeak":
+    if voice == "espeak":  # imported here: scipy (resample) takes seconds to import, and the tone needs none of it
+        from voxwatch.datasets.audio import resample
         from voxwatch.providers.local.espeak_engine import EspeakEngine
 
         engine = EspeakEngine.get()

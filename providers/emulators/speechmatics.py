@@ -26,7 +26,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import STTScenario, scenario_for
 
@@ -168,8 +168,8 @@ class SpeechmaticsEmulator:
         async for k in turn.partials():
             if s.fault == "malformed":
                 await ws.send('{"message": "AddPartialTranscript", "metadata": ')
-            elif s.fault == "disconnect":
-                await drop(ws)
+            elif breaks(s.fault):
+                await break_off(ws, s.fault)
                 return
             if split and not stream.finalized and k > split:
                 await ws.send(_transcript("AddTranscript", words[:split]))  # a segment ends mid-speech

@@ -47,7 +47,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import S2SScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
@@ -222,8 +222,8 @@ class _Session:
             await self.error("max_duration", "exceeded the maximum conversation duration", {})
             await self.ws.close(1000)
             return True
-        elif i == 2 and s.fault == "disconnect":
-            await drop(self.ws)
+        elif i == 2 and breaks(s.fault):
+            await break_off(self.ws, s.fault)
             return True
         return False
 

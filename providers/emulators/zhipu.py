@@ -50,7 +50,7 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop, websocket_refusal
+from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
 from .scenario import S2SScenario, scenario_for
 from .speech import ChunkCache, b64
@@ -238,8 +238,8 @@ class _Call:
             await sleep_until(start + i * every)
             if i == 1 and s.fault == "malformed":
                 await self.ws.send('{"type": "response.audio.delta", "delta": ')
-            elif i == 2 and s.fault == "disconnect":
-                await drop(self.ws)
+            elif i == 2 and breaks(s.fault):
+                await break_off(self.ws, s.fault)
                 return
             elif i == 1 and quirks.error_mid_reply:
                 await self.send({"type": "error", "error": RECOVERABLE})

@@ -11,12 +11,11 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Mapping
-from urllib.parse import urlsplit
-
 import httpx
 import psycopg
 
 from voxwatch.config import Alerts, Webhook
+from voxwatch.redaction import scrub
 
 from . import store
 from .store import Alert
@@ -100,8 +99,4 @@ def _send(conn: psycopg.Connection, client: httpx.Client, hook: Webhook, event: 
 def _without(text: str, url: str) -> str:
     """The text with the URL, and each part of it that could carry its secret, cut out (httpx's
     messages do not quote the URL today; this keeps it so if one ever does)."""
-    parts = urlsplit(url)
-    for piece in sorted({url, url.rstrip("/"), parts.netloc + parts.path, parts.path, parts.query}, key=len, reverse=True):
-        if len(piece) > 1:
-            text = text.replace(piece, "***")
-    return text[:300]
+    return scrub(text, opaque_urls=[url])[:300]

@@ -12,6 +12,7 @@ import psycopg
 from voxwatch.metrics.specs import MetricSpec
 from voxwatch.store import StoreError, layout
 from voxwatch.store.postgres import PostgresStore
+from voxwatch.store.url import POSTGRES, store_kind
 
 EVALUATION_LOCK = 0x766F7861  # pg_advisory_xact_lock key: one evaluation at a time ("voxa")
 STATES = ("pending", "firing", "resolved")
@@ -75,7 +76,7 @@ _EMULATOR = " AND emulator IS NOT TRUE"
 def connected(url: str, what: str) -> Iterator[psycopg.Connection]:
     """The Postgres store's connection (PostgresStore opens and migrates it); a database error in the
     block becomes a StoreError that says `what` failed and names the store without its password."""
-    if not url.startswith(("postgresql://", "postgres://")):
+    if store_kind(url) != POSTGRES:
         raise StoreError("alerts need the Postgres store (postgresql://...): they run in distributed mode")
     store = PostgresStore(url)
     try:

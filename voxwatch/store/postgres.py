@@ -12,20 +12,20 @@ from __future__ import annotations
 from contextlib import contextmanager
 from operator import attrgetter
 from typing import Iterable, Iterator
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 import psycopg
 
 from ..metrics.series import MetricRow
 from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
-from . import StoreError, aggregates, migrations, redact
+from . import StoreError, aggregates, migrations
+from .connection import connect, database_error
 from .interning import Dictionaries, Spans
 from .layout import FACT_COLUMNS, FACT_REFS
+from .url import StoreURL, parse_store_url
 
 SMALL_BATCH = 16
 """Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed.
 benchmarks/store_scale.py measures both by batch size."""
-CONNECT_TIMEOUT_S = 10
 
 _COLS = ", ".join(FIELDS)
 _FIELD_TYPES = {name: sql_type.split(" COLLATE")[0] for name, sql_type in migrations.columns(Observation)}
@@ -41,9 +41,9 @@ _series = attrgetter(*aggregates.SERIES)
 
 
 class PostgresStore:
-    def __init__(self, url: str) -> None:
-        self._url, self.url = url, redact(url)
-        self._secrets = _passwords(url)
+    def __init__(self, url: str | StoreURL) -> None:
+        self._store = url if isinstance(url, StoreURL) else parse_store_url(url)
+        self.url = self._store.shown
         self._db: psycopg.Connection | None = None
         self._staging: psycopg.Connection | None = None  # the connection whose session has the staging table
         self._lookups: psycopg.Connection | None = None  # the dictionaries' own (interning.Dictionaries)
@@ -63,10 +63,7 @@ class PostgresStore:
 
     def error(self, what: str, exc: Exception) -> StoreError:
         """A database error as a StoreError naming the store and what failed, every password hidden."""
-        detail = str(exc).strip()
-        for secret in self._secrets:
-            detail = detail.replace(secret, "***")
-        return StoreError(f"{what} the Postgres store at {self.url}: {detail}")
+        return database_error(self._store, what, exc)
 
     def connection(self) -> psycopg.Connection:
         """The store's autocommit connection (opened, migrated, reopened when broken), for readers that
@@ -79,11 +76,7 @@ class PostgresStore:
         return self._db
 
     def _open(self) -> psycopg.Connection:
-        try:
-            return psycopg.connect(self._url, autocommit=True,
-                                   **({} if "connect_timeout" in self._url else {"connect_timeout": CONNECT_TIMEOUT_S}))
-        except psycopg.Error as exc:
-            raise self.error("cannot connect to", exc) from None
+        return connect(self._store)
 
     def _lookup_connection(self) -> psycopg.Connection:
         if self._lookups is None or self._lookups.closed or self._lookups.broken:
@@ -206,12 +199,3 @@ class PostgresStore:
             if conn is not None:
                 conn.close()
 
-
-def _passwords(url: str) -> list[str]:
-    """Every spelling of the URL's password that an error message could echo."""
-    try:
-        parts = urlsplit(url)
-        found = [parts.password] + [v for k, v in parse_qsl(parts.query) if k == "password"]
-    except ValueError:
-        return []
-    return sorted({s for p in found if p for s in (p, unquote(p))}, key=len, reverse=True)

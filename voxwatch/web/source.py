@@ -22,7 +22,6 @@ from typing import Iterable, Iterator, Protocol
 
 import psycopg
 import psycopg.errors
-from psycopg.conninfo import conninfo_to_dict
 
 from voxwatch import leaderboard
 from voxwatch.alerts.store import Alert
@@ -30,7 +29,10 @@ from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import summarize
 from voxwatch.providers.registry import Registry
-from voxwatch.store import StoreError, aggregates, layout, open_store, redact
+from voxwatch.redaction import redact_url, scrub
+from voxwatch.store import StoreError, aggregates, layout, open_store
+from voxwatch.store.connection import connect, database_error
+from voxwatch.store.url import SQLITE, StoreURL, parse_store_url
 
 log = logging.getLogger("voxwatch.web")
 
@@ -83,12 +85,8 @@ class Source(Protocol):
 
 def open_source(url: str, registry: Registry) -> Source:
     """The source for a store URL; nothing is connected until the first read (a down database is a 503, not a crash)."""
-    if url.startswith("sqlite:///"):
-        return SQLiteSource(url, registry)
-    if url.startswith(("postgresql://", "postgres://")):
-        return PostgresSource(url, registry)
-    raise StoreError(f"unsupported store URL scheme in {url.split(':', 1)[0]!r}; "
-                     "use sqlite:///path or postgresql://user@host:port/database")
+    store = parse_store_url(url)
+    return SQLiteSource(url, registry) if store.kind == SQLITE else PostgresSource(store, registry)
 
 
 def iso_day(day: int) -> str:
@@ -146,22 +144,16 @@ class PostgresSource:
 
     kind = "postgres"
 
-    def __init__(self, url: str, registry: Registry) -> None:
-        self._url, self._registry = url, registry
+    def __init__(self, store: StoreURL, registry: Registry) -> None:
+        self._store, self._registry = store, registry
         self._locks = {"pages": threading.Lock(), "version": threading.Lock()}  # a slow connect holds up only its own
         self._dbs: dict[str, psycopg.Connection] = {}
-        try:
-            params = conninfo_to_dict(url)
-        except psycopg.Error:
-            raise StoreError(f"cannot parse the store URL {redact(url)}") from None
-        self._secret = params.get("password") or None
-        self._timeout = {} if "connect_timeout" in params else {"connect_timeout": CONNECT_TIMEOUT_S}
 
     def _conn(self, role: str = "pages") -> psycopg.Connection:
         with self._locks[role]:
             db = self._dbs.get(role)
             if db is None or db.closed or db.broken:
-                db = self._dbs[role] = psycopg.connect(self._url, autocommit=True, **self._timeout)
+                db = self._dbs[role] = connect(self._store, timeout_s=CONNECT_TIMEOUT_S)
                 if role == "version":
                     db.execute(f"SET statement_timeout = {VERSION_TIMEOUT_MS}")
             return db
@@ -170,6 +162,8 @@ class PostgresSource:
     def _reading(self, what: str, role: str = "pages") -> Iterator[psycopg.Connection]:
         try:
             yield self._conn(role)
+        except StoreError as exc:  # the connection failed: connect() worded it
+            raise StoreUnavailable("The store cannot be reached right now.", f"cannot read {what}: {exc}") from None
         except psycopg.errors.UndefinedTable as exc:
             raise StoreUnavailable("The store's schema is not set up yet: run `voxwatch db upgrade`.",
                                    self._detail(what, exc)) from None
@@ -177,10 +171,7 @@ class PostgresSource:
             raise StoreUnavailable("The store cannot be reached right now.", self._detail(what, exc)) from None
 
     def _detail(self, what: str, exc: Exception) -> str:
-        text = str(exc).strip()
-        if self._secret:
-            text = text.replace(self._secret, "***")
-        return f"cannot read {what} from the Postgres store at {redact(self._url)}: {text}"
+        return str(database_error(self._store, f"cannot read {what} from", exc))
 
     def aggregates(self, window: str, since: float) -> list[MetricRow]:
         """What leaderboard.from_store reads from a store that keeps its aggregates current."""
@@ -251,7 +242,7 @@ class SQLiteSource:
             yield store
         except sqlite3.Error as exc:
             raise StoreUnavailable("The store cannot be read right now.",
-                                   f"cannot read {what} from {redact(self._url)}: {exc}") from None
+                                   scrub(f"cannot read {what} from {self._url}: {exc}", urls=[self._url])) from None
         finally:
             store.close()
 
@@ -295,7 +286,7 @@ class SQLiteSource:
                 return (*identity, self._watch[1].execute("PRAGMA data_version").fetchone()[0])
             except (OSError, sqlite3.Error) as exc:
                 raise StoreUnavailable("The store cannot be read right now.",
-                                       f"cannot read the store's version from {redact(self._url)}: {exc}") from None
+                                       f"cannot read the store's version from {redact_url(self._url)}: {exc}") from None
 
     def close(self) -> None:
         """Only the version reads' connection stays open between reads."""
