@@ -310,7 +310,7 @@ def test_a_store_made_before_the_narrow_layout_keeps_every_row(pg_url: str, tmp_
                             connection_reused=True)]
     _wide_store(pg_url, rows)
     store = open_store(pg_url)
-    assert store.migrated == [6, 7]
+    assert store.migrated == [v for v, _ in MIGRATIONS[5:]]  # 6 and every later one
     key = lambda r: (r.run_id, r.model_id, r.dataset, r.clip_id, r.attempt)
     assert sorted(map(asdict, store.observations()), key=lambda d: key(Observation(**d))) == \
         sorted(map(asdict, rows), key=lambda d: key(Observation(**d)))

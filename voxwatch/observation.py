@@ -177,6 +177,16 @@ class RunRecord:
     rows: int = 0
     failed_rows: int = 0
     note: str | None = None
+    planned: int | None = None  # rows the plan asked for, so the store alone knows when the run is complete
 
 
 RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
+
+
+def run_status(rows: int, failed_rows: int, complete: bool = True) -> str:
+    """How a run ends, by its rows (the one rule every finisher applies): `succeeded` when every
+    planned row is there and ok, `failed` when not one row is ok, `partial` otherwise (a failure,
+    or rows that never came: an interrupted tick, a run finished at its deadline)."""
+    if rows - failed_rows <= 0:
+        return "failed"
+    return "succeeded" if complete and failed_rows == 0 else "partial"

@@ -22,7 +22,7 @@ from voxwatch.config import Config
 from voxwatch.datasets.catalog import Catalog, Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.datasets.sampling import draw
-from voxwatch.observation import Observation, RunRecord
+from voxwatch.observation import Observation, RunRecord, run_status
 from voxwatch.providers.keys import api_key, key_variable
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store import Store, StoreError
@@ -143,15 +143,16 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     An interrupted tick ends `partial` (or `failed` with no rows) and keeps what it completed;
     rows the store refuses are retried and finally spooled to a file, never dropped.
     """
-    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed)
+    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed,
+                    planned=len(plan.tasks))
     store.start_run(run)
     writer = SpoolingWriter(store, config.spool_dir, run.run_id)
     rows: list[Observation] = []
     try:
         asyncio.run(_measure_all(config, writer, registry, plan, run, rows, progress, instrument, instrument_id, on_row))
-        run.status = "succeeded" if run.failed_rows == 0 else ("failed" if run.failed_rows == run.rows else "partial")
+        run.status = run_status(run.rows, run.failed_rows)
     except BaseException as exc:
-        run.status = "partial" if run.rows else "failed"
+        run.status = run_status(run.rows, run.failed_rows, complete=False)
         run.note = f"interrupted: {type(exc).__name__}"
         raise
     finally:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Protocol, Sequence
 
 from ..observation import Observation, RunRecord
 from ..redaction import redact_url as redact  # how a store URL is shown in messages (the one scrubber's)
@@ -21,6 +21,15 @@ class Store(Protocol):
     def finish_run(self, run: RunRecord) -> None: ...
 
     def runs(self) -> list[RunRecord]: ...
+
+    def run(self, run_id: str) -> RunRecord | None: ...
+
+    def runs_since(self, since: float) -> list[RunRecord]:
+        """Runs started at or after `since` or still running, then runs with rows measured since then
+        but no record (voxwatch.store.runs): what the reconciler looks at."""
+
+    def run_counts(self, run_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(stored rows, rows not ok) per run; a run with no stored row is left out."""
 
     def observations(self, since: float | None = None) -> Iterator[Observation]: ...
 

@@ -133,6 +133,10 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (6, _narrow_layout),
     # measured_models(models): those with a row not measured against an emulator (the alert-history dashboard)
     (7, MEASURED_MODELS),
+    # the reconciler reads the runs started in its look-back every minute (voxwatch.workers.reconcile)
+    # (the recent ones, and those still running, whatever their age)
+    (8, "CREATE INDEX runs_started ON runs (started_at);\n"
+        "CREATE INDEX runs_running ON runs (started_at) WHERE status = 'running'"),
 ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from operator import attrgetter
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import psycopg
 
@@ -21,6 +21,7 @@ from . import StoreError, aggregates, migrations
 from .connection import connect, database_error
 from .interning import Dictionaries, Spans
 from .layout import FACT_COLUMNS, FACT_REFS
+from .runs import unrecorded_run
 from .url import StoreURL, parse_store_url
 
 SMALL_BATCH = 16
@@ -38,6 +39,18 @@ _SPANS = ("INSERT INTO obs_spans AS s SELECT * FROM unnest(%s::integer[], %s::in
           "last_at = greatest(s.last_at, EXCLUDED.last_at) "
           "WHERE s.first_at > EXCLUDED.first_at OR s.last_at < EXCLUDED.last_at")
 _series = attrgetter(*aggregates.SERIES)
+_RUN_COLS = ", ".join(RUN_FIELDS)
+# rows of runs that have no record, measured since %s: the runs of the recent spans, then their rows by key
+_UNRECORDED = ("SELECT n.name, min(f.started_at), min(c.region), min(f.seed) "
+               "FROM (SELECT DISTINCT run_id_ref FROM obs_spans WHERE last_at >= %s) AS s "
+               "JOIN obs_names n ON n.ref = s.run_id_ref JOIN obs_facts f ON f.run_id_ref = s.run_id_ref "
+               "JOIN obs_contexts c ON c.ref = f.context_ref "
+               "WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = n.name) GROUP BY n.name")
+# each run's rows, found by the key's first column
+_RUN_COUNTS = ("SELECT n.name, count(*), count(*) FILTER (WHERE f.status IS DISTINCT FROM 'ok') "
+               "FROM obs_names n JOIN obs_facts f ON f.run_id_ref = n.ref "
+               "WHERE n.digest = ANY(ARRAY(SELECT voxwatch_digest(ARRAY[x]) FROM unnest(%s::text[]) AS u(x))) "
+               "GROUP BY n.name")
 
 
 class PostgresStore:
@@ -180,6 +193,22 @@ class PostgresStore:
     def runs(self) -> list[RunRecord]:
         with self._cursor("read the runs from") as cur:
             return [RunRecord(*row) for row in cur.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY started_at")]
+
+    def run(self, run_id: str) -> RunRecord | None:
+        with self._cursor("read the runs from") as cur:
+            row = cur.execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+        return RunRecord(*row) if row else None
+
+    def runs_since(self, since: float) -> list[RunRecord]:
+        with self._cursor("read the runs from") as cur:
+            recorded = [RunRecord(*row) for row in cur.execute(
+                f"SELECT {_RUN_COLS} FROM runs WHERE started_at >= %s OR status = 'running' ORDER BY started_at", (since,))]
+            unrecorded = cur.execute(_UNRECORDED, (since,)).fetchall()
+        return recorded + [unrecorded_run(*row) for row in unrecorded]
+
+    def run_counts(self, run_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        with self._cursor("count the rows of") as cur:
+            return {run_id: (rows, failed) for run_id, rows, failed in cur.execute(_RUN_COUNTS, (list(run_ids),))}
 
     def observations(self, since: float | None = None) -> Iterator[Observation]:
         sql = f"SELECT {_COLS} FROM observations"

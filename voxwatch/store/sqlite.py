@@ -5,10 +5,11 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import astuple, fields
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
 from . import StoreError
+from .runs import unrecorded_run
 
 
 def _column(f) -> str:
@@ -16,7 +17,7 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class SQLiteStore:
@@ -44,6 +45,12 @@ class SQLiteStore:
                     self._db.execute(f"ALTER TABLE observations ADD COLUMN {_column(f)}")
             self._db.execute("CREATE INDEX IF NOT EXISTS observations_time ON observations (started_at)")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS runs ({run_cols}, PRIMARY KEY (run_id))")
+            have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
+            for f in fields(RunRecord):
+                if f.name not in have:
+                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {_column(f)}")
+            self._db.execute("CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS runs_running ON runs (started_at) WHERE status = 'running'")
             if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # a reader never writes
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -68,6 +75,34 @@ class SQLiteStore:
     def runs(self) -> list[RunRecord]:
         cur = self._db.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY started_at")
         return [RunRecord(*row) for row in cur]
+
+    def run(self, run_id: str) -> RunRecord | None:
+        row = self._db.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return RunRecord(*row) if row else None
+
+    def runs_since(self, since: float) -> list[RunRecord]:
+        try:
+            recorded = [RunRecord(*row) for row in self._db.execute(
+                f"SELECT {', '.join(RUN_FIELDS)} FROM runs WHERE started_at >= ? OR status = 'running' ORDER BY started_at", (since,))]
+            unrecorded = self._db.execute(
+                "SELECT run_id, min(started_at), min(region), min(seed) FROM observations WHERE started_at >= ? "
+                "AND run_id NOT IN (SELECT run_id FROM runs) GROUP BY run_id", (since,)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the runs of {self.path}: {exc}") from None
+        return recorded + [unrecorded_run(*row) for row in unrecorded]
+
+    def run_counts(self, run_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        ids, counts = list(run_ids), {}
+        try:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                for run_id, rows, failed in self._db.execute(
+                        "SELECT run_id, count(*), sum(status IS NOT 'ok') FROM observations "
+                        f"WHERE run_id IN ({', '.join('?' for _ in chunk)}) GROUP BY run_id", chunk):
+                    counts[run_id] = (rows, failed)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot count the rows of {self.path}: {exc}") from None
+        return counts
 
     def observations(self, since: float | None = None) -> Iterator[Observation]:
         sql = f"SELECT {', '.join(FIELDS)} FROM observations"
