@@ -9,22 +9,17 @@ limits are short here (visibility timeout 30 s) so a killed worker's task comes 
 from __future__ import annotations
 
 import importlib.util
-import os
 import random
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 import redis
 
-from conftest import REPO, run_cli
+from conftest import run_cli
 from voxwatch.config import ConfigError, load
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.observation import Observation, RunRecord
@@ -34,6 +29,7 @@ from voxwatch.workers.celery_app import queue_name
 from voxwatch.workers.coordination import Ledger
 from voxwatch.workers.runner import plan_tick
 from voxwatch.workers.schedule import aligned, beat_schedule, slot_of
+from voxwatch_process import Worker
 
 REDIS = "redis://127.0.0.1:6379"
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
@@ -99,41 +95,6 @@ def env(broker, store, tmp_path_factory) -> dict[str, str]:
     return {"VOXWATCH_BROKER_URL": broker[0], "VOXWATCH_BROKER_QUEUE_PREFIX": broker[1], "VOXWATCH_STORE_URL": store,
             "VOXWATCH_STORE_SPOOL_DIR": str(var / "spool"), "VOXWATCH_RUN_RECORDINGS_DIR": str(var / "recordings"),
             "VOXWATCH_DATASETS_DIR": str(var / "datasets"), **LIMITS}
-
-
-class Worker:
-    """`voxwatch worker --region R` in its own process group, its log in a file."""
-
-    def __init__(self, region: str, env: dict[str, str], log: Path) -> None:
-        self.region, self.log = region, log
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | env
-        with log.open("w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "worker", "--region", region],
-                                         cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-    def wait_for(self, needle: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while needle not in self.text():
-            assert self.proc.poll() is None, f"worker {self.region} exited {self.proc.returncode}:\n{self.text()}"
-            assert time.monotonic() < deadline, f"worker {self.region} never logged {needle!r}:\n{self.text()}"
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        """SIGKILL for the worker and its pool processes at once: nothing gets to clean up."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)  # warm shutdown
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 @pytest.fixture
@@ -243,7 +204,9 @@ def test_the_run_counter_takes_each_row_once_and_finishes_the_run_once(broker):
 def test_beat_plans_every_board_dataset_and_region_on_slots_aligned_to_the_epoch():
     cfg = replace(load(environ={"VOXWATCH_SCHEDULE_EVERY_MINUTES": "30"}), schedule_regions=("eu-west", "us-east"))
     entries = beat_schedule(cfg)
-    assert len(entries) == 2 * 3  # stt: clean, phonecodec; tts: prompts; s2s has no models
+    assert len(entries) == 2 * (3 + 1)  # stt: clean, phonecodec; tts: prompts; s2s has no models; the reconciler
+    assert entries["runs reconcile @us-east"]["task"] == "voxwatch.runs.reconcile"
+    assert entries["runs reconcile @us-east"]["options"]["queue"] == "voxwatch.us-east"
     entry = entries["stt stt-starter-phonecodec @us-east"]
     assert entry["options"]["queue"] == "voxwatch.us-east" and entry["task"] == "voxwatch.plan"
     assert entry["kwargs"]["datasets"] == ["stt-starter-phonecodec"] and entry["kwargs"]["board"] == "stt"

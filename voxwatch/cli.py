@@ -445,8 +445,10 @@ def parser() -> argparse.ArgumentParser:
     drender.set_defaults(func=cmd_dashboards_render)
 
     from voxwatch.alerts.cli import register as register_alerts
+    from voxwatch.runs_cli import register as register_runs
 
     register_alerts(sub, _config)
+    register_runs(sub, _config)
     return p
 
 

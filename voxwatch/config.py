@@ -174,7 +174,8 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _name_part},
     "store": {"url": _store_url, "spool_dir": _text},
     "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
-            "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text},
+            "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text,
+            "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
     "schedule": {"every_minutes": _positive_int, "regions": _regions},
     "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
                "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int},
@@ -229,6 +230,8 @@ class Config:
     broker: Broker = Broker()
     schedule_regions: tuple[str, ...] = ()  # regions beat plans for; empty means [worker] region
     alerts: Alerts = Alerts()
+    reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
+    reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -377,6 +380,8 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         broker=_broker(values["broker"], [where[("broker", k)] for k in _BROKER_LIMITS if ("broker", k) in where]),
         schedule_regions=values["schedule"]["regions"],
         alerts=Alerts(**values["alerts"]),
+        reconcile_after_s=values["run"]["reconcile_after_s"],
+        reconcile_every_s=values["run"]["reconcile_every_s"],
     )
 
 

@@ -1,10 +1,11 @@
-"""What a region's workers share through Redis: run counters, slot seeds and vendors' Retry-After.
+"""What a region's workers share through Redis: run counters, slot seeds and claims, vendors' Retry-After.
 
 A run is finished by whichever measure task completes its last item. Completions are counted in a
 set of row keys, so a redelivered task (its worker died after storing the row) is counted once;
 the run record is written when the set holds every planned key, and again by any redelivery that
-finds it complete but not marked finished (the writer died in between), so it is never left
-`running` by a crash.
+finds it complete but not marked finished (the writer died in between). What Redis loses (a
+restart, a count that never reached it) the reconciler makes up from the store
+(voxwatch.workers.reconcile), so a run is never left `running`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 
 import redis
 
-from voxwatch.observation import RunRecord
+from voxwatch.observation import RunRecord, run_status
 
 KEEP_S = 7 * 86400  # run bookkeeping outlives any run; the store keeps the record for good
 
@@ -54,6 +55,14 @@ class Ledger:
         self.redis.set(key, random.SystemRandom().randrange(2**31), nx=True, ex=KEEP_S)
         return int(self.redis.get(key))
 
+    def claim_slot(self, run_id: str, plan_id: str) -> tuple[str, bool]:
+        """The plan that owns a scheduled run (one per slot): (its task id, whether this call claimed it).
+        A second plan for the slot (a restarted beat sends it again) finds another owner; a redelivered
+        plan finds itself."""
+        key = f"{self.prefix}:planned:{run_id}"
+        fresh = bool(self.redis.set(key, plan_id, nx=True, ex=KEEP_S))
+        return (plan_id if fresh else self.redis.get(key) or plan_id), fresh
+
     def open_run(self, run: RunRecord, total: int) -> None:
         key = self._run(run.run_id)
         self.redis.hsetnx(key, "started_at", run.started_at)
@@ -85,12 +94,12 @@ class Ledger:
         self.redis.hset(self._run(run_id), "note", note)
 
     def record(self, run_id: str) -> RunRecord:
-        """The run as counted so far, with the status its rows give it (as `voxwatch run` decides)."""
+        """The run as counted so far, with its planned total and the status its counted rows give it."""
         h = self.redis.hgetall(self._run(run_id))
         rows, failed = int(h.get("rows", 0)), int(h.get("failed_rows", 0))
-        status = "succeeded" if failed == 0 else ("failed" if failed == rows else "partial")
         return RunRecord(run_id=run_id, started_at=float(h["started_at"]), region=h["region"], seed=int(h["seed"]),
-                         status=status, finished_at=time.time(), rows=rows, failed_rows=failed, note=h.get("note"))
+                         status=run_status(rows, failed), finished_at=time.time(), rows=rows, failed_rows=failed,
+                         note=h.get("note"), planned=int(h["total"]) if "total" in h else None)
 
     def is_finished(self, run_id: str) -> bool:
         return bool(self.redis.hexists(self._run(run_id), "finished"))
@@ -99,10 +108,17 @@ class Ledger:
         self.redis.hset(self._run(run_id), "finished", 1)
 
     def hold_vendor(self, region: str, vendor: str, seconds: float) -> None:
-        """A vendor answered 429: the region's workers leave it alone for its Retry-After."""
-        self.redis.set(f"{self.prefix}:not_before:{region}:{vendor}", time.time() + seconds,
-                       px=max(1, int(seconds * 1000)))
+        """A vendor answered 429: the region's workers leave it alone for its Retry-After (advisory: a
+        hold Redis cannot take is dropped, and a 429 met again is one more row)."""
+        try:
+            self.redis.set(f"{self.prefix}:not_before:{region}:{vendor}", time.time() + seconds,
+                           px=max(1, int(seconds * 1000)))
+        except redis.RedisError:
+            pass
 
     def vendor_wait(self, region: str, vendor: str) -> float:
-        value = self.redis.get(f"{self.prefix}:not_before:{region}:{vendor}")
+        try:
+            value = self.redis.get(f"{self.prefix}:not_before:{region}:{vendor}")
+        except redis.RedisError:
+            return 0.0
         return max(0.0, float(value) - time.time()) if value is not None else 0.0

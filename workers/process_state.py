@@ -163,13 +163,18 @@ class ProcessState:
                 with contextlib.suppress(Exception):
                     adapter.close()
 
+    def reset_store(self) -> None:
+        """Drop the store's connections (reopened on next use): a time limit that interrupted one of its
+        commands leaves the connection busy with it for good."""
+        store, self._store = self._store, None
+        if store is not None:
+            with contextlib.suppress(Exception):
+                store.close()
+
     def close(self) -> None:
         self._close(self._adapters)
         self._adapters = {}
-        if self._store is not None:
-            with contextlib.suppress(Exception):
-                self._store.close()
-            self._store = None
+        self.reset_store()
 
 
 def _secrets(model: ModelInfo) -> tuple:

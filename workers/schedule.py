@@ -1,5 +1,6 @@
-"""Beat's schedule: one plan per (board, dataset, region), on slots aligned to the epoch, and the
-regression alerts' evaluation (docs/ALERTS.md) when the store is Postgres.
+"""Beat's schedule: one plan per (board, dataset, region), on slots aligned to the epoch, the run
+reconciler (workers/reconcile.py), and the regression alerts' evaluation (docs/ALERTS.md) when the
+store is Postgres.
 
 Every entry fires at the same multiples of the period (not "every 30 minutes since beat
 started"), and the plan it sends carries the send time; the planner turns that into the slot,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,6 +47,19 @@ def slot_of(sent_at: float, every_minutes: int) -> int:
     return int(sent_at // (every_minutes * 60))
 
 
+_SLOT_RUNS = uuid.UUID("1f9b3f21-377f-4ba8-94eb-efd275df3935")  # fixed for good: it names every scheduled run
+
+
+def slot_run_id(config: Config, region: str, board: str | None, datasets: list[str] | None, sent_at: float) -> str:
+    """The run id of a plan beat sent: one per (deployment, region, board, datasets, period, slot).
+    A plan sent twice for one slot (beat restarted before it had recorded the first send) names the
+    same run, so it cannot become a second tick of the slot."""
+    slot = slot_of(sent_at, config.every_minutes)
+    name = "|".join((config.broker.queue_prefix, region, board or "", ",".join(datasets or ()),
+                     str(config.every_minutes), str(slot)))
+    return uuid.uuid5(_SLOT_RUNS, name).hex
+
+
 def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
     from .celery_app import queue_name
 
@@ -62,6 +77,14 @@ def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
                                "sent_at": BeatLazyFunc(time.time)},
                     "options": {"queue": queue_name(config, region)},
                 }
+    for region in config.schedule_regions or (config.region,):
+        # finish runs from the store, whatever Redis lost (workers/reconcile.py), once per region: a
+        # worker of each adds what its host spooled. A reconcile still queued when the next is due is dropped.
+        entries[f"runs reconcile @{region}"] = {
+            "task": "voxwatch.runs.reconcile",
+            "schedule": aligned(timedelta(seconds=config.reconcile_every_s)),
+            "options": {"queue": queue_name(config, region), "expires": config.reconcile_every_s},
+        }
     if store_kind(config.store_url) == POSTGRES:  # the alerts live in the Postgres store
         entries["alerts evaluate"] = {
             "task": "voxwatch.alerts.evaluate",

@@ -1,5 +1,5 @@
 """The Celery tasks of distributed mode: plan a tick and fan it out; measure one (model, dataset, item);
-evaluate the regression alerts.
+finish runs from the store (the reconciler); evaluate the regression alerts.
 
 Both reuse what `voxwatch run` runs: `plan_tick` draws the sample once (seeded, recorded) and
 orders it item-major; each measure task rebuilds its task by name and calls `measure_item`
@@ -9,12 +9,14 @@ fails or is killed by the hard time limit (then the row says so), so every run f
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing.process as mp_process
 import random
 import socket
 import time
 
+import redis
 from billiard import process as billiard_process
 from billiard.exceptions import TimeLimitExceeded
 from celery import Task as CeleryTask
@@ -27,14 +29,17 @@ from voxwatch.datasets.manifest import ManifestError
 from voxwatch.observation import Observation, RunRecord
 from voxwatch.providers.registry import RegistryError
 from voxwatch.store import StoreError
+from voxwatch.store.spool import SPOOLED, drain
 
 from .celery_app import app, current_config, queue_name
 from .job import Job
 from .process_state import ProcessState, close_state, state
+from .reconcile import finish_counted, reconcile
 from .runner import PlanError, plan_tick
-from .schedule import slot_of
+from .schedule import slot_of, slot_run_id
 
 log = get_task_logger(__name__)
+DRAIN_S = 5.0  # how long a measure task may spend adding this host's spooled rows after storing its own
 PLAN_ERRORS = (PlanError, RegistryError, UnknownDataset, IntegrityError, ManifestError, KeyError)
 
 
@@ -44,12 +49,17 @@ def plan(self, region: str, board: str | None = None, models: list[str] | None =
          sent_at: float | None = None) -> str | None:
     """Draw the sample once and enqueue one measure task per (model, dataset, item), item-major.
 
-    The run id is the plan's task id, and its seed is kept in Redis, so a redelivered plan
-    re-enqueues the same tasks (whose rows the store and the run counters take once).
+    The run id is the plan's task id (for a plan beat sent, its slot's: schedule.slot_run_id), and
+    its seed is kept in Redis, so a redelivered plan re-enqueues the same tasks (whose rows the store
+    and the run counters take once), and a second plan of one slot measures nothing.
     """
     config = current_config()
     st = state(config)
     run_id = self.request.id.replace("-", "")
+    if sent_at is not None:  # beat's: one run per slot, however many times beat sends it
+        run_id = slot_run_id(config, region, board, datasets, sent_at)
+        if not _first_plan_of_slot(st, run_id, self.request.id):
+            return None
     if st.ledger.is_finished(run_id):
         return run_id
     seed = st.ledger.run_seed(run_id, _seed(st, seed, sent_at))
@@ -64,7 +74,8 @@ def plan(self, region: str, board: str | None = None, models: list[str] | None =
     if not drawn.tasks:
         log.warning("run %s not started: nothing to measure", run_id)
         return None
-    run = RunRecord(run_id=run_id, started_at=st.ledger.started_at(run_id) or time.time(), region=region, seed=seed)
+    run = RunRecord(run_id=run_id, started_at=st.ledger.started_at(run_id) or time.time(), region=region, seed=seed,
+                    planned=len(drawn.tasks))
     st.ledger.open_run(run, len(drawn.tasks))
     try:
         st.store.start_run(run)
@@ -77,6 +88,72 @@ def plan(self, region: str, board: str | None = None, models: list[str] | None =
             measure.apply_async(kwargs=job.kwargs(), task_id=job.key, queue=queue, producer=producer)
     log.info("run %s: %d measure tasks on %s, seed %d", run_id, len(drawn.tasks), queue, seed)
     return run_id
+
+
+def _first_plan_of_slot(st: ProcessState, run_id: str, plan_id: str) -> bool:
+    """False for a second plan of a scheduled slot (a restarted beat sent it again): the slot's run is
+    planned already. A redelivered plan is its own first plan."""
+    owner, fresh = st.ledger.claim_slot(run_id, plan_id)
+    if owner != plan_id:
+        log.warning("run %s: its slot was planned by %s already; plan %s is a duplicate and measures nothing",
+                    run_id, owner, plan_id)
+        return False
+    if fresh:  # Redis had no claim: had it lost one? The store keeps every run it was told of
+        try:
+            known = st.store.run(run_id) is not None
+        except StoreError:
+            known = False  # the claim decides
+        if known:
+            log.warning("run %s: its slot was planned already (the store has its record); plan %s is a "
+                        "duplicate and measures nothing", run_id, plan_id)
+            return False
+    return True
+
+
+@app.task(name="voxwatch.runs.reconcile")
+def reconcile_runs() -> int:
+    """Finish runs from what the store holds (workers/reconcile.py), after adding the rows this host
+    spooled while the store was down. Beat sends it every [run] reconcile_every_s; a duplicate is
+    harmless (the same records are written). Returns the records it changed."""
+    config = current_config()
+    st = state(config)
+    try:
+        if not drain_spool(st, until=time.monotonic() + config.broker.soft_time_limit_s / 2):
+            return 0  # the store is away: nothing to reconcile with
+        settled = reconcile(st.store, config.reconcile_after_s)
+    except StoreError as exc:
+        log.warning("runs not reconciled: %s (the next reconcile tries again)", exc)
+        return 0
+    except SoftTimeLimitExceeded:
+        st.reset_store()  # a store command may have been cut short
+        log.warning("runs not all reconciled within the task's soft time limit (the next reconcile goes on)")
+        return 0
+    for run in settled:
+        log.info("run %s %s by the reconciler: %d observations (%d not ok)", run.run_id, run.status, run.rows,
+                 run.failed_rows)
+    return len(settled)
+
+
+def drain_spool(st: ProcessState, until: float | None = None) -> bool:
+    """Add the rows this host spooled while the store was down (starting no file after `until`) and
+    finish the runs they complete; False when the store refused them (they stay for the next drain)."""
+    if not any(st.config.spool_dir.glob(SPOOLED)):
+        return True
+    try:
+        drained = drain(st.store, st.config.spool_dir, until)
+        for problem in drained.unreadable:
+            log.error("spool file set aside, not ingested: %s", problem)
+        if drained.rows:
+            log.info("spool: %d rows of %d runs stored from %d files", sum(drained.rows.values()),
+                     len(drained.rows), drained.files)
+            for run in reconcile(st.store, st.config.reconcile_after_s, run_ids=drained.rows):
+                log.info("run %s %s: %d observations (%d not ok)", run.run_id, run.status, run.rows, run.failed_rows)
+        if drained.error is not None:
+            raise drained.error
+    except StoreError as exc:
+        log.warning("spool not drained yet: %s (the next drain tries again)", exc)
+        return False
+    return True
 
 
 @app.task(name="voxwatch.alerts.evaluate")
@@ -116,6 +193,8 @@ class MeasureTask(CeleryTask):
         worker's main process): the job still ends in a row, so its run can finish."""
         st = state(current_config())
         job = Job(**kwargs)
+        if isinstance(exc, SoftTimeLimitExceeded):  # it may have cut a store command short
+            st.reset_store()
         if isinstance(exc, TimeLimitExceeded):
             status, reason = "timeout", f"the worker process was killed at the task's hard time limit ({exc.args[0]} s)"
         else:
@@ -129,9 +208,14 @@ def measure(self, run_id: str, seed: int, model: str, dataset: str, item: str, m
     """Measure one item with the worker's adapter and store its row (stamped with the worker's region)."""
     config = current_config()
     st = state(config)
+    started = time.monotonic()
     job = Job(run_id, seed, model, dataset, item, manifest_sha256, attempt)
-    if st.ledger.is_done(run_id, job.key):  # redelivered after its row was stored: nothing to measure
-        if st.ledger.needs_finishing(run_id):
+    try:
+        done, unfinished = st.ledger.is_done(run_id, job.key), st.ledger.needs_finishing(run_id)
+    except redis.RedisError:  # measure it: the store keeps one row per key
+        done = unfinished = False
+    if done:  # redelivered after its row was stored: nothing to measure
+        if unfinished:
             finish_run(st, run_id)
         return "stored before"
     try:
@@ -140,33 +224,49 @@ def measure(self, run_id: str, seed: int, model: str, dataset: str, item: str, m
         st.abandon_loop()
         row = st.failure_row(job, "timeout", f"the measurement passed the task's soft time limit "
                                              f"({config.broker.soft_time_limit_s} s)")
-    record(st, job, row)
+    # the store took the row, so it may take what this host spooled: for a few seconds, well inside the time limit
+    record(st, job, row, drain_until=min(time.monotonic() + DRAIN_S, started + config.broker.soft_time_limit_s / 2))
     return row.status
 
 
-def record(st: ProcessState, job: Job, row: Observation) -> None:
-    """Store the row (or spool it), count it once, honour a Retry-After, finish the run on its last row."""
+def record(st: ProcessState, job: Job, row: Observation, drain_until: float | None = None) -> None:
+    """Store the row (or spool it), count it once, honour a Retry-After, finish the run on its last row;
+    with drain_until, add rows spooled before once the store has taken this one (until then)."""
     writer = st.writer(job.run_id)
     writer.write(row)
     spooled = writer.flush()
-    if spooled is not None:
-        st.ledger.add_note(job.run_id, f"store refused rows ({writer.last_error}); spooled to {spooled} "
-                                       f"on {socket.gethostname()}")
-    if row.status == "rate_limited":
-        st.ledger.hold_vendor(st.config.region, row.vendor, row.retry_after_s or st.config.default_backoff_s)
-    if st.ledger.complete(job.run_id, job.key, failed=row.status != "ok"):
+    if spooled is None and drain_until is not None and time.monotonic() < drain_until:
+        drain_spool(st, drain_until)
+    try:
+        if spooled is not None:
+            st.ledger.add_note(job.run_id, f"store refused rows ({writer.last_error}); spooled to {spooled} "
+                                           f"on {socket.gethostname()}")
+        if row.status == "rate_limited":
+            st.ledger.hold_vendor(st.config.region, row.vendor, row.retry_after_s or st.config.default_backoff_s)
+        last = st.ledger.complete(job.run_id, job.key, failed=row.status != "ok")
+    except redis.RedisError as exc:
+        log.warning("run %s: Redis did not count %s (%s); the reconciler finishes the run from the store",
+                    job.run_id, job.key, exc)
+        return
+    if last:
         finish_run(st, job.run_id)
 
 
 def finish_run(st: ProcessState, run_id: str) -> None:
-    """Write the run record: succeeded, partial or failed, by its rows (as `voxwatch run` decides)."""
-    run = st.ledger.record(run_id)
+    """Every row is counted: write the run record from the rows the store holds, succeeded, partial or
+    failed (reconcile.finish_counted). Whatever stops it here, the reconciler finishes the run later."""
     try:
-        st.store.finish_run(run)
-    except StoreError as exc:
-        log.warning("run %s: the store refused its final record (%s); its rows are safe", run_id, exc)
+        run = finish_counted(st.store, st.ledger.record(run_id))
+    except (StoreError, redis.RedisError) as exc:
+        log.warning("run %s: its final record was not written (%s); its rows are safe, and the reconciler "
+                    "finishes it", run_id, exc)
         return
-    st.ledger.mark_finished(run_id)
+    if run is None:
+        log.warning("run %s: every row is counted but not every row is stored (spooled); it is finished once "
+                    "they are", run_id)
+        return
+    with contextlib.suppress(redis.RedisError):
+        st.ledger.mark_finished(run_id)
     log.info("run %s %s: %d observations (%d not ok)", run_id, run.status, run.rows, run.failed_rows)
 
 
