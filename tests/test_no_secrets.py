@@ -100,7 +100,7 @@ def test_a_password_in_the_store_url_never_appears_in_any_output(tmp_path: Path)
     down = _with_password("postgresql://postgres@127.0.0.1:1/voxwatch")
     for args in (("leaderboard", "--store", down), ("leaderboard", "--format", "json", "--store", down),
                  ("db", "upgrade", "--store", down), ("alerts", "list", "--store", down),
-                 ("export", "--store", down)):
+                 ("export", "--store", down), ("runs", "list", "--store", down), ("runs", "reconcile", "--store", down)):
         proc = _cli(*args)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert "127.0.0.1:1" in proc.stderr or "cannot" in proc.stderr
