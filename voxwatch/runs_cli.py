@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
 
 
 def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
-    store = open_store(cfg.store_url)
+    store = open_store(cfg.store_url, create=False)  # a mistyped path is an error, not a new store
     try:
         runs = [r for r in reversed(store.runs()) if args.status in ("all", r.status)][:max(1, args.limit)]
     finally:
@@ -57,7 +57,7 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_reconcile(cfg: Config) -> int:
-    store = open_store(cfg.store_url)
+    store = open_store(cfg.store_url, create=False)  # a mistyped path is an error, not a new store
     try:
         drained = drain(store, cfg.spool_dir)
         for problem in drained.unreadable:

@@ -140,7 +140,7 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
              on_row: Callable[[Observation], None] | None = None) -> TickResult:
     """Measure every task of the plan and store each row as it completes.
 
-    An interrupted tick ends `partial` (or `failed` with no rows) and keeps what it completed;
+    An interrupted tick ends `partial` (or `failed` with no ok row) and keeps what it completed;
     rows the store refuses are retried and finally spooled to a file, never dropped.
     """
     run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed,
