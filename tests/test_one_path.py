@@ -186,7 +186,7 @@ def test_every_postgres_error_path_hides_every_spelling_of_the_password(monkeypa
             assert "127.0.0.1" in str(err.value) and MASK in str(err.value)
         source = open_source(url, Registry.default())
         with pytest.raises(StoreUnavailable) as unavailable:
-            source.ping()
+            source.version()
         _clean(unavailable.value.public + unavailable.value.detail)
         assert MASK in unavailable.value.detail
 

@@ -12,6 +12,7 @@ import pytest
 import soundfile as sf
 
 from conftest import run_cli
+from voxwatch.store.url import parse_store_url
 from contract import RIG_MS
 from voxwatch.datasets.catalog import bundled_root
 from voxwatch.metrics import METHOD_VERSION
@@ -30,7 +31,7 @@ def _export(store_url: str) -> list[dict]:
 
 def _stored(store_url: str) -> bool:
     """Whether anything was stored: a read-only `voxwatch export` refuses a store that was never created."""
-    return Path(store_url[len("sqlite:///"):]).exists() and bool(_export(store_url))
+    return parse_store_url(store_url).path.exists() and bool(_export(store_url))
 
 
 def _board(store_url: str) -> list[dict]:

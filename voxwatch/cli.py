@@ -29,6 +29,7 @@ from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.store import StoreError, open_store, redact
 from voxwatch.web.limits import Limits
 from voxwatch.store.spool import RowsFileError, read_rows
+from voxwatch.store.url import SQLITE, store_kind
 from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
@@ -254,7 +255,7 @@ def cmd_serve(args) -> int:
     from voxwatch.web.app import serve
 
     url = _config(args).store_url
-    if url.startswith("sqlite:///"):  # a mistyped path is an error now, not an empty store (nor a 503 per page)
+    if store_kind(url) == SQLITE:  # a mistyped path is an error now, not an empty store (nor a 503 per page)
         open_store(url, create=False).close()
     limits = Limits(renders=args.renders, queue_wait_s=args.queue_wait, fresh_within_s=args.fresh_within)
     return serve(url, args.host, args.port, limits, args.access_log)
