@@ -16,10 +16,10 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/voxwatch run
 
-# two workers, a test file each: most tests wait on audio paced in real time, so two files at a time
-# halve the wall time on 2 cores; each file keeps its emulators, databases and Redis queues to itself
+# three workers, a test file each: most tests wait on audio paced in real time or on subprocesses, so
+# three files at a time keep 2 cores busy; each file keeps its emulators, databases and Redis queues to itself
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 3 --dist loadfile
 
 clean:
 	rm -rf $(VENV) var

@@ -74,8 +74,12 @@ def settings(config: Config) -> dict[str, Any]:
 def configure(config: Config) -> Celery:
     """Point the app at the config's broker, queues, limits and schedule; returns the app."""
     global _config
+    moved = _config is not None and _config.broker.url != config.broker.url
     _config = config
     app.conf.update(settings(config))
+    if moved:  # a process pointed at another broker (tests do it) must not send through the old one's pooled connections
+        app._pool = None
+        app.amqp._producer_pool = None
     return app
 
 
