@@ -69,3 +69,14 @@ def tone(sample_rate: int, onset_s: float, duration_s: float, total_s: float, fr
     t = np.arange(n) / sample_rate
     x[start:start + n] = amplitude * np.sin(2 * np.pi * freq * t)
     return x
+
+
+# the files that take longest, first: `--dist loadfile` hands files out in collection order, so a long
+# file collected last would run alone at the end while the other workers sit idle
+_LONGEST_FIRST = ("test_run_cli.py", "test_every_vendor.py", "test_alerts.py", "test_run_faults.py", "test_distributed.py",
+                  "test_openai.py", "test_vendor_emulators.py", "test_elevenlabs.py", "test_no_secrets.py", "test_web.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
