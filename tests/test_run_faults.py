@@ -261,7 +261,10 @@ def beat_restarted(s: Scenario) -> dict:
              "VOXWATCH_SCHEDULE_EVERY_MINUTES": "1", "VOXWATCH_RUN_SAMPLE_SIZE": "1"}
     worker = s.worker(**board)
     first = s.beat(**board)
-    synced = first.wait_for("Sending due task runs reconcile", timeout=120)  # its first send: recorded
+    # beat writes its schedule file once its first tick's sends are out (a plan due at start-up goes in
+    # that tick, and is recorded): the plan to resend is one sent after a later tick
+    synced = first.wait_for("Sending due task runs reconcile", timeout=120)
+    synced = first.wait_for("Sending due task runs reconcile", timeout=60, after=synced)
     first.wait_for(f"Sending due task stt {CLEAN} @{s.region}", timeout=150, after=synced)
     first.kill()
     second = s.beat(**board)
