@@ -20,6 +20,10 @@ from celery import Celery
 
 from voxwatch.config import Config, ConfigError, load
 
+from . import broker_transport
+
+broker_transport.install()  # a worker that loses Redis reconnects instead of crashing
+
 app = Celery("voxwatch", include=["voxwatch.workers.tasks"])
 _config: Config | None = None
 
