@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-from scipy.signal import resample_poly
 
 CATALOG_RATE = 16000
 TARGET_RMS_DBFS = -20.0
@@ -135,6 +134,8 @@ def resample(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
     if rate_in == rate_out:
         return np.asarray(x, dtype=np.float64)
     g = gcd(rate_in, rate_out)
+    from scipy.signal import resample_poly  # imported when first needed: scipy takes most of a CLI's start-up
+
     return resample_poly(np.asarray(x, dtype=np.float64), rate_out // g, rate_in // g)
 
 

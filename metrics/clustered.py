@@ -28,7 +28,6 @@ from itertools import combinations
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
-from scipy.stats import t as student_t
 
 LEVEL = 0.95
 
@@ -106,6 +105,8 @@ class Variance:
 
     @property
     def critical(self) -> float:
+        from scipy.stats import t as student_t  # imported when first needed: scipy.stats takes most of a CLI's start-up
+
         return float(student_t.ppf(0.5 + LEVEL / 2, self.df))
 
 

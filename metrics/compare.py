@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Hashable, Sequence
 
 import numpy as np
-from scipy.stats import mannwhitneyu
-from scipy.stats import t as student_t
 
 from .clustered import Design, ratio_variance
 
@@ -49,6 +47,8 @@ def tick_median_shift(recent: Sequence[float], recent_ticks: Sequence[Hashable],
     """The median of the recent ticks' medians against the baseline's, with a one-sided Mann-Whitney
     U test over ticks (recent ticks stochastically greater). One slow tick among a window's dozen
     moves neither the median of ticks nor, much, the rank sum."""
+    from scipy.stats import mannwhitneyu  # imported when first needed, as in clustered.py
+
     r, b = tick_medians(recent, recent_ticks), tick_medians(baseline, baseline_ticks)
     p = float(mannwhitneyu(r, b, alternative="greater").pvalue)
     return Shift(float(np.median(r)), float(np.median(b)), p, int(r.size), int(b.size))
@@ -57,6 +57,8 @@ def tick_median_shift(recent: Sequence[float], recent_ticks: Sequence[Hashable],
 def _one_sided(diff: float, variance: float, df: float) -> float:
     """P(a difference this large | no increase), Student's t; a difference with no variance at all
     (every recent row the same and the baseline exact) is certain."""
+    from scipy.stats import t as student_t  # imported when first needed, as in clustered.py
+
     if variance <= 0:
         return 0.0 if diff > 0 else 1.0
     return float(student_t.sf(diff / np.sqrt(variance), df))

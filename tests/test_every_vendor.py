@@ -55,7 +55,7 @@ def test_with_no_key_every_cloud_model_is_skipped_with_one_line(store_url: str):
 
 
 def test_every_vendor_is_measured_end_to_end_against_its_emulator(emulators, store_url: str):
-    run_cli("run", "--models", ",".join(CLOUD), "--datasets", DATASETS, "--sample-size", "2", "--seed", "3",
+    run_cli("run", "--models", ",".join(CLOUD), "--datasets", DATASETS, "--sample-size", "1", "--seed", "3",
             "--store", store_url, "--no-progress", env=emulators)
     rows = _rows(store_url)
     assert {r["model_id"] for r in rows} == set(CLOUD)
