@@ -98,7 +98,7 @@ class Window:
 def soak(registry: Registry, seconds: float, n_streams: int, kinds: list[str]) -> list[dict]:
     rigs = {kind: [rig(registry, PROTOCOLS[name]) for name in KINDS[kind]] for kind in kinds}
     every = [r for kind in rigs.values() for r in kind]
-    most = min(r.most_streams for r in every if r.most_streams is not None)
+    most = min((r.most_streams for r in every if r.most_streams is not None), default=n_streams)
     if n_streams > most:
         raise SystemExit(f"--streams at most {most}: a stream's ledger key is its clip")
     window_s = 60.0 if seconds >= 120 else seconds / 2
