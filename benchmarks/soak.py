@@ -1,0 +1,183 @@
+"""A worker measuring for a long time: `python -m benchmarks.soak [--minutes 10] [--streams 64] [--kinds stt,tts,s2s]`.
+
+One worker process measures waves of `--streams` concurrent cloud streams against the loopback
+vendor emulators (each emulator in its own process, with its send ledger), one wave after
+another for `--minutes`, on one event loop with one adapter per model, as a Celery worker's
+process does (workers/process_state.py). The waves take the stream kinds in turn (STT streaming,
+TTS, S2S; `--kinds` picks some), and each kind its vendor protocols in turn.
+
+Each window (a minute; a half of the run when it is shorter than two minutes, so that there is a
+warm-up window to compare with) prints: the streams measured, the clock error (p50 / p99 / max
+of its absolute value over every metric of every stream: measured minus the truth as the emulator
+actually sent it, as in benchmarks/clock_truth.py) and the worker's resident memory (RSS) at its
+end, with the emulators' for reference.
+
+Targets: clock error p99 <= 2 ms in every window (on an idle machine); RSS flat: the last
+window's RSS within 10 % of the first window's, the first window being the warm-up (imports,
+connection pools, caches fill). Last line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass, field
+
+from voxwatch.providers.emulators.ledger import Ledger
+from voxwatch.providers.emulators.scenario import Scenarios
+from voxwatch.providers.emulators.server import serve
+from voxwatch.providers.registry import Registry
+
+from .rig import PROTOCOLS, Errors, Rig, rig, streams, summary
+
+KINDS = {  # the stream kinds a wave takes in turn, and each kind's vendor protocols in turn
+    "stt": ("deepgram", "assemblyai", "speechmatics", "elevenlabs-scribe", "openai-realtime-stt"),
+    "tts": ("cartesia", "deepgram-aura", "elevenlabs-ws", "elevenlabs-http", "openai-tts"),
+    "s2s": ("openai-realtime-s2s", "gemini-live"),
+}
+CLOCK_P99_TARGET_MS = 2.0
+RSS_FLAT_TARGET = 0.10
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident memory of a process (Linux), MB."""
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def wave_rig(rigs: dict[str, list[Rig]], wave: int) -> tuple[str, Rig]:
+    """The kind and protocol of wave `wave`: the kinds in turn, each kind's protocols in turn."""
+    kind = list(rigs)[wave % len(rigs)]
+    protocols = rigs[kind]
+    return kind, protocols[(wave // len(rigs)) % len(protocols)]
+
+
+def bundles(rigs: list[Rig]) -> dict[str, Scenarios]:
+    """One scenario bundle per emulator process (Deepgram serves its STT and TTS from one host, say)."""
+    out: dict[str, dict] = {}
+    for r in rigs:
+        boards = out.setdefault(r.protocol.emulator, {})
+        if boards.setdefault(r.model.board, r.scenario) != r.scenario:
+            raise ValueError(f"two {r.model.board} scenarios for the {r.protocol.emulator} emulator")
+    return {name: Scenarios(**boards) for name, boards in out.items()}
+
+
+@dataclass
+class Window:
+    """What one window measured."""
+
+    started: float
+    waves: int = 0
+    streams: int = 0
+    failed: list[str] = field(default_factory=list)
+    errors: dict[str, Errors] = field(default_factory=dict)  # by vendor protocol
+
+    def row(self, soak_started: float, emulator_pids: list[int]) -> dict:
+        def p99(names) -> float | None:
+            pairs = [p for name in names for values in self.errors[name].values.values() for p in values]
+            return summary(pairs)["p99_ms"] if pairs else None
+
+        pairs = [p for e in self.errors.values() for values in e.values.values() for p in values]
+        s = summary(pairs) if pairs else {"p50_ms": None, "p99_ms": None, "max_ms": None}
+        kinds = {kind: [n for n in names if n in self.errors] for kind, names in KINDS.items()}
+        now = time.perf_counter()
+        return {"end_s": round(now - soak_started, 1), "seconds": round(now - self.started, 1), "waves": self.waves,
+                "streams": self.streams, "failed": len(self.failed), "failures": self.failed[:3],
+                "clock_error_ms": {k: s[k] for k in ("p50_ms", "p99_ms", "max_ms")},
+                "p99_by_kind_ms": {kind: p99(names) for kind, names in kinds.items() if names},
+                "p99_by_protocol_ms": {name: p99([name]) for name in self.errors},
+                "rss_mb": round(rss_mb(), 1), "emulators_rss_mb": round(sum(rss_mb(p) for p in emulator_pids), 1)}
+
+
+def soak(registry: Registry, seconds: float, n_streams: int, kinds: list[str]) -> list[dict]:
+    rigs = {kind: [rig(registry, PROTOCOLS[name]) for name in KINDS[kind]] for kind in kinds}
+    every = [r for kind in rigs.values() for r in kind]
+    most = min((r.most_streams for r in every if r.most_streams is not None), default=n_streams)
+    if n_streams > most:
+        raise SystemExit(f"--streams at most {most}: a stream's ledger key is its clip")
+    window_s = 60.0 if seconds >= 120 else seconds / 2
+    loop = asyncio.new_event_loop()
+    with contextlib.ExitStack() as stack:
+        ledgers: dict[str, Ledger] = {}
+        urls = {}
+        for name, scenarios in bundles(every).items():
+            ledgers[name] = Ledger()
+            urls[name] = stack.enter_context(serve(name, scenarios, ledger=ledgers[name]))
+        emulator_pids = [p.pid for p in multiprocessing.active_children()]
+        adapters = {r.protocol.name: r.adapter(registry, urls[r.protocol.emulator]) for r in every}
+        for r in every:  # warm-up, discarded: imports, first connections
+            loop.run_until_complete(streams(r.model, adapters[r.protocol.name], r.dataset, r.warm_up()))
+        for ledger in ledgers.values():
+            ledger.drain()
+        started = time.perf_counter()
+        windows: list[dict] = []
+        window, wave = Window(started), 0
+        while len(windows) < math.ceil(seconds / window_s - 1e-9):
+            _, r = wave_rig(rigs, wave)
+            items = r.items(n_streams, wave)
+            rows, timelines = loop.run_until_complete(streams(r.model, adapters[r.protocol.name], r.dataset, items))
+            sent = ledgers[r.protocol.emulator].drain()
+            errors = window.errors.setdefault(r.protocol.name, Errors())
+            for item, row, timeline in zip(items, rows, timelines):
+                if row.status != "ok":  # a worker goes on; the window reports it
+                    window.failed.append(f"{r.protocol.name} {item.id}: {row.status}: {row.reason}")
+                    continue
+                r.add(errors, item, row, timeline, sent)
+            window.waves, window.streams, wave = window.waves + 1, window.streams + len(items), wave + 1
+            if time.perf_counter() - started >= min((len(windows) + 1) * window_s, seconds):
+                windows.append(window.row(started, emulator_pids))
+                _print_row(len(windows), windows[-1])
+                window = Window(time.perf_counter())
+    loop.close()
+    return windows
+
+
+def _ms(value: float | None, width: int) -> str:
+    return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}}"
+
+
+def _print_row(n: int, w: dict) -> None:
+    if n == 1:
+        print(f"{'window':>6} {'end s':>6} {'waves':>5} {'streams':>7} {'failed':>6} | clock error ms: {'p50':>6} "
+              f"{'p99':>6} {'max':>7} | p99 by kind ms{'':14} | {'RSS MB':>7} {'emulators MB':>12}", flush=True)
+    c = w["clock_error_ms"]
+    kinds = " ".join(f"{k} {_ms(v, 0).strip()}" for k, v in w["p99_by_kind_ms"].items())
+    print(f"{n:6d} {w['end_s']:6.0f} {w['waves']:5d} {w['streams']:7d} {w['failed']:6d} |                "
+          f"{_ms(c['p50_ms'], 6)} {_ms(c['p99_ms'], 6)} {_ms(c['max_ms'], 7)} | {kinds:28} | {w['rss_mb']:7.1f} "
+          f"{w['emulators_rss_mb']:12.1f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long to measure (fractions allowed)")
+    parser.add_argument("--streams", type=int, default=64, help="concurrent streams per wave")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="the stream kinds the waves take in turn")
+    args = parser.parse_args()
+    kinds = args.kinds.split(",")
+    if args.minutes <= 0 or args.streams < 1 or not set(kinds) <= set(KINDS):
+        parser.error(f"--minutes must be > 0, --streams >= 1, --kinds from {', '.join(KINDS)}")
+    windows = soak(Registry.default(), args.minutes * 60, args.streams, kinds)
+    p99s = [w["clock_error_ms"]["p99_ms"] for w in windows]
+    first, last = windows[0]["rss_mb"], windows[-1]["rss_mb"]
+    growth = (last - first) / first
+    p99_met = all(p is not None and p <= CLOCK_P99_TARGET_MS for p in p99s)
+    rss_met = len(windows) > 1 and abs(growth) <= RSS_FLAT_TARGET
+    worst = max((p for p in p99s if p is not None), default=None)
+    print(f"worst window p99 clock error {_ms(worst, 0).strip()} ms (target <= "
+          f"{CLOCK_P99_TARGET_MS:g} ms in every window); RSS {first:.1f} MB after the warm-up window -> {last:.1f} MB "
+          f"at the end ({growth:+.1%}; target within {RSS_FLAT_TARGET:.0%}); "
+          f"{sum(w['streams'] for w in windows)} streams, {sum(w['failed'] for w in windows)} failed")
+    print(json.dumps({"benchmark": "soak", "minutes": args.minutes, "streams": args.streams, "kinds": kinds,
+                      "clock_p99_target_met": p99_met, "rss_flat_target_met": rss_met,
+                      "worst_p99_ms": worst, "rss_first_mb": first, "rss_last_mb": last,
+                      "rss_growth": round(growth, 4), "windows": windows}))
+
+
+if __name__ == "__main__":
+    main()
