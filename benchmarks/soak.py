@@ -29,6 +29,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from voxwatch.providers.emulators.ledger import Ledger
 from voxwatch.providers.emulators.scenario import Scenarios
 from voxwatch.providers.emulators.server import serve
@@ -77,6 +79,7 @@ class Window:
     streams: int = 0
     failed: list[str] = field(default_factory=list)
     errors: dict[str, Errors] = field(default_factory=dict)  # by vendor protocol
+    pacing: dict[str, list[float]] = field(default_factory=dict)  # by kind: each audio-in row's pacing_error_ms
 
     def row(self, soak_started: float, emulator_pids: list[int]) -> dict:
         def p99(names) -> float | None:
@@ -92,6 +95,7 @@ class Window:
                 "clock_error_ms": {k: s[k] for k in ("p50_ms", "p99_ms", "max_ms")},
                 "p99_by_kind_ms": {kind: p99(names) for kind, names in kinds.items() if names},
                 "p99_by_protocol_ms": {name: p99([name]) for name in self.errors},
+                "pacing_p99_by_kind_ms": {kind: round(float(np.percentile(v, 99)), 3) for kind, v in self.pacing.items()},
                 "rss_mb": round(rss_mb(), 1), "emulators_rss_mb": round(sum(rss_mb(p) for p in emulator_pids), 1)}
 
 
@@ -119,7 +123,7 @@ def soak(registry: Registry, seconds: float, n_streams: int, kinds: list[str]) -
         windows: list[dict] = []
         window, wave = Window(started), 0
         while len(windows) < math.ceil(seconds / window_s - 1e-9):
-            _, r = wave_rig(rigs, wave)
+            kind, r = wave_rig(rigs, wave)
             items = r.items(n_streams, wave)
             rows, timelines = loop.run_until_complete(streams(r.model, adapters[r.protocol.name], r.dataset, items))
             sent = ledgers[r.protocol.emulator].drain()
@@ -129,6 +133,8 @@ def soak(registry: Registry, seconds: float, n_streams: int, kinds: list[str]) -
                     window.failed.append(f"{r.protocol.name} {item.id}: {row.status}: {row.reason}")
                     continue
                 r.add(errors, item, row, timeline, sent)
+                if row.pacing_error_ms is not None:  # how late the worker wrote the caller's audio
+                    window.pacing.setdefault(kind, []).append(row.pacing_error_ms)
             window.waves, window.streams, wave = window.waves + 1, window.streams + len(items), wave + 1
             if time.perf_counter() - started >= min((len(windows) + 1) * window_s, seconds):
                 windows.append(window.row(started, emulator_pids))
