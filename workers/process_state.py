@@ -13,7 +13,7 @@ import os
 import time
 from typing import Callable
 
-from voxwatch import __version__
+from voxwatch import __version__, preload
 from voxwatch.config import Config
 from voxwatch.datasets.catalog import Catalog, Dataset, bundled_root
 from voxwatch.metrics import METHOD_VERSION
@@ -37,6 +37,7 @@ class Unmeasurable(Exception):
 
 class ProcessState:
     def __init__(self, config: Config) -> None:
+        preload.numerics()  # before the first measurement, not inside it
         self.config, self.pid = config, os.getpid()
         self.registry = Registry.default()
         self.catalog = Catalog([bundled_root(), config.datasets_dir])

@@ -18,6 +18,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
+from voxwatch import preload
 from voxwatch.config import Config
 from voxwatch.datasets.catalog import Catalog, Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
@@ -143,6 +144,7 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     An interrupted tick ends `partial` (or `failed` with no ok row) and keeps what it completed;
     rows the store refuses are retried and finally spooled to a file, never dropped.
     """
+    preload.numerics()  # before the first measurement, not inside it
     run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed,
                     planned=len(plan.tasks))
     store.start_run(run)

@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Scope
 
+from voxwatch import preload
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
@@ -87,6 +88,7 @@ class _App(Starlette):
 
 def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits()) -> Starlette:
     """The app for one store; nothing connects until the first request."""
+    preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
     source = open_source(store_url, registry)
     freshness = Freshness(source, registry, limits.fresh_within_s)

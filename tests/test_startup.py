@@ -1,0 +1,32 @@
+"""scipy is imported where first needed, so a one-shot command starts fast; the processes that serve
+or measure import it before their first page or measurement (voxwatch/preload.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+LOADED = "import sys; print(sorted(m for m in ('scipy.stats', 'scipy.signal') if m in sys.modules))"
+
+
+def _loaded(setup: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", f"{setup}\n{LOADED}"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    return eval(out.stdout)
+
+
+def test_the_cli_starts_without_scipy():
+    assert _loaded("import voxwatch.cli") == []
+
+
+@pytest.mark.parametrize("setup", [
+    "from voxwatch.web.app import create_app; create_app('sqlite:///' + __import__('tempfile').mkdtemp() + '/s.sqlite')",
+    "from voxwatch.config import load; from voxwatch.workers.process_state import ProcessState; ProcessState(load(environ={}))",
+], ids=["web app", "worker process"])
+def test_a_process_that_serves_or_measures_imports_it_before_it_starts(setup: str):
+    assert _loaded(setup) == ["scipy.signal", "scipy.stats"]
