@@ -25,7 +25,7 @@ def test_the_cli_starts_without_scipy():
 
 
 @pytest.mark.parametrize("setup", [
-    "from voxwatch.web.app import create_app; create_app('sqlite:///' + __import__('tempfile').mkdtemp() + '/s.sqlite')",
+    "import tempfile; from voxwatch.web.app import create_app; create_app(f'sqlite:///{tempfile.mkdtemp()}/s.sqlite')",
     "from voxwatch.config import load; from voxwatch.workers.process_state import ProcessState; ProcessState(load(environ={}))",
 ], ids=["web app", "worker process"])
 def test_a_process_that_serves_or_measures_imports_it_before_it_starts(setup: str):
