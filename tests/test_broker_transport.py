@@ -38,12 +38,15 @@ def queue() -> Iterator[Queue]:
     client.close()
 
 
+def _options(queue: Queue, visibility_timeout: int) -> dict:
+    """The transport's options, with unacked keys of the test's own (the shared Redis keeps others')."""
+    return {"visibility_timeout": visibility_timeout, "unacked_key": f"{queue.name}.unacked",
+            "unacked_index_key": f"{queue.name}.index", "unacked_mutex_key": f"{queue.name}.mutex"}
+
+
 def _held(transport: str | type, queue: Queue, visibility_timeout: int = 3600) -> tuple[Connection, str]:
     """A connection holding one unacknowledged message of `queue`, as a worker mid-task does."""
-    conn = Connection(URL, transport=transport, transport_options={"visibility_timeout": visibility_timeout,
-                                                                   "unacked_key": f"{queue.name}.unacked",
-                                                                   "unacked_index_key": f"{queue.name}.index",
-                                                                   "unacked_mutex_key": f"{queue.name}.mutex"})
+    conn = Connection(URL, transport=transport, transport_options=_options(queue, visibility_timeout))
     body = uuid.uuid4().hex
     with conn.Producer() as producer:
         producer.publish({"task": body}, exchange=queue.exchange, routing_key=queue.routing_key, declare=[queue])
@@ -79,10 +82,7 @@ def test_the_held_message_stays_unacked_and_the_visibility_timeout_restores_it(q
     client = redis.Redis.from_url(URL)
     assert client.hlen(f"{queue.name}.unacked") == 1  # not lost, not requeued twice
     time.sleep(1.5)
-    with Connection(URL, transport="redis",
-                    transport_options={"visibility_timeout": 1, "unacked_key": f"{queue.name}.unacked",
-                                       "unacked_index_key": f"{queue.name}.index",
-                                       "unacked_mutex_key": f"{queue.name}.mutex"}) as again:
+    with Connection(URL, transport="redis", transport_options=_options(queue, 1)) as again:
         channel = again.default_channel
         channel.qos.restore_visible()
         message = queue(channel).get(no_ack=True)

@@ -3,6 +3,7 @@ or measure import it before their first page or measurement (voxwatch/preload.py
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -10,14 +11,14 @@ import pytest
 
 from conftest import REPO
 
-LOADED = "import sys; print(sorted(m for m in ('scipy.stats', 'scipy.signal') if m in sys.modules))"
+LOADED = "import json, sys; print(json.dumps(sorted(m for m in ('scipy.stats', 'scipy.signal') if m in sys.modules)))"
 
 
 def _loaded(setup: str) -> list[str]:
     out = subprocess.run([sys.executable, "-c", f"{setup}\n{LOADED}"], cwd=REPO, capture_output=True, text=True,
                          timeout=120, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
-    return eval(out.stdout)
+    return json.loads(out.stdout)
 
 
 def test_the_cli_starts_without_scipy():
