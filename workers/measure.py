@@ -15,13 +15,13 @@ import time
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Awaitable, Callable
 
 import numpy as np
 import websockets
 
 from voxwatch import __version__
-from voxwatch.clock import busy_poll, gc_paused
+from voxwatch.clock import busy_poll, gc_paused, on_the_clock
 from voxwatch.datasets.audio import resample
 from voxwatch.datasets.catalog import Dataset
 from voxwatch.datasets.manifest import Clip, Prompt, file_stem
@@ -166,7 +166,8 @@ async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, ro
     _score(row, clip.text, m.hypothesis)
 
 
-async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row: Observation, ctx: MeasureContext) -> None:
+async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row: Observation,
+               ctx: MeasureContext) -> After | None:
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
     try:
@@ -181,7 +182,10 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
         raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
     row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
     _http_facts(row, timeline)
-    if ctx.instrument is not None:
+    if ctx.instrument is None:
+        return None
+
+    async def transcribe() -> None:
         row.instrument_id = ctx.instrument_id
         try:
             audio16k = resample(stream.samples, stream.sample_rate, 16000).astype(np.float32)
@@ -189,6 +193,7 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
             _score(row, prompt.text, text)
         except Exception as exc:  # an instrument failure is not a provider failure
             row.instrument_error = f"{type(exc).__name__}: {exc}"
+    return transcribe
 
 
 def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
@@ -197,25 +202,31 @@ def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
     return v2v_from_recording(path)
 
 
-async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> After:
     """One spoken turn: the clip paced in real time, the model's reply captured into the call recording."""
     pcm, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_response())
     reply = collect_audio(timeline.events)
     if reply.samples.size == 0:
         raise Inaudible("the model sent no audio")
     row.audio_duration_s = reply.samples.size / reply.sample_rate
-    with contextlib.ExitStack() as stack:
-        folder = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") if ctx.recordings_dir else \
-            Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        path = folder / f"{row.dataset}-{file_stem(clip.id)}.wav"  # an id may hold "/" or ".."
-        # off the event loop: tens of ms of array work would delay the arrival stamps of every
-        # other call the worker has on the clock (benchmarks/clock_truth.py, 16-64 S2S streams)
-        v = await asyncio.to_thread(_record_and_measure, path, timeline, pcm, clip.sample_rate)
-    if v.v2v_ms is None:
-        lv = levels(reply.samples)
-        raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
-    row.v2v_ms = v.v2v_ms
 
+    async def record() -> None:
+        with contextlib.ExitStack() as stack:
+            folder = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") if ctx.recordings_dir else \
+                Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            path = folder / f"{row.dataset}-{file_stem(clip.id)}.wav"  # an id may hold "/" or ".."
+            # in a thread as well: the loop still serves other calls' sockets
+            v = await asyncio.to_thread(_record_and_measure, path, timeline, pcm, clip.sample_rate)
+        if v.v2v_ms is None:
+            lv = levels(reply.samples)
+            raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
+        row.v2v_ms = v.v2v_ms
+    return record
+
+
+After = Callable[[], Awaitable[None]]
+"""What a harness leaves to do once its clocks have stopped: work that times nothing, done when no
+other measurement of the worker is on the clock (voxwatch.clock.on_the_clock)."""
 
 HARNESSES = {"stt-stream": _stt_stream, "stt-batch": _stt_batch, "tts-stream": _tts, "s2s": _s2s}
 
@@ -243,8 +254,11 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
             return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
         # a local engine needs the CPU a busy poll would take, and its events come from threads
         async with busy_poll if model.region != "local" else contextlib.nullcontext():
-            with gc_paused:
-                await harness(adapter, model, dataset, item, row, ctx)
+            with gc_paused, on_the_clock:
+                after = await harness(adapter, model, dataset, item, row, ctx)
+        if after is not None:
+            await on_the_clock.quiet(ctx.timeout_s)
+            await after()
     except (asyncio.TimeoutError, TimeoutError) as exc:
         return _fail(row, "timeout", str(exc) or f"no result within {ctx.timeout_s:g} s", ctx)
     except Inaudible as exc:
