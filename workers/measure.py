@@ -146,46 +146,55 @@ async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, 
     return pcm, timeline
 
 
-async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation,
+                      ctx: MeasureContext) -> After:
     _, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final())
-    m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end)
-    if m.ttfs_ms is None:
-        raise asyncio.TimeoutError("the stream closed without a final transcript")
-    row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = m.ttfs_ms, m.first_partial_ms, m.first_partial_from_t0_ms
-    _score(row, clip.text, m.hypothesis)
+
+    async def compute() -> None:
+        m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end)
+        if m.ttfs_ms is None:
+            raise asyncio.TimeoutError("the stream closed without a final transcript")
+        row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = (m.ttfs_ms, m.first_partial_ms,
+                                                                           m.first_partial_from_t0_ms)
+        _score(row, clip.text, m.hypothesis)
+    return compute
 
 
-async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> None:
+async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation,
+                     ctx: MeasureContext) -> After:
     pcm = audio_sent(dataset, clip)
     timeline = _timeline(ctx)
     client = await _connect(adapter.connect(timeline), timeline, row, ctx)
     await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
-    m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
-    row.latency_ms, row.rtf = m.latency_ms, m.rtf
-    _http_facts(row, timeline)
-    _score(row, clip.text, m.hypothesis)
+
+    async def compute() -> None:
+        m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
+        row.latency_ms, row.rtf = m.latency_ms, m.rtf
+        _http_facts(row, timeline)
+        _score(row, clip.text, m.hypothesis)
+    return compute
 
 
 async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row: Observation,
-               ctx: MeasureContext) -> After | None:
+               ctx: MeasureContext) -> After:
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
     try:
         await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
     finally:
         await session.aclose()
-    m = tts_metrics(timeline)
-    row.ttfb_ms, row.synthesis_ms, row.audio_duration_s = m.ttfb_ms, m.synthesis_ms, m.audio_duration_s
-    stream = m.stream
-    if m.ttfa_ms is None:
-        lv = levels(stream.samples)
-        raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
-    row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
-    _http_facts(row, timeline)
-    if ctx.instrument is None:
-        return None
 
-    async def transcribe() -> None:
+    async def compute() -> None:
+        m = tts_metrics(timeline)
+        row.ttfb_ms, row.synthesis_ms, row.audio_duration_s = m.ttfb_ms, m.synthesis_ms, m.audio_duration_s
+        stream = m.stream
+        if m.ttfa_ms is None:
+            lv = levels(stream.samples)
+            raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
+        row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
+        _http_facts(row, timeline)
+        if ctx.instrument is None:
+            return
         row.instrument_id = ctx.instrument_id
         try:
             audio16k = resample(stream.samples, stream.sample_rate, 16000).astype(np.float32)
@@ -193,7 +202,7 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
             _score(row, prompt.text, text)
         except Exception as exc:  # an instrument failure is not a provider failure
             row.instrument_error = f"{type(exc).__name__}: {exc}"
-    return transcribe
+    return compute
 
 
 def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
@@ -225,8 +234,9 @@ async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Obs
 
 
 After = Callable[[], Awaitable[None]]
-"""What a harness leaves to do once its clocks have stopped: work that times nothing, done when no
-other measurement of the worker is on the clock (voxwatch.clock.on_the_clock)."""
+"""What a harness leaves to do once its clocks have stopped: computing the row from the timeline,
+scoring, recording. It times nothing, so it waits until no other measurement of the worker is on
+the clock (voxwatch.clock.on_the_clock) and delays none of their stamps."""
 
 HARNESSES = {"stt-stream": _stt_stream, "stt-batch": _stt_batch, "tts-stream": _tts, "s2s": _s2s}
 
@@ -256,9 +266,8 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
         async with busy_poll if model.region != "local" else contextlib.nullcontext():
             with gc_paused, on_the_clock:
                 after = await harness(adapter, model, dataset, item, row, ctx)
-        if after is not None:
-            await on_the_clock.quiet(ctx.timeout_s)
-            await after()
+        await on_the_clock.quiet(ctx.timeout_s)
+        await after()
     except (asyncio.TimeoutError, TimeoutError) as exc:
         return _fail(row, "timeout", str(exc) or f"no result within {ctx.timeout_s:g} s", ctx)
     except Inaudible as exc:
