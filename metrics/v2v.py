@@ -78,11 +78,17 @@ def write_recording(path: Path, recording: np.ndarray) -> None:
     sf.write(str(path), np.clip(recording, -1, 32767 / 32768), RECORDING_RATE, subtype="PCM_16")
 
 
-def v2v_from_recording(path: Path) -> V2V:
-    """Measure V2V from a written two-channel recording."""
+def read_recording(path: Path) -> np.ndarray:
+    """A written call recording as (n, 2) int16 samples at RECORDING_RATE."""
     data, rate = sf.read(str(path), dtype="int16", always_2d=True)
     if data.shape[1] != 2 or rate != RECORDING_RATE:
         raise ValueError(f"{path}: expected a two-channel {RECORDING_RATE} Hz call recording")
+    return data
+
+
+def v2v_from_recording(path: Path) -> V2V:
+    """Measure V2V from a written two-channel recording."""
+    data, rate = read_recording(path), RECORDING_RATE
     anchors = speech_anchors(data[:, 0])
     if anchors is None:
         raise ValueError(f"{path}: no caller speech on channel 0")
