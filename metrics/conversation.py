@@ -17,7 +17,7 @@ state to `state_tracking`), else `tool_use_correct`; a missing call never fails
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Mapping, Sequence
 
 from voxwatch.conversations.scenario import ExpectedCall, Scenario, Turn
@@ -28,6 +28,9 @@ from .conversation_timing import TurnTiming
 from .wer import normalize
 
 NO_JUDGE = "no judge configured"
+JUDGED_DIMENSIONS = ("instruction_following", "kb_grounding", "state_tracking", "ambiguity_handling")
+"""The dimensions whose judge verdicts are used (TurnOutcome.judged), each where code has not
+failed the turn; `tool_use_correct` and `turn_taking` are code's alone."""
 
 # the rule that decided a verdict, stored beside it so a score can be traced to its definition
 RULE_CALLS = "calls"  # the turn's required calls were made (on the turn, or early)
@@ -110,6 +113,10 @@ class ConversationScore:
     turns: tuple[TurnScore, ...]
     end_state_ok: bool | None = None  # None when no backend was checked
     end_state_reason: str = ""
+
+    def as_record(self) -> dict:
+        """Plain JSON-able data (lists for tuples), for the store and the conversation's page."""
+        return asdict(self)
 
 
 def asks_question(transcript: str) -> bool:

@@ -3,6 +3,7 @@ backend's end state, turn-taking from synthetic recordings, and the board's aggr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -149,6 +150,38 @@ def test_a_cascade_of_two_late_calls_charges_each_once_where_due():
          "kb_grounding": NO_JUDGE_IF, "turn_taking": TT_UNMEASURED},
     ]
     assert [m[1] for t in score.turns for m in t.made] == [LATE, LATE]
+
+
+def test_an_early_call_is_found_on_the_nearest_earlier_turn():
+    sc = scenario(turn("t1"), turn("t2"), turn("t3", (BOOK,)))
+    score = score_conversation(sc, [outcome("t1", book()), outcome("t2"), outcome("t3")])
+    assert [v["tool_use_correct"][0] for v in table(score)] == [True, True, True]
+    assert score.turns[2].expected[0].made_on == "t1"
+
+
+def test_a_write_made_early_and_again_on_its_turn_is_a_spurious_duplicate():
+    sc = scenario(turn("t1"), turn("t2", (BOOK,)))
+    score = score_conversation(sc, [outcome("t1", book()), outcome("t2", book())])
+    assert [v["tool_use_correct"] for v in table(score)] == [(False, "spurious_call"), (True, "calls")]
+    assert score.turns[1].expected[0].status == MADE
+
+
+def test_a_wrong_attempt_corrected_late_is_charged_once_where_due():
+    sc = scenario(turn("t1", (BOOK,)), turn("t2", (CHANGE,), tags=("state_tracking",)), turn("t3"))
+    score = score_conversation(sc, [outcome("t1", book()), outcome("t2", change(name="Bob")),
+                                    outcome("t3", change())])
+    assert [(v["tool_use_correct"], v.get("state_tracking")) for v in table(score)] == [
+        ((True, "calls"), None), ((True, "absorbed"), (False, "forgotten_state")), ((True, "calls"), None)]
+    fate = score.turns[1].expected[0]
+    assert (fate.status, fate.made_on) == (LATE, "t3")
+    assert [m[1] for t in score.turns for m in t.made] == [MADE, WRONG, LATE]
+
+
+def test_a_score_is_plain_data():
+    sc = scenario(turn("t1", (BOOK,)))
+    record = score_conversation(sc, [outcome("t1", book())], "conv-1", end_state=(True, "ok")).as_record()
+    assert json.loads(json.dumps(record))["turns"][0]["made"][0][0]["name"] == "book_table"
+    assert record["end_state_ok"] is True and record["conversation_id"] == "conv-1"
 
 
 def test_over_clarification_is_charged_to_ambiguity_handling_once():
