@@ -159,6 +159,7 @@ class _Alignment:
     used: dict[tuple[int, int], str] = field(default_factory=dict)
     fates: dict[tuple[int, int], CallFate] = field(default_factory=dict)
     failures: dict[int, list[_Failure]] = field(default_factory=dict)
+    attempts: dict[tuple[int, int], ToolCall] = field(default_factory=dict)  # wrong attempts at expected calls
     state_evidence: dict[int, bool] = field(default_factory=dict)  # turn -> were its state args right
 
 
@@ -195,7 +196,7 @@ def _align(scenario: Scenario, outcomes: Sequence[TurnOutcome]) -> _Alignment:
             if (t, e) in a.fates:
                 continue
             a.fates[(t, e)] = _realign(a, t, e, turn, outcomes, turns)
-        state_ok = [a.fates[(t, e)].status in (MADE, EARLY) or _state_args_right(a, t, e, exp, out)
+        state_ok = [a.fates[(t, e)].status in (MADE, EARLY) or _state_args_right(a.attempts.get((t, e)), exp)
                     for e, exp in enumerate(turn.expected_calls) if exp.state_args]
         if state_ok:
             a.state_evidence[t] = all(state_ok)
@@ -214,12 +215,9 @@ def _align(scenario: Scenario, outcomes: Sequence[TurnOutcome]) -> _Alignment:
     return a
 
 
-def _state_args_right(a: _Alignment, t: int, e: int, exp: ExpectedCall, out: TurnOutcome) -> bool:
-    fate = a.fates[(t, e)]
-    if fate.status != WRONG:
-        return False
-    attempt = next(c for i, c in enumerate(out.calls) if a.used.get((t, i)) == f"{WRONG}:{e}")
-    return not set(mismatched_args(exp, attempt)) & set(exp.state_args)
+def _state_args_right(attempt: ToolCall | None, exp: ExpectedCall) -> bool:
+    """Whether a wrong attempt at `exp` still carried the state right (its other arguments were wrong)."""
+    return attempt is not None and not set(mismatched_args(exp, attempt)) & set(exp.state_args)
 
 
 def _realign(a: _Alignment, t: int, e: int, turn: Turn, outcomes: Sequence[TurnOutcome],
@@ -234,7 +232,8 @@ def _realign(a: _Alignment, t: int, e: int, turn: Turn, outcomes: Sequence[TurnO
     w = _first_unused(a, t, out.calls, lambda c: c.name == exp.name)  # a wrong attempt on the turn
     attempt = out.calls[w] if w is not None else None
     if w is not None:
-        a.used[(t, w)] = f"{WRONG}:{e}"
+        a.used[(t, w)] = WRONG
+        a.attempts[(t, e)] = attempt
     late = None
     for u in range(t + 1, len(outcomes)):  # late: credited where made, failed here
         i = _first_unused(a, u, outcomes[u].calls, lambda c: call_matches(exp, c))
@@ -244,7 +243,7 @@ def _realign(a: _Alignment, t: int, e: int, turn: Turn, outcomes: Sequence[TurnO
             break
     if attempt is not None:
         wrong = set(mismatched_args(exp, attempt))
-        cause = RULE_FORGOTTEN_STATE if exp.state_args and wrong <= set(exp.state_args) else RULE_WRONG
+        cause = RULE_FORGOTTEN_STATE if wrong and wrong <= set(exp.state_args) else RULE_WRONG
         reason = call_mismatch(exp, attempt) or ""
         status, made_on = WRONG, turn.id
     elif asks_question(out.transcript):
@@ -308,7 +307,7 @@ def _score_turn(t: int, turn: Turn, out: TurnOutcome, a: _Alignment) -> TurnScor
             verdicts[dim] = _decide(mine, _judged(out, dim), code_pass)
         else:  # instruction_following: judged only, and never failed for a missing call
             verdicts[dim] = _decide([], _judged(out, dim), None)
-    made = tuple((c, a.used[(t, i)].split(":")[0]) for i, c in enumerate(out.calls))
+    made = tuple((c, a.used[(t, i)]) for i, c in enumerate(out.calls))
     return TurnScore(turn.id, verdicts, turn_taking_verdict(out).passed is False, fates, made,
                      out.interrupted, out.no_response, out.v2v_ms, out.gap_s)
 

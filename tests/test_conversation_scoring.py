@@ -230,6 +230,13 @@ def test_a_wrong_argument_that_is_not_state_fails_tool_use_and_shows_state_was_k
     assert table(score)[1]["state_tracking"] == (True, "calls")
 
 
+def test_arguments_that_were_not_json_are_wrong_arguments_not_forgotten_state():
+    sc = scenario(turn("t1", (CHANGE,), tags=("state_tracking",)))
+    score = score_conversation(sc, [outcome("t1", call("change_party", _raw="{name: Ada"))])
+    assert table(score)[0]["tool_use_correct"] == (False, "wrong_args")
+    assert table(score)[0]["state_tracking"] == NO_JUDGE_IF
+
+
 def test_a_forgotten_entity_on_an_untagged_turn_falls_to_tool_use():
     sc = scenario(turn("t1", (CHANGE,)))
     score = score_conversation(sc, [outcome("t1", change(name="Bob"))])
