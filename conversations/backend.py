@@ -24,7 +24,8 @@ class Backend:
     """Tables of records (table -> list of records), changed only by tool effects."""
 
     def __init__(self, initial_state: Mapping[str, list[dict[str, Any]]]):
-        self.state: State = {table: [dict(r) for r in records] for table, records in copy.deepcopy(dict(initial_state)).items()}
+        self.state: State = {table: [dict(r) for r in records]
+                             for table, records in copy.deepcopy(dict(initial_state)).items()}
 
     def call(self, tool: Tool, args: Mapping[str, Any], scripted: Any = None) -> Any:
         """Apply `tool`'s effect for `args` and return the result the model is sent: `scripted` (the

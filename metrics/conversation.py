@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Mapping, Sequence
 
 from voxwatch.conversations.scenario import ExpectedCall, Scenario, Turn
-from voxwatch.providers.conversation import ToolCall
+from voxwatch.providers.conversation import ModelTurn, ToolCall
 
 from .conversation_match import call_matches, call_mismatch, mismatched_args
 from .conversation_timing import TurnTiming
@@ -66,6 +66,11 @@ class TurnOutcome:
     v2v_ms: float | None = None
     gap_s: float | None = None  # the silence before the model's first audible sample (may be < 0.5 s)
     judged: Mapping[str, tuple[bool | None, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, turn_id: str, model: ModelTurn) -> "TurnOutcome":
+        """What a session's ModelTurn says: its calls in order and its own transcript."""
+        return cls(turn_id, calls=tuple(model.calls), transcript=model.transcript)
 
 
 def with_timing(outcome: TurnOutcome, timing: TurnTiming) -> TurnOutcome:
@@ -247,7 +252,8 @@ def _realign(a: _Alignment, t: int, e: int, turn: Turn, outcomes: Sequence[TurnO
         reason = call_mismatch(exp, attempt) or ""
         status, made_on = WRONG, turn.id
     elif asks_question(out.transcript):
-        cause, reason, status, made_on = RULE_OVER_CLARIFICATION, f"{exp.name}: not called, asked a question instead", MISSING, None
+        cause, reason, status, made_on = (RULE_OVER_CLARIFICATION, f"{exp.name}: not called, asked a question instead",
+                                          MISSING, None)
     else:
         cause, reason, status, made_on = (RULE_LATE if late else RULE_MISSING), f"{exp.name}: not called", MISSING, None
     if late is not None:

@@ -146,3 +146,25 @@ def silence_gap(scores: Sequence[ConversationScore]) -> float | None:
     """Silence-gap latency over a set of conversations: the mean of all their gaps >= 0.5 s
     (pooled over gaps, as Coval's is over a call's gaps)."""
     return silence_gap_latency(t.gap_s for c in scores for t in c.turns)
+
+
+@dataclass(frozen=True)
+class BoardSummary:
+    """Everything the S2S board shows for one model on one scenario set and persona."""
+
+    conversations: int
+    adherence: Rate
+    dimensions: dict[str, Rate]
+    end_state: Rate
+    pass_hat_k: dict[int, float | None]
+    interruption: Rate
+    no_response: Rate
+    v2v: Percentiles
+    silence_gap_s: float | None
+
+
+def board_summary(scores: Sequence[ConversationScore], ks: Sequence[int] = (1, 2, 4)) -> BoardSummary:
+    """The board's statistics for a set of conversations (one model, one persona; never pooled)."""
+    return BoardSummary(len(scores), instruction_adherence(scores), dimension_rates(scores), end_state_rate(scores),
+                        {k: end_state_pass_hat_k(scores, k) for k in ks}, interruption_rate(scores),
+                        no_response_rate(scores), v2v_per_turn(scores), silence_gap(scores))

@@ -14,13 +14,13 @@ from voxwatch.conversations.scenario import ExpectedCall, Scenario, Tool, Turn
 from voxwatch.metrics.clustered import design, rate_interval
 from voxwatch.metrics.conversation import (EARLY, EXTRA_READ, LATE, MADE, NO_JUDGE, SPURIOUS, WRONG, ConversationScore,
                                            TurnOutcome, TurnScore, Verdict, score_conversation, with_timing)
-from voxwatch.metrics.conversation_aggregate import (clustered_rate, dimension_rates, end_state_pass_hat_k,
+from voxwatch.metrics.conversation_aggregate import (board_summary, clustered_rate, dimension_rates, end_state_pass_hat_k,
                                                      end_state_rate, instruction_adherence, interruption_rate,
                                                      no_response_rate, pass_hat_k, silence_gap, v2v_per_turn)
 from voxwatch.metrics.conversation_match import call_matches, call_mismatch, matches
 from voxwatch.metrics.conversation_timing import silence_gap_latency, turn_timings, turn_timings_from_file
 from voxwatch.metrics.v2v import RECORDING_RATE, write_recording
-from voxwatch.providers.conversation import ToolCall
+from voxwatch.providers.conversation import ModelTurn, ToolCall
 
 TOOLS = (
     Tool("find_table", "look up free tables", {"type": "object"}, None),
@@ -476,3 +476,18 @@ def test_turn_rates_and_latency_percentiles():
     assert p.n == 6 and p.p50 == pytest.approx(np.percentile([400, 600, 900, 300, 700, 500], 50))
     assert p.p95 is None  # a p95 of 6 values is under its floor
     assert silence_gap([a, b]) == pytest.approx(np.mean([0.6, 0.9, 0.7, 0.5]))
+
+
+def test_the_board_summary_holds_each_statistic_once_computed():
+    sc = scenario(turn("t1", (BOOK,)), turn("t2", (CHANGE,), tags=("state_tracking",)))
+    runs = [[outcome("t1", book()), outcome("t2", change())],
+            [outcome("t1", book()), outcome("t2", change(name="Bob"))],
+            [TurnOutcome.of("t1", ModelTurn("What time?")), outcome("t2", book())]]
+    convs = [score_conversation(sc, r, f"c{i}", end_state=(i == 0, "")) for i, r in enumerate(runs)]
+    board = board_summary(convs, ks=(1, 3))
+    # decided: run 1 all 3 code dimensions pass; run 2 state fails; run 3 t1 fails tool use, t2 fails
+    # the missing change, state has no evidence
+    assert (board.adherence.passed, board.adherence.n) == (5, 8)
+    assert board.dimensions["state_tracking"].n == 2
+    assert board.pass_hat_k == {1: pytest.approx(1 / 3), 3: 0.0}
+    assert board.end_state.rate is None and board.end_state.n == 3  # under the floor of 5
