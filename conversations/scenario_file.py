@@ -336,6 +336,10 @@ def parse(record: Any, where: str) -> Scenario:
         raise c.fail("extra", f"expected an object, found {_kind(extra)}")
     initial_state = _tables(c, r["initial_state"], "initial_state", matchers=False)
     _effect_tables(c, tools, initial_state)
+    end_state = _tables(c, r["expected_end_state"], "expected_end_state", matchers=True)
+    for table in end_state:
+        if table not in initial_state:  # a misspelt table would fail every conversation's end state
+            raise c.fail(f"expected_end_state.{table}", f"not a table of initial_state ({', '.join(initial_state)})")
     return Scenario(
         name=c.pattern(r["name"], "name", NAME, "lower-case letters, digits, '.', '_' or '-' (at most 64)"),
         version=c.integer(r["version"], "version", 1, 2**31 - 1),
@@ -346,7 +350,7 @@ def parse(record: Any, where: str) -> Scenario:
         sample_rate=c.integer(r["sample_rate"], "sample_rate", MIN_RATE, MAX_RATE),
         tools=tools, knowledge_base=docs,
         initial_state=initial_state,
-        expected_end_state=_tables(c, r["expected_end_state"], "expected_end_state", matchers=True),
+        expected_end_state=end_state,
         turns=turns, schema=r["schema"], extra=extra)
 
 

@@ -227,6 +227,8 @@ MALFORMED = [
      "initial_state.patients[1]: no 'patient_id' (the key of update_contact)"),
     ("duplicate key", _set("initial_state.patients[2].patient_id", "P-1001"),
      "initial_state.patients[2].patient_id: duplicate key 'P-1001'"),
+    ("end-state table not in the initial state", lambda r: r["expected_end_state"].update(apointments=[]),
+     "expected_end_state.apointments: not a table of initial_state (patients, appointments)"),
     ("multi-line kb is fine but NUL is not", _set("knowledge_base[0].text", "Open\n9-5\x07"),
      "knowledge_base[0].text: holds control characters (\\x07)"),
 ]
@@ -388,6 +390,21 @@ def test_import_refuses_bad_audio_and_leaves_nothing(tmp_path: Path):
     assert proc.returncode == 2 and "turns[0].audio: '../tampered/audio/t01.wav' must be a path relative" in proc.stderr
 
     assert "unknown scenario 'nope'" in run_cli("scenarios", "show", "nope", env=env, check=False).stderr
+
+
+def test_a_broken_user_scenario_is_one_line_and_a_staging_folder_is_skipped(tmp_path: Path):
+    env = _env(tmp_path)
+    user = tmp_path / "user-scenarios"
+    staging = _copy_clinic(user, ".clinic-desk-x1")  # an import under way: not in the catalog
+    _rewrite(staging, _set("version", 7))
+    assert ("clinic-desk", "7") not in _table(run_cli("scenarios", "list", env=env).stdout)
+    broken = _copy_clinic(user, "broken-v1")
+    _rewrite(broken, _set("turns[2].tags", "basic"))
+    proc = run_cli("scenarios", "list", env=env, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == "voxwatch: error: broken-v1/scenario.json: turns[2].tags: expected a list, found a string\n"
+    missing = run_cli("scenarios", "import", str(tmp_path / "nowhere"), env=env, check=False)
+    assert missing.returncode == 2 and "nowhere: no scenario.json in this folder" in missing.stderr
 
 
 def test_import_with_synthesize_renders_the_missing_turns(tmp_path: Path):
