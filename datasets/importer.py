@@ -60,12 +60,7 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
     if final.exists() or final.is_symlink():
         raise DatasetImportError(f"{final} already exists (not a dataset voxwatch knows); remove it or choose another --name")
     entries = _read_manifest(source)
-    try:
-        dest_root.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=dest_root))
-    except OSError as exc:
-        raise DatasetImportError(f"cannot write to the datasets folder {dest_root} ({exc.strerror}); "
-                                 "set [datasets] dir to a folder you can write") from None
+    work = staging_folder(dest_root, name, "datasets", DatasetImportError)
     try:
         clips, truncated = [], []
         for e in entries:
@@ -100,6 +95,17 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def staging_folder(dest_root: Path, name: str, section: str, error: type[Exception]) -> Path:
+    """A new dot folder inside dest_root (a catalog skips it) to import into, moved into place once
+    complete; `error` names the [section] dir to fix when the folder cannot be written."""
+    try:
+        dest_root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{name}-", dir=dest_root))
+    except OSError as exc:
+        raise error(f"cannot write to the {section} folder {dest_root} ({exc.strerror}); "
+                    f"set [{section}] dir to a folder you can write") from None
 
 
 def _read_manifest(source: Path) -> list[_Entry]:

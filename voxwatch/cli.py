@@ -1,4 +1,4 @@
-"""The `voxwatch` command: run a tick, read the leaderboard, export rows, manage datasets.
+"""The `voxwatch` command: run a tick, read the leaderboard, export rows, manage datasets and scenarios.
 
 Exit codes: 0 done; 1 a run in which every row failed (or no model to measure, none skipped), a
 webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store), said in one line on
@@ -26,6 +26,7 @@ from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
 from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
 from voxwatch.store import StoreError, open_store, redact
 from voxwatch.web.limits import Limits
 from voxwatch.store.spool import RowsFileError, read_rows
@@ -34,7 +35,7 @@ from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
 USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
-               UnknownDataset, DatasetImportError, ModelIntegrityError, PlanError, RowsFileError)
+               UnknownDataset, DatasetImportError, ModelIntegrityError, PlanError, RowsFileError) + SCENARIO_ERRORS
 
 
 def _names(text: str) -> list[str]:
@@ -450,6 +451,7 @@ def parser() -> argparse.ArgumentParser:
 
     register_alerts(sub, _config)
     register_runs(sub, _config)
+    register_scenarios(sub, _config)
     return p
 
 

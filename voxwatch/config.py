@@ -180,6 +180,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
                "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int},
     "datasets": {"dir": _text},
+    "scenarios": {"dir": _text},
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
     "boards.s2s": dict(_BOARD_KEYS),
@@ -232,6 +233,7 @@ class Config:
     alerts: Alerts = Alerts()
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
     reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
+    scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -382,6 +384,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         alerts=Alerts(**values["alerts"]),
         reconcile_after_s=values["run"]["reconcile_after_s"],
         reconcile_every_s=values["run"]["reconcile_every_s"],
+        scenarios_dir=Path(values["scenarios"]["dir"]),
     )
 
 

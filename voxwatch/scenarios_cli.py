@@ -1,0 +1,122 @@
+"""`voxwatch scenarios list|show|import`: the conversation scenarios of the S2S board.
+
+A scenario is named by its name, version and pin (the sha256 of its scenario.json, which pins
+every turn's audio); the pin is what a conversation row will record, so `list` shows it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from voxwatch.config import Config
+from voxwatch.conversations.catalog import ScenarioCatalog, UnknownScenario, bundled_root
+from voxwatch.conversations.importer import ScenarioImportError, import_scenario
+from voxwatch.conversations.scenario import ExpectedCall
+from voxwatch.conversations.scenario_file import LoadedScenario, ScenarioError, load
+from voxwatch.datasets.audio import AudioError, probe
+
+ConfigOf = Callable[[argparse.Namespace], Config]
+ERRORS = (ScenarioError, ScenarioImportError, UnknownScenario, AudioError)
+"""The user errors of these commands (voxwatch.cli prints them in one line, exit 2)."""
+PIN_SHOWN = 12
+
+
+def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
+    """Add the `scenarios` command; config_of reads --config as every other command does."""
+    sc = sub.add_parser("scenarios", help="the multi-turn conversation scenarios (bundled and imported)")
+    actions = sc.add_subparsers(dest="action", required=True)
+    ls = actions.add_parser("list", help="name, version, domain, turns, tools, caller audio and pin of each scenario")
+    ls.set_defaults(func=lambda args: cmd_list(config_of(args)))
+    sh = actions.add_parser("show", help="a scenario's turns with their tags and expected calls")
+    sh.add_argument("name")
+    sh.add_argument("--version", type=int, help="a version (default: the highest)")
+    sh.set_defaults(func=lambda args: cmd_show(args, config_of(args)))
+    im = actions.add_parser("import", help="check a folder (scenario.json + turn audio) and copy it into "
+                                           "[scenarios] dir")
+    im.add_argument("path", help="the scenario folder")
+    im.add_argument("--synthesize", action="store_true",
+                    help="render turns without audio with the scenario's eSpeak NG voice, and pin them")
+    im.set_defaults(func=lambda args: cmd_import(args, config_of(args)))
+
+
+def catalog(cfg: Config) -> ScenarioCatalog:
+    return ScenarioCatalog([bundled_root(), cfg.scenarios_dir])
+
+
+def audio_seconds(loaded: LoadedScenario) -> float:
+    """The caller's audio, from the WAV headers."""
+    total = 0.0
+    for turn in loaded.scenario.turns:
+        header = probe(loaded.audio_path(turn))
+        total += header.frames / header.rate
+    return total
+
+
+def _aligned(table: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+
+
+def cmd_list(cfg: Config) -> int:
+    entries = catalog(cfg).entries()
+    if not entries:
+        print("no scenarios")
+        return 0
+    table = [("name", "version", "domain", "turns", "tools", "audio s", "pin", "source")]
+    for e in entries:
+        loaded = load(e.folder, verify_audio=False)
+        s = loaded.scenario
+        table.append((s.name, str(s.version), s.domain, str(len(s.turns)), str(len(s.tools)),
+                      f"{audio_seconds(loaded):.1f}", loaded.pin[:PIN_SHOWN], "bundled" if e.bundled else str(e.folder)))
+    print("\n".join(_aligned(table)))
+    return 0
+
+
+def _value(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _call(e: ExpectedCall) -> str:
+    args = ", ".join(f"{k}={_value(v)}" + ("*" if k in e.state_args else "") for k, v in e.args.items())
+    return f"{e.name}({args})"
+
+
+def cmd_show(args: argparse.Namespace, cfg: Config) -> int:
+    loaded = catalog(cfg).load(args.name, args.version)
+    s = loaded.scenario
+    print(f"{s.name} version {s.version} ({s.domain}): {s.description}")
+    print(f"pin {loaded.pin}; caller voice {s.voice} at {s.sample_rate} Hz; {len(s.turns)} turns, "
+          f"{audio_seconds(loaded):.1f} s of caller audio; folder {loaded.folder}")
+    tools = [t.name if t.effect is None else f"{t.name} ({t.effect['op']} {t.effect['table']})" for t in s.tools]
+    print(f"tools: {', '.join(tools)}")
+    print(f"knowledge base: {', '.join(d.id for d in s.knowledge_base)}")
+    tables = [f"{table} ({len(records)} records)" for table, records in s.expected_end_state.items()]
+    print(f"end state: {', '.join(tables) or 'none'}")
+    print("(* an argument carried from an earlier turn)")
+    for turn in s.turns:
+        print(f"\n{turn.id} [{', '.join(turn.tags)}]")
+        print(f"  caller: {turn.text}")
+        for call in turn.expected_calls:
+            print(f"  call:   {_call(call)}")
+        print(f"  agent:  {turn.reply}")
+        if turn.golden_facts:
+            print(f"  facts:  {' | '.join(turn.golden_facts)}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
+    done = import_scenario(Path(args.path), cfg.scenarios_dir, catalog(cfg), synthesize=args.synthesize)
+    s = done.loaded.scenario
+    if done.rendered:
+        print(f"synthesized {len(done.rendered)} turn(s) with eSpeak NG voice {s.voice}: {', '.join(done.rendered)}")
+    if done.unchanged:
+        print(f"{s.name} version {s.version} is already in the catalog with these exact bytes "
+              f"(pin {done.loaded.pin[:PIN_SHOWN]}, {done.loaded.folder}); nothing to do")
+    else:
+        print(f"imported {s.name} version {s.version} ({len(s.turns)} turns, pin {done.loaded.pin[:PIN_SHOWN]}) "
+              f"into {done.loaded.folder}")
+    return 0
+
