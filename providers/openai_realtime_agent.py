@@ -6,7 +6,8 @@ openai-python src/openai/types/realtime/):
   parameters}]) and `tool_choice: "auto"`; server VAD stays off as in the single-turn adapter, so a
   caller turn ends with `input_audio_buffer.commit` + `response.create`. With
   `audio.input.transcription.model` set, what the API heard comes as
-  `conversation.item.input_audio_transcription.completed`.
+  `conversation.item.input_audio_transcription.completed`, transcribed asynchronously (it may come
+  after the reply): its `item_id`, named by `input_audio_buffer.committed`, says which turn it is.
 - A function call is an output item of type `function_call` (`call_id`, `name`, `arguments`: a JSON
   string), streamed by `response.function_call_arguments.delta` / `.done` and complete at
   `response.output_item.done`; that response ends with `response.done` and the model says nothing
@@ -77,6 +78,7 @@ class RealtimeAgentSession(_Session):
         self._offset = 0
         self._calls: list[ToolCall] = []  # the current response's calls
         self._said = ""  # the current response's transcript
+        self._turn_of: dict[str, TurnRecord] = {}  # committed input item id -> its turn
         self.rotation = Rotation(timeline, limit_s)
         super().__init__(ws, timeline)
 
@@ -116,8 +118,11 @@ class RealtimeAgentSession(_Session):
             self._said += str(data.get("delta") or "")
         elif kind == "response.output_audio_transcript.done":
             self._said = str(data.get("transcript") or self._said)
-        elif kind == TRANSCRIPT_DONE:
-            self._record.heard(str(data.get("transcript") or ""), at)
+        elif kind == "input_audio_buffer.committed":
+            self._turn_of[str(data.get("item_id"))] = self._record
+        elif kind == TRANSCRIPT_DONE:  # it may come after the turn is over: it goes to the turn it transcribes
+            record = self._turn_of.pop(str(data.get("item_id")), self._record)
+            record.heard(str(data.get("transcript") or ""), at)
         elif kind == "response.output_item.done" and (data.get("item") or {}).get("type") == "function_call":
             item = data["item"]
             call = parse_call(item["call_id"], item["name"], item.get("arguments"))

@@ -85,9 +85,9 @@ async def answer(call: ToolCall) -> dict:
     return {"ok": True, "tool": call.name, "n": len(call.arguments)}
 
 
-async def talk(vendor: str, ds, turn_clips, history=(), session_box: list | None = None):
-    """A mini runner: one session, each clip paced in as a turn, each turn answered. Returns the
-    (ModelTurn, Timeline) of every turn."""
+async def talk(vendor: str, ds, turn_clips, history=(), session_box: list | None = None, linger_s: float = 0.0):
+    """A mini runner: one session, each clip paced in as a turn, each turn answered, the session kept
+    `linger_s` after the last. Returns the (ModelTurn, Timeline) of every turn."""
     adapter = REGISTRY.create(REGISTRY.resolve(MODELS[vendor]))
     session = await adapter.converse(Timeline(), SETUP, history)
     if session_box is not None:
@@ -100,6 +100,7 @@ async def talk(vendor: str, ds, turn_clips, history=(), session_box: list | None
             await paced_send(session, audio_sent(ds, clip), clip.sample_rate, 20, timeline)
             await session.end_audio()
             done.append((await asyncio.wait_for(session.respond(answer), 10), timeline))
+        await asyncio.sleep(linger_s)
     finally:
         await session.aclose()
     return done
@@ -158,6 +159,17 @@ def test_a_rotated_session_gets_the_history_and_continues_at_the_next_turn(vendo
     replayed = json.dumps(seen(records, "history"))
     for text in (TURNS[0].heard, TURNS[0].reply, call.call_id, "lookup_order"):
         assert text in replayed
+
+
+def test_openai_caller_transcript_that_comes_after_the_reply_goes_to_its_turn(clips, monkeypatch):
+    """The Realtime API transcribes the caller asynchronously: a transcript that comes after the turn
+    is over belongs to that turn (by its item id), not to the next one."""
+    ds, turn_clips = clips
+    with emulated("openai", script("openai", ds, turn_clips, heard_after_reply=True), monkeypatch):
+        done = asyncio.run(talk("openai", ds, turn_clips[:2], linger_s=1.0))
+    assert [t.caller_transcript for t, _ in done] == [TURNS[0].heard, TURNS[1].heard]
+    assert [[e.text for e in timeline.of(CALLER_TEXT)] for _, timeline in done] == [[TURNS[0].heard],
+                                                                                    [TURNS[1].heard]]
 
 
 def test_openai_session_expiry_is_an_error_with_its_reason(clips, monkeypatch):

@@ -3,7 +3,8 @@ with function calls, as the GA interface documents them.
 
 - `session.update` may carry `instructions`, `tools` and `audio.input.transcription`; with a
   transcription model set, each committed turn gets
-  `conversation.item.input_audio_transcription.completed` with what the script says was heard.
+  `conversation.item.input_audio_transcription.completed` with what the script says was heard (after
+  the commit, or HEARD_LATE_S after the reply with `heard_after_reply`).
 - `conversation.item.create` (answered by `conversation.item.added`): a `function_call_output` for
   a call the agent made is taken as its output; any other item (user / assistant messages,
   `function_call` and its output) is replayed history, and each replayed user message counts as a
@@ -34,6 +35,8 @@ from .ledger import record, saw
 from .openai import RATE, SESSION_EXPIRED, _Conversation, _id
 from .scenario import ConversationScript, ScriptedTurn
 
+HEARD_LATE_S = 0.1  # heard_after_reply: the transcription this long after the reply's response.done
+
 
 class ScriptedConversation(_Conversation):
     """One Realtime session of the scripted agent."""
@@ -49,6 +52,7 @@ class ScriptedConversation(_Conversation):
         self.pending: set[str] = set()  # call_ids of the turn still waiting for their output
         self.called = False  # the turn's calls have been made
         self.transcribe = False
+        self.input_item = ""  # the current turn's committed input item
         if script.session_expires_s is not None:
             self.tasks.append(asyncio.create_task(self._expire()))
 
@@ -86,9 +90,15 @@ class ScriptedConversation(_Conversation):
         self.turn, self.called, self.pending = self.script.turn_at(index), False, set()
         self.turn_first, self.turn_t0, self.t0 = self.first, self.t0, None  # the next turn has its own clock
         saw(self.emulator, "turn", {"index": index, "replayed": self.replayed})
+        self.input_item = item
+        if not self.script.heard_after_reply:
+            await self.transcription()
+
+    async def transcription(self) -> None:
+        """What the API heard the caller say in the turn's committed input (when transcription is on)."""
         if self.transcribe:
-            await self.send({"type": "conversation.item.input_audio_transcription.completed", "item_id": item,
-                             "content_index": 0, "transcript": self.turn.heard})
+            await self.send({"type": "conversation.item.input_audio_transcription.completed",
+                             "item_id": self.input_item, "content_index": 0, "transcript": self.turn.heard})
 
     async def respond(self, arrived: int, event: dict) -> None:
         turn = self.turn
@@ -151,3 +161,6 @@ class ScriptedConversation(_Conversation):
             "object": "realtime.response", "id": response, "status": "completed", "status_details": None,
             "output": [{"id": item, "type": "message", "role": "assistant", "status": "completed",
                         "content": [{"type": "output_audio", "transcript": turn.reply}]}]}})
+        if s.heard_after_reply:
+            await asyncio.sleep(HEARD_LATE_S)
+            await self.transcription()

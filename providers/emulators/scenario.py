@@ -179,11 +179,13 @@ class ConversationScript(S2SScenario):
     `response_ms` (+ jitter) after the end of that turn's caller speech (anchored, as S2SScenario,
     on the turn's first audio chunk). `session_expires_s`: the session ends that long after it opened,
     as the vendor ends an expired session. `drop_on_turn`: that turn's reply is cut off by a dropped
-    connection (no close frame)."""
+    connection (no close frame). `heard_after_reply` (OpenAI): the caller's transcription comes only
+    after the reply's `response.done` (once the next turn has begun), as the asynchronous transcription may."""
 
     turns: tuple[ScriptedTurn, ...] = ()
     session_expires_s: float | None = None
     drop_on_turn: int | None = None
+    heard_after_reply: bool = False
 
     def turn_at(self, index: int) -> ScriptedTurn:
         """Turn `index` of the script; past its end the agent only says it has nothing scripted."""
