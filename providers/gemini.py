@@ -64,8 +64,9 @@ def _decode(message: str | bytes) -> dict:
     return data
 
 
-async def _set_up(ws, setup: dict, key: Secret) -> None:
-    """Send `setup`, wait for `setupComplete`, then open the caller's turn."""
+async def _set_up(ws, setup: dict, key: Secret, open_turn: bool = True) -> None:
+    """Send `setup`, wait for `setupComplete`, then open the caller's turn (unless `open_turn` is
+    False: a conversation opens each turn itself)."""
     try:
         await ws.send(json.dumps(setup))
         while True:
@@ -76,7 +77,8 @@ async def _set_up(ws, setup: dict, key: Secret) -> None:
                 break
             if "error" in data:
                 raise ProviderError(f"Gemini error during setup: {str(data['error'])[:300]}")
-        await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
+        if open_turn:
+            await ws.send(json.dumps({"realtimeInput": {"activityStart": {}}}))
     except websockets.ConnectionClosed as exc:
         raise _closed_error(exc, key, during="during set-up") from None
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
@@ -102,6 +104,22 @@ class GeminiLiveS2S:
         }}
         await settle(ws, _set_up(ws, setup, key))
         return GeminiLiveSession(ws, timeline, key)
+
+    async def converse(self, timeline: Timeline, setup, history=()):
+        """A multi-turn voice-agent session (providers/conversation.py), with `history` replayed:
+        gemini_agent.py."""
+        from .gemini_agent import GeminiAgentSession, setup_message
+
+        key = require_key(self.model.vendor)
+        ws = await open_websocket(self.url + PATH, {"x-goog-api-key": key.reveal()}, "Gemini", clock=timeline.clock)
+        await settle(ws, _set_up(ws, setup_message(self.model, setup, bool(history)), key, open_turn=False))
+        session = GeminiAgentSession(ws, timeline, key, self.model.session_limit_s)
+        try:
+            await session.replay(history)
+        except ProviderError:
+            await session.aclose()
+            raise
+        return session
 
 
 class GeminiLiveSession(ReaderSession):

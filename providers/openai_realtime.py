@@ -268,6 +268,15 @@ class OpenAIRealtimeS2S:
         ws = await _open(self.url, {"model": self.model.vendor_model}, self.model.vendor, session, timeline)
         return RealtimeConversation(ws, timeline)
 
+    async def converse(self, timeline: Timeline, setup, history=()):
+        """A multi-turn voice-agent session (providers/conversation.py), with `history` replayed:
+        openai_realtime_agent.py."""
+        from .openai_realtime_agent import open_agent, session_config
+
+        ws = await _open(self.url, {"model": self.model.vendor_model}, self.model.vendor,
+                         session_config(setup, self.model.voice), timeline)
+        return await open_agent(ws, timeline, self.model.session_limit_s, history)
+
 
 class RealtimeConversation(_Session):
     def __init__(self, ws, timeline: Timeline) -> None:

@@ -12,6 +12,7 @@ caller's speech end on this clock, which is the arrival of the turn's first audi
 `speech_end_for(<that chunk's raw PCM bytes, decoded from base64>)`: the scenario's `anchors` are
 keyed by the sha256 of those bytes. With manual activity detection the reply never starts before
 `activityEnd`. Chunks go out every `send_every_ms`, then `generationComplete`, then `turnComplete`.
+A ConversationScript makes it a scripted multi-turn agent with function calls (gemini_agent.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from voxwatch.clock import sleep_until
 
 from .faults import break_off, breaks, websocket_refusal
 from .ledger import record
-from .scenario import S2SScenario, jitter_ms, scenario_for
+from .scenario import ConversationScript, S2SScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
 
 PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
@@ -54,6 +55,9 @@ class GeminiLiveEmulator:
         self.scenario: S2SScenario = scenario_for(scenario, "s2s")
         # the one reply, encoded once, so no stream pays for it on the clock
         self.chunks, self.first_speech = ChunkCache(self.scenario, b64).get(self.scenario.transcript, RATE)
+        self.agent_audio = ChunkCache(self.scenario, b64)
+        for turn in getattr(self.scenario, "turns", ()):  # a script's replies, made before any clock
+            self.agent_audio.get(turn.reply, RATE)
 
     def process_request(self, connection, request):
         if urlsplit(request.path).path != PATH:
@@ -65,22 +69,35 @@ class GeminiLiveEmulator:
         key = request.headers.get("x-goog-api-key") or parse_qs(urlsplit(request.path).query).get("key", [""])[0]
         return key == self.scenario.api_key
 
+    async def accept(self, ws) -> dict | None:
+        """Check the key and take the `setup` (answered with `setupComplete`); None when the session
+        was refused (and closed)."""
+        if not self._key_ok(ws):
+            await ws.close(1007, BAD_KEY)
+            return None
+        try:
+            setup = _field(json.loads(await ws.recv()), "setup")
+        except (ValueError, AttributeError):
+            setup = None
+        if not isinstance(setup, dict) or not str(setup.get("model", "")).startswith("models/"):
+            await ws.close(1007, BAD_REQUEST)
+            return None
+        await ws.send(_message({"setupComplete": {}}))
+        return setup
+
     async def handle(self, ws) -> None:
+        if isinstance(self.scenario, ConversationScript):  # the scripted multi-turn agent
+            from .gemini_agent import ScriptedGeminiAgent
+
+            await ScriptedGeminiAgent(self, ws).run()
+            return
         sender: asyncio.Task | None = None
         try:
-            if not self._key_ok(ws):
-                await ws.close(1007, BAD_KEY)
-                return
-            try:
-                setup = _field(json.loads(await ws.recv()), "setup")
-            except (ValueError, AttributeError):
-                setup = None
-            if not isinstance(setup, dict) or not str(setup.get("model", "")).startswith("models/"):
-                await ws.close(1007, BAD_REQUEST)
+            setup = await self.accept(ws)
+            if setup is None:
                 return
             detection = _field(_field(setup, "realtimeInputConfig") or {}, "automaticActivityDetection") or {}
             manual = bool(detection.get("disabled"))
-            await ws.send(_message({"setupComplete": {}}))
             ended = asyncio.Event()
             async for message in ws:
                 arrived = time.perf_counter_ns()

@@ -13,8 +13,9 @@ the streams are done.
 
 from __future__ import annotations
 
+import json
 import time
-from typing import Mapping
+from typing import Any, Mapping
 
 from voxwatch.providers.events import CHUNK_SENT, REQUEST_SENT, Timeline
 
@@ -28,6 +29,21 @@ def record(emulator, key: str, what: str) -> None:
     records = getattr(emulator, "ledger", None)
     if records is not None:
         records.append((key, what, time.perf_counter_ns()))
+
+
+SEEN = "seen:"  # the key prefix of what an emulator received (not a send time)
+
+
+def saw(emulator, what: str, detail: Any) -> None:
+    """Note what a scripted agent received (a tool output, a replayed history item, the turn it
+    answered), so a test can check it: a record keyed "seen:<what>" with the detail as JSON."""
+    record(emulator, SEEN + what, json.dumps(detail, sort_keys=True, default=str))
+
+
+def seen(records: Mapping[tuple[str, str], int], what: str) -> list[Any]:
+    """From a drained ledger, the details noted with `saw(..., what, ...)`, in the order they were noted."""
+    found = sorted((t, detail) for (key, detail), t in records.items() if key == SEEN + what)
+    return [json.loads(detail) for _, detail in found]
 
 
 class Ledger:

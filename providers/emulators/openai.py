@@ -21,7 +21,8 @@
   `response.output_audio.delta` events - leading silence, then speech - from `response_ms` after
   the end of the caller's speech (never before the `response.create`), a chunk every
   `send_every_ms`, then `response.output_audio.done`, `response.output_audio_transcript.done` and
-  `response.done`.
+  `response.done`. A ConversationScript makes the S2S session a scripted multi-turn agent with
+  function calls (openai_agent.py).
 
 Clocks and per-stream keys: a realtime session's clock starts when its first
 `input_audio_buffer.append` arrives, and its anchors, transcript and jitter are keyed by the
@@ -87,7 +88,7 @@ from voxwatch.clock import sleep_until
 
 from .faults import break_off, breaks, http_refusal
 from .ledger import record
-from .scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
+from .scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
 from .stamped_h11 import record_at_write
 
@@ -442,6 +443,9 @@ class OpenAIEmulator:
         self._s2s_first_speech = 0
         if self.s2s is not None:  # the one reply, encoded once
             self._s2s_chunks, self._s2s_first_speech = ChunkCache(self.s2s, b64).get(self.s2s.transcript, RATE)
+        self._agent_audio = ChunkCache(self.s2s, b64) if isinstance(self.s2s, ConversationScript) else None
+        for turn in self.s2s.turns if self._agent_audio is not None else ():  # every reply made before any clock
+            self._agent_audio.get(turn.reply, RATE)
 
     def app(self) -> Starlette:
         return Starlette(routes=[
@@ -521,6 +525,10 @@ class OpenAIEmulator:
         await websocket.accept()
         if scenario is self.stt:
             await _Transcription(websocket, scenario, self).run()
+        elif self._agent_audio is not None:  # the scripted multi-turn agent (openai_agent.py)
+            from .openai_agent import ScriptedConversation
+
+            await ScriptedConversation(websocket, scenario, self, params["model"], self._agent_audio).run()
         else:
             await _Conversation(websocket, scenario, self, params["model"], self._s2s_chunks,
                                 self._s2s_first_speech).run()

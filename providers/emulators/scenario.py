@@ -162,6 +162,37 @@ class S2SScenario:
 
 
 @dataclass(frozen=True)
+class ScriptedTurn:
+    """One turn of a scripted voice agent: the function calls it makes (name, arguments) before it
+    speaks, what it then says, and what its API reports hearing the caller say."""
+
+    reply: str
+    calls: tuple[tuple[str, dict], ...] = ()
+    heard: str = ""
+
+
+@dataclass(frozen=True)
+class ConversationScript(S2SScenario):
+    """A multi-turn voice agent (CONVERSATIONS.md): turn k of a conversation (counted across a
+    rotation: the caller turns committed in this session plus the user messages replayed into it)
+    makes `turns[k].calls`, waits for their outputs, then speaks `turns[k].reply`, its first sample
+    `response_ms` (+ jitter) after the end of that turn's caller speech (anchored, as S2SScenario,
+    on the turn's first audio chunk). `session_expires_s`: the session ends that long after it opened,
+    as the vendor ends an expired session. `drop_on_turn`: that turn's reply is cut off by a dropped
+    connection (no close frame). `heard_after_reply` (OpenAI): the caller's transcription comes only
+    after the reply's `response.done` (once the next turn has begun), as the asynchronous transcription may."""
+
+    turns: tuple[ScriptedTurn, ...] = ()
+    session_expires_s: float | None = None
+    drop_on_turn: int | None = None
+    heard_after_reply: bool = False
+
+    def turn_at(self, index: int) -> ScriptedTurn:
+        """Turn `index` of the script; past its end the agent only says it has nothing scripted."""
+        return self.turns[index] if index < len(self.turns) else ScriptedTurn(reply="nothing is scripted for this turn")
+
+
+@dataclass(frozen=True)
 class Scenarios:
     """One emulator process serving several of a vendor's APIs at once (Deepgram's STT and TTS, say)."""
 
