@@ -22,6 +22,9 @@
   the end of the caller's speech (never before the `response.create`), a chunk every
   `send_every_ms`, then `response.output_audio.done`, `response.output_audio_transcript.done` and
   `response.done`.
+- `POST /v1/chat/completions`: answers from a script (chat.py), streamed as server-sent events, for
+  the cascade's language model and the conversation judge (`OpenAIScenario.chat`, or a ChatScenario
+  served alone).
 
 Clocks and per-stream keys: a realtime session's clock starts when its first
 `input_audio_buffer.append` arrives, and its anchors, transcript and jitter are keyed by the
@@ -85,6 +88,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.clock import sleep_until
 
+from .chat import ChatScenario, ChatStream, problem
 from .faults import break_off, breaks, http_refusal
 from .ledger import record
 from .scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
@@ -111,6 +115,7 @@ class OpenAIScenario:
     mid_session_error: str | None = None  # None, "recoverable" or "session_expired"
     response_status: str = "completed"  # or one of UNFINISHED
     speech_encoding: str | None = None  # None or "gzip"
+    chat: ChatScenario | None = None  # the chat completions script (chat.py)
 
     def __post_init__(self) -> None:
         if self.mid_session_error not in (None, "recoverable", "session_expired"):
@@ -435,6 +440,7 @@ class OpenAIEmulator:
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
         self.s2s: S2SScenario | None = scenario_for(scenario, "s2s")
+        self.chat: ChatScenario | None = self.options.chat or (scenario if isinstance(scenario, ChatScenario) else None)
         self._tts_audio = ChunkCache(self.tts) if self.tts is not None else None
         if self._tts_audio is not None:
             self._tts_audio.get("", RATE)  # first-use costs paid before any stream is timed
@@ -447,6 +453,7 @@ class OpenAIEmulator:
         return Starlette(routes=[
             Route("/v1/audio/transcriptions", self.transcriptions, methods=["POST"]),
             Route("/v1/audio/speech", self.speech, methods=["POST"]),
+            Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
             WebSocketRoute("/v1/realtime", self.realtime),
         ])
 
@@ -504,6 +511,23 @@ class OpenAIEmulator:
         return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
                           lambda what: record_at_write(self, text, what),
                           gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
+
+    async def chat_completions(self, request: Request) -> Response:
+        refusal = self._refusal(self.chat, request.headers)
+        if refusal is not None:
+            return refusal
+        body = await request.body()
+        arrived = time.perf_counter_ns()
+        try:
+            req = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _json_error(400, f"could not read the request: {type(exc).__name__}")
+        refused = problem(self.chat, req)
+        if refused is not None:
+            return _json_error(400, refused)
+        if req.get("stream") is not True:
+            return _json_error(400, "this emulator answers stream: true only")
+        return ChatStream(self.chat, self.chat.step_for(req["messages"]), str(req["model"]), arrived)
 
     async def realtime(self, websocket: WebSocket) -> None:
         params = websocket.query_params
