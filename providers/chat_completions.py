@@ -31,7 +31,7 @@ import httpx
 from . import stamped_http
 from .base import ProviderError
 from .conversation import HistoryItem, ToolCall
-from .endpoints import WarmClient, base_url, http_failure
+from .endpoints import WarmClient, base_url, http_errors, http_failure
 from .events import Timeline
 from .keys import Secret, api_key, vendor_variable
 
@@ -200,7 +200,7 @@ class ChatClient:
         if tools:
             request["tools"] = [tool_schema(t) for t in tools]
         acc, cold = _Accumulator(), [False]
-        try:
+        with http_errors(vendor):
             async with self._warm.stream("POST", self.path, cold, json=request) as response:
                 if timeline is not None:
                     stamped_http.mark_exchange(timeline, response, cold[0])
@@ -212,13 +212,6 @@ class ChatClient:
                     done = True
                 else:
                     done = await _read_stream(response, acc, vendor)
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise ProviderError(f"{vendor} dropped the connection mid-stream ({type(exc).__name__})",
-                                "disconnected") from None
-        except httpx.ConnectError as exc:
-            raise ProviderError(f"cannot connect to {vendor}: {type(exc).__name__}", "disconnected") from None
-        except httpx.DecodingError as exc:
-            raise ProviderError(f"malformed body from {vendor}: {type(exc).__name__}", "malformed") from None
         if not done and acc.finish_reason is None:
             raise ProviderError(f"{vendor} ended the stream before it finished", "disconnected")
         reply = acc.reply()

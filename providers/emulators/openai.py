@@ -492,16 +492,28 @@ class OpenAIEmulator:
         payload = json.dumps({"text": text, "usage": {"type": "duration", "seconds": round(seconds, 3)}}).encode()
         return _Timed(at, payload, s.fault, lambda: record_at_write(self, text, "final"))
 
-    async def speech(self, request: Request) -> Response:
-        refusal = self._refusal(self.tts, request.headers)
+    async def _json_request(self, scenario, request: Request) -> tuple[Response | None, dict, int]:
+        """(a refusal or None, the JSON request, when its body arrived): the start of every JSON endpoint."""
+        refusal = self._refusal(scenario, request.headers)
         if refusal is not None:
-            return refusal
+            return refusal, {}, 0
         body = await request.body()
         arrived = time.perf_counter_ns()
         try:
             req = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _json_error(400, f"could not read the request: {type(exc).__name__}"), {}, arrived
+        if not isinstance(req, dict):
+            return _json_error(400, "could not read the request: not a JSON object"), {}, arrived
+        return None, req, arrived
+
+    async def speech(self, request: Request) -> Response:
+        refusal, req, arrived = await self._json_request(self.tts, request)
+        if refusal is not None:
+            return refusal
+        try:
             text, _model, _voice = str(req["input"]), req["model"], req["voice"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             return _json_error(400, f"could not read the request: {type(exc).__name__}")
         if req.get("response_format", "mp3") != "pcm":
             return _json_error(400, "this emulator answers response_format pcm only")
@@ -513,15 +525,9 @@ class OpenAIEmulator:
                           gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
 
     async def chat_completions(self, request: Request) -> Response:
-        refusal = self._refusal(self.chat, request.headers)
+        refusal, req, arrived = await self._json_request(self.chat, request)
         if refusal is not None:
             return refusal
-        body = await request.body()
-        arrived = time.perf_counter_ns()
-        try:
-            req = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _json_error(400, f"could not read the request: {type(exc).__name__}")
         refused = problem(self.chat, req)
         if refused is not None:
             return _json_error(400, refused)
