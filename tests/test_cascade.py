@@ -3,7 +3,8 @@
 The client against the OpenAI emulator's scripted chat endpoint (text, streamed tool calls, every
 refusal's status); a cascade of emulated OpenAI STT, chat model and TTS through a conversation
 with a tool call and a rotation; the streaming-STT path (pocketsphinx) and the no-key local
-cascade (whisper tiny.en -> the scripted baseline -> eSpeak NG) on real engines.
+cascade (whisper tiny.en -> the scripted baseline -> eSpeak NG) on real engines, in a conversation
+and on the single-turn S2S board's harness.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contract import KEY
 
 from voxwatch.conversations.scenario import Document, ExpectedCall, Scenario, Tool, Turn
 from voxwatch.datasets.audio import resample
+from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.cascade import LLM_FIRST_TOKEN, Cascade, LocalScriptedCascade
 from voxwatch.providers.cascade_ids import CascadeInfo
@@ -30,10 +32,11 @@ from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
 from voxwatch.providers.emulators.openai import OpenAIScenario
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
-from voxwatch.providers.keys import Secret
 from voxwatch.providers.events import AUDIO, CHUNK_SENT, CLOSED, FINAL, REQUEST_SENT, RESPONSE, Timeline
+from voxwatch.providers.keys import Secret
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.workers.measure import MeasureContext, measure_item
 from voxwatch.workers.pacer import paced_send
 
 REGISTRY = Registry.default()
@@ -331,3 +334,16 @@ def test_a_streaming_stt_cascade_feeds_the_caller_as_it_is_paced(openai_env):
     timeline, turn = asyncio.run(go())
     assert turn.transcript == TEXT_REPLY and turn.caller_transcript is not None
     assert_turn_timeline(timeline, turn.caller_transcript, TEXT_REPLY)
+
+
+def test_a_cascade_is_measured_on_the_single_turn_s2s_board(tmp_path):
+    """The S2S harness as it is: the clip paced in, the reply in the call recording, V2V from the file."""
+    ds = Catalog([bundled_root()]).load("stt-starter-clean")
+    clip = ds.clips[0]
+    model = REGISTRY.resolve("local/cascade-scripted-baseline")
+    adapter = REGISTRY.create(model)
+    ctx = MeasureContext(run_id="cascade", seed=1, region="local", timeout_s=60, recordings_dir=tmp_path)
+    row = asyncio.run(measure_item(model, adapter, ds, clip, ctx))
+    assert row.status == "ok", row.reason
+    assert row.v2v_ms is not None and row.v2v_ms > 0 and row.audio_duration_s > 0.5  # it said SINGLE_TURN_REPLY
+    assert len(list(tmp_path.rglob("*.wav"))) == 1
