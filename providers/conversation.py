@@ -13,9 +13,12 @@ keeps listening until the model's spoken turn is complete. Adapters stamp; they 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
 from .events import Timeline
+
+if TYPE_CHECKING:
+    from voxwatch.conversations.scenario import Scenario
 
 TOOL_CALL = "tool_call"  # Event.text: the call as JSON {"call_id", "name", "arguments"}
 TOOL_RESULT = "tool_result"  # Event.text: {"call_id", "output"} as JSON, marked when written
@@ -44,11 +47,13 @@ sent back to the model as the function's output (JSON)."""
 class AgentSetup:
     """What the model is told before the first turn: its instructions (the scenario's system
     prompt with the knowledge base), its tools (name, description, JSON-schema parameters), and
-    the voice it answers in where the API offers a choice."""
+    the voice it answers in where the API offers a choice. `script`: the scenario itself, for the
+    scripted baseline only (it follows the script; a model is never shown it)."""
 
     instructions: str
     tools: tuple[dict[str, Any], ...] = ()
     voice: str | None = None
+    script: Scenario | None = None
 
 
 @dataclass(frozen=True)

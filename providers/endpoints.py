@@ -8,11 +8,12 @@ against a loopback address are labelled `emulator` and never reach a leaderboard
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import time
 from email.utils import parsedate_to_datetime
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
 import httpx
@@ -89,6 +90,21 @@ def http_failure(status: int, headers: Mapping[str, str], vendor: str) -> Provid
     if kind == "server_error":
         return ProviderError(f"{vendor} server error: HTTP {status}", kind)
     return ProviderError(f"{vendor} refused the request: HTTP {status}", kind)
+
+
+@contextlib.contextmanager
+def http_errors(vendor: str, what: str = "body") -> Iterator[None]:
+    """httpx's failures of an exchange under way, by kind: a dropped connection, no connection, a
+    body that cannot be decoded (`what` names it in the message)."""
+    try:
+        yield
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        raise ProviderError(f"{vendor} dropped the connection mid-stream ({type(exc).__name__})",
+                            "disconnected") from None
+    except httpx.ConnectError as exc:
+        raise ProviderError(f"cannot connect to {vendor}: {type(exc).__name__}", "disconnected") from None
+    except httpx.DecodingError as exc:
+        raise ProviderError(f"malformed {what} from {vendor}: {exc}", "malformed") from None
 
 
 async def open_websocket(url: str, headers: dict[str, str], vendor: str, subprotocols: list[str] | None = None,

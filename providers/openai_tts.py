@@ -14,11 +14,9 @@ speech is not documented. Raw reads (`aiter_raw`) would store the compressed byt
 
 from __future__ import annotations
 
-import httpx
-
 from . import stamped_http
 from .base import ProviderError
-from .endpoints import WarmClient, base_url, http_failure, is_loopback
+from .endpoints import WarmClient, base_url, http_errors, http_failure, is_loopback
 from .events import AUDIO, CLOSED, Timeline
 from .openai_batch import DEFAULT_URL, VENDOR, WarmClients
 from .registry import ModelInfo
@@ -48,7 +46,7 @@ class OpenAITTSSession:
         request = {"model": self.model, "input": text, "voice": self.voice, "response_format": "pcm"}
         cold = [False]
         offset, pending = 0, b""
-        try:
+        with http_errors(VENDOR, "audio"):
             async with self.client.stream("POST", PATH, cold, json=request) as response:
                 stamped_http.mark_exchange(self.timeline, response, cold[0])
                 if response.status_code >= 400:
@@ -59,13 +57,6 @@ class OpenAITTSSession:
                         self.timeline.mark(AUDIO, at_ns=at, sample_offset=offset, n_samples=len(data) // 2,
                                            sample_rate=SAMPLE_RATE, audio=data)
                         offset += len(data) // 2
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise ProviderError(f"{VENDOR} dropped the connection mid-stream ({type(exc).__name__})",
-                                "disconnected") from None
-        except httpx.ConnectError as exc:
-            raise ProviderError(f"cannot connect to {VENDOR}: {type(exc).__name__}", "disconnected") from None
-        except httpx.DecodingError as exc:
-            raise ProviderError(f"malformed audio from {VENDOR}: {exc}", "malformed") from None
         if pending:
             raise ProviderError(f"malformed audio from {VENDOR}: the pcm body ended mid-sample", "malformed")
         self.timeline.mark(CLOSED)

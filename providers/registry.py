@@ -63,6 +63,7 @@ class ModelInfo:
     session_limit_s: int | None = None  # S2S: the longest session the vendor allows (conversations rotate before it)
     undated: str | None = None  # why this id names no dated snapshot although its vendor publishes them
     session_limit_unknown: str | None = None  # S2S: why no session limit is recorded (the vendor documents none)
+    description: str | None = None  # what the entry is, where its id cannot say (a baseline that is no model)
 
     @property
     def version(self) -> str | None:
@@ -98,9 +99,9 @@ class VendorInfo:
 _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": str, "status": str,
            "region": str, "needs_key": bool, "voice": str, "exclusions": list,
            "checked": dt.date, "source": str, "deprecated": dt.date, "shutdown": dt.date, "successor": str,
-           "session_limit_s": int, "undated": str, "session_limit_unknown": str}
+           "session_limit_s": int, "undated": str, "session_limit_unknown": str, "description": str}
 _OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
-             "session_limit_unknown"}
+             "session_limit_unknown", "description"}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
 _VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str}
 _VENDOR_REQUIRED = {"name", "snapshots", "checked", "source"}
@@ -157,7 +158,7 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
                      entry["region"], entry["needs_key"], entry.get("voice"), tuple(exclusions),
                      checked=entry["checked"], source=entry["source"], deprecated=deprecated, shutdown=shutdown,
                      successor=entry.get("successor"), session_limit_s=limit, undated=entry.get("undated"),
-                     session_limit_unknown=unknown)
+                     session_limit_unknown=unknown, description=entry.get("description"))
 
 
 def _parse_vendor(entry: dict[str, Any], where: str) -> VendorInfo:
@@ -246,9 +247,14 @@ class Registry:
         return cls.from_toml(files("voxwatch.providers").joinpath("registry.toml").read_text(), "registry.toml", today)
 
     def resolve(self, model_id: str) -> ModelInfo:
-        """The exact model for an id; floating aliases and unknown ids raise RegistryError."""
+        """The exact model for an id; floating aliases and unknown ids raise RegistryError. A cascade id
+        (cascade_ids.py) is made from the registered ids it names."""
         if model_id in self.models:
             return self.models[model_id]
+        from .cascade_ids import is_cascade, resolve_cascade  # it builds on this module
+
+        if is_cascade(model_id):
+            return resolve_cascade(model_id, self)
         base = model_id.split("@")[0]
         candidates = sorted(m for m, info in self.models.items() if m.startswith(base) and info.status != "retired")
         if "@" in model_id and candidates and not _FLOATING.search(model_id):

@@ -290,6 +290,8 @@ OTHER_VARIABLES = (
     "VOXWATCH_PG_READER", "VOXWATCH_PG_READER_PASSWORD", "VOXWATCH_PG_HOST", "VOXWATCH_PG_PORT", "VOXWATCH_PG_DATABASE",
     "VOXWATCH_PG_SSLMODE", "VOXWATCH_WEB_PORT", "VOXWATCH_WORKER_CONCURRENCY", "VOXWATCH_SLACK_WEBHOOK_URL",
     "VOXWATCH_ALERTS_WEBHOOK_URL",
+    # the conversation judge (voxwatch.conversations.judge): any OpenAI-compatible chat endpoint
+    "VOXWATCH_JUDGE_BASE_URL", "VOXWATCH_JUDGE_MODEL", "VOXWATCH_JUDGE_API_KEY",
 )
 """Every VOXWATCH_* variable voxwatch or its deployment reads besides the config keys' own and the
 vendors' (VENDOR_VARIABLE); a new one must be added here, or every command refuses to start."""

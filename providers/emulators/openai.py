@@ -23,6 +23,9 @@
   `send_every_ms`, then `response.output_audio.done`, `response.output_audio_transcript.done` and
   `response.done`. A ConversationScript makes the S2S session a scripted multi-turn agent with
   function calls (openai_agent.py).
+- `POST /v1/chat/completions`: answers from a script (chat.py), streamed as server-sent events, for
+  the cascade's language model and the conversation judge (`OpenAIScenario.chat`, or a ChatScenario
+  served alone).
 
 Clocks and per-stream keys: a realtime session's clock starts when its first
 `input_audio_buffer.append` arrives, and its anchors, transcript and jitter are keyed by the
@@ -86,6 +89,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.clock import sleep_until
 
+from .chat import ChatScenario, ChatStream, problem
 from .faults import break_off, breaks, http_refusal
 from .ledger import record
 from .scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
@@ -112,6 +116,7 @@ class OpenAIScenario:
     mid_session_error: str | None = None  # None, "recoverable" or "session_expired"
     response_status: str = "completed"  # or one of UNFINISHED
     speech_encoding: str | None = None  # None or "gzip"
+    chat: ChatScenario | None = None  # the chat completions script (chat.py)
 
     def __post_init__(self) -> None:
         if self.mid_session_error not in (None, "recoverable", "session_expired"):
@@ -436,6 +441,7 @@ class OpenAIEmulator:
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
         self.s2s: S2SScenario | None = scenario_for(scenario, "s2s")
+        self.chat: ChatScenario | None = self.options.chat or (scenario if isinstance(scenario, ChatScenario) else None)
         self._tts_audio = ChunkCache(self.tts) if self.tts is not None else None
         if self._tts_audio is not None:
             self._tts_audio.get("", RATE)  # first-use costs paid before any stream is timed
@@ -451,6 +457,7 @@ class OpenAIEmulator:
         return Starlette(routes=[
             Route("/v1/audio/transcriptions", self.transcriptions, methods=["POST"]),
             Route("/v1/audio/speech", self.speech, methods=["POST"]),
+            Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
             WebSocketRoute("/v1/realtime", self.realtime),
         ])
 
@@ -489,16 +496,28 @@ class OpenAIEmulator:
         payload = json.dumps({"text": text, "usage": {"type": "duration", "seconds": round(seconds, 3)}}).encode()
         return _Timed(at, payload, s.fault, lambda: record_at_write(self, text, "final"))
 
-    async def speech(self, request: Request) -> Response:
-        refusal = self._refusal(self.tts, request.headers)
+    async def _json_request(self, scenario, request: Request) -> tuple[Response | None, dict, int]:
+        """(a refusal or None, the JSON request, when its body arrived): the start of every JSON endpoint."""
+        refusal = self._refusal(scenario, request.headers)
         if refusal is not None:
-            return refusal
+            return refusal, {}, 0
         body = await request.body()
         arrived = time.perf_counter_ns()
         try:
             req = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _json_error(400, f"could not read the request: {type(exc).__name__}"), {}, arrived
+        if not isinstance(req, dict):
+            return _json_error(400, "could not read the request: not a JSON object"), {}, arrived
+        return None, req, arrived
+
+    async def speech(self, request: Request) -> Response:
+        refusal, req, arrived = await self._json_request(self.tts, request)
+        if refusal is not None:
+            return refusal
+        try:
             text, _model, _voice = str(req["input"]), req["model"], req["voice"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             return _json_error(400, f"could not read the request: {type(exc).__name__}")
         if req.get("response_format", "mp3") != "pcm":
             return _json_error(400, "this emulator answers response_format pcm only")
@@ -508,6 +527,17 @@ class OpenAIEmulator:
         return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
                           lambda what: record_at_write(self, text, what),
                           gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
+
+    async def chat_completions(self, request: Request) -> Response:
+        refusal, req, arrived = await self._json_request(self.chat, request)
+        if refusal is not None:
+            return refusal
+        refused = problem(self.chat, req)
+        if refused is not None:
+            return _json_error(400, refused)
+        if req.get("stream") is not True:
+            return _json_error(400, "this emulator answers stream: true only")
+        return ChatStream(self.chat, self.chat.step_for(req["messages"]), str(req["model"]), arrived)
 
     async def realtime(self, websocket: WebSocket) -> None:
         params = websocket.query_params
