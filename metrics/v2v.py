@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import soundfile as sf
@@ -43,34 +44,51 @@ def _place(track: np.ndarray, samples: np.ndarray, at: int) -> None:
 
 def call_recording(timeline: Timeline, caller_pcm16: bytes, caller_rate: int = RECORDING_RATE) -> np.ndarray:
     """(n, 2) float array at RECORDING_RATE: caller chunks at their write times, model audio at playout."""
-    sent = timeline.of(CHUNK_SENT)
-    if not sent:
-        raise ValueError("the call has no caller audio")
+    return conversation_recording([(timeline, caller_pcm16)], caller_rate)[0]
+
+
+def conversation_recording(turns: Sequence[tuple[Timeline, bytes]],
+                           caller_rate: int = RECORDING_RATE) -> tuple[np.ndarray, list[tuple[float, float] | None]]:
+    """One recording of a whole conversation: each turn's caller chunks at their write times and the
+    model's audio of that turn at its playout times, all on one clock (the turns' timelines share
+    it) whose zero is the first caller chunk written. Also each turn's span on it (start, end of its
+    caller audio, s; None for a turn that failed before its audio), for the per-turn timing
+    (metrics/conversation_timing.py)."""
     if caller_rate != RECORDING_RATE:
         raise ValueError(f"caller audio must be {RECORDING_RATE} Hz")
-    t0 = sent[0].t_ns
-    caller = np.frombuffer(caller_pcm16, dtype="<i2").astype(np.float64) / 32768.0
-    model = collect_audio(timeline.events)
-    placements: list[tuple[int, np.ndarray]] = []
-    if model.samples.size:
-        sr = model.sample_rate
-        starts = playout_starts_ns(model)
-        bounds = list(model.chunk_offsets) + [model.samples.size]
-        for i in range(len(model.chunk_offsets)):
-            heard_ns = starts[i] + bounds[i] * 1e9 / sr - t0
-            placements.append((int(round(heard_ns * RECORDING_RATE / 1e9)),
+    firsts = [timeline.of(CHUNK_SENT)[0].t_ns for timeline, _ in turns if timeline.of(CHUNK_SENT)]
+    if not firsts:
+        raise ValueError("the call has no caller audio")
+    t0 = firsts[0]
+    at = lambda t_ns: int(round((t_ns - t0) * RECORDING_RATE / 1e9))  # noqa: E731
+    callers: list[tuple[int, np.ndarray]] = []
+    models: list[tuple[int, np.ndarray]] = []
+    spans: list[tuple[float, float] | None] = []
+    for timeline, pcm16 in turns:
+        sent = timeline.of(CHUNK_SENT)
+        caller = np.frombuffer(pcm16, dtype="<i2").astype(np.float64) / 32768.0
+        offset = 0
+        for e in sent:
+            n = e.n_samples or 0
+            callers.append((at(e.t_ns), caller[offset:offset + n]))
+            offset += n
+        spans.append((at(sent[0].t_ns) / RECORDING_RATE, (at(sent[-1].t_ns) + (sent[-1].n_samples or 0))
+                      / RECORDING_RATE) if sent else None)
+        model = collect_audio(timeline.events)
+        if model.samples.size:
+            sr = model.sample_rate
+            starts = playout_starts_ns(model)
+            bounds = list(model.chunk_offsets) + [model.samples.size]
+            for i in range(len(model.chunk_offsets)):
+                models.append((at(starts[i] + bounds[i] * 1e9 / sr),
                                resample(model.samples[bounds[i]:bounds[i + 1]], sr, RECORDING_RATE)))
-    end = max([int(round((e.t_ns - t0) * RECORDING_RATE / 1e9)) + (e.n_samples or 0) for e in sent]
-              + [at + x.size for at, x in placements])
+    end = max(p + x.size for p, x in callers + models)
     track = np.zeros((end, 2))
-    offset = 0
-    for e in sent:
-        n = e.n_samples or 0
-        _place(track[:, 0], caller[offset:offset + n], int(round((e.t_ns - t0) * RECORDING_RATE / 1e9)))
-        offset += n
-    for at, samples in placements:
-        _place(track[:, 1], samples, at)
-    return track
+    for p, samples in callers:
+        _place(track[:, 0], samples, p)
+    for p, samples in models:
+        _place(track[:, 1], samples, p)
+    return track, spans
 
 
 def write_recording(path: Path, recording: np.ndarray) -> None:

@@ -101,6 +101,16 @@ class Upsampler:
         return np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes()
 
 
+def mark_audio_delta(timeline: Timeline, data: dict, at: int, offset: int) -> int:
+    """Mark one `response.output_audio.delta` (base64 pcm16 at 24 kHz) as AUDIO at sample `offset`
+    of the reply; the offset of the next one."""
+    pcm = base64.b64decode(data["delta"], validate=True)
+    if len(pcm) % 2:
+        raise ValueError("an audio delta ended mid-sample")
+    timeline.mark(AUDIO, at, sample_offset=offset, n_samples=len(pcm) // 2, sample_rate=API_RATE, audio=pcm)
+    return offset + len(pcm) // 2
+
+
 def _status_of(code: object) -> str:
     """The row status of an error code: a rate limit, or any other error."""
     return "rate_limited" if "rate_limit" in str(code or "") else "error"
@@ -285,12 +295,7 @@ class RealtimeConversation(_Session):
 
     def _on(self, kind: str, data: dict, at: int) -> bool:
         if kind in AUDIO_DELTAS:
-            pcm = base64.b64decode(data["delta"], validate=True)
-            if len(pcm) % 2:
-                raise ValueError("an audio delta ended mid-sample")
-            self.timeline.mark(AUDIO, at, sample_offset=self._offset, n_samples=len(pcm) // 2, sample_rate=API_RATE,
-                               audio=pcm)
-            self._offset += len(pcm) // 2
+            self._offset = mark_audio_delta(self.timeline, data, at, self._offset)
         elif kind == "response.done":
             response = data["response"]
             if response.get("status") != "completed":

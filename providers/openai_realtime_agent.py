@@ -25,7 +25,6 @@ openai-python src/openai/types/realtime/):
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from typing import Any, Sequence
 
@@ -33,10 +32,10 @@ from .agent_turn import Rotation, TurnRecord, output_json, parse_call
 from .base import ProviderError
 from .close_codes import closed
 from .conversation import AgentSetup, HistoryItem, ModelTurn, ToolCall, ToolHandler
-from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from .events import CLOSED, REQUEST_SENT, Timeline
 from .openai_batch import VENDOR
-from .openai_realtime import (API_RATE, AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE, Upsampler, _Session,
-                              _unfinished)
+from .openai_realtime import (AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE, Upsampler, _Session, _unfinished,
+                              mark_audio_delta)
 
 CALLER_TRANSCRIPTION = "gpt-4o-transcribe"  # what the API heard the caller say (CALLER_TEXT)
 _END = ("end", None, None)
@@ -108,12 +107,7 @@ class RealtimeAgentSession(_Session):
 
     def _on(self, kind: str, data: dict, at: int) -> bool:
         if kind in AUDIO_DELTAS:
-            pcm = base64.b64decode(data["delta"], validate=True)
-            if len(pcm) % 2:
-                raise ValueError("an audio delta ended mid-sample")
-            self.timeline.mark(AUDIO, at, sample_offset=self._offset, n_samples=len(pcm) // 2, sample_rate=API_RATE,
-                               audio=pcm)
-            self._offset += len(pcm) // 2
+            self._offset = mark_audio_delta(self.timeline, data, at, self._offset)
         elif kind == "response.output_audio_transcript.delta":
             self._said += str(data.get("delta") or "")
         elif kind == "response.output_audio_transcript.done":

@@ -22,6 +22,7 @@ ConfigOf = Callable[[argparse.Namespace], Config]
 ERRORS = (ScenarioError, ScenarioImportError, UnknownScenario, AudioError)
 """The user errors of these commands (voxwatch.cli prints them in one line, exit 2)."""
 PIN_SHOWN = 12
+LOCAL_CASCADE = "local/cascade-scripted-baseline"
 
 
 def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
@@ -40,6 +41,15 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     im.add_argument("--synthesize", action="store_true",
                     help="render turns without audio with the scenario's eSpeak NG voice, and pin them")
     im.set_defaults(func=lambda args: cmd_import(args, config_of(args)))
+    rn = actions.add_parser("run", help="hold a scenario's conversation with a model (S2S, cascade, or the no-key "
+                                        "local cascade) and print its turns and the S2S conversation board")
+    rn.add_argument("name", nargs="?", default="clinic-desk", help="the scenario (default: clinic-desk)")
+    rn.add_argument("--version", type=int, help="a version (default: the highest)")
+    rn.add_argument("--model", default=LOCAL_CASCADE, help=f"a registry id on the S2S board (default: {LOCAL_CASCADE})")
+    rn.add_argument("--turns", type=int, help="only the first N turns (a trial: the end state is then not checked)")
+    rn.add_argument("--repeats", type=int, default=1, help="conversations to hold, for pass^k (default 1)")
+    rn.add_argument("--recordings", type=Path, help="a folder for the two-channel call recordings")
+    rn.set_defaults(func=lambda args: cmd_run(args, config_of(args)))
 
 
 def catalog(cfg: Config) -> ScenarioCatalog:
@@ -105,6 +115,15 @@ def cmd_show(args: argparse.Namespace, cfg: Config) -> int:
         if turn.golden_facts:
             print(f"  facts:  {' | '.join(turn.golden_facts)}")
     return 0
+
+
+def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
+    from voxwatch.conversations.hold import hold  # imported when needed: the adapters and engines
+
+    if args.turns is not None and args.turns < 1 or args.repeats < 1:
+        raise ScenarioError("--turns and --repeats must be at least 1")
+    return hold(catalog(cfg).load(args.name, args.version), args.model, turns=args.turns, repeats=args.repeats,
+                recordings=args.recordings)
 
 
 def cmd_import(args: argparse.Namespace, cfg: Config) -> int:

@@ -1,0 +1,49 @@
+"""The S2S conversation board as text: one conversation's turns, and the board statistics of a set
+of conversations (metrics/conversation_aggregate.py defines them; this only lays them out)."""
+
+from __future__ import annotations
+
+from voxwatch.conversations.runner import ConversationRun
+from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.metrics.conversation_aggregate import BoardSummary, Rate
+
+MARKS = {True: "pass", False: "FAIL", None: "-"}
+
+
+def _rate(r: Rate) -> str:
+    if r.rate is None:  # below the floor of a rate (metrics/series.py): the count, not a share
+        return f"-  ({r.passed}/{r.n} passed; too few for a rate)" if r.n else "-  (none in scope)"
+    ci = f" [{r.interval[0]:.0%}, {r.interval[1]:.0%}]" if r.interval is not None else ""
+    return f"{r.rate:.0%}{ci}  ({r.passed}/{r.n})"
+
+
+def turns_table(run: ConversationRun) -> str:
+    """Per turn: status, the calls made, V2V, and each in-scope dimension's verdict."""
+    head = ["turn", "status", "calls", "v2v ms"] + list(DIMENSIONS)
+    rows = [head]
+    for tr, scored in zip(run.turns, run.score.turns if run.score else [None] * len(run.turns)):
+        calls = ",".join(c.name for c in tr.model.calls) if tr.model else ""
+        v2v = f"{tr.timing.v2v_ms:.0f}" if tr.timing is not None and tr.timing.v2v_ms is not None else "-"
+        verdicts = scored.verdicts if scored is not None else {}
+        rows.append([tr.turn_id, tr.status, calls or "-", v2v]
+                    + [MARKS[verdicts[d].passed] if d in verdicts else "" for d in DIMENSIONS])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def board_text(model_id: str, scenario: str, s: BoardSummary) -> str:
+    """The board's block for one model on one scenario (one persona: conditions are never pooled)."""
+    lines = [f"S2S conversation board: {model_id} on {scenario} ({s.conversations} conversation(s))",
+             f"  instruction adherence   {_rate(s.adherence)}"]
+    lines += [f"  {name:<22}  {_rate(rate)}" for name, rate in s.dimensions.items()]
+    lines.append(f"  end-state success       {_rate(s.end_state)}")
+    lines.append("  pass^k                  " + "  ".join(
+        f"k={k}: {'-' if v is None else f'{v:.2f}'}" for k, v in s.pass_hat_k.items()))
+    v = s.v2v
+    lines.append(f"  V2V per turn            p50 {'-' if v.p50 is None else f'{v.p50:.0f} ms'}, "
+                 f"p95 {'-' if v.p95 is None else f'{v.p95:.0f} ms'}  (n {v.n})")
+    gap = "-" if s.silence_gap_s is None else f"{s.silence_gap_s * 1000:.0f} ms"
+    lines.append(f"  silence-gap latency     {gap}  (mean of gaps >= 0.5 s)")
+    lines.append(f"  interruptions           {_rate(s.interruption)}")
+    lines.append(f"  no response             {_rate(s.no_response)}")
+    return "\n".join(lines)
