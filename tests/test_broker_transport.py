@@ -20,7 +20,7 @@ from kombu.transport import redis as kombu_redis
 
 from voxwatch.config import load
 from voxwatch.workers import broker_transport
-from voxwatch.workers.celery_app import configure
+from voxwatch.workers.celery_app import configure, settings
 
 URL = "redis://127.0.0.1:6379/3"
 
@@ -97,3 +97,27 @@ def test_workers_use_it_and_still_say_redis():
         with conn:
             assert isinstance(conn.transport, broker_transport.Transport)
             assert conn.as_uri().startswith("redis://") and conn.as_uri().endswith("@127.0.0.1:6379/3")
+
+
+def test_a_worker_killed_while_it_sweeps_does_not_stop_the_others_sweeping(queue: Queue):
+    """A worker SIGKILLed holding the sweep's lock: the lock lapses within a few sweeps (kombu's own
+    default, 5 minutes, once left a killed worker's task unrestored past a 300 s test deadline)."""
+    config = load(environ={"VOXWATCH_BROKER_URL": URL, "VOXWATCH_BROKER_VISIBILITY_TIMEOUT_S": "10",
+                           "VOXWATCH_BROKER_TIME_LIMIT_S": "8", "VOXWATCH_BROKER_SOFT_TIME_LIMIT_S": "5"})
+    options = settings(config)["broker_transport_options"]
+    assert options["unacked_mutex_expire"] == 3  # three 1 s sweeps
+    conn, body = _held("redis", queue, visibility_timeout=1)
+    _detach_as_a_timed_out_collect_does(conn)
+    conn.close()
+    client = redis.Redis.from_url(URL)
+    client.set(f"{queue.name}.mutex", "a-dead-worker", nx=True, ex=options["unacked_mutex_expire"])
+    with Connection(URL, transport="redis", transport_options=_options(queue, 1)) as again:
+        channel = again.default_channel
+        time.sleep(1.5)
+        channel.qos.restore_visible(interval=1)  # the dead worker's lock: nothing restored yet
+        assert client.hlen(f"{queue.name}.unacked") == 1
+        time.sleep(options["unacked_mutex_expire"])
+        channel.qos.restore_visible(interval=1)
+        message = queue(channel).get(no_ack=True)
+        assert message is not None and message.payload == {"task": body}
+    client.delete(f"{queue.name}.unacked", f"{queue.name}.index", f"{queue.name}.mutex")

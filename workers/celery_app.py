@@ -45,6 +45,11 @@ def queue_name(config: Config, region: str) -> str:
     return f"{config.broker.queue_prefix}.{region}"
 
 
+def restore_interval(visibility_timeout_s: int) -> int:
+    """Seconds between a worker's sweeps for the tasks of dead workers."""
+    return max(1, min(10, visibility_timeout_s // 10))
+
+
 def settings(config: Config) -> dict[str, Any]:
     from .schedule import beat_schedule
 
@@ -54,8 +59,11 @@ def settings(config: Config) -> dict[str, Any]:
         "broker_transport_options": {
             "visibility_timeout": broker.visibility_timeout_s,
             # look for tasks of dead workers often enough for the visibility timeout to mean what it says
-            "unacked_restore_interval": max(1, min(10, broker.visibility_timeout_s // 10)),
+            "unacked_restore_interval": restore_interval(broker.visibility_timeout_s),
             "unacked_restore_throttle": 1,
+            # the lock a worker holds while it sweeps (milliseconds): a worker killed holding it would
+            # otherwise stop every other worker's sweeps for kombu's default 5 minutes
+            "unacked_mutex_expire": 3 * restore_interval(broker.visibility_timeout_s),
         },
         "broker_connection_retry_on_startup": True,
         "task_acks_late": True,
