@@ -29,16 +29,19 @@ import soundfile as sf
 import websockets
 
 from voxwatch.clock import sleep_until
+from voxwatch.datasets.audio import CATALOG_RATE as CALLER_RATE, resample, to_pcm16
 from voxwatch.metrics.conversation import ConversationScore, TurnOutcome, score_conversation, with_timing
 from voxwatch.metrics.conversation_timing import TurnTiming, turn_timings_from_file
 from voxwatch.metrics.timeline import collect_audio, heard_at_ns
 from voxwatch.metrics.v2v import conversation_recording, write_recording
+from voxwatch.metrics.vad import speech_anchors
 from voxwatch.providers.base import HarnessFault, ProviderError
 from voxwatch.providers.close_codes import closed
 from voxwatch.providers.conversation import (RECONNECTED, ROTATED, AgentSetup, ConversationStream, HistoryItem,
                                              ModelTurn, ToolCall)
 from voxwatch.providers.events import Timeline
 from voxwatch.providers.keys import Secret, scrub
+from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S
 from voxwatch.workers.pacer import paced_send
 
 from .backend import Backend, end_state_matches, scripted_result
@@ -99,9 +102,17 @@ def agent_setup(scenario: Scenario, voice: str | None = None) -> AgentSetup:
 
 
 def caller_audio(loaded: LoadedScenario, index: int) -> bytes:
-    """A turn's caller audio as int16 PCM (the scenario's rate, mono: checked at load)."""
-    data, _ = sf.read(str(loaded.audio_path(loaded.scenario.turns[index])), dtype="int16")
-    return np.ascontiguousarray(data).tobytes()
+    """What the caller sends on a turn: its audio (int16 PCM at the scenario's rate, mono: checked
+    at load; at 16 kHz) trimmed to 100 ms after the end of its speech by the shared VAD, as a single-turn
+    caller's clip is (METHOD "Shared VAD anchors"), so the turn ends when the caller stops talking."""
+    data, rate = sf.read(str(loaded.audio_path(loaded.scenario.turns[index])), dtype="int16")
+    pcm = np.ascontiguousarray(data)
+    if rate != CALLER_RATE:  # a user's scenario at another rate: the catalog's rate, as datasets are imported
+        pcm = to_pcm16(resample(pcm / 32768.0, rate, CALLER_RATE))
+    anchors = speech_anchors(pcm)
+    if anchors is not None:
+        pcm = pcm[: int(round((anchors.speech_end + TRIM_AFTER_SPEECH_S) * CALLER_RATE))]
+    return pcm.tobytes()
 
 
 def _failure(exc: BaseException, vendor: str) -> tuple[str, str]:
@@ -195,7 +206,7 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
                 await sleep_until(next_at, timeline.clock)
             handler.index, handler.outputs = i, tr.outputs
             session.start_turn(timeline)
-            await paced_send(session, tr.caller_pcm, scenario.sample_rate, settings.chunk_ms, timeline)
+            await paced_send(session, tr.caller_pcm, CALLER_RATE, settings.chunk_ms, timeline)
             await session.end_audio()
             tr.model = await asyncio.wait_for(session.respond(handler), settings.turn_timeout_s)
         except Exception as exc:  # noqa: BLE001 - a failed turn is the turn's row; the call goes on
