@@ -31,12 +31,18 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
     secrets = getattr(model, "secrets", lambda: (api_key(model.vendor),))()
     settings = ConversationSettings(recordings_dir=recordings, secrets=tuple(s for s in secrets if s is not None))
     adapter = registry.create(model)
-    judge = _judge()
+
+    async def one():
+        judge = _judge()  # its HTTP client lives on this conversation's event loop
+        try:
+            return await run_conversation(adapter, model.id, model.vendor, loaded, settings, judge, whole=whole)
+        finally:
+            await judge.aclose()
+
     runs = []
     try:
         for _ in range(repeats):
-            run = asyncio.run(run_conversation(adapter, model.id, model.vendor, loaded, settings, judge,
-                                               whole=whole))
+            run = asyncio.run(one())
             runs.append(run)
             print(summary_line(run))
             print(turns_table(run))

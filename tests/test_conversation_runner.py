@@ -177,3 +177,34 @@ def test_scenarios_run_prints_the_turns_and_the_board_by_dimension(tmp_path):
     assert len(list(tmp_path.glob("conversation-*.wav"))) == 1
     refused = run_cli("scenarios", "run", "clinic-desk", "--model", "deepgram/nova-3", check=False)
     assert refused.returncode == 2 and "s2s board" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_configured_judge_decides_the_judged_dimensions_and_is_named_on_each_turn(scenario_folder, monkeypatch):
+    import json
+
+    from voxwatch.conversations.judge import Judge
+    from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
+
+    loaded, clips = scenario_folder
+    verdict = {"instruction_following": {"pass": True, "reason": "did what was asked"},
+               "kb_grounding": {"pass": False, "reason": "claimed a delivery date the knowledge base lacks"}}
+    with server.serve("openai", ChatScenario(fallback=ChatStep(json.dumps(verdict)), api_key=KEY)) as judge_url, \
+            emulated("openai", script("openai", clips), monkeypatch):
+        model = REGISTRY.resolve(MODELS["openai"])
+
+        async def go():
+            judge = Judge.from_env({"VOXWATCH_JUDGE_BASE_URL": judge_url, "VOXWATCH_JUDGE_MODEL": "judge-2026-01-01",
+                                    "VOXWATCH_JUDGE_API_KEY": KEY})
+            try:
+                return await run_conversation(REGISTRY.create(model), model.id, model.vendor, loaded,
+                                              ConversationSettings(), judge)
+            finally:
+                await judge.aclose()
+
+        run = asyncio.run(go())
+    for turn, scored in zip(run.turns, run.score.turns):
+        assert (scored.verdicts["instruction_following"].passed, scored.verdicts["instruction_following"].rule) == \
+            (True, "judge")
+        assert scored.verdicts["kb_grounding"].passed is False  # facts present, the judge's verdict decides
+        assert turn.judge["judge_model"] == "judge-2026-01-01" and turn.judge["judge_temperature"] == 0.0
+    assert KEY not in json.dumps([t.judge for t in run.turns])
