@@ -20,6 +20,7 @@ Protocol facts followed (ai.google.dev/api/live; googleapis/python-genai google/
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -85,6 +86,29 @@ async def _set_up(ws, setup: dict, key: Secret, open_turn: bool = True) -> None:
         raise ProviderError(f"malformed setup reply from Gemini ({type(exc).__name__})", "malformed") from None
 
 
+def live_setup(model: ModelInfo) -> dict:
+    """The `setup` fields every Live session here starts with: the model, audio replies, manual turns."""
+    return {"model": f"models/{model.vendor_model}",
+            "generationConfig": {"responseModalities": ["AUDIO"]},
+            "realtimeInputConfig": {"automaticActivityDetection": {"disabled": True}}}
+
+
+def mark_audio(timeline: Timeline, content: dict, at: int, offset: int) -> int:
+    """Mark the audio parts of one `serverContent.modelTurn` as AUDIO from sample `offset` of the
+    reply (at each blob's own rate); the offset after them."""
+    for part in (content.get("modelTurn") or {}).get("parts", []):
+        blob = part.get("inlineData")
+        if blob is None or not str(blob.get("mimeType", "")).startswith("audio/pcm"):
+            continue
+        pcm = base64.b64decode(blob["data"], validate=True)
+        rate = re.search(r"rate=(\d+)", blob["mimeType"])
+        n = len(pcm) // 2
+        timeline.mark(AUDIO, at, sample_offset=offset, n_samples=n,
+                      sample_rate=int(rate.group(1)) if rate else OUTPUT_RATE, audio=pcm)
+        offset += n
+    return offset
+
+
 class GeminiLiveS2S:
     sample_rate = INPUT_RATE
 
@@ -93,44 +117,53 @@ class GeminiLiveS2S:
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
 
-    async def connect(self, timeline: Timeline) -> "GeminiLiveSession":
-        """Open the socket, set the session up and open the caller's turn (all before t0)."""
+    async def _open(self, timeline: Timeline, setup: dict, open_turn: bool) -> tuple[object, Secret]:
+        """A socket with the session set up (before t0), and the key it was opened with."""
         key = require_key(self.model.vendor)
         ws = await open_websocket(self.url + PATH, {"x-goog-api-key": key.reveal()}, "Gemini", clock=timeline.clock)
-        setup = {"setup": {
-            "model": f"models/{self.model.vendor_model}",
-            "generationConfig": {"responseModalities": ["AUDIO"]},
-            "realtimeInputConfig": {"automaticActivityDetection": {"disabled": True}},
-        }}
-        await settle(ws, _set_up(ws, setup, key))
+        await settle(ws, _set_up(ws, {"setup": setup}, key, open_turn))
+        return ws, key
+
+    async def connect(self, timeline: Timeline) -> "GeminiLiveSession":
+        """Open the socket, set the session up and open the caller's turn (all before t0)."""
+        ws, key = await self._open(timeline, live_setup(self.model), open_turn=True)
         return GeminiLiveSession(ws, timeline, key)
 
     async def converse(self, timeline: Timeline, setup, history=()):
         """A multi-turn voice-agent session (providers/conversation.py), with `history` replayed:
         gemini_agent.py."""
-        from .gemini_agent import GeminiAgentSession, setup_message
+        from .gemini_agent import GeminiAgentSession, agent_setup
 
-        key = require_key(self.model.vendor)
-        ws = await open_websocket(self.url + PATH, {"x-goog-api-key": key.reveal()}, "Gemini", clock=timeline.clock)
-        await settle(ws, _set_up(ws, setup_message(self.model, setup, bool(history)), key, open_turn=False))
-        session = GeminiAgentSession(ws, timeline, key, self.model.session_limit_s)
-        try:
-            await session.replay(history)
-        except ProviderError:
-            await session.aclose()
-            raise
-        return session
+        ws, key = await self._open(timeline, agent_setup(self.model, setup, bool(history)), open_turn=False)
+        return await GeminiAgentSession(ws, timeline, key, self.model.session_limit_s).opened(history)
 
 
-class GeminiLiveSession(ReaderSession):
+class LiveSession(ReaderSession):
+    """What every Live session shares: one reader of the server's JSON messages (each handled by
+    `_on`, True ending the reader), a goAway noted, an `error` message or the session's end named
+    by kind (`_ended`), and sends that fail with the reader's reason once the server has closed."""
+
     def __init__(self, ws, timeline: Timeline, key: Secret) -> None:
         self.timeline, self.key = timeline, key
         self._go_away: str | None = None
         super().__init__(ws)
 
+    def _on(self, data: dict, at: int) -> bool:
+        """Handle one server message that arrived at `at` (ns, timeline clock); True ends the reader."""
+        raise NotImplementedError
+
+    def _reader_ended(self) -> None:
+        """The reader is ending, `_error` set if it failed (called once, last)."""
+
+    def _ended(self, exc: websockets.ConnectionClosed | None) -> ProviderError:
+        """The session the server ended (`exc` None: it closed cleanly before the turn was complete)."""
+        note = f" after goAway (timeLeft {self._go_away})" if self._go_away is not None else ""
+        if exc is None:
+            reason = f": {self.ws.close_reason}" if self.ws.close_reason else ""
+            return closed("Gemini", self.ws.close_code, "before the turn was complete", note=note + reason)
+        return _closed_error(exc, self.key, note)
+
     async def _receive(self) -> None:
-        offset = 0
-        complete = False
         try:
             async for message, at in received(self.ws):
                 data = _decode(message)
@@ -139,51 +172,61 @@ class GeminiLiveSession(ReaderSession):
                 if "error" in data:
                     self._error = ProviderError(f"Gemini error: {str(data['error'])[:300]}")
                     break
-                content = data.get("serverContent")
-                if content is None:
-                    continue  # setup, usage, transcription and resumption updates carry no audio
-                for part in (content.get("modelTurn") or {}).get("parts", []):
-                    blob = part.get("inlineData")
-                    if blob is None or not str(blob.get("mimeType", "")).startswith("audio/pcm"):
-                        continue
-                    pcm = base64.b64decode(blob["data"], validate=True)
-                    rate = re.search(r"rate=(\d+)", blob["mimeType"])
-                    n = len(pcm) // 2
-                    self.timeline.mark(AUDIO, at, sample_offset=offset, n_samples=n,
-                                       sample_rate=int(rate.group(1)) if rate else OUTPUT_RATE, audio=pcm)
-                    offset += n
-                if content.get("interrupted"):
-                    self._error = ProviderError("Gemini interrupted the model's turn")
+                if self._on(data, at):
                     break
-                if content.get("turnComplete"):
-                    complete = True
-                    break
+            else:
+                self._error = self._ended(None)
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError,
                 binascii.Error) as exc:
             self._error = ProviderError(f"malformed message from Gemini ({type(exc).__name__})", "malformed")
         except websockets.ConnectionClosed as exc:
-            note = f" after goAway (timeLeft {self._go_away})" if self._go_away is not None else ""
-            self._error = _closed_error(exc, self.key, note)
+            self._error = self._ended(exc)
         finally:
-            if not complete and self._error is None:
-                self._error = closed("Gemini", self.ws.close_code, "before turnComplete")
-            self.timeline.mark(CLOSED)
+            self._reader_ended()
             self._done.set()
 
     async def _send(self, payload: dict) -> None:
         try:
             await self.ws.send(json.dumps(payload))
         except websockets.ConnectionClosed as exc:
+            try:
+                await asyncio.wait_for(self._done.wait(), self.close_wait_s)  # the reader sees the close too
+            except asyncio.TimeoutError:
+                pass
             raise self._error or _closed_error(exc, self.key) from None
 
+    async def _realtime(self, field: str, value: object) -> None:
+        """One `realtimeInput` message: `activityStart`, `audio` or `activityEnd`."""
+        await self._send({"realtimeInput": {field: value}})
+
     async def send_audio(self, pcm16: bytes) -> None:
-        await self._send({"realtimeInput": {"audio": {"mimeType": INPUT_MIME,
-                                                      "data": base64.b64encode(pcm16).decode()}}})
+        await self._realtime("audio", {"mimeType": INPUT_MIME, "data": base64.b64encode(pcm16).decode()})
 
     async def end_audio(self) -> None:
         """Close the caller's turn (manual activity detection): the model answers from here."""
-        await self._send({"realtimeInput": {"activityEnd": {}}})
+        await self._realtime("activityEnd", {})
         self.timeline.mark(REQUEST_SENT)
+
+
+class GeminiLiveSession(LiveSession):
+    """One caller turn (the single-turn S2S board): the reply's audio until `turnComplete`."""
+
+    def __init__(self, ws, timeline: Timeline, key: Secret) -> None:
+        self._offset = 0
+        super().__init__(ws, timeline, key)
+
+    def _on(self, data: dict, at: int) -> bool:
+        content = data.get("serverContent")
+        if content is None:
+            return False  # setup, usage, transcription and resumption updates carry no audio
+        self._offset = mark_audio(self.timeline, content, at, self._offset)
+        if content.get("interrupted"):
+            self._error = ProviderError("Gemini interrupted the model's turn")
+            return True
+        return bool(content.get("turnComplete"))
+
+    def _reader_ended(self) -> None:
+        self.timeline.mark(CLOSED)
 
     async def wait_response(self) -> None:
         await self._wait()

@@ -11,8 +11,29 @@ the google-genai SDKs' Live types):
   `activityStart`, audio, `activityEnd`.
 - A call comes as `toolCall {functionCalls: [{id, name, args}]}`; the client answers with
   `toolResponse {functionResponses: [{id, name, response}]}` (`response` is an object: a result that
-  is not one is sent as {"result": ...}). The model speaks after the response, so a `turnComplete`
-  that comes after a call and before any of the model's words does not end the caller's turn.
+  is not one is sent as {"result": ...}). The model pauses while a call is outstanding and speaks
+  after the response. `turnComplete` means "generation will only start in response to additional
+  client messages" (the API reference), and a `toolResponse` is one: some Live models send a
+  `turnComplete` right after a tool call, others do not (livekit/agents#3192), and it may reach us
+  after our response was written. So the caller's turn ends at a `turnComplete` only once every call
+  is answered and the model has spoken (audio or its transcript) since the answers were written; a
+  `turnComplete` after a call with no speech since is the paused generation's, never the turn's end.
+  Limits of what the protocol lets us tell: audio that trails a call mid-utterance (the model spoke
+  before calling: livekit/agents#7195) and reaches us after the answers were written counts as the
+  model's speech after them; and a model that says nothing at all after a tool result leaves the
+  turn to the runner's turn timeout (its silence and the paused generation's late `turnComplete`
+  look the same on the wire).
+- What the API heard the caller say comes as `inputTranscription.text` fragments, "sent
+  independently of the other server messages, with no guaranteed ordering" (the API reference): a
+  fragment may come after the turn's `turnComplete`. Unlike OpenAI's transcript (which names its
+  input item) a fragment does not say which turn it transcribes, so the session goes by what the
+  client knows: no audio of the next turn exists before its `activityStart`, so every fragment until
+  then is the turn just ended; the words are marked (CALLER_TEXT, once, on that turn's timeline and
+  ModelTurn) when the transcription says it is `finished` (the SDKs' Transcription.finished, where the
+  server sends it), at the next turn's `activityStart`, or when the session ends (so, as with
+  OpenAI's late transcript, a ModelTurn's `caller_transcript` may be filled in after `respond`
+  returned). A fragment that comes after the next turn has begun goes to that turn: the protocol
+  cannot tell it apart.
 - History on rotation: `clientContent {turns: [...], turnComplete: true}` with `historyConfig
   {initialHistoryInClientContent: true}` in the setup, so the replayed history (which may end with
   the model's words) does not start a generation; calls are replayed as `functionCall` /
@@ -26,37 +47,25 @@ the google-genai SDKs' Live types):
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
-import json
-import re
 from typing import Any, Sequence
 
 import websockets
 
-from .agent_turn import Rotation, TurnRecord, parse_call
+from .agent_turn import AgentTurns, TurnRecord, parse_call
 from .base import ProviderError
-from .close_codes import closed
-from .conversation import AgentSetup, HistoryItem, ModelTurn, ToolHandler
-from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .gemini import INPUT_MIME, OUTPUT_RATE, _closed_error, _decode
+from .conversation import AgentSetup, HistoryItem, ToolCall
+from .events import Timeline
+from .gemini import LiveSession, live_setup, mark_audio
 from .keys import Secret
 from .registry import ModelInfo
-from .stamped import received
-from .ws_session import ReaderSession
-
-_END = ("end", None, None)
 
 
-def setup_message(model: ModelInfo, setup: AgentSetup, with_history: bool) -> dict:
-    """The `setup` of a conversation: the agent's instructions, tools and voice, manual turns,
+def agent_setup(model: ModelInfo, setup: AgentSetup, with_history: bool) -> dict:
+    """The `setup` fields of a conversation: the agent's instructions, tools and voice, manual turns,
     both transcriptions, session resumption; `historyConfig` when a history is to be replayed."""
     config: dict[str, Any] = {
-        "model": f"models/{model.vendor_model}",
-        "generationConfig": {"responseModalities": ["AUDIO"]},
+        **live_setup(model),
         "systemInstruction": {"parts": [{"text": setup.instructions}]},
-        "realtimeInputConfig": {"automaticActivityDetection": {"disabled": True}},
         "inputAudioTranscription": {}, "outputAudioTranscription": {}, "sessionResumption": {},
     }
     if setup.tools:
@@ -68,7 +77,7 @@ def setup_message(model: ModelInfo, setup: AgentSetup, with_history: bool) -> di
         config["generationConfig"]["speechConfig"] = {"voiceConfig": {"prebuiltVoiceConfig": {"voiceName": voice}}}
     if with_history:
         config["historyConfig"] = {"initialHistoryInClientContent": True}
-    return {"setup": config}
+    return config
 
 
 def function_response(output: Any) -> dict:
@@ -89,70 +98,37 @@ def history_turns(history: Sequence[HistoryItem]) -> list[dict]:
     return turns
 
 
-class GeminiAgentSession(ReaderSession):
+class GeminiAgentSession(AgentTurns, LiveSession):
     """One Live session across many caller turns; `start_turn` moves it to the next turn's timeline."""
 
     def __init__(self, ws, timeline: Timeline, key: Secret, limit_s: float | None) -> None:
-        self.timeline, self.key = timeline, key
-        self._queue: asyncio.Queue = asyncio.Queue()  # ("calls" | "done" | "failed" | "end", payload, at)
-        self._record = TurnRecord(timeline)
-        self._offset = 0
+        self._init_turns(timeline, limit_s)
         self._turn_open = False  # activityStart sent for this turn
-        self._awaiting = False  # a call came and the model has not spoken since
+        self._unanswered = 0  # calls whose toolResponse is not written yet
+        self._awaiting = False  # a call came, and the model has not spoken since its answers were written
+        self._hearing: TurnRecord = self._record  # the turn the caller's transcription fragments are of
         self._heard, self._heard_at = "", None
-        self._go_away: str | None = None
         self.resume_handle: str | None = None  # the last resumable state's handle (sessionResumptionUpdate)
-        self.rotation = Rotation(timeline, limit_s)
-        super().__init__(ws)
-
-    def rotation_due(self) -> str | None:
-        """Why this session must be replaced before the next turn (goAway, or its limit is near), or None."""
-        return self.rotation.due()
-
-    def start_turn(self, timeline: Timeline) -> None:
-        self.timeline, self._record, self._offset = timeline, TurnRecord(timeline), 0
-        self._heard, self._heard_at = "", None
+        super().__init__(ws, timeline, key)
 
     async def replay(self, history: Sequence[HistoryItem]) -> None:
         turns = history_turns(history)
         if turns:
             await self._send({"clientContent": {"turns": turns, "turnComplete": True}})
 
-    async def _receive(self) -> None:
-        try:
-            async for message, at in received(self.ws):
-                if self._on(_decode(message), at):
-                    break
-            else:
-                self._error = self._ended(None)
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError,
-                binascii.Error) as exc:
-            self._error = ProviderError(f"malformed message from Gemini ({type(exc).__name__})", "malformed")
-        except websockets.ConnectionClosed as exc:
-            self._error = self._ended(exc)
-        finally:
-            self._done.set()
-            self._queue.put_nowait(_END)
+    def _reader_ended(self) -> None:
+        self._heard_whole()
+        self._session_ended()
 
     def _ended(self, exc: websockets.ConnectionClosed | None) -> ProviderError:
-        """The session the server ended: after a goAway, the announced end (`disconnected`)."""
-        note = f" after goAway (timeLeft {self._go_away})" if self._go_away is not None else ""
-        if exc is None:
-            reason = f": {self.ws.close_reason}" if self.ws.close_reason else ""
-            error = closed("Gemini", self.ws.close_code, "before the turn was complete", note=note + reason)
-        else:
-            error = _closed_error(exc, self.key, note)
+        """After a goAway, the server's end of the session is the announced one (`disconnected`)."""
+        error = super()._ended(exc)
         if self._go_away is not None and error.status in ("server_error", "disconnected"):
             return ProviderError(str(error), "disconnected")
         return error
 
     def _on(self, data: dict, at: int) -> bool:
-        """Handle one server message (arrived at `at`); True ends the reader."""
-        if "error" in data:
-            self._error = ProviderError(f"Gemini error: {str(data['error'])[:300]}")
-            return True
         if "goAway" in data:
-            self._go_away = str((data["goAway"] or {}).get("timeLeft"))
             self.rotation.announce(f"Gemini sent goAway (timeLeft {self._go_away})")
         update = data.get("sessionResumptionUpdate")
         if update and update.get("resumable") and update.get("newHandle"):
@@ -162,74 +138,66 @@ class GeminiAgentSession(ReaderSession):
                      for c in data["toolCall"].get("functionCalls") or []]
             for call in calls:
                 self._record.call(call, at)
+            self._unanswered += len(calls)
             self._awaiting = True
-            self._queue.put_nowait(("calls", calls, at))
+            self._turn_calls(calls, at)
         content = data.get("serverContent")
         if content is not None:
             self._content(content, at)
         return False
 
     def _content(self, content: dict, at: int) -> None:
-        for part in (content.get("modelTurn") or {}).get("parts", []):
-            blob = part.get("inlineData")
-            if blob is None or not str(blob.get("mimeType", "")).startswith("audio/pcm"):
-                continue
-            pcm = base64.b64decode(blob["data"], validate=True)
-            rate = re.search(r"rate=(\d+)", blob["mimeType"])
-            self.timeline.mark(AUDIO, at, sample_offset=self._offset, n_samples=len(pcm) // 2,
-                               sample_rate=int(rate.group(1)) if rate else OUTPUT_RATE, audio=pcm)
-            self._offset += len(pcm) // 2
-            self._awaiting = False
+        offset = mark_audio(self.timeline, content, at, self._offset)
         said = (content.get("outputTranscription") or {}).get("text")
         if said:
             self._record.said(said)
-            self._awaiting = False
-        heard = (content.get("inputTranscription") or {}).get("text")
+        if (said or offset > self._offset) and not self._unanswered:
+            self._awaiting = False  # the model speaks after its calls were answered
+        self._offset = offset
+        heard = content.get("inputTranscription")
         if heard:
-            self._heard, self._heard_at = self._heard + heard, at
+            self._hear(heard, at)
         if content.get("interrupted"):
-            self._queue.put_nowait(("failed", ProviderError("Gemini interrupted the model's turn"), at))
+            self._turn_failed(ProviderError("Gemini interrupted the model's turn"), at)
         elif content.get("turnComplete") and not self._awaiting:
-            if self._heard:
-                self._record.heard(self._heard, self._heard_at)
-            self._queue.put_nowait(("done", None, at))
+            self._turn_done(at)
 
-    async def _send(self, payload: dict) -> None:
-        try:
-            await self.ws.send(json.dumps(payload))
-        except websockets.ConnectionClosed as exc:
-            try:
-                await asyncio.wait_for(self._done.wait(), self.close_wait_s)  # the reader sees the close too
-            except asyncio.TimeoutError:
-                pass
-            raise self._error or _closed_error(exc, self.key) from None
+    def _hear(self, transcription: dict, at: int) -> None:
+        """One fragment of what the API heard the caller say (the module docstring says whose turn)."""
+        text = str(transcription.get("text") or "")
+        if text:
+            self._heard, self._heard_at = self._heard + text, at
+        if transcription.get("finished"):
+            self._heard_whole()
+
+    def _heard_whole(self) -> None:
+        """The transcription of the turn being heard is whole: mark its words on that turn, once."""
+        if self._heard.strip():
+            self._hearing.heard(self._heard, self._heard_at)
+        self._heard, self._heard_at = "", None
 
     async def send_audio(self, pcm16: bytes) -> None:
         if not self._turn_open:
-            await self._send({"realtimeInput": {"activityStart": {}}})
+            self._heard_whole()  # no fragment of this turn can exist yet: what came before is the last turn's
+            self._hearing = self._record
+            await self._realtime("activityStart", {})
             self._turn_open = True
-        await self._send({"realtimeInput": {"audio": {"mimeType": INPUT_MIME, "data": base64.b64encode(pcm16).decode()}}})
+        await super().send_audio(pcm16)
 
     async def end_audio(self) -> None:
-        """Close the caller's turn (manual activity detection): the model answers from here."""
-        await self._send({"realtimeInput": {"activityEnd": {}}})
+        await super().end_audio()
         self._turn_open = False
-        self.timeline.mark(REQUEST_SENT)
 
-    async def respond(self, tools: ToolHandler) -> ModelTurn:
-        while True:
-            kind, payload, at = await self._queue.get()
-            if kind == "done":
-                self.timeline.mark(CLOSED, at)
-                return self._record.complete(at)
-            if kind == "failed":
-                raise payload
-            if kind == "end":
-                self._queue.put_nowait(_END)  # every later turn fails the same way
-                raise self._error or closed("Gemini", self.ws.close_code, "before the turn was complete")
-            outputs = [(call, await tools(call)) for call in payload]
-            await self._send({"toolResponse": {"functionResponses": [
-                {"id": call.call_id, "name": call.name, "response": function_response(output)}
-                for call, output in outputs]}})
-            for call, output in outputs:
-                self._record.written(call, output)
+    async def _answer(self, outputs: list[tuple[ToolCall, Any]]) -> None:
+        """One `toolResponse` with every call's result; the model speaks after it."""
+        await self._send({"toolResponse": {"functionResponses": [
+            {"id": call.call_id, "name": call.name, "response": function_response(output)}
+            for call, output in outputs]}})
+        self._unanswered = max(self._unanswered - len(outputs), 0)
+
+    def _end_error(self) -> ProviderError:
+        return self._error or self._ended(None)
+
+    async def aclose(self) -> None:
+        self._heard_whole()  # the last turn's words, before the session goes
+        await super().aclose()

@@ -281,11 +281,11 @@ class OpenAIRealtimeS2S:
     async def converse(self, timeline: Timeline, setup, history=()):
         """A multi-turn voice-agent session (providers/conversation.py), with `history` replayed:
         openai_realtime_agent.py."""
-        from .openai_realtime_agent import open_agent, session_config
+        from .openai_realtime_agent import RealtimeAgentSession, session_config
 
         ws = await _open(self.url, {"model": self.model.vendor_model}, self.model.vendor,
                          session_config(setup, self.model.voice), timeline)
-        return await open_agent(ws, timeline, self.model.session_limit_s, history)
+        return await RealtimeAgentSession(ws, timeline, self.model.session_limit_s).opened(history)
 
 
 class RealtimeConversation(_Session):

@@ -24,21 +24,19 @@ openai-python src/openai/types/realtime/):
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, Sequence
 
-from .agent_turn import Rotation, TurnRecord, output_json, parse_call
+from .agent_turn import AgentTurns, TurnRecord, output_json, parse_call
 from .base import ProviderError
 from .close_codes import closed
-from .conversation import AgentSetup, HistoryItem, ModelTurn, ToolCall, ToolHandler
-from .events import CLOSED, REQUEST_SENT, Timeline
+from .conversation import AgentSetup, HistoryItem, ToolCall
+from .events import Timeline
 from .openai_batch import VENDOR
-from .openai_realtime import (AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE, Upsampler, _Session, _unfinished,
-                              mark_audio_delta)
+from .openai_realtime import (AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE, RealtimeConversation, Upsampler,
+                              _unfinished, mark_audio_delta)
 
 CALLER_TRANSCRIPTION = "gpt-4o-transcribe"  # what the API heard the caller say (CALLER_TEXT)
-_END = ("end", None, None)
 
 
 def session_config(setup: AgentSetup, voice: str | None) -> dict:
@@ -68,25 +66,19 @@ def history_items(history: Sequence[HistoryItem]) -> list[dict]:
     return items
 
 
-class RealtimeAgentSession(_Session):
-    """One Realtime session across many caller turns; `start_turn` moves it to the next turn's timeline."""
+class RealtimeAgentSession(AgentTurns, RealtimeConversation):
+    """One Realtime session across many caller turns (each ended as RealtimeConversation ends its
+    one); `start_turn` moves it to the next turn's timeline."""
 
     def __init__(self, ws, timeline: Timeline, limit_s: float | None) -> None:
-        self._queue: asyncio.Queue = asyncio.Queue()  # ("calls" | "done" | "failed" | "end", payload, at)
-        self._record = TurnRecord(timeline)
-        self._offset = 0
+        self._init_turns(timeline, limit_s)
         self._calls: list[ToolCall] = []  # the current response's calls
         self._said = ""  # the current response's transcript
         self._turn_of: dict[str, TurnRecord] = {}  # committed input item id -> its turn
-        self.rotation = Rotation(timeline, limit_s)
         super().__init__(ws, timeline)
 
-    def rotation_due(self) -> str | None:
-        """Why this session must be replaced before the next turn (its time limit is near), or None."""
-        return self.rotation.due()
-
     def start_turn(self, timeline: Timeline) -> None:
-        self.timeline, self._record, self._offset = timeline, TurnRecord(timeline), 0
+        super().start_turn(timeline)
         self._upsampler = Upsampler()  # each turn's input buffer starts afresh
 
     async def replay(self, history: Sequence[HistoryItem]) -> None:
@@ -103,7 +95,7 @@ class RealtimeAgentSession(_Session):
         try:
             await super()._receive()
         finally:
-            self._queue.put_nowait(_END)
+            self._session_ended()
 
     def _on(self, kind: str, data: dict, at: int) -> bool:
         if kind in AUDIO_DELTAS:
@@ -127,46 +119,22 @@ class RealtimeAgentSession(_Session):
         return False
 
     def _response_done(self, response: dict, at: int) -> None:
+        """A response that made calls waits for their outputs; one that made none ends the turn."""
         said, calls, self._said, self._calls = self._said, self._calls, "", []
         self._record.said(said + " " if said else "")
         if response.get("status") != "completed":
-            self._queue.put_nowait(("failed", _unfinished(response), at))
+            self._turn_failed(_unfinished(response), at)
         elif calls:
-            self._queue.put_nowait(("calls", calls, at))
+            self._turn_calls(calls, at)
         else:
-            self._queue.put_nowait(("done", None, at))
+            self._turn_done(at)
 
-    async def end_audio(self) -> None:
-        """Manual turn: commit the caller's audio, then ask for the reply."""
-        await self._request("input_audio_buffer.commit")
+    async def _answer(self, outputs: list[tuple[ToolCall, Any]]) -> None:
+        """Each output as a `function_call_output` item, then `response.create` for the model's next words."""
+        for call, output in outputs:
+            await self._create({"type": "function_call_output", "call_id": call.call_id, "output": output_json(output)})
         await self._request("response.create")
-        self.timeline.mark(REQUEST_SENT)
 
-    async def respond(self, tools: ToolHandler) -> ModelTurn:
-        while True:
-            kind, payload, at = await self._queue.get()
-            if kind == "done":
-                self.timeline.mark(CLOSED, at)
-                return self._record.complete(at)
-            if kind == "failed":
-                raise payload
-            if kind == "end":
-                self._queue.put_nowait(_END)  # every later turn fails the same way
-                raise self._error or closed(VENDOR, self.ws.close_code, "before the turn was complete")
-            for call in payload:
-                output = await tools(call)
-                await self._create({"type": "function_call_output", "call_id": call.call_id,
-                                    "output": output_json(output)})
-                self._record.written(call, output)
-            await self._request("response.create")
+    def _end_error(self) -> ProviderError:
+        return self._error or closed(VENDOR, self.ws.close_code, "before the turn was complete")
 
-
-async def open_agent(ws, timeline: Timeline, limit_s: float | None, history: Sequence[HistoryItem]) -> Any:
-    """The conversation session on a set-up socket, with `history` replayed into it."""
-    session = RealtimeAgentSession(ws, timeline, limit_s)
-    try:
-        await session.replay(history)
-    except ProviderError:
-        await session.aclose()
-        raise
-    return session

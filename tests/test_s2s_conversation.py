@@ -85,16 +85,20 @@ async def answer(call: ToolCall) -> dict:
     return {"ok": True, "tool": call.name, "n": len(call.arguments)}
 
 
-async def talk(vendor: str, ds, turn_clips, history=(), session_box: list | None = None, linger_s: float = 0.0):
-    """A mini runner: one session, each clip paced in as a turn, each turn answered, the session kept
-    `linger_s` after the last. Returns the (ModelTurn, Timeline) of every turn."""
+async def talk(vendor: str, ds, turn_clips, history=(), session_box: list | None = None, linger_s: float = 0.0,
+               gap_s: float = 0.0):
+    """A mini runner: one session, each clip paced in as a turn `gap_s` after the last was answered (the
+    runner waits for the model's playout), each turn answered, the session kept `linger_s` after the
+    last. Returns the (ModelTurn, Timeline) of every turn."""
     adapter = REGISTRY.create(REGISTRY.resolve(MODELS[vendor]))
     session = await adapter.converse(Timeline(), SETUP, history)
     if session_box is not None:
         session_box.append(session)
     done = []
     try:
-        for clip in turn_clips:
+        for i, clip in enumerate(turn_clips):
+            if i:
+                await asyncio.sleep(gap_s)
             timeline = Timeline()
             session.start_turn(timeline)
             await paced_send(session, audio_sent(ds, clip), clip.sample_rate, 20, timeline)
@@ -170,6 +174,35 @@ def test_openai_caller_transcript_that_comes_after_the_reply_goes_to_its_turn(cl
     assert [t.caller_transcript for t, _ in done] == [TURNS[0].heard, TURNS[1].heard]
     assert [[e.text for e in timeline.of(CALLER_TEXT)] for _, timeline in done] == [[TURNS[0].heard],
                                                                                     [TURNS[1].heard]]
+
+
+def test_gemini_caller_transcript_that_comes_after_turn_complete_goes_to_its_turn(clips, monkeypatch):
+    """Live transcription fragments have no ordering with the model's turn: fragments that come after
+    `turnComplete`, before the next turn's activityStart, are the turn just ended; its words are
+    marked once, whole, on that turn (the last turn's when the session closes)."""
+    ds, turn_clips = clips
+    with emulated("gemini", script("gemini", ds, turn_clips, heard_after_reply=True), monkeypatch):
+        done = asyncio.run(talk("gemini", ds, turn_clips[:2], gap_s=1.0, linger_s=1.0))
+    assert [t.caller_transcript for t, _ in done] == [TURNS[0].heard, TURNS[1].heard]
+    assert [[e.text for e in timeline.of(CALLER_TEXT)] for _, timeline in done] == [[TURNS[0].heard],
+                                                                                    [TURNS[1].heard]]
+    assert [t.transcript for t, _ in done] == [TURNS[0].reply, TURNS[1].reply]
+
+
+def test_gemini_turn_complete_right_after_a_call_does_not_end_the_turn(clips, monkeypatch):
+    """Some Live models send `turnComplete` right after a `toolCall`, before any speech: the turn goes on
+    until the model has spoken after the answers, and the next turn gets none of this one's words."""
+    ds, turn_clips = clips
+    with emulated("gemini", script("gemini", ds, turn_clips, turn_complete_after_call=True), monkeypatch) as ledger:
+        done = asyncio.run(talk("gemini", ds, turn_clips))
+        records = ledger.drain()
+    assert [t.transcript for t, _ in done] == [t.reply for t in TURNS]
+    assert [[(c.name, c.arguments) for c in t.calls] for t, _ in done] == [list(t.calls) for t in TURNS]
+    for (turn, timeline), scripted in zip(done, TURNS):
+        assert [e.text for e in timeline.of(MODEL_TEXT)] == [scripted.reply]
+        assert timeline.of(AUDIO), "the reply's audio is on its own turn's timeline"
+        assert all(c.t_ns <= timeline.first(AUDIO).t_ns for c in timeline.of(TOOL_RESULT))
+    assert len(seen(records, "tool_output")) == sum(len(t.calls) for t in TURNS)
 
 
 def test_openai_session_expiry_is_an_error_with_its_reason(clips, monkeypatch):

@@ -8,7 +8,9 @@ function calls, as the Live API documents them (providers/gemini_agent.py has th
   makes calls, and, once a `toolResponse` has answered every call, the reply: audio parts from
   `response_ms` after the caller's speech end (anchored on the turn's first audio chunk), the
   `outputTranscription` of the reply, `generationComplete`, `turnComplete`, and a
-  `sessionResumptionUpdate` when the setup asked for `sessionResumption`.
+  `sessionResumptionUpdate` when the setup asked for `sessionResumption`. With `heard_after_reply`
+  the `inputTranscription` comes instead HEARD_LATE_S after `turnComplete`, a word a message; with
+  `turn_complete_after_call` a `turnComplete` follows the `toolCall` at once.
 - `session_expires_s`: a `goAway` with the time left GO_AWAY_LEAD_S before, then the connection is
   closed with 1011 "Deadline expired before operation could complete." (what a Live session's end
   was reported to look like: discuss.ai.google.dev, "Live sessions are closed at exactly 58:00 with
@@ -35,6 +37,7 @@ from .ledger import record, saw
 from .scenario import ConversationScript, ScriptedTurn
 
 GO_AWAY_LEAD_S = 0.5
+HEARD_LATE_S = 0.1  # heard_after_reply: the transcription this long after the reply's turnComplete
 EXPIRED = "Deadline expired before operation could complete."
 
 
@@ -115,14 +118,25 @@ class ScriptedGeminiAgent:
                                                               self.t0, arrived)))
 
     async def answer(self, index: int, turn: ScriptedTurn, first: bytes, t0: int | None, ended: int) -> None:
-        if _field(self.setup, "inputAudioTranscription") is not None and turn.heard:
-            await self.ws.send(_message({"serverContent": {"inputTranscription": {"text": turn.heard}}}))
+        if not self.script.heard_after_reply:
+            await self.transcription(turn.heard)
         if turn.calls:
             calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": name, "args": args} for name, args in turn.calls]
             self.pending, self.answered = {c["id"] for c in calls}, asyncio.Event()
             await self.ws.send(_message({"toolCall": {"functionCalls": calls}}))
+            if self.script.turn_complete_after_call:
+                await self.ws.send(_message({"serverContent": {"turnComplete": True}}))
             await self.answered.wait()
         await self.speak(index, turn, first, t0, ended)
+        if self.script.heard_after_reply:
+            await asyncio.sleep(HEARD_LATE_S)
+            for i, word in enumerate(turn.heard.split()):
+                await self.transcription(word if i == 0 else f" {word}")
+
+    async def transcription(self, text: str) -> None:
+        """What the API heard the caller say (when the setup asked for `inputAudioTranscription`)."""
+        if _field(self.setup, "inputAudioTranscription") is not None and text:
+            await self.ws.send(_message({"serverContent": {"inputTranscription": {"text": text}}}))
 
     async def speak(self, index: int, turn: ScriptedTurn, first: bytes, t0: int | None, ended: int) -> None:
         s = self.script

@@ -179,13 +179,17 @@ class ConversationScript(S2SScenario):
     `response_ms` (+ jitter) after the end of that turn's caller speech (anchored, as S2SScenario,
     on the turn's first audio chunk). `session_expires_s`: the session ends that long after it opened,
     as the vendor ends an expired session. `drop_on_turn`: that turn's reply is cut off by a dropped
-    connection (no close frame). `heard_after_reply` (OpenAI): the caller's transcription comes only
-    after the reply's `response.done` (once the next turn has begun), as the asynchronous transcription may."""
+    connection (no close frame). `heard_after_reply`: the caller's transcription comes only after the
+    reply is over, as the asynchronous transcription may (OpenAI: after the reply's `response.done`,
+    once the next turn has begun; Gemini: in word fragments after `turnComplete`).
+    `turn_complete_after_call` (Gemini): a `turnComplete` right after the `toolCall`, before any
+    speech, as some Live models send."""
 
     turns: tuple[ScriptedTurn, ...] = ()
     session_expires_s: float | None = None
     drop_on_turn: int | None = None
     heard_after_reply: bool = False
+    turn_complete_after_call: bool = False
 
     def turn_at(self, index: int) -> ScriptedTurn:
         """Turn `index` of the script; past its end the agent only says it has nothing scripted."""
