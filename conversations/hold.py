@@ -1,4 +1,5 @@
-"""Holding a scenario's conversations with one model from the command line (`voxwatch scenarios run`)."""
+"""Holding a scenario's conversations with one model from the command line (`voxwatch scenarios run`),
+and the pieces `voxwatch run` holds its conversations with (voxwatch/conversation_tick.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,35 @@ from pathlib import Path
 
 from voxwatch.conversation_board import board_text, turns_table
 from voxwatch.metrics.conversation_aggregate import board_summary
-from voxwatch.providers.keys import api_key, key_variable
-from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.providers.conversation import ConversationStream
+from voxwatch.providers.keys import Secret, api_key, key_variable
+from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
-from .runner import ConversationSettings, run_conversation, summary_line
+from .runner import ConversationRun, ConversationSettings, run_conversation, summary_line
 from .scenario_file import LoadedScenario
+
+
+def first_turns(loaded: LoadedScenario, turns: int | None) -> tuple[LoadedScenario, bool]:
+    """The scenario as held: its first `turns` turns (None or 0: every turn), and whether that is all of it."""
+    if not turns or turns >= len(loaded.scenario.turns):
+        return loaded, True
+    return LoadedScenario(replace(loaded.scenario, turns=loaded.scenario.turns[:turns]), loaded.folder, loaded.pin), False
+
+
+def model_secrets(model: ModelInfo) -> tuple[Secret, ...]:
+    """Every secret a model's conversations use (a cascade has one per stage), to scrub from what is kept."""
+    secrets = getattr(model, "secrets", lambda: (api_key(model.vendor),))()
+    return tuple(s for s in secrets if s is not None)
+
+
+async def hold_one(adapter: ConversationStream, model: ModelInfo, loaded: LoadedScenario,
+                   settings: ConversationSettings, whole: bool) -> ConversationRun:
+    """One conversation, scored by the configured judge (or none: judged dimensions are then null)."""
+    judge = _judge()  # its HTTP client lives on this conversation's event loop
+    try:
+        return await run_conversation(adapter, model.id, model.vendor, loaded, settings, judge, whole=whole)
+    finally:
+        await judge.aclose()
 
 
 def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, repeats: int = 1,
@@ -24,25 +49,13 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
         raise RegistryError(f"{model.id} is on the {model.board} board; conversations are held on the s2s board")
     if not model.key_is_set():
         raise RegistryError(f"{model.id} needs a key: set {key_variable(model.vendor)}")
-    whole = turns is None or turns >= len(loaded.scenario.turns)
-    if not whole:
-        loaded = LoadedScenario(replace(loaded.scenario, turns=loaded.scenario.turns[:turns]), loaded.folder,
-                                loaded.pin)
-    secrets = getattr(model, "secrets", lambda: (api_key(model.vendor),))()
-    settings = ConversationSettings(recordings_dir=recordings, secrets=tuple(s for s in secrets if s is not None))
+    loaded, whole = first_turns(loaded, turns)
+    settings = ConversationSettings(recordings_dir=recordings, secrets=model_secrets(model))
     adapter = registry.create(model)
-
-    async def one():
-        judge = _judge()  # its HTTP client lives on this conversation's event loop
-        try:
-            return await run_conversation(adapter, model.id, model.vendor, loaded, settings, judge, whole=whole)
-        finally:
-            await judge.aclose()
-
     runs = []
     try:
         for _ in range(repeats):
-            run = asyncio.run(one())
+            run = asyncio.run(hold_one(adapter, model, loaded, settings, whole))
             runs.append(run)
             print(summary_line(run))
             print(turns_table(run))

@@ -38,10 +38,12 @@ def _board(store_url: str) -> list[dict]:
     return json.loads(run_cli("leaderboard", "--format", "json", "--store", store_url).stdout)["rows"]
 
 
-def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str):
-    first = run_cli("run", "--sample-size", "2", "--seed", "11", "--store", store_url, "--no-progress")
+def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str, tmp_path: Path):
+    one_turn = {"VOXWATCH_BOARDS_S2S_CONVERSATION_TURNS": "1", "VOXWATCH_RUN_RECORDINGS_DIR": str(tmp_path)}
+    first = run_cli("run", "--sample-size", "2", "--seed", "11", "--store", store_url, "--no-progress", env=one_turn)
     assert "succeeded: 10 observations" in first.stdout
     assert "STT board" in first.stdout and "TTS board" in first.stdout
+    assert "S2S conversation board: local/cascade-scripted-baseline" in first.stdout  # and the board's conversations
     rows = _export(store_url)
     assert len(rows) == 10 and {r["status"] for r in rows} == {"ok"}
     by_model = {m: [r for r in rows if r["model_id"] == m] for m in (PS, WHISPER, ESPEAK)}
@@ -62,7 +64,8 @@ def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str
     assert {r["method_version"] for r in rows} == {METHOD_VERSION} and all(r["vad_params"] and r["normalizer_version"] for r in rows)
     assert {r["region"] for r in rows} == {"local"} and len({r["run_id"] for r in rows}) == 1
 
-    run_cli("run", "--sample-size", "2", "--store", store_url, "--no-progress")
+    run_cli("run", "--sample-size", "2", "--store", store_url, "--no-progress",
+            env={"VOXWATCH_BOARDS_S2S_CONVERSATION_MODELS": ""})  # no conversation: [boards.s2s] lists none
     rows = _export(store_url)
     assert len(rows) == 20 and len({r["run_id"] for r in rows}) == 2
     board = _board(store_url)

@@ -61,37 +61,89 @@ def cmd_run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     cfg = _config(args)
     registry = Registry.default()
-    plan = plan_tick(cfg, registry, _catalog(cfg), models=_names(args.models) if args.models else None,
-                     datasets=_names(args.datasets) if args.datasets else None, sample_size=args.sample_size,
-                     seed=args.seed)
-    for line in plan.skipped + plan.warnings:
+    models = _names(args.models) if args.models else None
+    if models is None and args.board:  # one board: its configured models only
+        models = list(cfg.boards[args.board].models)
+    plan = plan_tick(cfg, registry, _catalog(cfg), models=models, datasets=_names(args.datasets) if args.datasets else None,
+                     sample_size=args.sample_size, seed=args.seed)
+    if args.board:
+        _on_board(plan, registry, args.board)
+    talks = None
+    if args.board in (None, "s2s") and not args.models:  # --models measures exactly those models
+        from voxwatch.conversation_tick import plan_conversations  # when needed: the runner, the engines
+
+        talks = plan_conversations(cfg, registry, turns=args.conversation_turns)
+    for line in plan.skipped + plan.warnings + (talks.skipped + talks.warnings if talks else []):
         print(line)
-    if not plan.tasks:
+    holding = talks is not None and bool(talks.models and talks.scenarios)
+    if not plan.tasks and not holding:
         print("nothing to measure: no runnable model on the chosen boards")
-        return 1 if not plan.skipped else 0
-    instrument, instrument_id = resolve_instrument(cfg, registry, plan)
+        return 1 if not plan.skipped and not (talks and talks.skipped) else 0
     store = open_store(cfg.store_url)
+    failed_run = False
     try:
-        result = run_tick(cfg, store, registry, plan, progress=not args.no_progress,
-                          instrument=instrument, instrument_id=instrument_id)
-        if result.spooled is not None:
-            print(f"warning: the store refused some rows; they are safe in {result.spooled} "
-                  f"(add them later with: voxwatch ingest {result.spooled})", file=sys.stderr)
-        failed = [r for r in result.rows if r.status != "ok"]
-        print(f"run {result.run.run_id} {result.run.status}: {len(result.rows)} observations "
-              f"({len(failed)} not ok), seed {plan.seed}, store {redact(cfg.store_url)}")
-        for r in failed[:10]:
-            print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
-        print()
-        rows = leaderboard.from_store(store, "30d", registry)
-        print(leaderboard.format_table(rows, "30d", registry))
+        if plan.tasks:
+            failed_run = _run_tick(args, cfg, store, registry, plan)
+        if holding:
+            failed_run = _hold_conversations(cfg, store, registry, talks) or failed_run
     finally:
         store.close()
+    return 1 if failed_run else 0
+
+
+def _on_board(plan, registry: Registry, board: str) -> None:
+    """--board with --models: every model must be on that board."""
+    for model in {t.model.id: t.model for t in plan.tasks}.values():
+        if model.board != board:
+            raise PlanError(f"{model.id} is on the {model.board} board, not {board} (--board {board})")
+
+
+def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> bool:
+    """Measure the plan's single-turn rows, print the run and the leaderboard; True if every row failed."""
+    instrument, instrument_id = resolve_instrument(cfg, registry, plan)
+    result = run_tick(cfg, store, registry, plan, progress=not args.no_progress,
+                      instrument=instrument, instrument_id=instrument_id)
+    if result.spooled is not None:
+        print(f"warning: the store refused some rows; they are safe in {result.spooled} "
+              f"(add them later with: voxwatch ingest {result.spooled})", file=sys.stderr)
+    failed = [r for r in result.rows if r.status != "ok"]
+    print(f"run {result.run.run_id} {result.run.status}: {len(result.rows)} observations "
+          f"({len(failed)} not ok), seed {plan.seed}, store {redact(cfg.store_url)}")
+    for r in failed[:10]:
+        print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
+    print()
+    rows = leaderboard.from_store(store, "30d", registry)
+    print(leaderboard.format_table(rows, "30d", registry))
     if result.run.status == "failed":  # every row not ok: the run record says so, and so does the exit code
         print(f"voxwatch: every one of the {len(result.rows)} observations failed (run {result.run.run_id})",
               file=sys.stderr)
-        return 1
-    return 0
+        return True
+    return False
+
+
+def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks) -> bool:
+    """Hold and store the S2S board's conversations, print each and the board from the store; True
+    if every turn failed."""
+    from voxwatch.conversation_board import store_board_text, turns_table
+    from voxwatch.conversation_tick import hold_conversations
+    from voxwatch.conversations.runner import summary_line
+
+    trial = f"the first {talks.turns} turns of " if talks.turns else ""
+    print(f"\nholding {len(talks.models) * len(talks.scenarios)} conversation(s): {trial}"
+          f"{', '.join(s.identity for s in talks.scenarios)} with {', '.join(m.id for m in talks.models)}")
+
+    def show(held) -> None:
+        print(summary_line(held))
+        print(turns_table(held))
+
+    result = hold_conversations(cfg, store, registry, talks, on_conversation=show)
+    for line in result.skipped[len(talks.skipped):]:
+        print(line)
+    print(f"\nrun {result.run.run_id} {result.run.status}: {len(result.conversations)} conversation(s) stored, "
+          f"{result.run.rows} turns ({result.run.failed_rows} failed), store {redact(cfg.store_url)}\n")
+    board = store_board_text(store, leaderboard.since("30d"))
+    print(f"S2S conversations - rolling 30d\n{board}" if board else "No conversations in the last 30d.")
+    return result.run.status == "failed"
 
 
 def cmd_leaderboard(args) -> int:
@@ -112,12 +164,19 @@ def cmd_leaderboard(args) -> int:
         return 0
     registry = Registry.default()
     store = open_store(cfg.store_url, create=False)
+    board = None
     try:
         rows = leaderboard.from_store(store, args.window, registry)
+        if args.format == "table":
+            from voxwatch.conversation_board import store_board_text
+
+            board = store_board_text(store, leaderboard.since(args.window))
     finally:
         store.close()
     if args.format == "table":
         print(leaderboard.format_table(rows, args.window, registry))
+        if board is not None:
+            print(f"\nS2S conversations - rolling {args.window}\n{board}")
     else:
         sys.stdout.write(leaderboard.format_csv(rows))
     return 0
@@ -352,6 +411,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-size", type=_checked("run", "sample_size"),
                      help="items per dataset (more than a dataset holds means all)")
     run.add_argument("--seed", type=_checked("run", "seed"), help="sampling seed (default: config, or fresh per run)")
+    run.add_argument("--board", choices=config_mod.BOARDS,
+                     help="measure one board only (s2s: its single-turn models, and its conversations)")
+    run.add_argument("--conversation-turns", type=_checked("boards.s2s", "conversation_turns"),
+                     help="hold each scenario's first N turns, 0 every turn (default: [boards.s2s] conversation_turns)")
     run.add_argument("--store", help="store URL (default: config)")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.set_defaults(func=cmd_run)

@@ -36,6 +36,12 @@ def _positive_int(v: Any) -> int:
     return v
 
 
+def _turns(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_INT:
+        raise ValueError("expected 0 (every turn of the scenario) or a positive number of turns")
+    return v
+
+
 def _seed(v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not -1 <= v < 2**63:
         raise ValueError("expected -1 (fresh seed per run) or a non-negative integer below 2^63 (it is stored)")
@@ -183,7 +189,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "scenarios": {"dir": _text},
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
-    "boards.s2s": dict(_BOARD_KEYS),
+    "boards.s2s": {**_BOARD_KEYS, "conversation_models": _names, "scenarios": _names, "conversation_turns": _turns},
     "alerts": {"evaluate_every_minutes": _positive_int, "recent_hours": _positive_float,
                "baseline_days": _positive_float, "min_recent": _samples, "min_baseline": _samples,
                "min_paired_utterances": _positive_int,
@@ -199,6 +205,11 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
 class Board:
     models: tuple[str, ...]
     datasets: tuple[str, ...]
+    # the S2S board's multi-turn conversations (`voxwatch run`): models, scenarios, and how many of
+    # each scenario's first turns to hold (0: every turn; a trial's end state is not checked)
+    conversation_models: tuple[str, ...] = ()
+    scenarios: tuple[str, ...] = ()
+    conversation_turns: int = 0
 
 
 @dataclass(frozen=True)
@@ -378,7 +389,8 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         every_minutes=values["schedule"]["every_minutes"],
         datasets_dir=Path(values["datasets"]["dir"]),
         spool_dir=Path(values["store"]["spool_dir"]),
-        boards={b: Board(values[f"boards.{b}"]["models"], values[f"boards.{b}"]["datasets"]) for b in BOARDS},
+        boards={b: Board(**{k: values[f"boards.{b}"][k] for k in _BOARD_FIELDS if k in values[f"boards.{b}"]})
+                for b in BOARDS},
         tts_instrument=values["boards.tts"]["instrument"],
         source=source,
         broker=_broker(values["broker"], [where[("broker", k)] for k in _BROKER_LIMITS if ("broker", k) in where]),
@@ -390,6 +402,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
     )
 
 
+_BOARD_FIELDS = ("models", "datasets", "conversation_models", "scenarios", "conversation_turns")
 _BROKER_LIMITS = ("soft_time_limit_s", "time_limit_s", "visibility_timeout_s")
 
 

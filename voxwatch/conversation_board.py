@@ -1,11 +1,16 @@
 """The S2S conversation board as text: one conversation's turns, and the board statistics of a set
-of conversations (metrics/conversation_aggregate.py defines them; this only lays them out)."""
+of conversations (metrics/conversation_aggregate.py defines them; this only lays them out), in
+memory or read from the store's conversation rows."""
 
 from __future__ import annotations
 
+from typing import Iterable, Sequence
+
+from voxwatch.conversation_records import score_of
+from voxwatch.conversation_rows import ConversationRow, TurnRow
 from voxwatch.conversations.runner import ConversationRun
 from voxwatch.conversations.scenario import DIMENSIONS
-from voxwatch.metrics.conversation_aggregate import BoardSummary, Rate
+from voxwatch.metrics.conversation_aggregate import BoardSummary, Rate, board_summary
 
 MARKS = {True: "pass", False: "FAIL", None: "-"}
 
@@ -47,3 +52,38 @@ def board_text(model_id: str, scenario: str, s: BoardSummary) -> str:
     lines.append(f"  interruptions           {_rate(s.interruption)}")
     lines.append(f"  no response             {_rate(s.no_response)}")
     return "\n".join(lines)
+
+
+BoardKey = tuple[str, str, int, str, str, int, bool, str, str]
+"""model, scenario, version, pin, persona, turns held, whole, region, method version: one board
+block. Conditions are never pooled: a persona, a trial's length, a region or a method version is
+a block of its own."""
+
+
+def _key(row: ConversationRow) -> BoardKey:
+    return (row.model_id, row.scenario, row.scenario_version, row.scenario_pin, row.persona, row.turns, row.whole,
+            row.region, row.method_version)
+
+
+def _title(key: BoardKey) -> str:
+    _, name, version, pin, persona, turns, whole, region, method = key
+    trial = "" if whole else f", first {turns} turns (end state not checked)"
+    return f"{name}@v{version}#{pin[:12]}{trial}; persona {persona}, region {region}, method v{method}"
+
+
+def stored_boards(conversations: Iterable[tuple[ConversationRow, Sequence[TurnRow]]]) -> dict[BoardKey, BoardSummary]:
+    """The board's statistics per block, from stored conversations (emulated ones left out, as on
+    every board), each conversation read back into its score (conversation_records.score_of)."""
+    groups: dict[BoardKey, list] = {}
+    for row, turns in conversations:
+        if not row.emulator:
+            groups.setdefault(_key(row), []).append(score_of(row, turns))
+    return {key: board_summary(scores) for key, scores in sorted(groups.items())}
+
+
+def store_board_text(store, since: float | None = None) -> str | None:
+    """The S2S conversation board from a store's conversations started since `since`; None when there are none."""
+    boards = stored_boards(store.conversations(since=since))
+    if not boards:
+        return None
+    return "\n\n".join(board_text(key[0], _title(key), summary) for key, summary in boards.items())

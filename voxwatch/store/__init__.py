@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Protocol, Sequence
 
+from ..conversation_rows import ConversationRow, TurnRow
 from ..observation import Observation, RunRecord
 from ..redaction import redact_url as redact  # how a store URL is shown in messages (the one scrubber's)
 
@@ -32,6 +33,16 @@ class Store(Protocol):
         """(stored rows, rows not ok) per run; a run with no stored row is left out."""
 
     def observations(self, since: float | None = None) -> Iterator[Observation]: ...
+
+    def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
+        """Store a conversation with its turns in one transaction; False when its id is already
+        stored (idempotent: nothing is written)."""
+
+    def conversations(self, since: float | None = None,
+                      model_id: str | None = None) -> list[tuple[ConversationRow, list[TurnRow]]]:
+        """The conversations started at or after `since` (of one model), oldest first, each with its turns."""
+
+    def conversation(self, conversation_id: str) -> tuple[ConversationRow, list[TurnRow]] | None: ...
 
     def close(self) -> None: ...
 

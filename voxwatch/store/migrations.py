@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 import psycopg
 
+from ..conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, TurnRow
 from ..metrics.series import MetricRow
 from ..metrics.specs import METRICS
 from ..observation import FIELDS, KEY, Observation, RunRecord
@@ -137,6 +138,12 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # (the recent ones, and those still running, whatever their age)
     (8, "CREATE INDEX runs_started ON runs (started_at);\n"
         "CREATE INDEX runs_running ON runs (started_at) WHERE status = 'running'"),
+    # multi-turn conversations (voxwatch.conversation_rows): one row per conversation, one per turn
+    (9, ";\n".join([
+        _table("conversations", list(columns(ConversationRow)), f"PRIMARY KEY ({', '.join(CONVERSATION_KEY)})"),
+        "CREATE INDEX conversations_time ON conversations (started_at)",
+        _table("conversation_turns", list(columns(TurnRow)), f"PRIMARY KEY ({', '.join(TURN_KEY)})"),
+    ])),
 ]
 
 
@@ -164,7 +171,8 @@ def upgrade(conn: psycopg.Connection) -> list[int]:
         types = dict(columns(Observation))
         for table, cols in (("obs_facts", [(f, types[f]) for f in INLINE]),
                             *((t, [(f, types[f]) for f in fs]) for t, fs in DICTIONARIES.items()),
-                            ("runs", columns(RunRecord)), ("aggregates", _aggregate_columns())):
+                            ("runs", columns(RunRecord)), ("aggregates", _aggregate_columns()),
+                            ("conversations", columns(ConversationRow)), ("conversation_turns", columns(TurnRow))):
             # only a missing field takes the table lock (ALTER waits behind any long read)
             have = {c for (c,) in cur.execute("SELECT column_name FROM information_schema.columns "
                                               "WHERE table_schema = current_schema() AND table_name = %s", (table,))}

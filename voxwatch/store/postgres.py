@@ -15,9 +15,11 @@ from typing import Iterable, Iterator, Sequence
 
 import psycopg
 
+from ..conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
 from ..metrics.series import MetricRow
 from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
 from . import StoreError, aggregates, migrations
+from . import conversations as conv
 from .connection import connect, database_error
 from .interning import Dictionaries, Spans
 from .layout import FACT_COLUMNS, FACT_REFS
@@ -222,6 +224,34 @@ class PostgresStore:
                     yield Observation(*row)
         except psycopg.Error as exc:
             raise self.error("cannot read observations from", exc) from None
+
+    def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
+        """Store a conversation with its turns; False (nothing written) when it is already stored."""
+        with self._cursor("write a conversation to") as cur:
+            cur.execute(conv.insert(conv.CONVERSATIONS, "%s"), attrgetter(*CONVERSATION_FIELDS)(row))
+            if cur.rowcount == 0:
+                return False
+            cur.executemany(conv.insert(conv.TURNS, "%s"), [attrgetter(*TURN_FIELDS)(t) for t in turns])
+            return True
+
+    def conversations(self, since: float | None = None,
+                      model_id: str | None = None) -> list[tuple[ConversationRow, list[TurnRow]]]:
+        args = [a for a in (since, model_id) if a is not None]
+        return self._conversations(conv.select_conversations("%s", since is not None, model_id is not None), args)
+
+    def conversation(self, conversation_id: str) -> tuple[ConversationRow, list[TurnRow]] | None:
+        found = self._conversations(conv.select_conversations("%s", False, False, one=True), [conversation_id])
+        return found[0] if found else None
+
+    def _conversations(self, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:
+        with self._cursor("read the conversations of") as cur:
+            rows = [ConversationRow(*r) for r in cur.execute(sql, args)]
+            turns: dict[str, list[TurnRow]] = {r.conversation_id: [] for r in rows}
+            if turns:
+                for t in cur.execute(conv.select_turns("= ANY(%s)"), (list(turns),)):
+                    turn = TurnRow(*t)
+                    turns[turn.conversation_id].append(turn)
+        return [(r, turns[r.conversation_id]) for r in rows]
 
     def close(self) -> None:
         for conn in (self._db, self._lookups):

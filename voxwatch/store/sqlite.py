@@ -7,8 +7,10 @@ from dataclasses import astuple, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from ..conversation_rows import ConversationRow, TurnRow, booleans
 from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
 from . import StoreError
+from . import conversations as conv
 from .runs import unrecorded_run
 
 
@@ -17,7 +19,7 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: the conversation tables
 
 
 class SQLiteStore:
@@ -51,8 +53,20 @@ class SQLiteStore:
                     self._db.execute(f"ALTER TABLE runs ADD COLUMN {_column(f)}")
             self._db.execute("CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at)")
             self._db.execute("CREATE INDEX IF NOT EXISTS runs_running ON runs (started_at) WHERE status = 'running'")
+            for table, cls in ((conv.CONVERSATIONS, ConversationRow), (conv.TURNS, TurnRow)):
+                self._table(table, cls, conv.PRIMARY_KEYS[table])
+            self._db.execute(f"CREATE INDEX IF NOT EXISTS conversations_time ON {conv.CONVERSATIONS} (started_at)")
             if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # a reader never writes
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _table(self, name: str, cls, key: tuple[str, ...]) -> None:
+        """A table built from a dataclass; one made by an older voxwatch gains the fields it lacks."""
+        self._db.execute(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(_column(f) for f in fields(cls))}, "
+                         f"PRIMARY KEY ({', '.join(key)}))")
+        have = {r[1] for r in self._db.execute(f"PRAGMA table_info({name})")}
+        for f in fields(cls):
+            if f.name not in have:
+                self._db.execute(f"ALTER TABLE {name} ADD COLUMN {_column(f)}")
 
     def add(self, rows: Iterable[Observation]) -> int:
         marks = ", ".join("?" for _ in FIELDS)
@@ -117,6 +131,40 @@ class SQLiteStore:
                 if record[name] is not None:
                     record[name] = bool(record[name])
             yield Observation(**record)
+
+    def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
+        """Store a conversation with its turns; False (nothing written) when it is already stored."""
+        try:
+            with self._db:
+                if self._db.execute(conv.insert(conv.CONVERSATIONS, "?"), astuple(row)).rowcount == 0:
+                    return False
+                self._db.executemany(conv.insert(conv.TURNS, "?"), [astuple(t) for t in turns])
+                return True
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write a conversation to {self.path}: {exc}") from None
+
+    def conversations(self, since: float | None = None,
+                      model_id: str | None = None) -> list[tuple[ConversationRow, list[TurnRow]]]:
+        args = [a for a in (since, model_id) if a is not None]
+        return self._conversations(conv.select_conversations("?", since is not None, model_id is not None), args)
+
+    def conversation(self, conversation_id: str) -> tuple[ConversationRow, list[TurnRow]] | None:
+        found = self._conversations(conv.select_conversations("?", False, False, one=True), [conversation_id])
+        return found[0] if found else None
+
+    def _conversations(self, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:
+        try:
+            rows = [ConversationRow(**booleans(conv.CONVERSATION_FIELDS, r)) for r in self._db.execute(sql, args)]
+            turns: dict[str, list[TurnRow]] = {r.conversation_id: [] for r in rows}
+            ids = list(turns)
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                for t in self._db.execute(conv.select_turns(f"IN ({', '.join('?' for _ in chunk)})"), chunk):
+                    turn = TurnRow(**booleans(conv.TURN_FIELDS, t))
+                    turns[turn.conversation_id].append(turn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the conversations of {self.path}: {exc}") from None
+        return [(r, turns[r.conversation_id]) for r in rows]
 
     def close(self) -> None:
         self._db.close()

@@ -1,0 +1,36 @@
+"""The conversation tables' SQL, shared by both stores (they differ only in the placeholder).
+
+`conversations` holds one row per conversation (voxwatch.conversation_rows.ConversationRow) and
+`conversation_turns` one per turn (TurnRow), keyed by (conversation_id, turn_index). A
+conversation is written once with its turns, in one transaction: a second write of the same
+conversation_id changes nothing (idempotent, like an observation's key).
+"""
+
+from __future__ import annotations
+
+from ..conversation_rows import CONVERSATION_FIELDS, CONVERSATION_KEY, TURN_FIELDS, TURN_KEY
+
+CONVERSATIONS, TURNS = "conversations", "conversation_turns"
+
+
+def insert(table: str, mark: str) -> str:
+    """INSERT of one row of `table`, skipped when its key is stored; `mark` is the driver's placeholder."""
+    names = CONVERSATION_FIELDS if table == CONVERSATIONS else TURN_FIELDS
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join([mark] * len(names))}) ON CONFLICT DO NOTHING"
+
+
+def select_conversations(mark: str, since: bool, model: bool, one: bool = False) -> str:
+    """The conversations started at or after `since`, of one model, or the one named, oldest first."""
+    where = ([f"started_at >= {mark}"] if since else []) + ([f"model_id = {mark}"] if model else []) \
+        + ([f"conversation_id = {mark}"] if one else [])
+    return (f"SELECT {', '.join(CONVERSATION_FIELDS)} FROM {CONVERSATIONS}"
+            + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY started_at, conversation_id")
+
+
+def select_turns(ids_condition: str) -> str:
+    """The turns of the conversations matched by `ids_condition` (on conversation_id), in order."""
+    return (f"SELECT {', '.join(TURN_FIELDS)} FROM {TURNS} WHERE conversation_id {ids_condition} "
+            f"ORDER BY {', '.join(TURN_KEY)}")
+
+
+PRIMARY_KEYS = {CONVERSATIONS: CONVERSATION_KEY, TURNS: TURN_KEY}
