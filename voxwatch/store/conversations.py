@@ -8,7 +8,7 @@ conversation_id changes nothing (idempotent, like an observation's key).
 
 from __future__ import annotations
 
-from ..conversation_rows import CONVERSATION_FIELDS, CONVERSATION_KEY, TURN_FIELDS, TURN_KEY
+from ..conversation_rows import CONVERSATION_FIELDS, CONVERSATION_KEY, TURN_FIELDS, TURN_KEY, ConversationRow, TurnRow
 
 CONVERSATIONS, TURNS = "conversations", "conversation_turns"
 
@@ -34,3 +34,22 @@ def select_turns(ids_condition: str) -> str:
 
 
 PRIMARY_KEYS = {CONVERSATIONS: CONVERSATION_KEY, TURNS: TURN_KEY}
+
+
+class ConversationReads:
+    """The reads of the Store protocol's conversations, over a store's own `_conversations(sql, args)`
+    (the SQL above with the store's placeholder, `MARK`)."""
+
+    MARK = "?"
+
+    def _conversations(self, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:
+        raise NotImplementedError
+
+    def conversations(self, since: float | None = None,
+                      model_id: str | None = None) -> list[tuple[ConversationRow, list[TurnRow]]]:
+        args = [a for a in (since, model_id) if a is not None]
+        return self._conversations(select_conversations(self.MARK, since is not None, model_id is not None), args)
+
+    def conversation(self, conversation_id: str) -> tuple[ConversationRow, list[TurnRow]] | None:
+        found = self._conversations(select_conversations(self.MARK, False, False, one=True), [conversation_id])
+        return found[0] if found else None

@@ -55,7 +55,9 @@ _RUN_COUNTS = ("SELECT n.name, count(*), count(*) FILTER (WHERE f.status IS DIST
                "GROUP BY n.name")
 
 
-class PostgresStore:
+class PostgresStore(conv.ConversationReads):
+    MARK = "%s"  # psycopg's placeholder
+
     def __init__(self, url: str | StoreURL) -> None:
         self._store = url if isinstance(url, StoreURL) else parse_store_url(url)
         self.url = self._store.shown
@@ -228,20 +230,11 @@ class PostgresStore:
     def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
         """Store a conversation with its turns; False (nothing written) when it is already stored."""
         with self._cursor("write a conversation to") as cur:
-            cur.execute(conv.insert(conv.CONVERSATIONS, "%s"), attrgetter(*CONVERSATION_FIELDS)(row))
+            cur.execute(conv.insert(conv.CONVERSATIONS, self.MARK), attrgetter(*CONVERSATION_FIELDS)(row))
             if cur.rowcount == 0:
                 return False
-            cur.executemany(conv.insert(conv.TURNS, "%s"), [attrgetter(*TURN_FIELDS)(t) for t in turns])
+            cur.executemany(conv.insert(conv.TURNS, self.MARK), [attrgetter(*TURN_FIELDS)(t) for t in turns])
             return True
-
-    def conversations(self, since: float | None = None,
-                      model_id: str | None = None) -> list[tuple[ConversationRow, list[TurnRow]]]:
-        args = [a for a in (since, model_id) if a is not None]
-        return self._conversations(conv.select_conversations("%s", since is not None, model_id is not None), args)
-
-    def conversation(self, conversation_id: str) -> tuple[ConversationRow, list[TurnRow]] | None:
-        found = self._conversations(conv.select_conversations("%s", False, False, one=True), [conversation_id])
-        return found[0] if found else None
 
     def _conversations(self, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:
         with self._cursor("read the conversations of") as cur:

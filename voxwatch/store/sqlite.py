@@ -22,7 +22,7 @@ def _column(f) -> str:
 SCHEMA_VERSION = 4  # 4: the conversation tables
 
 
-class SQLiteStore:
+class SQLiteStore(conv.ConversationReads):
     def __init__(self, path: Path, create: bool = True) -> None:
         self.path = path
         if not create and not path.is_file():
@@ -136,21 +136,12 @@ class SQLiteStore:
         """Store a conversation with its turns; False (nothing written) when it is already stored."""
         try:
             with self._db:
-                if self._db.execute(conv.insert(conv.CONVERSATIONS, "?"), astuple(row)).rowcount == 0:
+                if self._db.execute(conv.insert(conv.CONVERSATIONS, self.MARK), astuple(row)).rowcount == 0:
                     return False
-                self._db.executemany(conv.insert(conv.TURNS, "?"), [astuple(t) for t in turns])
+                self._db.executemany(conv.insert(conv.TURNS, self.MARK), [astuple(t) for t in turns])
                 return True
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write a conversation to {self.path}: {exc}") from None
-
-    def conversations(self, since: float | None = None,
-                      model_id: str | None = None) -> list[tuple[ConversationRow, list[TurnRow]]]:
-        args = [a for a in (since, model_id) if a is not None]
-        return self._conversations(conv.select_conversations("?", since is not None, model_id is not None), args)
-
-    def conversation(self, conversation_id: str) -> tuple[ConversationRow, list[TurnRow]] | None:
-        found = self._conversations(conv.select_conversations("?", False, False, one=True), [conversation_id])
-        return found[0] if found else None
 
     def _conversations(self, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:
         try:
