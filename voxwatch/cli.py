@@ -69,7 +69,7 @@ def cmd_run(args) -> int:
     if args.board:
         _on_board(plan, registry, args.board)
     talks = None
-    if args.board in (None, "s2s") and not args.models:  # --models measures exactly those models
+    if args.board in (None, "s2s") and not args.models and not args.datasets:  # those: exactly what they name
         from voxwatch.conversation_tick import plan_conversations  # when needed: the runner, the engines
 
         talks = plan_conversations(cfg, registry, turns=args.conversation_turns)
