@@ -13,6 +13,7 @@ from voxwatch.providers.conversation import ConversationStream
 from voxwatch.providers.keys import Secret, api_key, key_variable
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
+from .persona import DEFAULT, Persona
 from .runner import ConversationRun, ConversationSettings, run_conversation, summary_line
 from .scenario_file import LoadedScenario
 
@@ -31,18 +32,21 @@ def model_secrets(model: ModelInfo) -> tuple[Secret, ...]:
 
 
 async def hold_one(adapter: ConversationStream, model: ModelInfo, loaded: LoadedScenario,
-                   settings: ConversationSettings, whole: bool) -> ConversationRun:
-    """One conversation, scored by the configured judge (or none: judged dimensions are then null)."""
+                   settings: ConversationSettings, whole: bool, persona: Persona = DEFAULT) -> ConversationRun:
+    """One conversation with the caller as `persona`, scored by the configured judge (or none:
+    judged dimensions are then null)."""
     judge = _judge()  # its HTTP client lives on this conversation's event loop
     try:
-        return await run_conversation(adapter, model.id, model.vendor, loaded, settings, judge, whole=whole)
+        return await run_conversation(adapter, model.id, model.vendor, loaded, settings, judge, whole=whole,
+                                      persona=persona)
     finally:
         await judge.aclose()
 
 
 def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, repeats: int = 1,
-         recordings: Path | None = None) -> int:
-    """Run `repeats` conversations, print each one's turns and then the board; 1 if every turn failed."""
+         recordings: Path | None = None, persona: Persona = DEFAULT) -> int:
+    """Run `repeats` conversations with the caller as `persona`, print each one's turns and then the
+    board (one persona: never pooled with another); 1 if every turn failed."""
     registry = Registry.default()
     model = registry.resolve(model_id)
     if model.board != "s2s":
@@ -55,7 +59,7 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
     runs = []
     try:
         for _ in range(repeats):
-            run = asyncio.run(hold_one(adapter, model, loaded, settings, whole))
+            run = asyncio.run(hold_one(adapter, model, loaded, settings, whole, persona))
             runs.append(run)
             print(summary_line(run))
             print(turns_table(run))
@@ -65,7 +69,8 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
     finally:
         getattr(adapter, "close", lambda: None)()
     trial = "" if whole else f", first {turns} turns (end state not checked)"
-    print(board_text(model.id, f"{loaded.identity}{trial}", board_summary([r.score for r in runs])))
+    label = f"{loaded.identity}, persona {persona.identity}{trial}"
+    print(board_text(model.id, label, board_summary([r.score for r in runs])))
     return 1 if all(t.status != "ok" for r in runs for t in r.turns) else 0
 
 

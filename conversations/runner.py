@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 import websockets
 
 from voxwatch.clock import sleep_until
@@ -34,7 +33,7 @@ from voxwatch.metrics.conversation import ConversationScore, TurnOutcome, score_
 from voxwatch.metrics.conversation_timing import TurnTiming, turn_timings_from_file
 from voxwatch.metrics.timeline import collect_audio, heard_at_ns
 from voxwatch.metrics.v2v import conversation_recording, write_recording
-from voxwatch.metrics.vad import speech_anchors
+from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
 from voxwatch.providers.base import HarnessFault, ProviderError
 from voxwatch.providers.close_codes import closed
 from voxwatch.providers.conversation import (RECONNECTED, ROTATED, AgentSetup, ConversationStream, HistoryItem,
@@ -45,6 +44,8 @@ from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S
 from voxwatch.workers.pacer import paced_send
 
 from .backend import Backend, end_state_matches, scripted_result
+from .persona import DEFAULT, Persona
+from .persona_audio import pinned_audio, render_persona
 from .scenario import Scenario
 from .scenario_file import LoadedScenario
 
@@ -61,6 +62,7 @@ class ConversationSettings:
     chunk_ms: int = 20
     rotate_every_turns: int | None = None  # proactive rotation on a fixed cadence (tests; capped contexts)
     recordings_dir: Path | None = None
+    persona_cache_dir: Path | None = None  # where personas' rendered caller audio is kept (var/personas)
     secrets: tuple[Secret, ...] = ()
 
 
@@ -75,6 +77,7 @@ class TurnRun:
     outputs: list[tuple[ToolCall, Any]] = field(default_factory=list)  # each call and what it was sent
     timing: TurnTiming | None = None
     judge: dict[str, Any] | None = None  # the judge's identity (model, prompt sha256, temperature, seed)
+    caller_anchors: SpeechAnchors | None = None  # the clean words' anchors under a persona's noise
 
 
 @dataclass
@@ -91,6 +94,7 @@ class ConversationRun:
     recording: Path | None = None
     end_state: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     score: ConversationScore | None = None
+    persona: str = DEFAULT.identity  # the caller's persona (name#sha256 prefix): a condition, never pooled
 
 
 def agent_setup(scenario: Scenario, voice: str | None = None) -> AgentSetup:
@@ -101,18 +105,23 @@ def agent_setup(scenario: Scenario, voice: str | None = None) -> AgentSetup:
     return AgentSetup(instructions, tools, voice, script=scenario)
 
 
-def caller_audio(loaded: LoadedScenario, index: int) -> bytes:
-    """What the caller sends on a turn: its audio (int16 PCM at the scenario's rate, mono: checked
-    at load; at 16 kHz) trimmed to 100 ms after the end of its speech by the shared VAD, as a single-turn
-    caller's clip is (METHOD "Shared VAD anchors"), so the turn ends when the caller stops talking."""
-    data, rate = sf.read(str(loaded.audio_path(loaded.scenario.turns[index])), dtype="int16")
-    pcm = np.ascontiguousarray(data)
+def caller_turn(pcm: bytes, rate: int, anchors: SpeechAnchors | None = None) -> bytes:
+    """What the caller sends on a turn: its audio (int16 PCM, mono, at `rate`) at 16 kHz, trimmed to
+    100 ms after the end of its speech, as a single-turn caller's clip is (METHOD "Shared VAD
+    anchors"), so the turn ends when the caller stops talking. The end is the shared VAD's on the
+    audio, or `anchors`' when given: a persona's clean words under its noise (render_persona)."""
+    x = np.frombuffer(pcm, dtype="<i2")
     if rate != CALLER_RATE:  # a user's scenario at another rate: the catalog's rate, as datasets are imported
-        pcm = to_pcm16(resample(pcm / 32768.0, rate, CALLER_RATE))
-    anchors = speech_anchors(pcm)
+        x = to_pcm16(resample(x / 32768.0, rate, CALLER_RATE))
+    anchors = anchors if anchors is not None else speech_anchors(x)
     if anchors is not None:
-        pcm = pcm[: int(round((anchors.speech_end + TRIM_AFTER_SPEECH_S) * CALLER_RATE))]
-    return pcm.tobytes()
+        x = x[: int(round((anchors.speech_end + TRIM_AFTER_SPEECH_S) * CALLER_RATE))]
+    return np.ascontiguousarray(x).tobytes()
+
+
+def caller_audio(loaded: LoadedScenario, index: int) -> bytes:
+    """The scenario's own caller audio of a turn (the default persona's), as sent (caller_turn)."""
+    return caller_turn(pinned_audio(loaded, index), loaded.scenario.sample_rate)
 
 
 def _failure(exc: BaseException, vendor: str) -> tuple[str, str]:
@@ -159,14 +168,18 @@ class _Turns:
 
 async def run_conversation(stream: ConversationStream, model_id: str, vendor: str, loaded: LoadedScenario,
                            settings: ConversationSettings = ConversationSettings(), judge=None,
-                           voice: str | None = None, whole: bool = True) -> ConversationRun:
+                           voice: str | None = None, whole: bool = True,
+                           persona: Persona | None = None) -> ConversationRun:
     """Run every turn of `loaded` against `stream`, then record, time and score the conversation
-    (the backend's end state only when `whole`: a trial of the first turns cannot reach it)."""
+    (the backend's end state only when `whole`: a trial of the first turns cannot reach it). The
+    caller speaks as `persona` (default: the scenario's own audio), rendered before the call opens."""
     scenario = loaded.scenario
+    persona = persona or DEFAULT
+    rendered = await asyncio.to_thread(render_persona, loaded, persona, settings.persona_cache_dir)
     setup = agent_setup(scenario, voice)
     backend = Backend(scenario.initial_state)
     handler = _Turns(scenario, backend)
-    run = ConversationRun(uuid.uuid4().hex, model_id, loaded.identity, loaded.pin, [])
+    run = ConversationRun(uuid.uuid4().hex, model_id, loaded.identity, loaded.pin, [], persona=persona.identity)
     history: list[HistoryItem] = []
     session = None
 
@@ -192,7 +205,9 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
     next_at: int | None = None
     for i, turn in enumerate(scenario.turns):
         timeline = Timeline()
-        run.turns.append(tr := TurnRun(turn.id, timeline, caller_audio(loaded, i)))
+        run.turns.append(tr := TurnRun(turn.id, timeline, caller_turn(rendered.audio[i], scenario.sample_rate,
+                                                                  rendered.anchors[i]),
+                                          caller_anchors=rendered.anchors[i]))
         if session is None:
             tr.status, tr.reason = "not_run", run.reason
             continue
@@ -247,8 +262,9 @@ async def _record_and_time(run: ConversationRun, settings: ConversationSettings)
         path = folder / f"conversation-{run.conversation_id}.wav"
         await asyncio.to_thread(write_recording, path, recording)
         measured = [s for s in spans if s is not None]
+        anchors = [t.caller_anchors for t, s in zip(run.turns, spans) if s is not None]
         timings = iter(await asyncio.to_thread(turn_timings_from_file, path, measured,
-                                               no_response_s=settings.no_response_s))
+                                               no_response_s=settings.no_response_s, caller_anchors=anchors))
         for turn, span in zip(run.turns, spans):
             turn.timing = next(timings) if span is not None else None
         run.recording = path if settings.recordings_dir else None
@@ -278,5 +294,5 @@ def summary_line(run: ConversationRun) -> str:
     turns = len(run.turns)
     failed = sum(t.status != "ok" for t in run.turns)
     return json.dumps({"conversation": run.conversation_id, "model": run.model_id, "scenario": run.scenario,
-                       "turns": turns, "failed_turns": failed, "rotations": len(run.rotations),
+                       "persona": run.persona, "turns": turns, "failed_turns": failed, "rotations": len(run.rotations),
                        "reconnections": len(run.reconnections), "status": run.status, "reason": run.reason})

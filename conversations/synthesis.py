@@ -33,12 +33,13 @@ def _seed(scenario: str, turn_id: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{scenario}/{turn_id}".encode()).digest()[:4], "little")
 
 
-def render(text: str, voice: str, sample_rate: int, seed: int) -> np.ndarray:
-    """The turn's audio as float64 in [-1, 1] at sample_rate; seed draws the noise floor."""
+def render(text: str, voice: str, sample_rate: int, seed: int, rate_wpm: int = RATE_WPM) -> np.ndarray:
+    """The turn's audio as float64 in [-1, 1] at sample_rate; seed draws the noise floor (a
+    persona speaks at its own rate: conversations/persona_audio.py)."""
     from voxwatch.providers.local.espeak_engine import EspeakEngine  # loads the library only when rendering
 
     engine = EspeakEngine.get()
-    speech = engine.render(text, voice, RATE_WPM).astype(np.float64) / 32768.0
+    speech = engine.render(text, voice, rate_wpm).astype(np.float64) / 32768.0
     if speech.size == 0:
         raise RuntimeError(f"eSpeak NG rendered no audio for {text!r}")
     speech = resample(speech, engine.sample_rate, sample_rate)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .onset import detect_onset
 from .v2v import RECORDING_RATE, read_recording
-from .vad import speech_anchors
+from .vad import SpeechAnchors, speech_anchors
 
 NO_RESPONSE_S = 10.0  # the runner's default no-response timeout; pass the one the conversation ran with
 LONG_SILENCE_S = 3.0  # a reply later than this leaves the caller wondering whether the line dropped
@@ -55,10 +55,13 @@ def _audible_from(model: np.ndarray, start: int, stop: int) -> int | None:
 
 
 def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
-                 no_response_s: float = NO_RESPONSE_S, long_silence_s: float = LONG_SILENCE_S) -> list[TurnTiming]:
+                 no_response_s: float = NO_RESPONSE_S, long_silence_s: float = LONG_SILENCE_S,
+                 caller_anchors: Sequence[SpeechAnchors | None] | None = None) -> list[TurnTiming]:
     """Per caller turn, given each turn's span (start, end seconds of its audio on channel 0) in
     order: the caller's speech, the model's first audible onset after its last word (sought up to
-    the next turn's start), and the turn-taking facts."""
+    the next turn's start), and the turn-taking facts. `caller_anchors`, per span, are the caller's
+    speech anchors (seconds from the span's start) when known from the clean speech under a
+    persona's noise, which would make the VAD read the whole span as speech; None reads channel 0."""
     data = np.asarray(recording)
     if data.ndim != 2 or data.shape[1] != 2:
         raise ValueError("expected an (n, 2) call recording")
@@ -68,7 +71,8 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
     for k, (start_s, end_s) in enumerate(spans):
         lo = max(0, int(round(start_s * RECORDING_RATE)))
         hi = min(data.shape[0], int(round(end_s * RECORDING_RATE)))
-        anchors = speech_anchors(caller[lo:hi]) if hi > lo else None
+        given = caller_anchors[k] if caller_anchors is not None else None
+        anchors = given if given is not None else speech_anchors(caller[lo:hi]) if hi > lo else None
         if anchors is None:
             out.append(_UNMEASURED)
             continue
@@ -93,9 +97,11 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
     return out
 
 
-def turn_timings_from_file(path: Path, spans: Sequence[tuple[float, float]], **limits: float) -> list[TurnTiming]:
+def turn_timings_from_file(path: Path, spans: Sequence[tuple[float, float]],
+                           caller_anchors: Sequence[SpeechAnchors | None] | None = None,
+                           **limits: float) -> list[TurnTiming]:
     """turn_timings of a written call recording: the file is the evidence."""
-    return turn_timings(read_recording(path), spans, **limits)
+    return turn_timings(read_recording(path), spans, caller_anchors=caller_anchors, **limits)
 
 
 def silence_gap_latency(gaps_s: Iterable[float | None]) -> float | None:

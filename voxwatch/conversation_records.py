@@ -21,7 +21,7 @@ from voxwatch.providers.conversation import ToolCall
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.text import safe_text
 
-from .conversation_rows import DEFAULT_PERSONA, ConversationRow, TurnRow
+from .conversation_rows import ConversationRow, TurnRow
 
 
 def _json(value: Any) -> str:
@@ -85,9 +85,10 @@ def _turn_row(conversation_id: str, index: int, tr: TurnRun, scored: TurnScore |
 def rows_of(run: ConversationRun, loaded: LoadedScenario, *, run_id: str, region: str, started_at: float,
             finished_at: float, whole: bool, secrets: Sequence[Secret | None] = (),
             recordings_dir: Path | None = None, emulator: bool = False,
-            persona: str = DEFAULT_PERSONA) -> tuple[ConversationRow, list[TurnRow]]:
+            persona: str | None = None) -> tuple[ConversationRow, list[TurnRow]]:
     """The rows of a held (and scored) conversation. `loaded` is the scenario as held (a trial's
-    first turns); `whole` says whether that is every turn of the scenario."""
+    first turns); `whole` says whether that is every turn of the scenario; the persona is the run's
+    identity (conversations/persona.py) unless given."""
     clean = _Cleaner(secrets)
     score = run.score
     scored = list(score.turns) if score is not None else [None] * len(run.turns)
@@ -106,7 +107,7 @@ def rows_of(run: ConversationRun, loaded: LoadedScenario, *, run_id: str, region
         reconnection_reasons=_json([clean(r) for r in run.reconnections]),
         end_state_ok=score.end_state_ok if score is not None else None,
         end_state_reason=clean(score.end_state_reason) or "" if score is not None else "",
-        recording=recording, persona=persona, emulator=emulator,
+        recording=recording, persona=persona or run.persona, emulator=emulator,
         judge=_json(judge) if judge is not None else None)
     return row, [_turn_row(run.conversation_id, i, tr, s, clean) for i, (tr, s) in enumerate(zip(run.turns, scored))]
 

@@ -1,4 +1,4 @@
-"""`voxwatch scenarios list|show|import`: the conversation scenarios of the S2S board.
+"""`voxwatch scenarios list|show|import|run|personas`: the conversation scenarios of the S2S board.
 
 A scenario is named by its name, version and pin (the sha256 of its scenario.json, which pins
 every turn's audio); the pin is what a conversation row will record, so `list` shows it.
@@ -14,15 +14,17 @@ from typing import Any, Callable
 from voxwatch.config import Config
 from voxwatch.conversations.catalog import ScenarioCatalog, UnknownScenario, bundled_root
 from voxwatch.conversations.importer import ScenarioImportError, import_scenario
+from voxwatch.conversations.persona import PersonaError, find, personas
 from voxwatch.conversations.scenario import ExpectedCall
 from voxwatch.conversations.scenario_file import LoadedScenario, ScenarioError, load
 from voxwatch.datasets.audio import AudioError, probe
 
 ConfigOf = Callable[[argparse.Namespace], Config]
-ERRORS = (ScenarioError, ScenarioImportError, UnknownScenario, AudioError)
+ERRORS = (ScenarioError, ScenarioImportError, UnknownScenario, AudioError, PersonaError)
 """The user errors of these commands (voxwatch.cli prints them in one line, exit 2)."""
 PIN_SHOWN = 12
 LOCAL_CASCADE = "local/cascade-scripted-baseline"
+PERSONAS_FILE_HELP = "a TOML ([[persona]] tables) or JSON file of your own personas, besides the bundled ones"
 
 
 def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
@@ -49,7 +51,13 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     rn.add_argument("--turns", type=int, help="only the first N turns (a trial: the end state is then not checked)")
     rn.add_argument("--repeats", type=int, default=1, help="conversations to hold, for pass^k (default 1)")
     rn.add_argument("--recordings", type=Path, help="a folder for the two-channel call recordings")
+    rn.add_argument("--persona", default="default", help="the caller's persona: voice, rate, background noise "
+                                                          "(voxwatch scenarios personas; default: the scenario's audio)")
+    rn.add_argument("--personas-file", type=Path, help=PERSONAS_FILE_HELP)
     rn.set_defaults(func=lambda args: cmd_run(args, config_of(args)))
+    pe = actions.add_parser("personas", help="the callers' personas: voice, rate, background noise and SNR")
+    pe.add_argument("--personas-file", type=Path, help=PERSONAS_FILE_HELP)
+    pe.set_defaults(func=cmd_personas)
 
 
 def catalog(cfg: Config) -> ScenarioCatalog:
@@ -122,8 +130,19 @@ def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
 
     if args.turns is not None and args.turns < 1 or args.repeats < 1:
         raise ScenarioError("--turns and --repeats must be at least 1")
+    persona = find(args.persona, args.personas_file)
     return hold(catalog(cfg).load(args.name, args.version), args.model, turns=args.turns, repeats=args.repeats,
-                recordings=args.recordings)
+                recordings=args.recordings, persona=persona)
+
+
+def cmd_personas(args: argparse.Namespace) -> int:
+    """Each persona with its identity (what a conversation row records) and what it changes."""
+    table = [("name", "identity", "voice", "rate wpm", "noise", "snr dB", "description")]
+    for p in personas(args.personas_file).values():
+        table.append((p.name, p.identity, p.voice or "(scenario)", str(p.rate_wpm or "(scenario)"), p.noise or "none",
+                      "-" if p.snr_db is None else f"{p.snr_db:g}", p.description))
+    print("\n".join(_aligned(table)))
+    return 0
 
 
 def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
