@@ -7,9 +7,8 @@ and one turn's never (MISSED). The scores the runner gives must equal the ones w
 from docs/METHOD.md "Conversations" (EXPECTED below, written down, not computed by the scorer),
 and each turn's V2V, measured from the conversation's call recording, must equal the injected
 truth (response_ms + leading silence) within the single-turn clock target (p99 <= 1 ms at one
-stream, benchmarks/clock_truth.py) plus the 20 ms chunk grain of the emulator's playout (the
-emulator schedules from its own clock; the error here is vs injected, so it includes the
-emulator's lateness).
+stream, benchmarks/clock_truth.py) plus 4 ms for the emulator's own lateness: the error here is
+against the injected truth, not the emulator's send stamps (measured idle: p99 2.2 ms over 74 turns).
 
 Last line: one JSON object with `scores_target_met` and `v2v_target_met`.
 """
@@ -40,7 +39,7 @@ KEY = "conversation-truth-key"
 RESPONSE_MS, LEADING_SILENCE_MS = 300.0, 60.0
 MODELS = {"openai": "openai/gpt-realtime-2025-08-28",
           "gemini": "gemini/gemini-2.5-flash-native-audio-preview-12-2025"}
-V2V_P99_TARGET_MS = 1.0 + 20.0
+V2V_P99_TARGET_MS = 1.0 + 4.0
 
 
 @dataclass(frozen=True)

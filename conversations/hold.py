@@ -10,7 +10,7 @@ from pathlib import Path
 from voxwatch.conversation_board import board_text, turns_table
 from voxwatch.metrics.conversation_aggregate import board_summary
 from voxwatch.providers.conversation import ConversationStream
-from voxwatch.providers.keys import Secret, api_key, key_variable
+from voxwatch.providers.keys import key_variable, model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
 from .persona import DEFAULT, Persona
@@ -23,12 +23,6 @@ def first_turns(loaded: LoadedScenario, turns: int | None) -> tuple[LoadedScenar
     if not turns or turns >= len(loaded.scenario.turns):
         return loaded, True
     return LoadedScenario(replace(loaded.scenario, turns=loaded.scenario.turns[:turns]), loaded.folder, loaded.pin), False
-
-
-def model_secrets(model: ModelInfo) -> tuple[Secret, ...]:
-    """Every secret a model's conversations use (a cascade has one per stage), to scrub from what is kept."""
-    secrets = getattr(model, "secrets", lambda: (api_key(model.vendor),))()
-    return tuple(s for s in secrets if s is not None)
 
 
 async def hold_one(adapter: ConversationStream, model: ModelInfo, loaded: LoadedScenario,

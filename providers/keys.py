@@ -46,3 +46,14 @@ def api_key(vendor: str) -> Secret | None:
 def scrub(text: str, secrets: list[Secret | None]) -> str:
     """Remove every secret's value from text bound for a log, a row or a page (the one scrubber's work)."""
     return _scrub(text, secrets=secrets)
+
+
+def model_secrets(model) -> tuple[Secret, ...]:
+    """Every key a model's measurements use, to scrub from whatever is kept: the vendor's, or one
+    per part of a cascade (its `secrets()`); none for a model that needs no key."""
+    own = getattr(model, "secrets", None)
+    if own is not None:
+        found = own()
+    else:
+        found = (api_key(model.vendor),) if model.needs_key else ()
+    return tuple(s for s in found if s is not None)

@@ -347,3 +347,14 @@ def test_a_cascade_is_measured_on_the_single_turn_s2s_board(tmp_path):
     assert row.status == "ok", row.reason
     assert row.v2v_ms is not None and row.v2v_ms > 0 and row.audio_duration_s > 0.5  # it said SINGLE_TURN_REPLY
     assert len(list(tmp_path.rglob("*.wav"))) == 1
+
+
+def test_every_key_of_a_cascade_is_one_the_workers_scrub(monkeypatch):
+    from voxwatch.providers.keys import key_variable, model_secrets
+
+    model = REGISTRY.resolve(f"cascade/deepgram/nova-3+{LLM}+cartesia/sonic-3.5-2026-05-04")
+    for vendor, key in (("deepgram", "dg-secret-1"), ("openai", "oa-secret-2"), ("cartesia", "ca-secret-3")):
+        monkeypatch.setenv(key_variable(vendor), key)
+    assert sorted(s.reveal() for s in model_secrets(model)) == ["ca-secret-3", "dg-secret-1", "oa-secret-2"]
+    monkeypatch.setenv(key_variable("openai"), "")
+    assert sorted(s.reveal() for s in model_secrets(model)) == ["ca-secret-3", "dg-secret-1"]

@@ -20,7 +20,8 @@ from voxwatch.config import Config
 from voxwatch.conversation_records import rows_of
 from voxwatch.conversation_rows import ConversationRow, TurnRow
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
-from voxwatch.conversations.hold import first_turns, hold_one, model_secrets
+from voxwatch.conversations.hold import first_turns, hold_one
+from voxwatch.providers.keys import model_secrets
 from voxwatch.conversations.runner import ConversationRun, ConversationSettings
 from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.observation import RunRecord, run_status

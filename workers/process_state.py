@@ -18,7 +18,7 @@ from voxwatch.config import Config
 from voxwatch.datasets.catalog import Catalog, Dataset, bundled_root
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.observation import Observation
-from voxwatch.providers.keys import api_key
+from voxwatch.providers.keys import model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.store import Store, StoreError, open_store
 from voxwatch.store.spool import SpoolingWriter
@@ -179,8 +179,8 @@ class ProcessState:
 
 
 def _secrets(model: ModelInfo) -> tuple:
-    """The key a reason must never show (the vendor's, when it needs one)."""
-    return (api_key(model.vendor),) if model.needs_key else ()
+    """The keys a reason must never show (the vendor's, or each of a cascade's parts')."""
+    return model_secrets(model)
 
 
 class _Refusing:

@@ -24,7 +24,7 @@ from voxwatch.datasets.catalog import Catalog, Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.datasets.sampling import draw
 from voxwatch.observation import Observation, RunRecord, run_status
-from voxwatch.providers.keys import api_key, key_variable
+from voxwatch.providers.keys import key_variable, model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store import Store, StoreError
 from voxwatch.store.spool import SpoolingWriter
@@ -182,7 +182,7 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
                        rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
     models = {t.model.id: t.model for t in plan.tasks}
     adapters = {model_id: create_adapter(registry, model, config.region) for model_id, model in models.items()}
-    secrets = tuple(api_key(t.model.vendor) for t in plan.tasks if t.model.needs_key)
+    secrets = tuple(s for t in plan.tasks for s in model_secrets(t.model))
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
     not_before: dict[str, float] = {}  # vendor -> monotonic time its Retry-After ends
     try:
