@@ -15,9 +15,9 @@ from voxwatch.metrics.conversation_aggregate import BoardSummary, Rate, board_su
 MARKS = {True: "pass", False: "FAIL", None: "-"}
 
 
-def _rate(r: Rate) -> str:
+def _rate(r: Rate, counted: str = "passed") -> str:
     if r.rate is None:  # below the floor of a rate (metrics/series.py): the count, not a share
-        return f"-  ({r.passed}/{r.n} passed; too few for a rate)" if r.n else "-  (none in scope)"
+        return f"-  ({r.passed}/{r.n} {counted}; too few for a rate)" if r.n else "-  (none in scope)"
     ci = f" [{r.interval[0]:.0%}, {r.interval[1]:.0%}]" if r.interval is not None else ""
     return f"{r.rate:.0%}{ci}  ({r.passed}/{r.n})"
 
@@ -49,8 +49,8 @@ def board_text(model_id: str, scenario: str, s: BoardSummary) -> str:
                  f"p95 {'-' if v.p95 is None else f'{v.p95:.0f} ms'}  (n {v.n})")
     gap = "-" if s.silence_gap_s is None else f"{s.silence_gap_s * 1000:.0f} ms"
     lines.append(f"  silence-gap latency     {gap}  (mean of gaps >= 0.5 s)")
-    lines.append(f"  interruptions           {_rate(s.interruption)}")
-    lines.append(f"  no response             {_rate(s.no_response)}")
+    lines.append(f"  interruptions           {_rate(s.interruption, 'interrupted')}")
+    lines.append(f"  no response             {_rate(s.no_response, 'unanswered')}")
     return "\n".join(lines)
 
 
