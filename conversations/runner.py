@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import websockets
 
 from voxwatch.clock import sleep_until
 from voxwatch.datasets.audio import CATALOG_RATE as CALLER_RATE, resample, to_pcm16
@@ -34,13 +33,11 @@ from voxwatch.metrics.conversation_timing import TurnTiming, turn_timings_from_f
 from voxwatch.metrics.timeline import collect_audio, heard_at_ns
 from voxwatch.metrics.v2v import conversation_recording, write_recording
 from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
-from voxwatch.providers.base import HarnessFault, ProviderError
-from voxwatch.providers.close_codes import closed
 from voxwatch.providers.conversation import (RECONNECTED, ROTATED, AgentSetup, ConversationStream, HistoryItem,
                                              ModelTurn, ToolCall)
-from voxwatch.providers.events import Timeline
+from voxwatch.providers.events import CHUNK_SENT, Timeline
 from voxwatch.providers.keys import Secret, scrub
-from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S
+from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S, failure_of
 from voxwatch.workers.pacer import paced_send
 
 from .backend import Backend, end_state_matches, scripted_result
@@ -51,7 +48,9 @@ from .scenario_file import LoadedScenario
 
 PAUSE_S = 0.5  # CONVERSATIONS.md: the next turn starts once the model has stopped speaking plus this
 TURN_TIMEOUT_S = 30.0  # the most a turn may take from the caller's last chunk to the model's finished reply
-NO_RESPONSE_S = 10.0  # no audible reply this long after the caller's last word: no response
+NO_RESPONSE_S = 10.0
+NO_REPLY = "no finished reply within the turn's time limit"
+NO_SESSION = "no session within the time limit"  # no audible reply this long after the caller's last word: no response
 
 
 @dataclass(frozen=True)
@@ -124,20 +123,6 @@ def caller_audio(loaded: LoadedScenario, index: int) -> bytes:
     return caller_turn(pinned_audio(loaded, index), loaded.scenario.sample_rate)
 
 
-def _failure(exc: BaseException, vendor: str) -> tuple[str, str]:
-    """A turn's failure as (status, reason), read the way the single-turn harness reads it."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return "timeout", str(exc) or "no finished reply within the turn's time limit"
-    if isinstance(exc, ProviderError):
-        return exc.status, str(exc)
-    if isinstance(exc, HarnessFault):
-        return "excluded", str(exc)
-    if isinstance(exc, websockets.ConnectionClosed):
-        error = closed(vendor, exc)
-        return ("excluded" if isinstance(error, HarnessFault) else error.status), str(error)
-    return "error", f"{type(exc).__name__}: {exc}"
-
-
 def _spoken_until_ns(timeline: Timeline) -> int | None:
     """When the model's last sample of the turn is heard (playout model), or None if it sent none."""
     audio = collect_audio(timeline.events)
@@ -183,6 +168,9 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
     history: list[HistoryItem] = []
     session = None
 
+    def kept(reason: str) -> str:  # a reason as stored: no key in it, and short
+        return scrub(reason, list(settings.secrets))[:500]
+
     async def open_session(why: str | None, kind: str, timeline: Timeline) -> None:
         nonlocal session
         if session is not None:
@@ -197,8 +185,8 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
     try:
         await open_session(None, ROTATED, Timeline())
     except Exception as exc:  # noqa: BLE001 - every failure becomes the conversation's reason
-        status, reason = _failure(exc, vendor)
-        run.status, run.reason = "ended", scrub(f"no session: {status}: {reason}", list(settings.secrets))[:500]
+        status, reason = failure_of(exc, vendor, NO_SESSION)
+        run.status, run.reason = "ended", kept(f"no session: {status}: {reason}")
         run.turns = [TurnRun(t.id, Timeline(), b"", "not_run", run.reason) for t in scenario.turns]
         return run
 
@@ -225,8 +213,8 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
             await session.end_audio()
             tr.model = await asyncio.wait_for(session.respond(handler), settings.turn_timeout_s)
         except Exception as exc:  # noqa: BLE001 - a failed turn is the turn's row; the call goes on
-            status, reason = _failure(exc, vendor)
-            tr.status, tr.reason = status, scrub(reason, list(settings.secrets))[:500]
+            status, reason = failure_of(exc, vendor, NO_REPLY)
+            tr.status, tr.reason = status, kept(reason)
         history.append(HistoryItem("user", turn.text))  # said, whatever became of the answer
         history.extend(HistoryItem("tool", call=call, output=output) for call, output in tr.outputs)
         if tr.model is not None and tr.model.transcript:
@@ -235,10 +223,8 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
             try:
                 await open_session(f"turn {turn.id}: {tr.status}", RECONNECTED, timeline)
             except Exception as again:  # noqa: BLE001
-                status, reason = _failure(again, vendor)
-                run.status = "ended"
-                run.reason = scrub(f"after turn {turn.id} no new session: {status}: {reason}",
-                                   list(settings.secrets))[:500]
+                status, reason = failure_of(again, vendor, NO_SESSION)
+                run.status, run.reason = "ended", kept(f"after turn {turn.id} no new session: {status}: {reason}")
                 session = None
         spoken = _spoken_until_ns(timeline)
         next_at = (spoken or timeline.clock()) + int(settings.pause_s * 1e9)
@@ -254,7 +240,7 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
 async def _record_and_time(run: ConversationRun, settings: ConversationSettings) -> None:
     """Write the call recording, then measure each turn's timing back from the file."""
     turns = [(t.timeline, t.caller_pcm) for t in run.turns]
-    if not any(t.timeline.of("chunk_sent") for t in run.turns):
+    if not any(t.timeline.of(CHUNK_SENT) for t in run.turns):
         return
     recording, spans = conversation_recording(turns)
     with contextlib.ExitStack() as stack:

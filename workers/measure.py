@@ -241,6 +241,23 @@ the clock (voxwatch.clock.on_the_clock) and delays none of their stamps."""
 HARNESSES = {"stt-stream": _stt_stream, "stt-batch": _stt_batch, "tts-stream": _tts, "s2s": _s2s}
 
 
+def failure_of(exc: Exception, vendor: str, timed_out: str) -> tuple[str, str]:
+    """The one reading of a failed measurement (a single turn or a conversation's turn): its status
+    and reason; `timed_out` is the reason of a timeout that gave none."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timeout", str(exc) or timed_out
+    if isinstance(exc, Inaudible):
+        return "inaudible", str(exc)
+    if isinstance(exc, ProviderError):
+        return exc.status, str(exc)
+    if isinstance(exc, HarnessFault):  # ours, not the vendor's: not an attempt
+        return "excluded", str(exc)
+    if isinstance(exc, websockets.ConnectionClosed):  # an adapter that let the close through: the one reading of its code
+        error = closed(vendor, exc)
+        return ("excluded" if isinstance(error, HarnessFault) else error.status), str(error)
+    return "error", f"{type(exc).__name__}: {exc}"
+
+
 def _fail(row: Observation, status: str, reason: str, ctx: MeasureContext) -> Observation:
     row.status, row.reason = status, scrub(reason, list(ctx.secrets))[:500]
     for name in CLOCK_FIELDS:
@@ -268,20 +285,10 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
                 after = await harness(adapter, model, dataset, item, row, ctx)
         await on_the_clock.quiet(ctx.timeout_s)
         await after()
-    except (asyncio.TimeoutError, TimeoutError) as exc:
-        return _fail(row, "timeout", str(exc) or f"no result within {ctx.timeout_s:g} s", ctx)
-    except Inaudible as exc:
-        return _fail(row, "inaudible", str(exc), ctx)
-    except ProviderError as exc:
-        row.retry_after_s = exc.retry_after_s
-        return _fail(row, exc.status, str(exc), ctx)
-    except HarnessFault as exc:  # ours, not the vendor's: not an attempt
-        return _fail(row, "excluded", str(exc), ctx)
-    except websockets.ConnectionClosed as exc:  # an adapter that let the close through: the one reading of its code
-        error = closed(model.vendor, exc)
-        return _fail(row, "excluded" if isinstance(error, HarnessFault) else error.status, str(error), ctx)
-    except Exception as exc:
-        return _fail(row, "error", f"{type(exc).__name__}: {exc}", ctx)
+    except Exception as exc:  # every failure becomes a row: its status and reason (failure_of)
+        if isinstance(exc, ProviderError):
+            row.retry_after_s = exc.retry_after_s
+        return _fail(row, *failure_of(exc, model.vendor, f"no result within {ctx.timeout_s:g} s"), ctx)
     for metric in ("ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "ttfa_ms", "latency_ms"):
         exclusion = model.excluded(metric)
         if exclusion is not None:
