@@ -21,7 +21,7 @@ from voxwatch.conversations.scenario import DIMENSIONS
 from .clustered import design
 from .conversation import ConversationScore
 from .conversation_timing import silence_gap_latency
-from .series import _quantile_ci, _rate_ci, percentile, present, rate
+from .series import percentile, present, quantile_ci, rate, rate_ci
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def clustered_rate(hits: Sequence[bool], conversations: Sequence[str]) -> Rate:
     if x.size == 0:
         return Rate(None, 0, 0, None)
     d = design(conversation=list(conversations))
-    return Rate(rate(int(x.sum()), int(x.size)), int(x.sum()), int(x.size), _rate_ci(x, d))
+    return Rate(rate(int(x.sum()), int(x.size)), int(x.sum()), int(x.size), rate_ci(x, d))
 
 
 def _verdicts(scores: Iterable[ConversationScore], dimensions: Sequence[str]) -> tuple[list[bool], list[str]]:
@@ -134,7 +134,7 @@ def v2v_per_turn(scores: Sequence[ConversationScore]) -> Percentiles:
                 labels.append(c.conversation_id)
     x = present(values)
     d = design(conversation=labels)
-    return Percentiles(int(x.size), percentile(x, 50), percentile(x, 95), _quantile_ci(x, 50, d), _quantile_ci(x, 95, d))
+    return Percentiles(int(x.size), percentile(x, 50), percentile(x, 95), quantile_ci(x, 50, d), quantile_ci(x, 95, d))
 
 
 def conversation_silence_gap(score: ConversationScore) -> float | None:

@@ -192,8 +192,8 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
     per_clip = clip_wers(errors, words)
     series = dict(
         attempts=int(attempted.sum()), error_rate=rates["error_rate"], timeout_rate=rates["timeout_rate"],
-        inaudible_rate=rates["inaudible_rate"], error_rate_ci=_rate_ci(hits["error_rate"], attempts),
-        timeout_rate_ci=_rate_ci(hits["timeout_rate"], attempts),
+        inaudible_rate=rates["inaudible_rate"], error_rate_ci=rate_ci(hits["error_rate"], attempts),
+        timeout_rate_ci=rate_ci(hits["timeout_rate"], attempts),
         pooled_wer=wer, wer_words=int(words.sum()), wer_clips=int(words.size),
         wer_ci=_wer_ci(wer, errors, words, everything.subset(scored)),
         clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
@@ -209,7 +209,7 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
             **asdict(summarize(x)), **series, instrument=instrument or None, protocol=protocol,
             utterances=on.sizes[0] if on.rows else 0, ticks=on.sizes[1] if on.rows else 0,
             mean_ci=_mean_ci(x, on, -np.inf if spec.signed else 0.0),
-            p50_ci=_quantile_ci(x, 50, on), p95_ci=_quantile_ci(x, 95, on)))
+            p50_ci=quantile_ci(x, 50, on), p95_ci=quantile_ci(x, 95, on)))
     return out
 
 
@@ -232,9 +232,11 @@ def _mean_ci(x: np.ndarray, d: Design, low: float) -> tuple[float, float] | None
     return t_interval(float(x.mean()), v, low=low) if v is not None else None
 
 
-def _quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:
+def quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:
+    """A percentile's interval as a series shows it: None under the percentile's floor or with too few clusters."""
     return quantile_interval(x, q, d) if x.size >= percentile_floor(q) and _clustered_enough(d) else None
 
 
-def _rate_ci(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
+def rate_ci(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
+    """A rate's interval as a series shows it: None under MIN_ATTEMPTS or with too few clusters."""
     return rate_interval(hits, d) if hits.size >= MIN_ATTEMPTS and _clustered_enough(d) else None
