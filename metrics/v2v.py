@@ -60,7 +60,11 @@ def conversation_recording(turns: Sequence[tuple[Timeline, bytes]],
     if not firsts:
         raise ValueError("the call has no caller audio")
     t0 = firsts[0]
-    at = lambda t_ns: int(round((t_ns - t0) * RECORDING_RATE / 1e9))  # noqa: E731
+
+    def at(t_ns: float) -> int:
+        """The recording's sample at clock time t_ns."""
+        return int(round((t_ns - t0) * RECORDING_RATE / 1e9))
+
     callers: list[tuple[int, np.ndarray]] = []
     models: list[tuple[int, np.ndarray]] = []
     spans: list[tuple[float, float] | None] = []
