@@ -27,7 +27,7 @@ from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.observation import RunRecord, run_status
 from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.store import Store, StoreError
-from voxwatch.workers.runner import Plan, PlanError, _runnable, create_adapter
+from voxwatch.workers.runner import Plan, PlanError, create_adapter, runnable_models
 
 NOTE = "conversations"  # a conversation run's note starts with this (its rows are turns, not observations)
 
@@ -54,7 +54,7 @@ def plan_conversations(config: Config, registry: Registry, models: list[str] | N
     catalog = ScenarioCatalog([bundled_root(), config.scenarios_dir])
     loaded = [catalog.load(name) for name in (board.scenarios if scenarios is None else scenarios)] if chosen else []
     plan = Plan(seed=0)
-    runnable = _runnable(chosen, plan, registry.day)
+    runnable = runnable_models(chosen, plan, registry.day)
     return ConversationPlan(runnable, loaded, board.conversation_turns if turns is None else turns,
                             plan.skipped, plan.warnings)
 

@@ -88,11 +88,11 @@ def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: l
     if unused:
         raise PlanError(f"dataset(s) {', '.join(sorted(unused))} fit no board of the chosen models")
     for board, (board_models, board_sets) in by_board.items():
-        plan.tasks.extend(_draw_tasks(_runnable(board_models, plan, registry.day), board_sets, seed, n))
+        plan.tasks.extend(_draw_tasks(runnable_models(board_models, plan, registry.day), board_sets, seed, n))
     return plan
 
 
-def _runnable(models: list[ModelInfo], plan: Plan, day: dt.date) -> list[ModelInfo]:
+def runnable_models(models: list[ModelInfo], plan: Plan, day: dt.date) -> list[ModelInfo]:
     """The models that can run here on `day`; one line in `plan.skipped` for each that cannot (a retired
     model is never measured), one in `plan.warnings` for each that retires soon."""
     runnable = []
