@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/voxwatch run
+	$(BIN)/voxwatch run --conversation-turns 3
 
 # three workers, a test file each: most tests wait on audio paced in real time or on subprocesses, so
 # three files at a time keep 2 cores busy; each file keeps its emulators, databases and Redis queues to itself
