@@ -17,10 +17,12 @@ import numpy as np
 import psycopg
 import pytest
 
+from voxwatch.conversation_rows import ConversationRow, TurnRow
 from voxwatch.observation import Observation
 from voxwatch.store import open_store
 from voxwatch.store.connection import connect
 
+from conversation_seed import stored_conversation
 from grafana_query import TimeRange
 
 NOW = time.time()
@@ -209,6 +211,39 @@ def _seed_alerts(conn: psycopg.Connection) -> dict[str, int]:
     return ids
 
 
+CASCADE = "local/cascade-scripted-baseline"
+
+
+def _conversations(rng: np.random.Generator) -> list[tuple[ConversationRow, list[TurnRow]]]:
+    """Conversations of two models, two scenarios, two personas and two method versions: an hour with
+    enough turns for a V2V p95 (100), hours past the rates' floors but not the p95's, a one-turn trial
+    under every floor, one before the time range, and emulated ones that must never show."""
+    dense = float(np.floor((NOW - 5 * HOUR) / HOUR) * HOUR)
+    plan = [  # (how many, turns, model, scenario, persona, region, start, method, extra)
+        (16, 8, GPT_S2S, "clinic-desk", "default", "eu-west", dense + 60, "3", {}),
+        (4, 8, GPT_S2S, "clinic-desk", "default", "eu-west", NOW - 30 * HOUR, "3", {}),
+        (5, 6, CASCADE, "hotel-desk", "noisy-cafe", "us-east", NOW - 2 * HOUR, "3", {"adherence": 0.7}),
+        (1, 1, GPT_S2S, "clinic-desk", "noisy-cafe", "eu-west", NOW - 10 * HOUR, "3",
+         {"whole": False, "undecided": 1.0}),
+        (3, 8, GPT_S2S, "clinic-desk", "default", "eu-west", NOW - 2 * DAY, "2", {}),
+        (2, 8, GPT_S2S, "clinic-desk", "default", "eu-west", NOW - 5 * DAY, "3", {}),  # before the time range
+        (3, 6, EMULATED_ONLY, "clinic-desk", "default", "eu-west", NOW - HOUR, "3",
+         {"emulator": True, "v2v_ms": 10 * EMULATOR_LATENCY, "adherence": 0.0}),
+        (2, 8, GPT_S2S, "clinic-desk", "default", "eu-west", dense + 120, "3",
+         {"emulator": True, "v2v_ms": 10 * EMULATOR_LATENCY, "adherence": 0.0}),
+    ]
+    out = []
+    for group, (count, turns, model, scenario, persona, region, start, method, extra) in enumerate(plan):
+        for k in range(count):
+            out.append(stored_conversation(rng, f"conv-{group}-{k}", model=model, scenario=scenario, persona=persona,
+                                           region=region, started_at=start + 200 * k, turns=turns, method=method,
+                                           **extra))
+    return out
+
+
+SEEDED_CONVERSATIONS = _conversations(np.random.default_rng(20261130))
+
+
 @pytest.fixture(scope="module")
 def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     """The store, migrated by `voxwatch db upgrade` and filled through PostgresStore.add, and its rows."""
@@ -217,6 +252,7 @@ def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     store = open_store(postgres_store_url)
     try:
         assert store.add(rows) == len(rows)
+        assert all(store.add_conversation(row, turns) for row, turns in SEEDED_CONVERSATIONS)
     finally:
         store.close()
     with connect(postgres_store_url) as conn:

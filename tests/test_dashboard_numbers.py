@@ -21,13 +21,19 @@ import psycopg
 import pytest
 
 from voxwatch import leaderboard
+from voxwatch.conversation_records import score_of
+from voxwatch.conversation_rows import ConversationRow
+from voxwatch.metrics import conversation_aggregate as conv
+from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.metrics.conversation import ConversationScore
 from voxwatch.metrics.series import WINDOWS, MetricRow, pooled_wer, summarize
 from voxwatch.observation import Observation
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
 from voxwatch.store.connection import connect
 
-from dashboard_seed import CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, seeded  # noqa: F401 (a fixture)
+from dashboard_seed import (CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, SEEDED_CONVERSATIONS,  # noqa: F401
+                            seeded)
 from grafana_panels import FILES, load, run_panel, variables_of
 
 Series = tuple[str, str, str, str]  # model, dataset, region, method version: how the panels group
@@ -352,6 +358,128 @@ def _deliveries(conn, rows, tally):
         tally.same(r["attempt"], attempt, (target, "attempt"))
         tally.same(r["status_code"], status_code, (target, "status_code"))
         tally.same(r["at"].timestamp(), at, (target, "at"))
+
+
+# ---------------------------------------------------------------- conversations (metrics/conversation_aggregate.py)
+
+Block = tuple  # voxwatch/conversation_board.py BoardKey: one board block, never pooled
+
+
+def _block(c: ConversationRow) -> Block:
+    return (c.model_id, c.scenario, c.scenario_version, c.scenario_pin, c.persona, c.turns, c.whole, c.region,
+            c.method_version)
+
+
+def _block_label(c: ConversationRow) -> str:
+    trial = None if c.whole else f"first {c.turns} turns"
+    parts = (c.model_id, f"{c.scenario}@v{c.scenario_version}", "#" + c.scenario_pin[:12], trial,
+             f"persona {c.persona}", c.region, f"method {c.method_version}")
+    return " ".join(p for p in parts if p)
+
+
+def _conversations_shown() -> list[tuple[ConversationRow, ConversationScore]]:
+    """The seeded conversations a panel may show (no emulated one, in the time range), as their scores."""
+    return [(c, score_of(c, turns)) for c, turns in SEEDED_CONVERSATIONS
+            if not c.emulator and RANGE.start.timestamp() <= c.started_at <= RANGE.end.timestamp()]
+
+
+def _conversation_buckets() -> dict[tuple[float, str], list[ConversationScore]]:
+    """The scores of each (time bucket of the conversations' start, block label)."""
+    step = RANGE.interval_ms / 1000
+    out: dict[tuple[float, str], list[ConversationScore]] = defaultdict(list)
+    for c, score in _conversations_shown():
+        out[(float(np.floor(c.started_at / step) * step), _block_label(c))].append(score)
+    return out
+
+
+def _conversation_panel(conn, title: str, ref: str = "A", **scoped: str) -> list[dict]:
+    dashboard = load("conversations.json")
+    variables = variables_of(conn, dashboard)
+    for name, value in scoped.items():
+        variables = variables.scoped(name, value)
+    return run_panel(conn, dashboard, title, variables, ref)
+
+
+def _bucket_points(conn, tally: Tally, title: str, statistic: Callable[[list[ConversationScore]], float | None],
+                   suffix: str = "", ref: str = "A", **scoped: str) -> None:
+    """A conversation time series against `statistic` of each (bucket, block)'s conversations."""
+    expected = {(t, label + suffix): statistic(s) for (t, label), s in _conversation_buckets().items()}
+    tally.points(_conversation_panel(conn, title, ref, **scoped), expected)
+
+
+@check("voxwatch-conversations", "Instruction adherence", na=True)
+def _adherence(conn, rows, tally):
+    _bucket_points(conn, tally, "Instruction adherence", lambda s: conv.instruction_adherence(s).rate)
+
+
+@check("voxwatch-conversations", "Pass rate: ${dimension}", na=True)
+def _dimension_rates(conn, rows, tally):
+    variables = variables_of(conn, load("conversations.json"))
+    assert variables.values["dimension"] == list(DIMENSIONS)
+    for dim in DIMENSIONS:
+        _bucket_points(conn, tally, "Pass rate: ${dimension}", lambda s: conv.dimension_rates(s)[dim].rate,
+                       f" {dim}", dimension=dim)
+
+
+@check("voxwatch-conversations", "End-state success", na=True)
+def _end_state(conn, rows, tally):
+    _bucket_points(conn, tally, "End-state success", lambda s: conv.end_state_rate(s).rate)
+
+
+@check("voxwatch-conversations", "V2V per turn: p50 and p95", na=True)
+def _v2v(conn, rows, tally):
+    for ref, q in (("A", "p50"), ("B", "p95")):
+        _bucket_points(conn, tally, "V2V per turn: p50 and p95", lambda s: getattr(conv.v2v_per_turn(s), q),
+                       f" {q}", ref)
+    assert any(conv.v2v_per_turn(s).p95 is not None for s in _conversation_buckets().values()), "no p95 compared"
+
+
+@check("voxwatch-conversations", "Silence-gap latency", na=False)
+def _silence_gap(conn, rows, tally):
+    _bucket_points(conn, tally, "Silence-gap latency", conv.silence_gap)
+
+
+@check("voxwatch-conversations", "Interruption and no-response rates", na=True)
+def _interruptions(conn, rows, tally):
+    expected = {}
+    for (t, label), s in _conversation_buckets().items():
+        expected[(t, f"{label} interruptions")] = conv.interruption_rate(s).rate
+        expected[(t, f"{label} no response")] = conv.no_response_rate(s).rate
+    tally.points(_conversation_panel(conn, "Interruption and no-response rates"), expected)
+
+
+@check("voxwatch-conversations", "Board per block", na=True)
+def _board(conn, rows, tally):
+    blocks: dict[Block, list[ConversationScore]] = defaultdict(list)
+    for c, score in _conversations_shown():
+        blocks[_block(c)].append(score)
+    got = {(r["model"], r["scenario"], r["version"], r["pin"], r["persona"], r["turns_held"], r["whole"], r["region"],
+            r["method"]): r for r in _conversation_panel(conn, "Board per block")}
+    assert set(got) == {(*k[:3], k[3][:12], *k[4:]) for k in blocks}
+    for k, scores in blocks.items():
+        row, s = got[(*k[:3], k[3][:12], *k[4:])], conv.board_summary(scores)
+        tally.same(row["conversations"], s.conversations, (k, "conversations"))
+        tally.same(row["adherence"], s.adherence.rate, (k, "adherence"))
+        for dim, rate in s.dimensions.items():
+            tally.same(row[dim], rate.rate, (k, dim))
+        for column, value in (("end_state", s.end_state.rate), ("v2v_p50", s.v2v.p50), ("v2v_p95", s.v2v.p95),
+                              ("silence_gap_s", s.silence_gap_s), ("interruption_rate", s.interruption.rate),
+                              ("no_response_rate", s.no_response.rate)):
+            tally.same(row[column], value, (k, column))
+
+
+@check("voxwatch-conversations", "Recent conversations", na=True)
+def _recent_conversations(conn, rows, tally):
+    got = _conversation_panel(conn, "Recent conversations")
+    shown = sorted(_conversations_shown(), key=lambda p: (-p[0].started_at, p[0].conversation_id))
+    assert [r["conversation_id"] for r in got] == [c.conversation_id for c, _ in shown]
+    for row, (c, score) in zip(got, shown):
+        assert (row["model"], row["persona"], row["whole"], row["end_state"]) == \
+            (c.model_id, c.persona, c.whole, c.end_state_ok)
+        tally.same(row["started"].timestamp(), c.started_at, (c.conversation_id, "started"))
+        tally.same(row["adherence"], conv.instruction_adherence([score]).rate, (c.conversation_id, "adherence"))
+        tally.same(row["v2v_p50"], conv.v2v_per_turn([score]).p50, (c.conversation_id, "v2v_p50"))
+        tally.same(row["silence_gap_s"], conv.conversation_silence_gap(score), (c.conversation_id, "silence_gap_s"))
 
 
 # ---------------------------------------------------------------- the tests

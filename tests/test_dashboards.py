@@ -26,12 +26,13 @@ from voxwatch.providers.registry import Registry
 from voxwatch.store.connection import connect
 
 from conftest import REPO, run_cli
-from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, RANGE, seeded  # noqa: F401 (a fixture)
+from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
 from grafana_api import GrafanaAPI
 from grafana_panels import DASHBOARDS, FILES, load, query, targets, variables_of
 from grafana_query import ExpansionError, TimeRange, Variables, expand, go_float
 
-STABLE_UIDS = {"voxwatch-overview", "voxwatch-provider", "voxwatch-ttfa", "voxwatch-wer", "voxwatch-alerts"}
+STABLE_UIDS = {"voxwatch-overview", "voxwatch-provider", "voxwatch-ttfa", "voxwatch-wer", "voxwatch-alerts",
+               "voxwatch-conversations"}
 """Links and pushes address dashboards by uid: renaming one would orphan bookmarks and duplicate it on push."""
 
 NUMERIC = {20, 21, 23, 700, 701, 1700}  # Postgres type OIDs: int8, int2, int4, float4, float8, numeric
@@ -103,8 +104,14 @@ def test_every_panel_query_returns_rows_of_the_columns_and_types_its_panel_reads
 def test_no_panel_or_variable_shows_emulator_rows_even_when_asked_for_them(seeded):
     """Variables pinned (as a URL can) to every value in the store, emulator-only ones included."""
     url, rows = seeded
-    everything = {"board": sorted({r.board for r in rows}), "model": sorted({r.model_id for r in rows}),
-                  "dataset": sorted({r.dataset for r in rows}), "region": sorted({r.region for r in rows})}
+    conversations = [c for c, _ in SEEDED_CONVERSATIONS]
+    everything = {"board": sorted({r.board for r in rows}),
+                  "model": sorted({r.model_id for r in rows} | {c.model_id for c in conversations}),
+                  "dataset": sorted({r.dataset for r in rows}),
+                  "region": sorted({r.region for r in rows} | {c.region for c in conversations}),
+                  "scenario": sorted({c.scenario for c in conversations}),
+                  "persona": sorted({c.persona for c in conversations})}
+    assert any(c.emulator and c.model_id == EMULATED_ONLY for c in conversations)
     with connect(url) as conn:
         for path in FILES:
             dashboard = json.loads(path.read_text())
@@ -152,7 +159,8 @@ def test_dashboard_files_are_valid_with_unique_stable_uids():
                 assert t["datasource"] == {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
                 assert t["format"] in ("table", "time_series") and t["rawQuery"] and t["editorMode"] == "code"
         names = [v["name"] for v in d["templating"]["list"]]
-        assert {"datasource", "model", "dataset", "region"} <= set(names), d["uid"]
+        series = {"scenario", "persona"} if d["uid"] == "voxwatch-conversations" else {"dataset"}  # what a series is
+        assert {"datasource", "model", "region"} | series <= set(names), d["uid"]
 
 
 def test_exclusions_and_metric_columns_in_the_sql_follow_the_registry_and_the_metric_specs():

@@ -166,6 +166,10 @@ class Alerts:
     latency_increase_ms: float = 50.0
     wer_increase_points: float = 2.0
     rate_increase_points: float = 10.0
+    # conversations (S2S board): judged per conversation, so their own minimums and materiality
+    min_recent_conversations: int = 5
+    min_baseline_conversations: int = 10
+    adherence_drop_points: float = 10.0
     fire_after: int = 2
     resolve_after: int = 2
     include_emulator: bool = False
@@ -195,7 +199,8 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
                "min_paired_utterances": _positive_int,
                "p_value": _fraction, "wer_p_value": _fraction, "latency_increase_pct": _positive_float, "latency_increase_ms": _positive_float,
                "wer_increase_points": _positive_float, "rate_increase_points": _positive_float,
-               "fire_after": _positive_int, "resolve_after": _positive_int, "include_emulator": _flag,
+               "min_recent_conversations": _samples, "min_baseline_conversations": _samples,
+               "adherence_drop_points": _positive_float, "fire_after": _positive_int, "resolve_after": _positive_int, "include_emulator": _flag,
                "webhooks": _webhooks, "delivery_attempts": _positive_int, "delivery_backoff_s": _positive_float,
                "delivery_timeout_s": _positive_float},
 }

@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Callable, Iterator
 
+from .conversations.scenario import DIMENSIONS
+from .metrics.conversation_timing import SILENCE_GAP_MIN_S
 from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
 from .metrics.specs import METRICS
 from .providers.registry import Registry
@@ -90,11 +92,71 @@ def clip_wer(errors: str, words: str) -> str:
     return f"({errors})::float8 / NULLIF({words}, 0)"
 
 
+def decided_rate(passed: str) -> str:
+    """A share of decided yes/no items (metrics/conversation_aggregate.py clustered_rate: NULL, an
+    undecided or out-of-scope verdict, is not counted), NULL below MIN_ATTEMPTS decided items."""
+    return (f"CASE WHEN count({passed}) >= {MIN_ATTEMPTS} "
+            f"THEN count(*) FILTER (WHERE {passed})::float8 / count({passed}) END")
+
+
+def has_decided_rate(passed: str) -> str:
+    return f"count({passed}) >= {MIN_ATTEMPTS}"
+
+
+def silence_gap(gap: str) -> str:
+    """Coval's silence-gap latency (metrics/conversation_timing.py silence_gap_latency): the mean of
+    the gaps of at least SILENCE_GAP_MIN_S seconds, NULL when there is none."""
+    return f"avg({gap}) FILTER (WHERE {gap} >= {SILENCE_GAP_MIN_S:g})"
+
+
+def has_silence_gap(gap: str) -> str:
+    return f"count({gap}) FILTER (WHERE {gap} >= {SILENCE_GAP_MIN_S:g}) > 0"
+
+
+def dimension_values(turn: str) -> str:
+    """(dimension, passed) of every scored dimension of a turn, for a lateral VALUES list."""
+    return ", ".join(f"('{d}', {turn}.{d})" for d in DIMENSIONS)
+
+
+def dimension_rates(d: str) -> str:
+    """Each dimension's pass rate as its own column, over the (dimension, passed) rows of `d`."""
+    columns = []
+    for x in DIMENSIONS:
+        passed = f"CASE WHEN {d}.dimension = '{x}' THEN {d}.passed END"
+        columns.append(f"{decided_rate(passed)} AS {x}")
+    return ", ".join(columns)
+
+
+def dimension_columns(table: str) -> str:
+    """The columns dimension_rates makes, read from `table`."""
+    return ", ".join(f"{table}.{x}" for x in DIMENSIONS)
+
+
+def conversation_series(c: str) -> str:
+    """A conversation's board block as one label (voxwatch/conversation_board.py BoardKey): model,
+    scenario version and pin, a trial's length, persona, region and method version, never pooled."""
+    return (f"concat_ws(' ', {c}.model_id, {c}.scenario || '@v' || {c}.scenario_version, "
+            f"'#' || left({c}.scenario_pin, 12), CASE WHEN NOT {c}.whole THEN 'first ' || {c}.turns || ' turns' END, "
+            f"'persona ' || {c}.persona, {c}.region, 'method ' || {c}.method_version)")
+
+
+def chosen_conversations(c: str) -> str:
+    """The conversations a panel may show: none against an emulator, the time range, the drop-downs."""
+    return (f"{c}.emulator IS NOT TRUE AND $__unixEpochFilter({c}.started_at) AND "
+            + _in_variables(c, ("model_id", "model"), ("scenario", "scenario"), ("persona", "persona"),
+                            ("region", "region")))
+
+
+def _in_variables(row: str, *pairs: tuple[str, str]) -> str:
+    """`row.column IN (${variable:sqlstring})` for each (column, variable), joined by AND."""
+    return " AND ".join(f"{row}.{column} IN (${{{variable}:sqlstring}})" for column, variable in pairs)
+
+
 def chosen(row: str, board: str) -> str:
     """The rows a panel on observations may show: no emulator row, the time range, the drop-downs."""
-    return (f"{row}.emulator IS NOT TRUE AND $__unixEpochFilter({row}.started_at) "
-            f"AND {row}.model_id IN (${{model:sqlstring}}) AND {row}.dataset IN (${{dataset:sqlstring}}) "
-            f"AND {row}.region IN (${{region:sqlstring}}) AND {row}.board IN ({board})")
+    return (f"{row}.emulator IS NOT TRUE AND $__unixEpochFilter({row}.started_at) AND "
+            + _in_variables(row, ("model_id", "model"), ("dataset", "dataset"), ("region", "region"))
+            + f" AND {row}.board IN ({board})")
 
 
 def chosen_alerts(alert: str) -> str:
@@ -129,7 +191,9 @@ def _excluded() -> list:
 
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
     percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer,
-    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds, exclusions, excluded_pairs)}
+    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds, exclusions, excluded_pairs,
+    decided_rate, has_decided_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
+    conversation_series, chosen_conversations)}
 CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}
 
 

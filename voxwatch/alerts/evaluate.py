@@ -20,6 +20,7 @@ import psycopg
 import numpy as np
 
 from voxwatch.config import Alerts
+from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.metrics.clustered import design
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.metrics.specs import for_protocol
@@ -27,10 +28,13 @@ from voxwatch.metrics.specs import for_protocol
 from . import store
 from .lifecycle import step
 from .notify import Delivery, deliver
-from .rules import Finding, Scored, latency_shift, rate_spike, wer_shift
-from .store import Alert, Series, Values
+from .rules import (Finding, Scored, adherence_drop, conversation_latency_shift, latency_shift, rate_spike,
+                    wer_shift)
+from .store import CONVERSATION_TURN_COLUMNS, Alert, ConversationSeries, Series, Values
 
 _STARTED, _STATUS, _INSTRUMENT, _ERRORS, _WORDS, _TICK, _UTTERANCE, _FIRST_LATENCY = range(8)  # store.series_rows
+WHAT = {"adherence_drop": "instruction adherence drop", "conversation_latency": "conversation V2V regression"}
+"""How a summary names the conversation kinds; a rate kind is a spike, any other kind a regression."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,8 @@ class Check:
 
     def values(self, rules: Alerts) -> Values:
         s, f = self.series, self.finding
-        what = f"{self.kind.replace('_', ' ')} spike" if self.kind in RATES else f"{self.kind} regression"
+        what = WHAT.get(self.kind) or (f"{self.kind.replace('_', ' ')} spike" if self.kind in RATES
+                                       else f"{self.kind} regression")
         summary = (f"{what}: {s.model_id} {self.metric} on {s.dataset} @ {s.region} (method {s.method_version}), "
                    f"last {rules.recent_hours:g} h vs the {rules.baseline_days:g} d before: {f.why}")
         return Values(f.recent, f.baseline, f.p_value, f.n_recent, f.n_baseline, summary)
@@ -103,6 +108,39 @@ def _checks(conn: psycopg.Connection, rules: Alerts, now: float) -> Iterator[Che
         latency = [m for m in for_protocol(s.protocol, headline_only=True) if m.unit == "ms"]
         rows = store.series_rows(conn, s, latency, baseline_from, now, rules.include_emulator)
         yield from _series_checks(s, [m.name for m in latency], rows, recent_from, rules)
+    for c in store.recent_conversation_series(conn, recent_from, now, rules.include_emulator):
+        if c.recent_conversations < rules.min_recent_conversations:
+            continue  # no conversation rule could judge it
+        turns = store.conversation_turns(conn, c, baseline_from, now, rules.include_emulator)
+        yield from judge_conversations(c, turns, recent_from, rules)
+
+
+def judge_conversations(c: ConversationSeries, turns: list[tuple], recent_from: float,
+                        rules: Alerts) -> Iterator[Check]:
+    """The conversation rules on one series' turns (store.conversation_turns' rows): instruction
+    adherence over every decided turn-dimension, and V2V over the turns that have one, each labelled
+    with its conversation, recent when its conversation started at or after recent_from."""
+    column = {name: i for i, name in enumerate(CONVERSATION_TURN_COLUMNS)}
+    passed, labels, recent = [], [], []
+    v2v, v2v_labels, v2v_recent = [], [], []
+    for t in turns:
+        conversation, is_recent = t[column["conversation_id"]], t[column["started_at"]] >= recent_from
+        for dim in DIMENSIONS:
+            if t[column[dim]] is not None:
+                passed.append(bool(t[column[dim]]))
+                labels.append(conversation)
+                recent.append(is_recent)
+        if t[column["v2v_ms"]] is not None:
+            v2v.append(t[column["v2v_ms"]])
+            v2v_labels.append(conversation)
+            v2v_recent.append(is_recent)
+    p, lab, now = np.asarray(passed, dtype=bool), np.asarray(labels, dtype=object), np.asarray(recent, dtype=bool)
+    yield Check("adherence_drop", "instruction_adherence", c.series,
+                adherence_drop(p[now], lab[now], p[~now], lab[~now], rules))
+    v, vlab, vnow = (np.asarray(v2v, dtype=np.float64), np.asarray(v2v_labels, dtype=object),
+                     np.asarray(v2v_recent, dtype=bool))
+    yield Check("conversation_latency", "v2v_ms", c.series,
+                conversation_latency_shift(v[vnow], vlab[vnow], v[~vnow], vlab[~vnow], rules))
 
 
 def _series_checks(s: Series, latency: list[str], rows: list[tuple], recent_from: float,

@@ -4,7 +4,10 @@ An alert condition is both significant (a one-sided test at `p_value`: the recen
 not merely different) and material (a shift big enough to matter to a user), on enough recent
 samples to judge. Rows are never the unit (metrics/compare.py): latency compares ticks (runs),
 WER compares each utterance (clip) with itself, and a rate's variance is clustered by utterance and
-tick. Pure functions over arrays, so the rules are testable, and benchmarked, without a store.
+tick. A conversation's turns share its history, so the conversation rules take the conversation
+as the unit: instruction adherence's variance is clustered by conversation, and conversation V2V
+compares each conversation's median. Pure functions over arrays, so the rules are testable, and
+benchmarked, without a store.
 """
 
 from __future__ import annotations
@@ -40,14 +43,17 @@ class Finding:
     why: str  # what decided it, in words
 
 
-def _too_few(n_recent: int, n_baseline: int, rules: Alerts, what: str) -> Finding | None:
-    """Not enough to judge (None), or no baseline to judge against (clear), or None when both suffice."""
-    if n_recent < rules.min_recent:
+def _too_few(n_recent: int, n_baseline: int, rules: Alerts, what: str, least: tuple[int, int] | None = None
+             ) -> Finding | None:
+    """Not enough to judge (None), or no baseline to judge against (clear), or None when both suffice.
+    `least`: the (recent, baseline) minimums, min_recent and min_baseline unless given."""
+    min_recent, min_baseline = least or (rules.min_recent, rules.min_baseline)
+    if n_recent < min_recent:
         return Finding(None, None, None, None, n_recent, n_baseline,
-                       f"{n_recent} recent {what} (fewer than {rules.min_recent}): not judged")
-    if n_baseline < rules.min_baseline:
+                       f"{n_recent} recent {what} (fewer than {min_recent}): not judged")
+    if n_baseline < min_baseline:
         return Finding(False, None, None, None, n_recent, n_baseline,
-                       f"no baseline yet ({n_baseline} {what} of this method version, fewer than {rules.min_baseline})")
+                       f"no baseline yet ({n_baseline} {what} of this method version, fewer than {min_baseline})")
     return None
 
 
@@ -61,14 +67,22 @@ def latency_shift(recent: Sequence[float], recent_ticks: Sequence[Hashable], bas
     early = _too_few(x.size, y.size, rules, "samples")
     if early is not None:
         return early
-    s = tick_median_shift(x, recent_ticks, y, baseline_ticks)
+    return _median_of_medians(x, recent_ticks, y, baseline_ticks, rules, "tick", (x.size, y.size))
+
+
+def _median_of_medians(x: np.ndarray, recent_units: Sequence[Hashable], y: np.ndarray,
+                       baseline_units: Sequence[Hashable], rules: Alerts, unit: str, n: tuple[int, int]) -> Finding:
+    """Each unit's (tick's, conversation's) median, the recent units' median against the baseline's:
+    significant by a one-sided Mann-Whitney U over units, material by latency_increase_pct AND
+    latency_increase_ms. `n` is what the finding reports as its sample counts."""
+    s = tick_median_shift(x, recent_units, y, baseline_units)
     now, before, p = s.recent, s.baseline, s.p_value
     material = now >= before * (1 + rules.latency_increase_pct / 100) and now - before >= rules.latency_increase_ms
     significant = p < rules.p_value
-    return Finding(material and significant, now, before, p, x.size, y.size,
-                   f"median of tick medians {now:.0f} ms vs {before:.0f} ms ({now - before:+.0f} ms, "
+    return Finding(material and significant, now, before, p, n[0], n[1],
+                   f"median of {unit} medians {now:.0f} ms vs {before:.0f} ms ({now - before:+.0f} ms, "
                    f"{(now / before - 1) * 100 if before else float('inf'):+.0f} %; {s.units_recent} vs "
-                   f"{s.units_baseline} ticks), one-sided Mann-Whitney over ticks p = {p:.2g}"
+                   f"{s.units_baseline} {unit}s), one-sided Mann-Whitney over {unit}s p = {p:.2g}"
                    + ("" if material else f"; not material (needs +{rules.latency_increase_pct:g} % and "
                                           f"+{rules.latency_increase_ms:g} ms)")
                    + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
@@ -123,3 +137,50 @@ def rate_spike(recent_hits: Sequence[bool], recent: Design, baseline_hits: Seque
                    f"{before * 100:.1f} % ({int(g.sum())}/{g.size}), clustered one-sided t p = {p:.2g}"
                    + ("" if material else f"; not material (needs +{rules.rate_increase_points:g} points)")
                    + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
+
+
+def _conversations(rules: Alerts) -> tuple[int, int]:
+    return rules.min_recent_conversations, rules.min_baseline_conversations
+
+
+def adherence_drop(recent_passed: Sequence[bool], recent_conversations: Sequence[Hashable],
+                   baseline_passed: Sequence[bool], baseline_conversations: Sequence[Hashable],
+                   rules: Alerts) -> Finding:
+    """Instruction adherence (metrics/conversation_aggregate.py: the share of decided in-scope
+    turn-dimensions passed, one item per turn-dimension labelled with its conversation) down by
+    adherence_drop_points, and significantly: metrics.compare.rate_shift on the failures (a drop in
+    adherence is a rise in failures) with a design over conversations, so a conversation that went
+    wrong from turn 3 on is one cluster, not twenty independent failures; one-sided t, p < p_value.
+    Judged on min_recent_conversations, against min_baseline_conversations."""
+    h, g = np.asarray(recent_passed, dtype=bool), np.asarray(baseline_passed, dtype=bool)
+    rc, bc = np.asarray(recent_conversations), np.asarray(baseline_conversations)
+    n_recent, n_baseline = int(np.unique(rc).size), int(np.unique(bc).size)
+    early = _too_few(n_recent, n_baseline, rules, "conversations", _conversations(rules))
+    if early is not None:
+        return early
+    s = rate_shift(~h, design(conversation=rc), ~g, design(conversation=bc))
+    now, before, p = 1 - s.recent, 1 - s.baseline, s.p_value
+    material = (before - now) * 100 >= rules.adherence_drop_points
+    significant = p < rules.p_value
+    return Finding(material and significant, now, before, p, n_recent, n_baseline,
+                   f"instruction adherence {now * 100:.1f} % ({int(h.sum())}/{h.size} turn-dimensions, {n_recent} "
+                   f"conversations) vs {before * 100:.1f} % ({int(g.sum())}/{g.size}, {n_baseline} conversations), "
+                   f"one-sided t clustered by conversation p = {p:.2g}"
+                   + ("" if material else f"; not material (needs -{rules.adherence_drop_points:g} points)")
+                   + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
+
+
+def conversation_latency_shift(recent: Sequence[float], recent_conversations: Sequence[Hashable],
+                               baseline: Sequence[float], baseline_conversations: Sequence[Hashable],
+                               rules: Alerts) -> Finding:
+    """Per-turn V2V, conversation against conversation: each conversation's median turn, then the
+    median of the recent conversations' medians against the baseline's (as latency_shift does with
+    ticks; the same materiality). Judged on min_recent_conversations, against
+    min_baseline_conversations."""
+    x, y = np.asarray(recent, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    rc, bc = np.asarray(recent_conversations), np.asarray(baseline_conversations)
+    n = (int(np.unique(rc).size), int(np.unique(bc).size))
+    early = _too_few(*n, rules, "conversations with a measured V2V", _conversations(rules))
+    if early is not None:
+        return early
+    return _median_of_medians(x, rc, y, bc, rules, "conversation", n)

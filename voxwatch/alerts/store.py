@@ -1,5 +1,6 @@
-"""The SQL of the alerts: the observations an evaluation reads, and the alerts and alert_deliveries tables
-(migrations 4 and 5). Every statement is here, so the rest of the package is Python over rows."""
+"""The SQL of the alerts: the observations and conversations an evaluation reads, and the alerts and
+alert_deliveries tables (migrations 4 and 5). Every statement is here, so the rest of the package is
+Python over rows."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Iterable, Iterator
 
 import psycopg
 
+from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.metrics.specs import MetricSpec
 from voxwatch.store import StoreError, layout
 from voxwatch.store.postgres import PostgresStore
@@ -67,6 +69,28 @@ class Values:
     summary: str
 
 
+@dataclass(frozen=True)
+class ConversationSeries:
+    """What one evaluation judges of the conversations: a (model, scenario, persona, region) seen
+    recently, at the method version, scenario version and length (turns held, whole or a trial) of
+    its newest conversation; conversations of another of these are not pooled with it."""
+    model_id: str
+    scenario: str
+    persona: str
+    region: str
+    method_version: str
+    scenario_version: int
+    turns: int
+    whole: bool
+    recent_conversations: int
+
+    @property
+    def series(self) -> Series:
+        """As the alerts table keys it: the dataset column carries scenario/persona."""
+        return Series(self.model_id, f"{self.scenario}/{self.persona}", self.region, self.method_version, "s2s",
+                      "conversation", self.recent_conversations)
+
+
 _ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
 _VALUE_COLUMNS = [f.name for f in fields(Values)]
 _EMULATOR = " AND emulator IS NOT TRUE"
@@ -105,6 +129,41 @@ def recent_series(conn: psycopg.Connection, since: float, until: float, include_
         if r[:3] not in newest or r[7] > newest[r[:3]][7]:
             newest[r[:3]] = r
     return [Series(*r[:7]) for _, r in sorted(newest.items())]
+
+
+_IDENTITY = ("model_id", "scenario", "persona", "region", "method_version", "scenario_version", "turns", "whole")
+
+
+def recent_conversation_series(conn: psycopg.Connection, since: float, until: float,
+                               include_emulator: bool) -> list[ConversationSeries]:
+    """Each (model, scenario, persona, region) with conversations started in [since, until), at the
+    identity of its newest conversation."""
+    rows = conn.execute(
+        f"SELECT {', '.join(_IDENTITY)}, count(*), max(started_at) FROM conversations "
+        "WHERE started_at >= %s AND started_at < %s" + ("" if include_emulator else _EMULATOR)
+        + f" GROUP BY {', '.join(_IDENTITY)}", (since, until)).fetchall()
+    newest: dict[tuple, tuple] = {}
+    for r in rows:
+        if r[:4] not in newest or r[9] > newest[r[:4]][9]:
+            newest[r[:4]] = r
+    return [ConversationSeries(*r[:9]) for _, r in sorted(newest.items())]
+
+
+CONVERSATION_TURN_COLUMNS = ("conversation_id", "started_at", *DIMENSIONS, "v2v_ms")
+"""What conversation_turns reads per turn: its conversation, when that started, each dimension's verdict, V2V."""
+
+
+def conversation_turns(conn: psycopg.Connection, s: ConversationSeries, since: float, until: float,
+                       include_emulator: bool) -> list[tuple]:
+    """The turns of the series' conversations started in [since, until), in CONVERSATION_TURN_COLUMNS."""
+    cols = ", ".join(f"c.{c}" if c in ("conversation_id", "started_at") else f"t.{c}" for c in CONVERSATION_TURN_COLUMNS)
+    where = " AND ".join(f"c.{c} = %({c})s" for c in _IDENTITY)
+    return conn.execute(
+        f"SELECT {cols} FROM conversations c JOIN conversation_turns t ON t.conversation_id = c.conversation_id "
+        f"WHERE {where} AND c.started_at >= %(since)s AND c.started_at < %(until)s"
+        + ("" if include_emulator else " AND c.emulator IS NOT TRUE")
+        + " ORDER BY c.started_at, c.conversation_id, t.turn_index",
+        {**{c: getattr(s, c) for c in _IDENTITY}, "since": since, "until": until}).fetchall()
 
 
 def series_sql(latency: list[MetricSpec], include_emulator: bool) -> str:
