@@ -638,7 +638,9 @@ def test_a_store_that_is_down_is_a_503_that_names_no_secret(tmp_path):
     secret = "s3cret-Pa55word"
     log = tmp_path / "serve.log"
     with serving(f"postgresql://voxwatch:{secret}@127.0.0.1:{closed}/voxwatch", log) as base:
-        for path in ("/", "/board/stt", "/model/deepgram/nova-3", "/alerts", "/api/v1/leaderboard"):
+        for path in ("/", "/board/stt", "/model/deepgram/nova-3", "/alerts", "/api/v1/leaderboard",
+                     "/conversation/conv-1", "/recording/conv-1.wav", "/api/v1/conversations",
+                     "/api/v1/conversations/conv-1"):
             response = httpx.get(base + path)
             assert response.status_code == 503, path
             assert "cannot be reached" in response.text and secret not in response.text, path
