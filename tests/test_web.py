@@ -198,12 +198,15 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(store_url: str, log: Path, today: str | None = None, *options: str) -> Iterator[str]:
+def serving(store_url: str, log: Path, today: str | None = None, *options: str,
+            env: dict[str, str] | None = None) -> Iterator[str]:
     """`voxwatch serve` in a subprocess on a free port, until the block ends; its log goes to `log`.
-    `today` pins the day model statuses are read on (VOXWATCH_TODAY); `options` go to `serve`. Pages
-    show every write on the next request (--fresh-within 0): the tests write, then read."""
+    `today` pins the day model statuses are read on (VOXWATCH_TODAY); `options` go to `serve`, `env`
+    (VOXWATCH_* settings) to its environment. Pages show every write on the next request
+    (--fresh-within 0): the tests write, then read."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | ({"VOXWATCH_TODAY": today} if today else {})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | (
+        {"VOXWATCH_TODAY": today} if today else {}) | (env or {})
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "serve", "--store", store_url, "--port",
                                  str(port), "--fresh-within", "0", *options], cwd=REPO, env=env, stdout=out,
@@ -483,8 +486,9 @@ def test_the_api_matches_its_openapi_document(server):
              "/api/v1/models": "/api/v1/models",
              "/api/v1/models/{model_id}/history": "/api/v1/models/deepgram/nova-3/history?dataset=stt-starter-clean",
              "/api/v1/alerts": "/api/v1/alerts", "/api/v1/health": "/api/v1/health",
-             "/api/v1/openapi.json": "/api/v1/openapi.json"}
-    assert set(spec["paths"]) == set(calls)
+             "/api/v1/openapi.json": "/api/v1/openapi.json", "/api/v1/conversations": "/api/v1/conversations?window=7d"}
+    # one conversation's path needs a stored conversation: test_web_conversations.py checks it against this document
+    assert set(spec["paths"]) == set(calls) | {"/api/v1/conversations/{conversation_id}"}
     for path, call in calls.items():
         response = httpx.get(server + call)
         assert response.status_code == 200 and response.headers["content-type"] == "application/json", call
@@ -634,7 +638,9 @@ def test_a_store_that_is_down_is_a_503_that_names_no_secret(tmp_path):
     secret = "s3cret-Pa55word"
     log = tmp_path / "serve.log"
     with serving(f"postgresql://voxwatch:{secret}@127.0.0.1:{closed}/voxwatch", log) as base:
-        for path in ("/", "/board/stt", "/model/deepgram/nova-3", "/alerts", "/api/v1/leaderboard"):
+        for path in ("/", "/board/stt", "/model/deepgram/nova-3", "/alerts", "/api/v1/leaderboard",
+                     "/conversation/conv-1", "/recording/conv-1.wav", "/api/v1/conversations",
+                     "/api/v1/conversations/conv-1"):
             response = httpx.get(base + path)
             assert response.status_code == 503, path
             assert "cannot be reached" in response.text and secret not in response.text, path

@@ -314,11 +314,12 @@ def cmd_db(args) -> int:
 def cmd_serve(args) -> int:
     from voxwatch.web.app import serve
 
-    url = _config(args).store_url
+    cfg = _config(args)
+    url = cfg.store_url
     if store_kind(url) == SQLITE:  # a mistyped path is an error now, not an empty store (nor a 503 per page)
         open_store(url, create=False).close()
     limits = Limits(renders=args.renders, queue_wait_s=args.queue_wait, fresh_within_s=args.fresh_within)
-    return serve(url, args.host, args.port, limits, args.access_log)
+    return serve(url, args.host, args.port, limits, args.access_log, cfg.recordings_dir)
 
 
 def _region_config(args) -> config_mod.Config:

@@ -58,14 +58,17 @@ BoardKey = tuple[str, str, int, str, str, int, bool, str, str]
 """model, scenario, version, pin, persona, turns held, whole, region, method version: one board
 block. Conditions are never pooled: a persona, a trial's length, a region or a method version is
 a block of its own."""
+BOARD_KEY_FIELDS = ("model_id", "scenario", "scenario_version", "scenario_pin", "persona", "turns", "whole", "region",
+                    "method_version")
+"""The names of a BoardKey's parts (the stored columns they come from), for readers that label them."""
 
 
 def _key(row: ConversationRow) -> BoardKey:
-    return (row.model_id, row.scenario, row.scenario_version, row.scenario_pin, row.persona, row.turns, row.whole,
-            row.region, row.method_version)
+    return tuple(getattr(row, name) for name in BOARD_KEY_FIELDS)  # type: ignore[return-value]
 
 
-def _title(key: BoardKey) -> str:
+def block_title(key: BoardKey) -> str:
+    """A block's scenario and conditions in words (the CLI's and the web board's heading)."""
     _, name, version, pin, persona, turns, whole, region, method = key
     trial = "" if whole else f", first {turns} turns (end state not checked)"
     return f"{name}@v{version}#{pin[:12]}{trial}; persona {persona}, region {region}, method v{method}"
@@ -86,4 +89,4 @@ def store_board_text(store, since: float | None = None) -> str | None:
     boards = stored_boards(store.conversations(since=since))
     if not boards:
         return None
-    return "\n\n".join(board_text(key[0], _title(key), summary) for key, summary in boards.items())
+    return "\n\n".join(board_text(key[0], block_title(key), summary) for key, summary in boards.items())

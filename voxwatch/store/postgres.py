@@ -238,16 +238,21 @@ class PostgresStore(conv.ConversationReads):
 
     def _conversations(self, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:
         with self._cursor("read the conversations of") as cur:
-            rows = [ConversationRow(*r) for r in cur.execute(sql, args)]
-            turns: dict[str, list[TurnRow]] = {r.conversation_id: [] for r in rows}
-            if turns:
-                for t in cur.execute(conv.select_turns("= ANY(%s)"), (list(turns),)):
-                    turn = TurnRow(*t)
-                    turns[turn.conversation_id].append(turn)
-        return [(r, turns[r.conversation_id]) for r in rows]
+            return read_conversations(cur, sql, args)
 
     def close(self) -> None:
         for conn in (self._db, self._lookups):
             if conn is not None:
                 conn.close()
 
+
+def read_conversations(cur: psycopg.Cursor, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:
+    """The conversations `sql` selects, each with its turns, on a cursor: the store's, or the web
+    app's own read-only connection (which must not open a PostgresStore: that migrates)."""
+    rows = [ConversationRow(*r) for r in cur.execute(sql, args)]
+    turns: dict[str, list[TurnRow]] = {r.conversation_id: [] for r in rows}
+    if turns:
+        for t in cur.execute(conv.select_turns("= ANY(%s)"), (list(turns),)):
+            turn = TurnRow(*t)
+            turns[turn.conversation_id].append(turn)
+    return [(r, turns[r.conversation_id]) for r in rows]

@@ -6,14 +6,14 @@ from dataclasses import asdict
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from voxwatch.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import BOARDS
 
-from . import openapi, views
+from . import conversation_views, openapi, pages, views
 from .params import choice, text
 from .source import log
 
@@ -43,6 +43,24 @@ def alerts(request: Request) -> JSONResponse:
     return JSONResponse({"available": view.available, "reason": view.reason, "alerts": [asdict(a) for a in view.alerts]})
 
 
+def conversations(request: Request) -> Response:
+    """The conversation board's blocks and the newest conversations; ?format=csv: the blocks as CSV."""
+    window = choice(request, "window", WINDOWS, "30d")
+    model_id = text(request, "model")
+    fmt = choice(request, "format", ("json", "csv"), "json")
+    board = conversation_views.conversation_board(request.app.state.source, window, model_id)
+    if fmt == "csv":
+        return Response(conversation_views.board_csv(board), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="voxwatch-conversations-{window}.csv"'})
+    return JSONResponse(conversation_views.board_document(board))
+
+
+def conversation(request: Request) -> JSONResponse:
+    found = pages.stored_conversation(request)
+    view = conversation_views.conversation_view(found, request.app.state.recordings_dir)
+    return JSONResponse(conversation_views.conversation_document(view))
+
+
 HEALTH = "/api/v1/health"
 
 
@@ -65,6 +83,8 @@ routes = [
     Route("/models", models),
     Route("/models/{model_id:path}/history", history),
     Route("/alerts", alerts),
+    Route("/conversations", conversations),
+    Route("/conversations/{conversation_id}", conversation),
     Route("/health", health),
     Route("/openapi.json", openapi_json),
 ]

@@ -86,8 +86,14 @@ class _App(Starlette):
         return SecurityHeaders(super().build_middleware_stack())
 
 
-def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits()) -> Starlette:
-    """The app for one store; nothing connects until the first request."""
+RECORDINGS = "/recording/"
+"""Conversation recordings: files streamed from the recordings folder, past the page cache (never kept)."""
+
+
+def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits(),
+               recordings_dir: Path | None = None) -> Starlette:
+    """The app for one store; nothing connects until the first request. `recordings_dir`, the folder
+    a conversation row's `recording` is relative to: None shows no player and serves no recording."""
     preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
     source = open_source(store_url, registry)
@@ -96,7 +102,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
                        admission=Admission(limits.renders, limits.queue_wait_s, limits.queue),
                        pages=Pages(limits.cache_entries, limits.cache_bytes, limits.max_age_s),
                        turned_away=_turned_away(max(1, math.ceil(limits.queue_wait_s))),
-                       uncached=(api.HEALTH,))
+                       uncached=(api.HEALTH,), streamed=(RECORDINGS,))
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION,
@@ -107,6 +113,8 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/board/{board}", pages.board_page),
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),
+            Route("/conversation/{conversation_id}", pages.conversation_page),
+            Route(RECORDINGS + "{conversation_id}.wav", pages.recording),
             Mount("/api/v1", routes=api.routes),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
@@ -117,15 +125,17 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     app.state.source = MemoSource(source, freshness, limits.max_age_s)
     app.state.freshness = freshness
     app.state.templates = templates
+    app.state.recordings_dir = recordings_dir
     return app
 
 
-def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False) -> int:
+def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False,
+          recordings_dir: Path | None = None) -> int:
     """Run the app until interrupted; the log names the store with its password hidden. No Server
     header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
     costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(store_url, limits=limits)
+    app = create_app(store_url, limits=limits, recordings_dir=recordings_dir)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,

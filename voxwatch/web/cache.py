@@ -140,17 +140,19 @@ class Pages:
 
 
 class CachedPages:
-    """ASGI middleware: GETs from the cache, renders through admission, `uncached` paths straight to the app."""
+    """ASGI middleware: GETs from the cache, renders through admission, `uncached` paths and paths
+    under a `streamed` prefix (files: kept in memory they would only crowd out pages) straight to the app."""
 
     def __init__(self, app: ASGIApp, freshness: Freshness, admission: Admission, pages: Pages,
-                 turned_away: Callable[[Scope], Response], uncached: tuple[str, ...] = ()) -> None:
+                 turned_away: Callable[[Scope], Response], uncached: tuple[str, ...] = (),
+                 streamed: tuple[str, ...] = ()) -> None:
         self.app, self.freshness, self.admission, self.pages = app, freshness, admission, pages
-        self.turned_away, self.uncached = turned_away, uncached
+        self.turned_away, self.uncached, self.streamed = turned_away, uncached, streamed
         self._renders: dict[tuple[Key, Hashable], asyncio.Future[Page]] = {}
         self._background: set[asyncio.Task] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.uncached:
+        if scope["type"] != "http" or scope["path"] in self.uncached or scope["path"].startswith(self.streamed):
             await self.app(scope, receive, send)
             return
         version = await self.freshness.current() if scope["method"] == "GET" else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from urllib.parse import quote, urlencode
 
+from .conversation_views import conversation_url, recording_url
 from .views import UNITS
 
 NA = "n/a"
@@ -38,6 +39,30 @@ def wer_interval(ci: tuple[float, float] | None) -> str:
 
 def rate_interval(ci: tuple[float, float] | None) -> str:
     return NA if ci is None else f"[{pct(ci[0])}, {pct(ci[1])}]"
+
+
+def stat(v: float | None, statistic: str) -> str:
+    """A conversation board statistic: V2V and the silence gap in ms, pass^k as a chance, the rest rates."""
+    if v is None:
+        return NA
+    if statistic.startswith("v2v_"):
+        return f"{value(v, 'v2v_ms')} ms"
+    if statistic == "silence_gap_s":
+        return f"{v * 1000:.1f} ms"
+    return f"{v:.2f}" if statistic.startswith("pass_hat_") else pct(v)
+
+
+def stat_interval(ci: tuple[float, float] | None, statistic: str) -> str:
+    return NA if ci is None else f"[{stat(ci[0], statistic)}, {stat(ci[1], statistic)}]"
+
+
+def verdict(passed: bool | None) -> str:
+    return {True: "pass", False: "fail"}.get(passed, "undecided")
+
+
+def mark(flag: bool | None, yes: str) -> str:
+    """A turn's measured yes/no fact: the word when it happened, 'no' when not, '-' when not measured."""
+    return "-" if flag is None else yes if flag else "no"
 
 
 def when(ts: float | None) -> str:
@@ -74,5 +99,7 @@ def query(**params: str | None) -> str:
 
 
 FILTERS = {"value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when,
-           "alert_value": alert_value, "p_value": p_value}
-GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query}
+           "alert_value": alert_value, "p_value": p_value, "stat": stat, "stat_interval": stat_interval,
+           "verdict": verdict, "mark": mark}
+GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query, "conversation_url": conversation_url,
+           "recording_url": recording_url}

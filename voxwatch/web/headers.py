@@ -1,8 +1,9 @@
 """Security headers on every response, error pages and cached pages included.
 
 The pages are server-rendered HTML with one same-origin stylesheet and inline SVG charts (SVG
-presentation attributes, no style attributes): no script, no inline style, no image, font or
-frame from anywhere. So the policy allows the own stylesheet and nothing else; no page may be
+presentation attributes, no style attributes) and a conversation's recording from the server's
+own /recording/: no script, no inline style, no image, font or frame from anywhere. So the policy
+allows the own stylesheet and media and nothing else; no page may be
 framed, and no address leaks in a Referer.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; "
+POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; base-uri 'none'; form-action 'none'; "
           "frame-ancestors 'none'")
 HEADERS = [(b"content-security-policy", POLICY.encode()), (b"x-content-type-options", b"nosniff"),
            (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer")]

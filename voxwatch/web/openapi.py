@@ -1,7 +1,8 @@
 """The OpenAPI 3.1 document of the read-only JSON API (/api/v1/openapi.json).
 
 Row schemas are derived from the dataclasses the API serializes (leaderboard.MetricRow,
-alerts.store.Alert), so a new field cannot be served without being described.
+alerts.store.Alert, the conversation rows and board statistics), so a new field cannot be served
+without being described.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 from dataclasses import fields
 
 from voxwatch import __version__
+from voxwatch.conversation_board import BOARD_KEY_FIELDS
+from voxwatch.conversation_rows import ConversationRow, TurnRow
+from voxwatch.metrics.conversation_aggregate import BoardSummary, Percentiles, Rate
 from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.providers.registry import BOARDS, STATUSES
@@ -37,7 +41,8 @@ def _obj(properties: dict[str, dict]) -> dict:
 
 
 def _dataclass_schema(cls, extra: dict[str, dict] | None = None) -> dict:
-    return _obj({**{f.name: _field_schema(str(f.type)) for f in fields(cls)}, **(extra or {})})
+    extra = extra or {}  # a field's own schema there replaces the one read from its annotation
+    return _obj({**{f.name: extra.get(f.name) or _field_schema(str(f.type)) for f in fields(cls)}, **extra})
 
 
 def _ref(name: str) -> dict:
@@ -121,11 +126,14 @@ def document() -> dict:
         "Health": _obj({"status": {"type": "string", "enum": ["ok", "unavailable"]},
                         "store": {"type": "string", "enum": ["postgres", "sqlite"]}, "method_version": _STRING}),
         "Error": _obj({"error": _STRING}),
+        **_conversation_schemas(),
     }
     window = _query("window", "rolling window", {"type": "string", "enum": list(WINDOWS), "default": "30d"})
     dataset = _query("dataset", "only this dataset (clean and degraded datasets are never pooled)", _STRING)
     bad = {"400": _json(_ref("Error"), "A parameter is not one of its allowed values.")}
     headline = sorted({m.name for m in METRICS if m.headline})
+    conversation_id = {"name": "conversation_id", "in": "path", "required": True, "schema": _STRING,
+                       "description": "the conversation's id, as the board's list gives it"}
     paths = {
         "/api/v1/leaderboard": _get(
             "The rolling leaderboard: one row per series (model, dataset, region, method version, instrument) and "
@@ -142,6 +150,19 @@ def document() -> dict:
             {**bad, "404": _json(_ref("Error"), "No such model.")}),
         "/api/v1/alerts": _get("Regression alerts: firing, pending, and those resolved in the last 7 days",
                                _json(_ref("Alerts"), "The alerts; available is false on a store without them.")),
+        "/api/v1/conversations": {"get": {
+            "summary": "The S2S conversation board: per block (model, scenario version and pin, persona, turns held, "
+                       "region, method version) every statistic, and the newest conversations started in the window",
+            "parameters": [window, _query("model", "only this model", _STRING),
+                           _query("format", "csv: the blocks as CSV, one line per block and statistic",
+                                  {"type": "string", "enum": ["json", "csv"], "default": "json"})],
+            "responses": {"200": {"description": "The board.", "content": {
+                "application/json": {"schema": _ref("ConversationBoard")},
+                "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad}}},
+        "/api/v1/conversations/{conversation_id}": _get(
+            "One conversation: its stored row and every turn (transcripts, tool calls, verdicts, timing)",
+            _json(_ref("ConversationDetail"), "The conversation."), [conversation_id],
+            {"404": _json(_ref("Error"), "No such conversation (or one held against an emulator).")}),
         "/api/v1/health": _get("Whether the store can be read", _json(_ref("Health"), "The store answers."),
                                errors={"503": _json(_ref("Health"), "The store cannot be read.")}),
         "/api/v1/openapi.json": _get("This document", _json({"type": "object"}, "The OpenAPI document.")),
@@ -153,4 +174,44 @@ def document() -> dict:
                                 "against emulators never appear. Latencies in ms, rates and WER as fractions."},
         "paths": paths,
         "components": {"schemas": schemas},
+    }
+
+
+def _conversation_schemas() -> dict:
+    """The conversation board (metrics/conversation_aggregate.py's figures) and one stored conversation."""
+    rate, key = _ref("ConversationRate"), {f.name: _field_schema(str(f.type)) for f in fields(ConversationRow)
+                                           if f.name in BOARD_KEY_FIELDS}
+    summary = _dataclass_schema(BoardSummary, {
+        "adherence": rate, "end_state": rate, "interruption": rate, "no_response": rate, "v2v": _ref("Percentiles"),
+        "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
+        "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
+                       "description": "pass^k of end-state success, keyed by k"}})
+    block = {**summary, "properties": {**key, "title": _STRING, **summary["properties"]}}
+    block["required"] = list(block["properties"])
+    listed = _obj({**{n: _field_schema(str(f.type)) for f in fields(ConversationRow) for n in (f.name,) if n in (
+        "conversation_id", "model_id", "scenario", "scenario_version", "persona", "region", "started_at", "status",
+        "reason", "turns", "failed_turns", "end_state_ok")}, "url": _STRING, "api_url": _STRING})
+    parsed = {"type": "array", "items": {"type": "object"}}
+    row = _dataclass_schema(ConversationRow, {"rotation_reasons": _array(_STRING), "reconnection_reasons": _array(_STRING),
+                                              "judge": {"type": ["object", "null"]}})
+    del row["properties"]["recording"]
+    row["required"].remove("recording")
+    turn = _dataclass_schema(TurnRow, {"calls": parsed, "expected": parsed, "verdicts": {
+        "type": "object", "description": "per dimension in scope: {passed, reason, rule}",
+        "additionalProperties": _obj({"passed": {"type": ["boolean", "null"]}, "reason": _STRING, "rule": _STRING})}})
+    return {
+        "ConversationRate": _dataclass_schema(Rate),
+        "Percentiles": _dataclass_schema(Percentiles),
+        "ConversationBlock": block,
+        "ConversationListed": listed,
+        "ConversationBoard": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "model_id": _NULLABLE_STRING,
+                                   "generated_at": {"type": "number"}, "method_version": _STRING,
+                                   "blocks": _array(_ref("ConversationBlock")), "conversations_total": {"type": "integer"},
+                                   "conversations": _array(_ref("ConversationListed"))}),
+        "ConversationRow": row,
+        "ConversationTurn": turn,
+        "ConversationDetail": _obj({"conversation": _ref("ConversationRow"), "url": _STRING,
+                                    "recording_url": {**_NULLABLE_STRING, "description": "the two-channel recording "
+                                                      "(WAV), when this server has it"},
+                                    "turns": _array(_ref("ConversationTurn"))}),
     }

@@ -1,4 +1,5 @@
-"""The HTML pages (and the board's CSV and JSON downloads): server-rendered, no JavaScript."""
+"""The HTML pages (and the board's CSV and JSON downloads, and a conversation's recording):
+server-rendered, no JavaScript."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ import re
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response
 
 from voxwatch import leaderboard
+from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.leaderboard import WINDOWS
 from voxwatch.providers.registry import BOARDS
 
-from . import views
+from . import conversation_views, views
 from .chart import PALETTE, Line, line_chart
 from .params import choice, text
+from .source import Conversation
 
 def _render(request: Request, template: str, status_code: int = 200, **context) -> Response:
     return request.app.state.templates.TemplateResponse(request, template, context, status_code=status_code)
@@ -47,9 +50,34 @@ def board_page(request: Request) -> Response:
     datasets = sorted({r.dataset for r in rows})
     shown = [r for r in rows if dataset is None or r.dataset == dataset]
     tables = views.dataset_tables(shown, views.method_notes(source, shown, window))
+    conversations = conversation_views.conversation_board(source, window) if board == "s2s" else None
     return _render(request, "board.html", board=board, window=window, windows=list(WINDOWS), dataset=dataset,
                    datasets=datasets, tables=tables, na_reason=views.na_reason, field_na=views.field_na,
-                   descriptions=views.DESCRIPTIONS)
+                   descriptions=views.DESCRIPTIONS, conversations=conversations,
+                   stat_lines=conversation_views.stat_lines)
+
+
+def stored_conversation(request: Request) -> Conversation:
+    """The conversation the path names (shown on the site: not emulated), or a 404."""
+    conversation_id = request.path_params["conversation_id"]
+    found = request.app.state.source.conversation(conversation_id)
+    if found is None:
+        raise HTTPException(404, f"no conversation {conversation_id!r}")
+    return found
+
+
+def conversation_page(request: Request) -> Response:
+    view = conversation_views.conversation_view(stored_conversation(request), request.app.state.recordings_dir)
+    return _render(request, "conversation.html", c=view, dimensions=DIMENSIONS)
+
+
+def recording(request: Request) -> Response:
+    """The two-channel recording of a conversation, when the server was given its folder and it is there."""
+    row, _ = stored_conversation(request)
+    path = conversation_views.recording_path(request.app.state.recordings_dir, row.recording)
+    if path is None:
+        raise HTTPException(404, f"no recording of conversation {row.conversation_id!r} on this server")
+    return FileResponse(path, media_type="audio/wav")
 
 
 def _charts(h: views.History) -> list[dict]:

@@ -1,9 +1,10 @@
-"""What the web app reads from a store: the leaderboard, daily history, method start dates and alerts.
+"""What the web app reads from a store: the leaderboard, daily history, method start dates, alerts
+and conversations.
 
 One interface over both stores. The leaderboard comes from leaderboard.from_store, the code
 `voxwatch leaderboard` runs (Postgres: the precomputed `aggregates` table; SQLite: computed from
 the rows), with the registry's exclusions applied. Everything else is a read that excludes
-emulator rows. A store that cannot be read raises StoreUnavailable: its public text is safe to
+emulator rows (and conversations held against an emulator). A store that cannot be read raises StoreUnavailable: its public text is safe to
 show, its detail (for the log) has every password replaced by ***.
 """
 
@@ -25,6 +26,7 @@ import psycopg.errors
 
 from voxwatch import leaderboard
 from voxwatch.alerts.store import Alert
+from voxwatch.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import summarize
@@ -32,12 +34,16 @@ from voxwatch.providers.registry import Registry
 from voxwatch.redaction import redact_url, scrub
 from voxwatch.store import StoreError, aggregates, layout, open_store
 from voxwatch.store.connection import connect, database_error
+from voxwatch.store.conversations import ConversationReads
+from voxwatch.store.postgres import PostgresStore, read_conversations
 from voxwatch.store.url import SQLITE, StoreURL, parse_store_url
 
 log = logging.getLogger("voxwatch.web")
 
 SeriesId = tuple[str, str, str, str]
 """model_id, dataset, region, method_version: the rows a method-version note is about."""
+Conversation = tuple[ConversationRow, list[TurnRow]]
+"""A stored conversation with its turns, in order."""
 
 
 class StoreUnavailable(RuntimeError):
@@ -76,6 +82,12 @@ class Source(Protocol):
     def history(self, model_id: str, since: float) -> list[DailyPoint]: ...
 
     def alerts(self, resolved_since: float) -> list[Alert]: ...
+
+    def conversations(self, since: float | None, model_id: str | None = None) -> list[Conversation]:
+        """The conversations started at or after `since` (of one model), oldest first; none held against an emulator."""
+
+    def conversation(self, conversation_id: str) -> Conversation | None:
+        """One conversation with its turns; None when unknown or held against an emulator."""
 
     def version(self) -> tuple:
         """A value that changes whenever what the pages show could (web/freshness.py reads it)."""
@@ -134,6 +146,7 @@ VERSION_TIMEOUT_MS = 2000
 """The version read's statement timeout: the health check answers even while a lock holds the table."""
 _VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint), max(computed_at) FROM aggregates"
 _ALERTS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM alerts"
+_CONVERSATIONS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM conversations"
 ALERTS_NEED_POSTGRES = "alerts need the Postgres store: the regression alerts run only in distributed mode"
 
 
@@ -202,22 +215,58 @@ class PostgresSource:
                 raise AlertsUnavailable("this store has no alerts table yet: run `voxwatch db upgrade`") from None
         return [Alert(*row) for row in rows]
 
+    def conversations(self, since: float | None, model_id: str | None = None) -> list[Conversation]:
+        with self._reading("the conversations") as conn:
+            return _shown(_ConversationsOn(conn).conversations(since, model_id))
+
+    def conversation(self, conversation_id: str) -> Conversation | None:
+        with self._reading("a conversation") as conn:
+            return _one(_ConversationsOn(conn).conversation(conversation_id))
+
     def version(self) -> tuple:
         """Every write rewrites the aggregate rows of the series it touches (new row versions, so a new
-        xmin sum), and every change of an alert its row: one scan of two small tables."""
+        xmin sum), every change of an alert its row, and a stored conversation adds its row (they
+        touch no aggregate): one scan of three small tables."""
         with self._reading("the store's version", "version") as conn:
             seen = conn.execute(_VERSION_SQL).fetchone()
-            try:
-                alerts = conn.execute(_ALERTS_VERSION_SQL).fetchone()
-            except psycopg.errors.UndefinedTable:  # a schema from before the alerts migration
-                alerts = None
-        return (*seen, alerts)
+            alerts, conversations = (_optional(conn, sql) for sql in (_ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL))
+        return (*seen, alerts, conversations)
 
     def close(self) -> None:
         for role, lock in self._locks.items():
             with lock:
                 if role in self._dbs:
                     self._dbs[role].close()
+
+
+def _optional(conn: psycopg.Connection, sql: str) -> tuple | None:
+    """A version read of a table a schema from before its migration lacks (None then)."""
+    try:
+        return conn.execute(sql).fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+
+
+class _ConversationsOn(ConversationReads):
+    """The store's conversation reads (its SQL and row reading) on the source's own connection."""
+
+    MARK = PostgresStore.MARK
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def _conversations(self, sql: str, args: list) -> list[Conversation]:
+        with self._conn.transaction(), self._conn.cursor() as cur:  # the conversations and turns of one snapshot
+            return read_conversations(cur, sql, args)
+
+
+def _shown(found: list[Conversation]) -> list[Conversation]:
+    """What the site shows: never a conversation held against an emulator."""
+    return [c for c in found if not c[0].emulator]
+
+
+def _one(found: Conversation | None) -> Conversation | None:
+    return found if found is not None and not found[0].emulator else None
 
 
 class SQLiteSource:
@@ -240,7 +289,7 @@ class SQLiteSource:
             raise StoreUnavailable("The store cannot be opened right now.", f"cannot read {what}: {exc}") from None
         try:
             yield store
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreError) as exc:
             raise StoreUnavailable("The store cannot be read right now.",
                                    scrub(f"cannot read {what} from {self._url}: {exc}", urls=[self._url])) from None
         finally:
@@ -269,6 +318,14 @@ class SQLiteSource:
 
     def alerts(self, resolved_since: float) -> list[Alert]:
         raise AlertsUnavailable(ALERTS_NEED_POSTGRES)
+
+    def conversations(self, since: float | None, model_id: str | None = None) -> list[Conversation]:
+        with self._store("the conversations") as store:
+            return _shown(store.conversations(since, model_id))
+
+    def conversation(self, conversation_id: str) -> Conversation | None:
+        with self._store("a conversation") as store:
+            return _one(store.conversation(conversation_id))
 
     def version(self) -> tuple:
         """The file's identity and SQLite's data_version, which changes whenever another connection

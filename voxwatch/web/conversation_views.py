@@ -1,0 +1,224 @@
+"""What the pages and the API show of conversations: the S2S conversation board and one conversation.
+
+The board's numbers are conversation_board.stored_boards' (metrics/conversation_aggregate.py
+defines every statistic); this only selects the window's conversations, names the parts of each
+block and lays the figures out for HTML, JSON and CSV. A stored row's JSON columns (calls, fates,
+verdicts, reasons, the judge) are parsed once here for the page and the API alike.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import quote
+
+from voxwatch import leaderboard
+from voxwatch.conversation_board import BOARD_KEY_FIELDS, BoardKey, block_title, stored_boards
+from voxwatch.conversation_rows import ConversationRow, TurnRow
+from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.conversation_aggregate import BoardSummary, Rate
+from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
+from voxwatch.metrics.series import MIN_ATTEMPTS, percentile_floor
+
+from .source import Conversation, Source
+
+RECENT_SHOWN = 100
+"""The board page and the API list the newest this many conversations of the window."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One board block: a model on one scenario under one set of conditions, and its statistics."""
+    key: BoardKey
+    summary: BoardSummary
+
+    @property
+    def parts(self) -> dict[str, Any]:
+        return dict(zip(BOARD_KEY_FIELDS, self.key))
+
+    @property
+    def title(self) -> str:
+        return block_title(self.key)
+
+
+@dataclass(frozen=True)
+class ConversationBoard:
+    window: str
+    model_id: str | None
+    blocks: list[Block]
+    recent: list[ConversationRow]  # newest first, at most RECENT_SHOWN
+    total: int  # conversations in the window (emulated ones never counted)
+
+
+def conversation_board(source: Source, window: str, model_id: str | None = None) -> ConversationBoard:
+    """The board of the conversations started within the window (of one model)."""
+    found = source.conversations(leaderboard.since(window), model_id)
+    blocks = [Block(key, summary) for key, summary in stored_boards(found).items()]
+    newest = sorted((row for row, _ in found), key=lambda r: (r.started_at, r.conversation_id), reverse=True)
+    return ConversationBoard(window, model_id, blocks, newest[:RECENT_SHOWN], len(found))
+
+
+def conversation_url(conversation_id: str) -> str:
+    return "/conversation/" + quote(conversation_id, safe="")
+
+
+def recording_url(conversation_id: str) -> str:
+    return "/recording/" + quote(conversation_id, safe="") + ".wav"
+
+
+def api_url(conversation_id: str) -> str:
+    return "/api/v1/conversations/" + quote(conversation_id, safe="")
+
+
+def recording_path(recordings_dir: Path | None, relative: str | None) -> Path | None:
+    """The recording file a row names, when it exists inside `recordings_dir`; None otherwise (no
+    folder given, no recording, gone, or a path that would lead out of the folder)."""
+    if recordings_dir is None or not relative:
+        return None
+    base = recordings_dir.resolve()
+    path = (base / relative).resolve()  # an absolute `relative` or a '..' or a link out lands outside
+    return path if path.is_relative_to(base) and path.is_file() else None
+
+
+def _summary_json(s: BoardSummary) -> dict:
+    out = asdict(s)
+    out["pass_hat_k"] = {str(k): v for k, v in s.pass_hat_k.items()}  # JSON object keys are text
+    return out
+
+
+def _listed(row: ConversationRow) -> dict:
+    return {"conversation_id": row.conversation_id, "model_id": row.model_id, "scenario": row.scenario,
+            "scenario_version": row.scenario_version, "persona": row.persona, "region": row.region,
+            "started_at": row.started_at, "status": row.status, "reason": row.reason, "turns": row.turns,
+            "failed_turns": row.failed_turns, "end_state_ok": row.end_state_ok,
+            "url": conversation_url(row.conversation_id), "api_url": api_url(row.conversation_id)}
+
+
+def board_document(board: ConversationBoard) -> dict:
+    """The API's /conversations: every block with its statistics, and the newest conversations."""
+    return {"window": board.window, "model_id": board.model_id, "generated_at": time.time(),
+            "method_version": METHOD_VERSION,
+            "blocks": [{**b.parts, "title": b.title, **_summary_json(b.summary)} for b in board.blocks],
+            "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}
+
+
+CSV_COLUMNS = (*BOARD_KEY_FIELDS, "conversations", "statistic", "value", "passed", "n", "ci_low", "ci_high")
+
+
+def _rate_line(name: str, r: Rate) -> tuple:
+    low, high = r.interval if r.interval is not None else (None, None)
+    return name, r.rate, r.passed, r.n, low, high
+
+
+def statistics(s: BoardSummary) -> Iterator[tuple]:
+    """A block's statistics, one line each: (statistic, value, passed, n, ci_low, ci_high)."""
+    yield _rate_line("instruction_adherence", s.adherence)
+    for name, r in s.dimensions.items():
+        yield _rate_line(name, r)
+    yield _rate_line("end_state", s.end_state)
+    for k, v in s.pass_hat_k.items():
+        yield f"pass_hat_{k}", v, None, None, None, None
+    for q, value, ci in (("p50", s.v2v.p50, s.v2v.p50_ci), ("p95", s.v2v.p95, s.v2v.p95_ci)):
+        yield (f"v2v_{q}_ms", value, None, s.v2v.n, *(ci if ci is not None else (None, None)))
+    yield "silence_gap_s", s.silence_gap_s, None, None, None, None
+    yield _rate_line("interruption", s.interruption)
+    yield _rate_line("no_response", s.no_response)
+
+
+LABELS = {"instruction_adherence": "instruction adherence", "end_state": "end-state success",
+          "v2v_p50_ms": "V2V p50", "v2v_p95_ms": "V2V p95", "silence_gap_s": "silence-gap latency",
+          "interruption": "interruption rate", "no_response": "no-response rate"}
+"""How a statistic is named on the page (a dimension by its own name, pass^k as such)."""
+
+
+@dataclass(frozen=True)
+class StatLine:
+    """One statistic of a block as the board page shows it; `na` says why it has no value."""
+    statistic: str
+    label: str
+    value: float | None
+    passed: int | None
+    n: int | None
+    interval: tuple[float, float] | None
+    na: str | None
+
+
+def _na(statistic: str, value: float | None, passed: int | None, n: int | None) -> str | None:
+    if value is not None:
+        return None
+    if statistic.startswith("pass_hat_"):
+        return f"no scenario with {statistic.removeprefix('pass_hat_')} or more end-state-checked runs"
+    if statistic.startswith("v2v_"):
+        return f"n < {percentile_floor(95 if '95' in statistic else 50)}"
+    if statistic == "silence_gap_s":
+        return f"no gap of {SILENCE_GAP_MIN_S:g} s or more"
+    return "none decided" if not n else f"n < {MIN_ATTEMPTS} ({passed}/{n})"
+
+
+def stat_lines(s: BoardSummary) -> list[StatLine]:
+    """The block's statistics in board order, named and with the reason of each n/a."""
+    lines = []
+    for name, value, passed, n, low, high in statistics(s):
+        label = LABELS.get(name) or (f"pass^{name.removeprefix('pass_hat_')}" if name.startswith("pass_hat_") else name)
+        lines.append(StatLine(name, label, value, passed, n, (low, high) if low is not None else None,
+                              _na(name, value, passed, n)))
+    return lines
+
+
+def board_csv(board: ConversationBoard) -> str:
+    """The blocks as CSV, one line per block and statistic (full precision; empty cells are n/a)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for b in board.blocks:
+        for line in statistics(b.summary):
+            writer.writerow([*b.key, b.summary.conversations, *("" if v is None else v for v in line)])
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class TurnView:
+    row: TurnRow
+    calls: list[dict]
+    expected: list[dict]
+    verdicts: dict[str, dict]  # in DIMENSIONS order
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    row: ConversationRow
+    turns: list[TurnView]
+    rotation_reasons: list[str]
+    reconnection_reasons: list[str]
+    judge: dict | None
+    has_recording: bool
+
+
+def conversation_view(found: Conversation, recordings_dir: Path | None) -> ConversationView:
+    row, turns = found
+    shown = []
+    for t in turns:
+        verdicts = json.loads(t.verdicts or "{}")
+        ordered = {d: verdicts[d] for d in DIMENSIONS if d in verdicts} | verdicts
+        shown.append(TurnView(t, json.loads(t.calls or "[]"), json.loads(t.expected or "[]"), ordered))
+    return ConversationView(row, shown, json.loads(row.rotation_reasons or "[]"),
+                            json.loads(row.reconnection_reasons or "[]"),
+                            json.loads(row.judge) if row.judge else None,
+                            recording_path(recordings_dir, row.recording) is not None)
+
+
+def conversation_document(view: ConversationView) -> dict:
+    """The API's /conversations/{id}: the stored row (its `turns` is the count held) and the list of
+    its turns, the JSON columns parsed."""
+    row = {**asdict(view.row), "rotation_reasons": view.rotation_reasons,
+           "reconnection_reasons": view.reconnection_reasons, "judge": view.judge}
+    row.pop("recording")  # a path on the server: the URL says where to get it
+    turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts} for t in view.turns]
+    return {"conversation": row, "url": conversation_url(view.row.conversation_id),
+            "recording_url": recording_url(view.row.conversation_id) if view.has_recording else None, "turns": turns}
