@@ -166,7 +166,7 @@ def test_a_conversation_cut_off_by_its_time_limits_still_ends_in_its_failed_rows
     assert (run.status, run.rows, run.failed_rows) == ("failed", 2, 2), run
 
 
-def test_a_conversation_the_store_refuses_is_spooled_and_a_later_drain_stores_it(tmp_path):
+def test_a_conversation_the_store_refuses_is_spooled_and_a_later_drain_stores_it(tmp_path, store_url):
     """As a worker keeps a conversation when its store is down (nothing listens at its port); then
     `voxwatch runs reconcile`, the operator's drain, stores it and finishes its run."""
     import socket
@@ -186,7 +186,7 @@ def test_a_conversation_the_store_refuses_is_spooled_and_a_later_drain_stores_it
     [path] = list(spool.iterdir())
     assert path.name.startswith("unsaved-spooled-conv-") and path.suffix == ".jsonl"
 
-    url = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
+    url = store_url  # conftest's SQLite store in tmp_path
     s = open_store(url)
     s.start_run(RunRecord("spooled-conv", time.time(), "eu", 0, planned=2))
     s.close()
