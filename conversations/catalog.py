@@ -59,5 +59,13 @@ class ScenarioCatalog:
             raise UnknownScenario(f"unknown scenario {what}; `voxwatch scenarios list` shows the catalog")
         return max(matching, key=lambda e: e.version)
 
+    def load_pinned(self, name: str, pin: str) -> LoadedScenario:
+        """The scenario a planner chose, by name and pin (a worker must hold the same turns and audio)."""
+        entry = next((e for e in self.entries() if e.name == name and e.pin == pin), None)
+        if entry is None:
+            raise UnknownScenario(f"no scenario {name!r} with pin {pin[:12]} here (another version or copy of it?); "
+                                  "`voxwatch scenarios list` shows the catalog")
+        return load(entry.folder, verify_audio=True)
+
     def load(self, name: str, version: int | None = None, verify: bool = True) -> LoadedScenario:
         return load(self.find(name, version).folder, verify_audio=verify)

@@ -26,13 +26,14 @@ def first_turns(loaded: LoadedScenario, turns: int | None) -> tuple[LoadedScenar
 
 
 async def hold_one(adapter: ConversationStream, model: ModelInfo, loaded: LoadedScenario,
-                   settings: ConversationSettings, whole: bool, persona: Persona = DEFAULT) -> ConversationRun:
+                   settings: ConversationSettings, whole: bool, persona: Persona = DEFAULT,
+                   conversation_id: str | None = None) -> ConversationRun:
     """One conversation with the caller as `persona`, scored by the configured judge (or none:
-    judged dimensions are then null)."""
+    judged dimensions are then null); its id given (a planned conversation's) or fresh."""
     judge = _judge()  # its HTTP client lives on this conversation's event loop
     try:
         return await run_conversation(adapter, model.id, model.vendor, loaded, settings, judge, whole=whole,
-                                      persona=persona)
+                                      persona=persona, conversation_id=conversation_id)
     finally:
         await judge.aclose()
 

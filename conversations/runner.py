@@ -154,17 +154,19 @@ class _Turns:
 async def run_conversation(stream: ConversationStream, model_id: str, vendor: str, loaded: LoadedScenario,
                            settings: ConversationSettings = ConversationSettings(), judge=None,
                            voice: str | None = None, whole: bool = True,
-                           persona: Persona | None = None) -> ConversationRun:
+                           persona: Persona | None = None, conversation_id: str | None = None) -> ConversationRun:
     """Run every turn of `loaded` against `stream`, then record, time and score the conversation
     (the backend's end state only when `whole`: a trial of the first turns cannot reach it). The
-    caller speaks as `persona` (default: the scenario's own audio), rendered before the call opens."""
+    caller speaks as `persona` (default: the scenario's own audio), rendered before the call opens.
+    A planner gives the conversation's id (one per run, model, scenario and persona), so a held-again
+    conversation is the same row; otherwise it is fresh."""
     scenario = loaded.scenario
     persona = persona or DEFAULT
     rendered = await asyncio.to_thread(render_persona, loaded, persona, settings.persona_cache_dir)
     setup = agent_setup(scenario, voice)
     backend = Backend(scenario.initial_state)
     handler = _Turns(scenario, backend)
-    run = ConversationRun(uuid.uuid4().hex, model_id, loaded.identity, loaded.pin, [], persona=persona.identity)
+    run = ConversationRun(conversation_id or uuid.uuid4().hex, model_id, loaded.identity, loaded.pin, [], persona=persona.identity)
     history: list[HistoryItem] = []
     session = None
 

@@ -103,7 +103,9 @@ def test_a_worker_killed_while_it_sweeps_does_not_stop_the_others_sweeping(queue
     """A worker SIGKILLed holding the sweep's lock: the lock lapses within a few sweeps (kombu's own
     default, 5 minutes, once left a killed worker's task unrestored past a 300 s test deadline)."""
     config = load(environ={"VOXWATCH_BROKER_URL": URL, "VOXWATCH_BROKER_VISIBILITY_TIMEOUT_S": "10",
-                           "VOXWATCH_BROKER_TIME_LIMIT_S": "8", "VOXWATCH_BROKER_SOFT_TIME_LIMIT_S": "5"})
+                           "VOXWATCH_BROKER_TIME_LIMIT_S": "8", "VOXWATCH_BROKER_SOFT_TIME_LIMIT_S": "5",
+                           "VOXWATCH_BROKER_CONVERSATION_TIME_LIMIT_S": "8",
+                           "VOXWATCH_BROKER_CONVERSATION_SOFT_TIME_LIMIT_S": "5"})
     options = settings(config)["broker_transport_options"]
     assert options["unacked_mutex_expire"] == 3  # three 1 s sweeps
     conn, body = _held("redis", queue, visibility_timeout=1)

@@ -39,6 +39,7 @@ ESPEAK = "espeak-ng/en-us@1.52.0"
 # more beside two CPU-bound processes): a task's limits leave it that; the visibility timeout, just
 # above them, is how long a killed worker's task waits to come back
 LIMITS = {"VOXWATCH_BROKER_SOFT_TIME_LIMIT_S": "25", "VOXWATCH_BROKER_TIME_LIMIT_S": "28",
+          "VOXWATCH_BROKER_CONVERSATION_SOFT_TIME_LIMIT_S": "26", "VOXWATCH_BROKER_CONVERSATION_TIME_LIMIT_S": "29",
           "VOXWATCH_BROKER_VISIBILITY_TIMEOUT_S": "30"}
 
 
@@ -89,12 +90,16 @@ def store(tmp_path_factory) -> Iterator[str]:
         conn.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
 
 
-@pytest.fixture(scope="module")
-def env(broker, store, tmp_path_factory) -> dict[str, str]:
-    var = tmp_path_factory.mktemp("var")
+def worker_env(broker: tuple[str, str], store: str, var, limits: dict[str, str]) -> dict[str, str]:
+    """A worker's environment: this run's broker, queue prefix and store, folders under var, the limits."""
     return {"VOXWATCH_BROKER_URL": broker[0], "VOXWATCH_BROKER_QUEUE_PREFIX": broker[1], "VOXWATCH_STORE_URL": store,
             "VOXWATCH_STORE_SPOOL_DIR": str(var / "spool"), "VOXWATCH_RUN_RECORDINGS_DIR": str(var / "recordings"),
-            "VOXWATCH_DATASETS_DIR": str(var / "datasets"), **LIMITS}
+            "VOXWATCH_DATASETS_DIR": str(var / "datasets"), **limits}
+
+
+@pytest.fixture(scope="module")
+def env(broker, store, tmp_path_factory) -> dict[str, str]:
+    return worker_env(broker, store, tmp_path_factory.mktemp("var"), LIMITS)
 
 
 @pytest.fixture
@@ -204,7 +209,8 @@ def test_the_run_counter_takes_each_row_once_and_finishes_the_run_once(broker):
 def test_beat_plans_every_board_dataset_and_region_on_slots_aligned_to_the_epoch():
     cfg = replace(load(environ={"VOXWATCH_SCHEDULE_EVERY_MINUTES": "30"}), schedule_regions=("eu-west", "us-east"))
     entries = beat_schedule(cfg)
-    assert len(entries) == 2 * (3 + 1)  # stt: clean, phonecodec; tts: prompts; s2s has no models; the reconciler
+    # stt: clean, phonecodec; tts: prompts; s2s has no single-turn models but its conversations; the reconciler
+    assert len(entries) == 2 * (3 + 1 + 1)
     assert entries["runs reconcile @us-east"]["task"] == "voxwatch.runs.reconcile"
     assert entries["runs reconcile @us-east"]["options"]["queue"] == "voxwatch.us-east"
     entry = entries["stt stt-starter-phonecodec @us-east"]

@@ -56,7 +56,8 @@ CLEAN = "stt-starter-clean"
 WAIT_S = 300  # every wait polls; this only bounds a hung scenario
 # a measurement may take 20 s (a loaded machine starting a decoder); a killed worker's task is back after 30 s
 ENV = {"VOXWATCH_BROKER_SOFT_TIME_LIMIT_S": "25", "VOXWATCH_BROKER_TIME_LIMIT_S": "28",
-       "VOXWATCH_BROKER_VISIBILITY_TIMEOUT_S": "30",
+       "VOXWATCH_BROKER_VISIBILITY_TIMEOUT_S": "30", "VOXWATCH_BROKER_CONVERSATION_SOFT_TIME_LIMIT_S": "26",
+       "VOXWATCH_BROKER_CONVERSATION_TIME_LIMIT_S": "29",
        "VOXWATCH_RUN_RECONCILE_EVERY_S": "3", "VOXWATCH_RUN_RECONCILE_AFTER_S": "900",
        "VOXWATCH_BOARDS_STT_MODELS": "", "VOXWATCH_BOARDS_TTS_MODELS": "",  # beat plans nothing by itself
        "VOXWATCH_SCHEDULE_EVERY_MINUTES": "60"}

@@ -29,7 +29,7 @@ from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
 from voxwatch.store import StoreError, open_store, redact
 from voxwatch.web.limits import Limits
-from voxwatch.store.spool import RowsFileError, read_rows
+from voxwatch.store.spool import RowsFileError, add_spooled, read_spool
 from voxwatch.store.url import SQLITE, store_kind
 from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
@@ -129,8 +129,10 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
     from voxwatch.conversations.runner import summary_line
 
     trial = f"the first {talks.turns} turns of " if talks.turns else ""
-    print(f"\nholding {len(talks.models) * len(talks.scenarios)} conversation(s): {trial}"
-          f"{', '.join(s.identity for s in talks.scenarios)} with {', '.join(m.id for m in talks.models)}")
+    personas = cfg.boards["s2s"].personas
+    print(f"\nholding {len(talks.models) * len(talks.scenarios) * len(personas)} conversation(s): {trial}"
+          f"{', '.join(s.identity for s in talks.scenarios)} with {', '.join(m.id for m in talks.models)}, "
+          f"persona {', '.join(personas)}")
 
     def show(held) -> None:
         print(summary_line(held))
@@ -139,6 +141,9 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
     result = hold_conversations(cfg, store, registry, talks, on_conversation=show)
     for line in result.skipped[len(talks.skipped):]:
         print(line)
+    for path in result.spooled:
+        print(f"warning: the store refused a conversation; it is safe in {path} (added by `voxwatch runs reconcile`, "
+              f"or: voxwatch ingest {path})", file=sys.stderr)
     print(f"\nrun {result.run.run_id} {result.run.status}: {len(result.conversations)} conversation(s) stored, "
           f"{result.run.rows} turns ({result.run.failed_rows} failed), store {redact(cfg.store_url)}\n")
     board = store_board_text(store, leaderboard.since("30d"))
@@ -211,15 +216,16 @@ def cmd_export(args) -> int:
 
 
 def cmd_ingest(args) -> int:
-    """All or nothing: every line is checked before the store is opened (store.spool.read_rows)."""
+    """All or nothing: every line is checked before the store is opened (store.spool.read_spool)."""
     cfg = _config(args)
-    rows = read_rows(Path(args.file))
+    rows, conversations = read_spool(Path(args.file))
     store = open_store(cfg.store_url)
     try:
-        added = store.add(rows)
+        added = add_spooled(store, rows, conversations)
     finally:
         store.close()
-    print(f"read {len(rows)} observations from {args.file}; {added} were new")
+    also = f" and {len(conversations)} conversations" if conversations else ""
+    print(f"read {len(rows)} observations{also} from {args.file}; {added} were new")
     return 0
 
 

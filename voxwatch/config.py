@@ -95,6 +95,23 @@ def _names(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _personas(v: Any) -> tuple[str, ...]:
+    """Bundled persona names (conversations/persona.py; `voxwatch scenarios personas` lists them)."""
+    from voxwatch.conversations.persona import PersonaError, find
+
+    names = _names(v)
+    if not names:
+        raise ValueError('expected at least one persona (["default"]: the scenario\'s own audio)')
+    if len(set(names)) != len(names):
+        raise ValueError("a persona named twice (each is one conversation per model and scenario)")
+    for name in names:
+        try:
+            find(name)
+        except PersonaError as exc:
+            raise ValueError(str(exc)) from None
+    return names
+
+
 def _fraction(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:  # False for nan
         raise ValueError("expected a number between 0 and 1")
@@ -188,12 +205,14 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
             "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
     "schedule": {"every_minutes": _positive_int, "regions": _regions},
     "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
-               "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int},
+               "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int,
+               "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
     "datasets": {"dir": _text},
     "scenarios": {"dir": _text},
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
-    "boards.s2s": {**_BOARD_KEYS, "conversation_models": _names, "scenarios": _names, "conversation_turns": _turns},
+    "boards.s2s": {**_BOARD_KEYS, "conversation_models": _names, "scenarios": _names, "conversation_turns": _turns,
+                   "personas": _personas, "conversation_every_minutes": _positive_int},
     "alerts": {"evaluate_every_minutes": _positive_int, "recent_hours": _positive_float,
                "baseline_days": _positive_float, "min_recent": _samples, "min_baseline": _samples,
                "min_paired_utterances": _positive_int,
@@ -215,6 +234,8 @@ class Board:
     conversation_models: tuple[str, ...] = ()
     scenarios: tuple[str, ...] = ()
     conversation_turns: int = 0
+    personas: tuple[str, ...] = ("default",)  # each its own conversation per model and scenario, never pooled
+    conversation_every_minutes: int = 60  # distributed mode: beat plans the conversations this often
 
 
 @dataclass(frozen=True)
@@ -225,6 +246,9 @@ class Broker:
     visibility_timeout_s: int = 3600  # an unacknowledged task goes back to its queue after this
     soft_time_limit_s: int = 540  # a measure task past this ends as a timeout row
     time_limit_s: int = 600  # the worker process is killed past this (the row is still written)
+    # a converse task holds a whole scenario (a 19-turn one takes ~5 min on the local cascade)
+    conversation_soft_time_limit_s: int = 1500
+    conversation_time_limit_s: int = 1560
 
 
 @dataclass(frozen=True)
@@ -407,8 +431,10 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
     )
 
 
-_BOARD_FIELDS = ("models", "datasets", "conversation_models", "scenarios", "conversation_turns")
-_BROKER_LIMITS = ("soft_time_limit_s", "time_limit_s", "visibility_timeout_s")
+_BOARD_FIELDS = ("models", "datasets", "conversation_models", "scenarios", "conversation_turns", "personas",
+                 "conversation_every_minutes")
+_BROKER_LIMITS = ("soft_time_limit_s", "time_limit_s", "visibility_timeout_s", "conversation_soft_time_limit_s",
+                  "conversation_time_limit_s")
 
 
 def _broker(values: dict[str, Any], origins: list[str]) -> Broker:
@@ -420,4 +446,10 @@ def _broker(values: dict[str, Any], origins: list[str]) -> Broker:
                           f"time_limit_s < visibility_timeout_s (got {broker.soft_time_limit_s}, {broker.time_limit_s}, "
                           f"{broker.visibility_timeout_s}): a task still running when its visibility timeout ends is "
                           "measured twice")
+    if not broker.conversation_soft_time_limit_s < broker.conversation_time_limit_s < broker.visibility_timeout_s:
+        raise ConfigError(f"{', '.join(dict.fromkeys(origins)) or 'default.toml'}: [broker] needs "
+                          f"conversation_soft_time_limit_s < conversation_time_limit_s < visibility_timeout_s (got "
+                          f"{broker.conversation_soft_time_limit_s}, {broker.conversation_time_limit_s}, "
+                          f"{broker.visibility_timeout_s}): a conversation still running when its visibility timeout "
+                          "ends is held twice")
     return broker

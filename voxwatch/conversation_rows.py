@@ -7,7 +7,7 @@ conversation and reads them back into its score; this module stays light (the st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Sequence
 
 from voxwatch.conversations.scenario import DIMENSIONS
@@ -92,3 +92,44 @@ BOOLS = {f.name for cls in (ConversationRow, TurnRow) for f in fields(cls) if st
 def booleans(names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
     """A stored row as a dict, its boolean columns as bool (None kept)."""
     return {n: (bool(v) if n in BOOLS and v is not None else v) for n, v in zip(names, values)}
+
+
+CONVERSATION_RECORD = "conversation"  # a spool or export line's kind for a conversation with its turns
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+
+
+def conversation_record(row: ConversationRow, turns: Sequence[TurnRow]) -> dict[str, Any]:
+    """A conversation with its turns as one JSON object (a spool line: voxwatch.store.spool)."""
+    return {"record": CONVERSATION_RECORD, "conversation": asdict(row), "turns": [asdict(t) for t in turns]}
+
+
+def _checked(cls: type, record: Any, where: str) -> Any:
+    """An instance of a row dataclass from a JSON object, every field present and of its type."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    names = [f.name for f in fields(cls)]
+    unknown, missing = sorted(set(record) - set(names)), [n for n in names if n not in record]
+    if unknown or missing:
+        raise ValueError(f"{where}: " + "; ".join(([f"unknown field(s) {', '.join(map(repr, unknown))}"] if unknown else [])
+                                                  + ([f"missing field(s) {', '.join(missing)}"] if missing else [])))
+    for f in fields(cls):
+        base, _, optional = str(f.type).partition(" | ")
+        value = record[f.name]
+        ok = (value is None and optional == "None") or (
+            isinstance(value, _TYPES[base]) and (base == "bool" or not isinstance(value, bool)))
+        if not ok:
+            raise ValueError(f"{where}.{f.name}: expected {f.type}, got {type(value).__name__}")
+    return cls(**record)
+
+
+def conversation_of_record(record: dict[str, Any]) -> tuple[ConversationRow, list[TurnRow]]:
+    """The rows of a `conversation_record`, each field's type checked; ValueError names the first bad one."""
+    if record.get("record") != CONVERSATION_RECORD or set(record) != {"record", "conversation", "turns"}:
+        raise ValueError(f"expected {{'record': {CONVERSATION_RECORD!r}, 'conversation': ..., 'turns': [...]}}")
+    row = _checked(ConversationRow, record["conversation"], "conversation")
+    if not isinstance(record["turns"], list):
+        raise ValueError("turns: expected a list")
+    turns = [_checked(TurnRow, t, f"turns[{i}]") for i, t in enumerate(record["turns"])]
+    if any(t.conversation_id != row.conversation_id for t in turns):
+        raise ValueError("turns: a turn of another conversation")
+    return row, turns

@@ -24,7 +24,7 @@ from . import broker_transport
 
 broker_transport.install()  # a worker that loses Redis reconnects instead of crashing
 
-app = Celery("voxwatch", include=["voxwatch.workers.tasks"])
+app = Celery("voxwatch", include=["voxwatch.workers.tasks", "voxwatch.workers.conversation_tasks"])
 _config: Config | None = None
 
 REGION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -63,10 +63,14 @@ class Ledger:
         fresh = bool(self.redis.set(key, plan_id, nx=True, ex=KEEP_S))
         return (plan_id if fresh else self.redis.get(key) or plan_id), fresh
 
-    def open_run(self, run: RunRecord, total: int) -> None:
+    def open_run(self, run: RunRecord, total: int, planned: int | None = None) -> None:
+        """Count `total` keys; the record's planned rows are `planned` when a key stands for several
+        rows (a conversation task's key for its turns), else the keys."""
         key = self._run(run.run_id)
         self.redis.hsetnx(key, "started_at", run.started_at)
-        self.redis.hset(key, mapping={"region": run.region, "total": total})
+        self.redis.hset(key, mapping={"region": run.region, "total": total, "planned": total if planned is None else planned})
+        if run.note:  # the plan's note (what kind of run it is) heads the record's note
+            self.redis.hsetnx(key, "plan_note", run.note)
         self.redis.expire(key, KEEP_S)
 
     def started_at(self, run_id: str) -> float | None:
@@ -91,6 +95,7 @@ class Ledger:
                 and not self.redis.hexists(key, "finished"))
 
     def add_note(self, run_id: str, note: str) -> None:
+        """The run's latest note (after the plan's own, which stays)."""
         self.redis.hset(self._run(run_id), "note", note)
 
     def record(self, run_id: str) -> RunRecord:
@@ -99,7 +104,7 @@ class Ledger:
         rows, failed = int(h.get("rows", 0)), int(h.get("failed_rows", 0))
         return RunRecord(run_id=run_id, started_at=float(h["started_at"]), region=h["region"], seed=int(h["seed"]),
                          status=run_status(rows, failed), finished_at=time.time(), rows=rows, failed_rows=failed,
-                         note=h.get("note"), planned=int(h["total"]) if "total" in h else None)
+                         note="; ".join(n for n in (h.get("plan_note"), h.get("note")) if n) or None, planned=int(h.get("planned", h["total"])) if "total" in h else None)
 
     def is_finished(self, run_id: str) -> bool:
         return bool(self.redis.hexists(self._run(run_id), "finished"))

@@ -1,4 +1,5 @@
-"""What one worker process keeps between tasks: adapters, datasets, the instrument, the store, a loop.
+"""What one worker process keeps between tasks: adapters, datasets and scenarios, the instrument, the
+store, a loop.
 
 Adapters are created once per process and reused, as `voxwatch run` reuses them for a whole tick
 (a warm connection pool, a loaded engine); they live on one event loop that outlasts any task.
@@ -15,6 +16,8 @@ from typing import Callable
 
 from voxwatch import __version__, preload
 from voxwatch.config import Config
+from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root as scenarios_root
+from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.datasets.catalog import Catalog, Dataset, bundled_root
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.observation import Observation
@@ -43,6 +46,8 @@ class ProcessState:
         self.catalog = Catalog([bundled_root(), config.datasets_dir])
         self.ledger = Ledger(config.broker.url, config.broker.queue_prefix)
         self._datasets: dict[str, Dataset] = {}
+        self.scenarios = ScenarioCatalog([scenarios_root(), config.scenarios_dir])
+        self._scenarios: dict[tuple[str, str], LoadedScenario] = {}
         self._adapters: dict[str, object] = {}
         self._instrument: tuple[Callable, str] | None = None
         self._store: Store | None = None
@@ -130,11 +135,21 @@ class ProcessState:
 
     def writer(self, run_id: str) -> SpoolingWriter:
         """Rows go to the store, or to the spool file when it cannot even be opened."""
+        return SpoolingWriter(self.store_or_refusal(), self.config.spool_dir, run_id)
+
+    def store_or_refusal(self) -> Store:
+        """The store, or one that refuses every write with the reason it cannot be opened (so what
+        is written goes to the spool)."""
         try:
-            store = self.store
+            return self.store
         except StoreError as exc:
-            store = _Refusing(exc)
-        return SpoolingWriter(store, self.config.spool_dir, run_id)
+            return _Refusing(exc)
+
+    def scenario(self, name: str, pin: str) -> LoadedScenario:
+        """A planned conversation's scenario, by name and pin (its audio checked once per process)."""
+        if (name, pin) not in self._scenarios:
+            self._scenarios[(name, pin)] = self.scenarios.load_pinned(name, pin)
+        return self._scenarios[(name, pin)]
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -188,6 +203,9 @@ class _Refusing:
         self.error = error
 
     def add(self, rows) -> int:
+        raise self.error
+
+    def add_conversation(self, row, turns) -> bool:
         raise self.error
 
 

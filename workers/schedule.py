@@ -1,6 +1,7 @@
-"""Beat's schedule: one plan per (board, dataset, region), on slots aligned to the epoch, the run
-reconciler (workers/reconcile.py), and the regression alerts' evaluation (docs/ALERTS.md) when the
-store is Postgres.
+"""Beat's schedule: one plan per (board, dataset, region), on slots aligned to the epoch, one plan of
+the S2S board's conversations per region on slots of their own period ([boards.s2s]
+conversation_every_minutes), the run reconciler (workers/reconcile.py), and the regression alerts'
+evaluation (docs/ALERTS.md) when the store is Postgres.
 
 Every entry fires at the same multiples of the period (not "every 30 minutes since beat
 started"), and the plan it sends carries the send time; the planner turns that into the slot,
@@ -50,13 +51,15 @@ def slot_of(sent_at: float, every_minutes: int) -> int:
 _SLOT_RUNS = uuid.UUID("1f9b3f21-377f-4ba8-94eb-efd275df3935")  # fixed for good: it names every scheduled run
 
 
-def slot_run_id(config: Config, region: str, board: str | None, datasets: list[str] | None, sent_at: float) -> str:
-    """The run id of a plan beat sent: one per (deployment, region, board, datasets, period, slot).
-    A plan sent twice for one slot (beat restarted before it had recorded the first send) names the
-    same run, so it cannot become a second tick of the slot."""
-    slot = slot_of(sent_at, config.every_minutes)
-    name = "|".join((config.broker.queue_prefix, region, board or "", ",".join(datasets or ()),
-                     str(config.every_minutes), str(slot)))
+def slot_run_id(config: Config, region: str, board: str | None, datasets: list[str] | None, sent_at: float,
+                every_minutes: int | None = None) -> str:
+    """The run id of a plan beat sent: one per (deployment, region, board, datasets, period, slot);
+    the period is [schedule] every_minutes unless given (the conversations' own). A plan sent twice
+    for one slot (beat restarted before it had recorded the first send) names the same run, so it
+    cannot become a second tick of the slot."""
+    period = config.every_minutes if every_minutes is None else every_minutes
+    slot = slot_of(sent_at, period)
+    name = "|".join((config.broker.queue_prefix, region, board or "", ",".join(datasets or ()), str(period), str(slot)))
     return uuid.uuid5(_SLOT_RUNS, name).hex
 
 
@@ -77,6 +80,15 @@ def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
                                "sent_at": BeatLazyFunc(time.time)},
                     "options": {"queue": queue_name(config, region)},
                 }
+    s2s = config.boards["s2s"]
+    if s2s.conversation_models and s2s.scenarios:  # one conversation run per region and slot of its own period
+        for region in config.schedule_regions or (config.region,):
+            entries[f"s2s conversations @{region}"] = {
+                "task": "voxwatch.plan_conversations",
+                "schedule": aligned(timedelta(minutes=s2s.conversation_every_minutes)),
+                "kwargs": {"region": region, "sent_at": BeatLazyFunc(time.time)},
+                "options": {"queue": queue_name(config, region)},
+            }
     for region in config.schedule_regions or (config.region,):
         # finish runs from the store, whatever Redis lost (workers/reconcile.py), once per region: a
         # worker of each adds what its host spooled. A reconcile still queued when the next is due is dropped.

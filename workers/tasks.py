@@ -193,13 +193,16 @@ class MeasureTask(CeleryTask):
         worker's main process): the job still ends in a row, so its run can finish."""
         st = state(current_config())
         job = Job(**kwargs)
-        if isinstance(exc, SoftTimeLimitExceeded):  # it may have cut a store command short
-            st.reset_store()
-        if isinstance(exc, TimeLimitExceeded):
-            status, reason = "timeout", f"the worker process was killed at the task's hard time limit ({exc.args[0]} s)"
-        else:
-            status, reason = "error", f"the measure task failed: {type(exc).__name__}: {exc}"
-        record(st, job, st.failure_row(job, status, reason))
+        record(st, job, st.failure_row(job, *task_failure(st, exc, "measure")))
+
+
+def task_failure(st: ProcessState, exc: BaseException, task: str) -> tuple[str, str]:
+    """The status and reason a failed task's row says (a measure task's, a converse task's)."""
+    if isinstance(exc, SoftTimeLimitExceeded):  # it may have cut a store command short
+        st.reset_store()
+    if isinstance(exc, TimeLimitExceeded):
+        return "timeout", f"the worker process was killed at the task's hard time limit ({exc.args[0]} s)"
+    return "error", f"the {task} task failed: {type(exc).__name__}: {exc}"
 
 
 @app.task(name="voxwatch.measure", bind=True, base=MeasureTask)

@@ -33,6 +33,21 @@ def select_turns(ids_condition: str) -> str:
             f"ORDER BY {', '.join(TURN_KEY)}")
 
 
+def select_turn_counts(ids_condition: str) -> str:
+    """(run_id, turns, turns not ok) of the runs matched by `ids_condition` (on run_id): a conversation
+    run's rows are its turns, counted by the reconciler as an observation run's rows are."""
+    return (f"SELECT c.run_id, count(*), sum(CASE WHEN t.status = 'ok' THEN 0 ELSE 1 END) FROM {CONVERSATIONS} c "
+            f"JOIN {TURNS} t ON t.conversation_id = c.conversation_id WHERE c.run_id {ids_condition} GROUP BY c.run_id")
+
+
+def with_turn_counts(counts: dict[str, tuple[int, int]], turn_counts) -> dict[str, tuple[int, int]]:
+    """A run's observation counts plus its conversations' turn counts (a run holds one kind or the other)."""
+    for run_id, rows, failed in turn_counts:
+        had = counts.get(run_id, (0, 0))
+        counts[run_id] = (had[0] + rows, had[1] + int(failed or 0))
+    return counts
+
+
 PRIMARY_KEYS = {CONVERSATIONS: CONVERSATION_KEY, TURNS: TURN_KEY}
 
 

@@ -144,6 +144,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
         "CREATE INDEX conversations_time ON conversations (started_at)",
         _table("conversation_turns", list(columns(TurnRow)), f"PRIMARY KEY ({', '.join(TURN_KEY)})"),
     ])),
+    # the reconciler counts a conversation run's turns by its run id (voxwatch.store.conversations)
+    (10, "CREATE INDEX conversations_run ON conversations (run_id)"),
 ]
 
 

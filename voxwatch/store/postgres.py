@@ -212,7 +212,9 @@ class PostgresStore(conv.ConversationReads):
 
     def run_counts(self, run_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         with self._cursor("count the rows of") as cur:
-            return {run_id: (rows, failed) for run_id, rows, failed in cur.execute(_RUN_COUNTS, (list(run_ids),))}
+            counts = {run_id: (rows, failed) for run_id, rows, failed in cur.execute(_RUN_COUNTS, (list(run_ids),))}
+            return conv.with_turn_counts(counts, cur.execute(conv.select_turn_counts("= ANY(%s)"),
+                                                             (list(run_ids),)).fetchall())
 
     def observations(self, since: float | None = None) -> Iterator[Observation]:
         sql = f"SELECT {_COLS} FROM observations"

@@ -9,6 +9,11 @@ reconciler beat sends, and a distributed worker for a few seconds after storing 
 writes a file of its own, aside, then gives it its name: a spool file is complete and never
 changes once it can be seen, so drains and ingests running at once only ever add a row twice to a
 store that keeps it once, and never delete a row they did not read.
+
+A conversation the store refuses is spooled too, as one line of its own kind
+(`{"record": "conversation", "conversation": {...}, "turns": [...]}`, the rows of
+voxwatch.conversation_rows), in the same files, drained and ingested by the same paths; the store
+keeps a conversation once (by its id), so it too may be added twice.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..conversation_rows import ConversationRow, TurnRow, conversation_of_record, conversation_record
 from ..observation import Observation, from_record, made_safe
 from . import Store, StoreError
 
 SPOOLED = "unsaved-*.jsonl"
+Conversation = tuple[ConversationRow, list[TurnRow]]
 
 
 class RowsFileError(ValueError):
@@ -57,22 +64,40 @@ class SpoolingWriter:
             return None
         except StoreError as exc:
             self.last_error = exc
-        self.spool_dir.mkdir(parents=True, exist_ok=True)
-        path = self.spool_dir / f"unsaved-{self.run_id}-{uuid.uuid4().hex[:8]}.jsonl"
-        aside = path.with_name(f".{path.name}.part")  # not a spool file until it is whole
-        with aside.open("w") as f:
-            for row in self.pending:
-                f.write(json.dumps(asdict(row), sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(aside, path)
+        path = _spool_file(self.spool_dir, self.run_id, [asdict(row) for row in self.pending])
         self.pending = []
         return path
 
 
+def keep_conversation(store: Store, spool_dir: Path, row: ConversationRow,
+                      turns: list[TurnRow]) -> tuple[Path | None, StoreError | None]:
+    """Store a conversation with its turns, or spool it when the store refuses it: (the spool file,
+    the store's refusal), both None once it is stored (or was stored before: nothing is written)."""
+    try:
+        store.add_conversation(row, turns)
+        return None, None
+    except StoreError as exc:
+        return _spool_file(spool_dir, row.run_id, [conversation_record(row, turns)]), exc
+
+
+def _spool_file(spool_dir: Path, run_id: str, records: list[dict]) -> Path:
+    """A spool file of these records, written aside and then named: whole once it can be seen."""
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    path = spool_dir / f"unsaved-{run_id}-{uuid.uuid4().hex[:8]}.jsonl"
+    aside = path.with_name(f".{path.name}.part")  # not a spool file until it is whole
+    with aside.open("w") as f:
+        for record in records:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(aside, path)
+    return path
+
+
 @dataclass
 class Drained:
-    """What a drain did: the rows it stored per run (new or stored before), the files it ingested,
+    """What a drain did: the rows (observations, or conversation turns) it stored per run (new or
+    stored before), the files it ingested,
     those it could not read, and the store's refusal when it stopped on one (that file and the
     rest stay for the next drain)."""
     rows: dict[str, int] = field(default_factory=dict)
@@ -89,7 +114,7 @@ def drain(store: Store, spool_dir: Path, until: float | None = None) -> Drained:
         if until is not None and time.monotonic() >= until:
             break
         try:
-            rows = read_rows(path)
+            rows, conversations = read_spool(path)
         except RowsFileError as exc:
             if path.exists():  # else another drain took it; a file that is not rows is set aside, kept
                 with contextlib.suppress(OSError):
@@ -97,38 +122,60 @@ def drain(store: Store, spool_dir: Path, until: float | None = None) -> Drained:
                 result.unreadable.append(f"{exc} (kept as {path.name}.unreadable)")
             continue
         try:
-            store.add(rows)
+            add_spooled(store, rows, conversations)
         except StoreError as exc:
             result.error = exc
             break
         path.unlink(missing_ok=True)
         result.files += 1
-        for row in rows:
-            result.rows[row.run_id] = result.rows.get(row.run_id, 0) + 1
+        for run_id in [row.run_id for row in rows] + [c.run_id for c, turns in conversations for _ in turns]:
+            result.rows[run_id] = result.rows.get(run_id, 0) + 1
     return result
 
 
+def add_spooled(store: Store, rows: list[Observation], conversations: list[Conversation]) -> int:
+    """Add a file's observations and conversations to the store; returns how many of each were new."""
+    added = store.add(rows) if rows else 0
+    return added + sum(store.add_conversation(row, turns) for row, turns in conversations)
+
+
 def read_rows(path: Path) -> list[Observation]:
-    """Every row of a JSONL export or spool file, each field's type and vocabulary checked
-    (observation.from_record). All or nothing: one bad line raises RowsFileError naming the file,
-    the first bad line and its field, and how many lines are bad, so nothing is half-ingested."""
+    """Every observation of a JSONL export or spool file (read_spool), refusing a file that holds
+    conversations too."""
+    rows, conversations = read_spool(path)
+    if conversations:
+        raise RowsFileError(f"{path}: holds {len(conversations)} conversations besides observations (read_spool)")
+    return rows
+
+
+def read_spool(path: Path) -> tuple[list[Observation], list[Conversation]]:
+    """Every row of a JSONL export or spool file: its observations, each field's type and vocabulary
+    checked (observation.from_record), and its conversations with their turns (one line each). All or
+    nothing: one bad line raises RowsFileError naming the file, the first bad line and its field,
+    and how many lines are bad, so nothing is half-ingested."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise RowsFileError(f"{path}: cannot read ({exc.strerror})") from None
-    rows, bad = [], []
+    rows, conversations, bad = [], [], []
     for n, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
+        kind = "an observation"
         try:
-            rows.append(from_record(json.loads(raw.decode("utf-8"))))
+            record = json.loads(raw.decode("utf-8"))
+            if isinstance(record, dict) and "record" in record:
+                kind = "a conversation"
+                conversations.append(conversation_of_record(record))
+            else:
+                rows.append(from_record(record))
         except UnicodeDecodeError as exc:
             bad.append(f"{path}:{n}: not UTF-8 (byte {exc.start + 1})")
         except json.JSONDecodeError as exc:
             bad.append(f"{path}:{n}: not JSON ({exc.msg} at column {exc.colno})")
         except (ValueError, RecursionError) as exc:
-            bad.append(f"{path}:{n}: not an observation row: {exc}")
+            bad.append(f"{path}:{n}: not {kind} row: {exc}")
     if bad:
         more = f" ({len(bad)} bad lines in all)" if len(bad) > 1 else ""
         raise RowsFileError(f"{bad[0]}{more}; nothing was ingested")
-    return rows
+    return rows, conversations

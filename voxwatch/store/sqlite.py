@@ -56,6 +56,7 @@ class SQLiteStore(conv.ConversationReads):
             for table, cls in ((conv.CONVERSATIONS, ConversationRow), (conv.TURNS, TurnRow)):
                 self._table(table, cls, conv.PRIMARY_KEYS[table])
             self._db.execute(f"CREATE INDEX IF NOT EXISTS conversations_time ON {conv.CONVERSATIONS} (started_at)")
+            self._db.execute(f"CREATE INDEX IF NOT EXISTS conversations_run ON {conv.CONVERSATIONS} (run_id)")
             if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # a reader never writes
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -114,6 +115,8 @@ class SQLiteStore(conv.ConversationReads):
                         "SELECT run_id, count(*), sum(status IS NOT 'ok') FROM observations "
                         f"WHERE run_id IN ({', '.join('?' for _ in chunk)}) GROUP BY run_id", chunk):
                     counts[run_id] = (rows, failed)
+                conv.with_turn_counts(counts, self._db.execute(
+                    conv.select_turn_counts(f"IN ({', '.join('?' for _ in chunk)})"), chunk))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot count the rows of {self.path}: {exc}") from None
         return counts
