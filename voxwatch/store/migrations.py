@@ -19,6 +19,7 @@ from ..conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, Tur
 from ..metrics.series import MetricRow
 from ..metrics.specs import METRICS
 from ..observation import FIELDS, KEY, Observation, RunRecord
+from .preference import ddl as preference_ddl
 from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
                      INLINE, KEY_NAMES, MEASURED_MODELS, derived_objects, digest_of)
 
@@ -144,6 +145,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
         "CREATE INDEX conversations_time ON conversations (started_at)",
         _table("conversation_turns", list(columns(TurnRow)), f"PRIMARY KEY ({', '.join(TURN_KEY)})"),
     ])),
+    # the human-preference board (voxwatch.store.preference): prompts, outputs, pairs, raters, ratings
+    (10, ";\n".join(preference_ddl("postgres"))),
 ]
 
 
