@@ -116,6 +116,7 @@ def import_file(store, path: Path, fmt: str | None = None) -> tuple[int, int]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RatingError(f"{path}: cannot read ({exc})") from None
-    rows = to_rows(store, parse(text, format_of(path, fmt), str(path)))
-    added = store.add_ratings(rows)
+    records = parse(text, format_of(path, fmt), str(path))
+    rows = to_rows(store, records)
+    added = store.add_ratings(rows, [where for where, _ in records])
     return added, len(rows) - added

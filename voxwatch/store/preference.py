@@ -192,38 +192,40 @@ class PreferenceRows:
         return self._rows("raters", RATERS, order="rater_id")
 
     # ratings
-    def add_ratings(self, rows: Iterable[RatingRow]) -> int:
+    def add_ratings(self, rows: Iterable[RatingRow], where: Sequence[str] | None = None) -> int:
         """Store ratings, each checked (rater and pair exist, rubric asked on the pair's prompt, CMOS
         in range, a side shown first); all or none. A rating stored before with the same answer is
-        skipped; a different answer to the same (rater, pair, rubric) is refused. Returns added."""
+        skipped; a different answer to the same (rater, pair, rubric) is refused. Returns added.
+        `where` names each row in an error (a file's line), else "rating <n>"."""
         m, added = self.MARK, 0
         with self._cursor("write ratings to") as cur:
             prompts: dict[int, tuple[list[str], str]] = {}
             for n, row in enumerate(rows, 1):
-                where = f"rating {n} (rater {row.rater_id}, pair {row.pair_id}, {row.rubric})"
+                label = where[n - 1] if where is not None else f"rating {n}"
+                what = f"{label} (rater {row.rater_id}, pair {row.pair_id}, {row.rubric})"
                 if row.shown_first not in SIDES:
-                    raise RatingError(f"{where}: shown_first must be 'a' or 'b', got {row.shown_first!r}")
+                    raise RatingError(f"{what}: shown_first must be 'a' or 'b', got {row.shown_first!r}")
                 if row.pair_id not in prompts:
                     cur.execute(f"SELECT q.tags, q.condition FROM {PAIRS} p JOIN {PROMPTS} q ON q.prompt_set = "
                                 f"p.prompt_set AND q.prompt_id = p.prompt_id WHERE p.pair_id = {m}", (row.pair_id,))
                     found = cur.fetchone()
                     if found is None:
-                        raise RatingError(f"{where}: no pair {row.pair_id} (with its prompt) in the store")
+                        raise RatingError(f"{what}: no pair {row.pair_id} (with its prompt) in the store")
                     prompts[row.pair_id] = (json.loads(found[0]), found[1])
                 cur.execute(f"SELECT 1 FROM {RATERS} WHERE rater_id = {m}", (row.rater_id,))
                 if cur.fetchone() is None:
-                    raise RatingError(f"{where}: no rater {row.rater_id} in the store")
+                    raise RatingError(f"{what}: no rater {row.rater_id} in the store")
                 try:
                     check_rating(row.rubric, row.cmos, *prompts[row.pair_id])
                 except RatingError as exc:
-                    raise RatingError(f"{where}: {exc}") from None
+                    raise RatingError(f"{what}: {exc}") from None
                 cur.execute(f"SELECT cmos, answered_at, shown_first FROM {RATINGS} WHERE rater_id = {m} AND "
                             f"pair_id = {m} AND rubric = {m}", (row.rater_id, row.pair_id, row.rubric))
                 stored = cur.fetchone()
                 if stored is not None:
                     if tuple(stored) == (row.cmos, row.answered_at, row.shown_first):
                         continue
-                    raise RatingError(f"{where}: already answered {stored[0]:+d} at {stored[1]}; a rating is not changed")
+                    raise RatingError(f"{what}: already answered {stored[0]:+d} at {stored[1]}; a rating is not changed")
                 self._insert_row(cur, RATINGS, row, returning=False)
                 added += 1
         return added
