@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from voxwatch.datasets.importer import staging_folder
+from voxwatch.datasets.importer import staged
 
 from .catalog import ScenarioCatalog
 from .scenario_file import FILE, LoadedScenario, check_audio, dump, load, read
@@ -42,8 +42,7 @@ def import_scenario(source: Path, dest_root: Path, catalog: ScenarioCatalog, syn
         check_audio(scenario, source, missing[:1])  # says which turn has no audio, and how to render it
     present = tuple(t for t in scenario.turns if t not in missing)
     check_audio(scenario, source, present)
-    work = staging_folder(dest_root, scenario.name, "scenarios", ScenarioImportError)
-    try:
+    with staged(dest_root, scenario.name, "scenarios", ScenarioImportError) as work:
         shutil.copyfile(source / FILE, work / FILE)
         for turn in present:
             (work / turn.audio).parent.mkdir(parents=True, exist_ok=True)
@@ -69,10 +68,3 @@ def import_scenario(source: Path, dest_root: Path, catalog: ScenarioCatalog, syn
             raise ScenarioImportError(f"{final} already exists (not a scenario voxwatch knows); remove it")
         work.rename(final)
         return Imported(LoadedScenario(loaded.scenario, final, loaded.pin), tuple(rendered), unchanged=False)
-    except OSError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        raise ScenarioImportError(f"cannot write the scenario into {dest_root} ({exc.strerror or exc})") from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-

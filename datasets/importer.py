@@ -17,8 +17,10 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
 from voxwatch.integrity import file_sha256
@@ -92,6 +94,21 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
     except OSError as exc:  # the datasets folder's disk, full or gone (a source file's errors are AudioErrors)
         shutil.rmtree(work, ignore_errors=True)
         raise DatasetImportError(f"cannot write the dataset into {dest_root} ({exc.strerror or exc})") from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+@contextmanager
+def staged(dest_root: Path, name: str, section: str, error: type[Exception]) -> Iterator[Path]:
+    """A staging folder (staging_folder) removed when the block fails; an OSError there is `error`
+    naming dest_root. The block moves the folder into place once it is complete."""
+    work = staging_folder(dest_root, name, section, error)
+    try:
+        yield work
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise error(f"cannot write into {dest_root} ({exc.strerror or exc})") from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

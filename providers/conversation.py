@@ -48,12 +48,14 @@ class AgentSetup:
     """What the model is told before the first turn: its instructions (the scenario's system
     prompt with the knowledge base), its tools (name, description, JSON-schema parameters), and
     the voice it answers in where the API offers a choice. `script`: the scenario itself, for the
-    scripted baseline only (it follows the script; a model is never shown it)."""
+    scripted baseline only (it follows the script; a model is never shown it). `thinking`: a
+    reasoning effort, only where the vendor documents one (registry.toml [[preference_options]])."""
 
     instructions: str
     tools: tuple[dict[str, Any], ...] = ()
     voice: str | None = None
     script: Scenario | None = None
+    thinking: str | None = None
 
 
 @dataclass(frozen=True)

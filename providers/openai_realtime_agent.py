@@ -40,8 +40,9 @@ CALLER_TRANSCRIPTION = "gpt-4o-transcribe"  # what the API heard the caller say 
 
 
 def session_config(setup: AgentSetup, voice: str | None) -> dict:
-    """The `session.update` of a conversation: the agent's instructions and tools, manual turns."""
-    return {
+    """The `session.update` of a conversation: the agent's instructions and tools, manual turns, and
+    the reasoning effort (`reasoning.effort`) when the setup names one."""
+    config: dict[str, Any] = {
         "type": "realtime", "output_modalities": ["audio"], "instructions": setup.instructions,
         "tools": [{"type": "function", "name": t["name"], "description": t.get("description", ""),
                    "parameters": t.get("parameters") or {"type": "object", "properties": {}}} for t in setup.tools],
@@ -49,6 +50,9 @@ def session_config(setup: AgentSetup, voice: str | None) -> dict:
         "audio": {"input": {"format": PCM_24K, "turn_detection": None,
                             "transcription": {"model": CALLER_TRANSCRIPTION}},
                   "output": {"format": PCM_24K, "voice": setup.voice or voice or DEFAULT_VOICE}}}
+    if setup.thinking is not None:
+        config["reasoning"] = {"effort": setup.thinking}
+    return config
 
 
 def history_items(history: Sequence[HistoryItem]) -> list[dict]:

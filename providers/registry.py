@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
+from . import preference_configs
 from .keys import api_key
 from .lifecycle import LifecycleError, Standing, current_day, standing
 
@@ -203,6 +204,8 @@ class Registry:
         self.models = {m.id: m for m in models}
         self.vendors = {v.name: v for v in vendors or []}
         self._today = today
+        self.preference_options: dict[str, preference_configs.PreferenceOptions] = {}
+        self.preference_configs: tuple[preference_configs.PreferenceConfig, ...] = ()  # the preference board's
 
     @property
     def day(self) -> dt.date:
@@ -223,9 +226,10 @@ class Registry:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise RegistryError(f"{source}: {exc}") from None
-        unknown = set(data) - {"model", "vendor"}
+        unknown = set(data) - {"model", "vendor", "preference_options", "preference_config"}
         if unknown:
-            raise RegistryError(f"{source}: unknown table(s) {sorted(unknown)}; the file holds [[vendor]] and [[model]]")
+            raise RegistryError(f"{source}: unknown table(s) {sorted(unknown)}; the file holds [[vendor]], [[model]], "
+                                "[[preference_options]] and [[preference_config]]")
         models = [_parse(e, f"{source} model #{i + 1}") for i, e in enumerate(data.get("model", []))]
         vendors = [_parse_vendor(e, f"{source} vendor #{i + 1}") for i, e in enumerate(data.get("vendor", []))]
         for kind, names in (("id", [m.id for m in models]), ("vendor", [v.name for v in vendors])):
@@ -240,7 +244,11 @@ class Registry:
                 raise RegistryError(f"{source}: {problem}")
             if m.successor is not None and (m.successor not in ids or m.successor == m.id):
                 raise RegistryError(f"{source}: the successor of {m.id}, {m.successor!r}, is not another registered id")
-        return cls(models, vendors, today)
+        registry = cls(models, vendors, today)
+        registry.preference_options, registry.preference_configs = preference_configs.parse(
+            data.get("preference_options", []), data.get("preference_config", []), registry.models, source,
+            RegistryError)
+        return registry
 
     @classmethod
     def default(cls, today: dt.date | None = None) -> "Registry":

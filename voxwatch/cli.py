@@ -26,6 +26,7 @@ from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
 from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.preference.cli import ERRORS as PREFERENCE_ERRORS
 from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
 from voxwatch.store import StoreError, open_store, redact
 from voxwatch.web.limits import Limits
@@ -35,7 +36,8 @@ from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
 USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
-               UnknownDataset, DatasetImportError, ModelIntegrityError, PlanError, RowsFileError) + SCENARIO_ERRORS
+               UnknownDataset, DatasetImportError, ModelIntegrityError, PlanError, RowsFileError) + SCENARIO_ERRORS \
+    + PREFERENCE_ERRORS
 
 
 def _names(text: str) -> list[str]:
@@ -517,11 +519,13 @@ def parser() -> argparse.ArgumentParser:
     drender.set_defaults(func=cmd_dashboards_render)
 
     from voxwatch.alerts.cli import register as register_alerts
+    from voxwatch.preference.cli import register as register_preference
     from voxwatch.runs_cli import register as register_runs
 
     register_alerts(sub, _config)
     register_runs(sub, _config)
     register_scenarios(sub, _config)
+    register_preference(sub, _config)
     return p
 
 

@@ -209,6 +209,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
                "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
     "datasets": {"dir": _text},
     "scenarios": {"dir": _text},
+    "preference": {"prompts_dir": _text, "outputs_dir": _text},
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
     "boards.s2s": {**_BOARD_KEYS, "conversation_models": _names, "scenarios": _names, "conversation_turns": _turns,
@@ -274,6 +275,8 @@ class Config:
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
     reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
+    preference_prompts_dir: Path = Path("var/preference/prompts")  # where `voxwatch preference prompts import` writes
+    preference_outputs_dir: Path = Path("var/preference/outputs")  # the outputs' and gold pairs' audio
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -428,6 +431,8 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         reconcile_after_s=values["run"]["reconcile_after_s"],
         reconcile_every_s=values["run"]["reconcile_every_s"],
         scenarios_dir=Path(values["scenarios"]["dir"]),
+        preference_prompts_dir=Path(values["preference"]["prompts_dir"]),
+        preference_outputs_dir=Path(values["preference"]["outputs_dir"]),
     )
 
 

@@ -19,6 +19,7 @@ from ..conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, Tur
 from ..metrics.series import MetricRow
 from ..metrics.specs import METRICS
 from ..observation import FIELDS, KEY, Observation, RunRecord
+from .preference import ddl as preference_ddl
 from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
                      INLINE, KEY_NAMES, MEASURED_MODELS, derived_objects, digest_of)
 
@@ -146,6 +147,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     ])),
     # the reconciler counts a conversation run's turns by its run id (voxwatch.store.conversations)
     (10, "CREATE INDEX conversations_run ON conversations (run_id)"),
+    # the human-preference board (voxwatch.store.preference): prompts, outputs, pairs, raters, ratings
+    (11, ";\n".join(preference_ddl("postgres"))),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import astuple, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -11,6 +12,7 @@ from ..conversation_rows import ConversationRow, TurnRow, booleans
 from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
 from . import StoreError
 from . import conversations as conv
+from . import preference
 from .runs import unrecorded_run
 
 
@@ -19,10 +21,10 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 4  # 4: the conversation tables
+SCHEMA_VERSION = 5  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference)
 
 
-class SQLiteStore(conv.ConversationReads):
+class SQLiteStore(conv.ConversationReads, preference.PreferenceRows):
     def __init__(self, path: Path, create: bool = True) -> None:
         self.path = path
         if not create and not path.is_file():
@@ -57,6 +59,8 @@ class SQLiteStore(conv.ConversationReads):
                 self._table(table, cls, conv.PRIMARY_KEYS[table])
             self._db.execute(f"CREATE INDEX IF NOT EXISTS conversations_time ON {conv.CONVERSATIONS} (started_at)")
             self._db.execute(f"CREATE INDEX IF NOT EXISTS conversations_run ON {conv.CONVERSATIONS} (run_id)")
+            for statement in preference.ddl("sqlite"):
+                self._db.execute(statement)
             if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # a reader never writes
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -68,6 +72,19 @@ class SQLiteStore(conv.ConversationReads):
         for f in fields(cls):
             if f.name not in have:
                 self._db.execute(f"ALTER TABLE {name} ADD COLUMN {_column(f)}")
+
+    @contextmanager
+    def _cursor(self, what: str):
+        """A cursor in one transaction (rolled back on any error); a database error is a StoreError."""
+        try:
+            with self._db:
+                cur = self._db.cursor()
+                try:
+                    yield cur
+                finally:
+                    cur.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot {what} {self.path}: {exc}") from None
 
     def add(self, rows: Iterable[Observation]) -> int:
         marks = ", ".join("?" for _ in FIELDS)
