@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Callable, Hashable, Sequence
+from typing import Callable, Hashable, Iterator, Sequence
 
 import numpy as np
 
@@ -206,3 +206,26 @@ def quantile_interval(values: np.ndarray, q: float, d: Design) -> tuple[float, f
     lo, hi = max(0.0, p - half), min(1.0, p + half)
     low, high = np.percentile(x, [100 * lo, 100 * hi], method="linear")
     return float(min(low, estimate)), float(max(high, estimate))
+
+
+def crossed_weights(d: Design, resamples: int = 1000, seed: int = 20261201) -> Iterator[np.ndarray]:
+    """Resamples of crossed clusters (a rater x prompt bootstrap: Owen's pigeonhole bootstrap):
+    each draw picks every main factor's clusters with replacement (multinomial counts) and gives a
+    row the product of its clusters' counts, the number of times it is kept when the rows of every
+    drawn (rater, prompt) combination are kept. A weighted refit of any estimate is one resample."""
+    rng = np.random.default_rng(seed)
+    codes = [np.unique(code, return_inverse=True)[1].ravel() for _, code, _ in d.clusterings[:len(d.names)]]
+    sizes = [int(code.max()) + 1 if code.size else 0 for code in codes]
+    for _ in range(resamples):
+        w = np.ones(d.rows)
+        for code, size in zip(codes, sizes):
+            w *= rng.multinomial(size, np.full(size, 1.0 / size))[code]
+        yield w
+
+
+def row_weights(rows: int, resamples: int = 1000, seed: int = 20261201) -> Iterator[np.ndarray]:
+    """Resamples of rows as if independent (each row a multinomial count): the i.i.d. bootstrap,
+    too narrow for clustered rows; kept so benchmarks can show by how much."""
+    rng = np.random.default_rng(seed)
+    for _ in range(resamples):
+        yield rng.multinomial(rows, np.full(rows, 1.0 / rows)).astype(np.float64)
