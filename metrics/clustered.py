@@ -152,17 +152,29 @@ def bootstrap_variance(d: Design, statistic: Callable[[np.ndarray], float], resa
     per row; all ones is the estimate), by resampling clusters: for each factor and intersection,
     `resamples` draws that give each cluster a multinomial count, every row of it that weight.
     Seeded per clustering, so the result is reproducible and depends only on the design."""
-    rng = np.random.default_rng(seed)
+    return bootstrap_variances(d, lambda w: np.array([statistic(w)]), resamples, seed)[0]
 
-    def one_way(code: np.ndarray, size: int) -> float:
+
+def bootstrap_variances(d: Design, statistic: Callable[[np.ndarray], np.ndarray], resamples: int = 1000,
+                        seed: int = 20261201) -> list[Variance]:
+    """`bootstrap_variance` of a statistic with several values (a strength per configuration) from
+    the same refits: one multiway variance per value. A non-finite value (a configuration with no
+    rows in a draw) is left out of that value's variance only."""
+    rng = np.random.default_rng(seed)
+    per_clustering = []
+    for _, code, size in d.clusterings:
         code = np.unique(code, return_inverse=True)[1].ravel()  # the clusters that have rows, 0..size-1
         counts = rng.multinomial(size, np.full(size, 1.0 / size), size=resamples)
-        draws = np.array([statistic(c[code].astype(np.float64)) for c in counts])
-        draws = draws[np.isfinite(draws)]
+        draws = np.array([np.atleast_1d(statistic(c[code].astype(np.float64))) for c in counts])
         # the bootstrap variance of G clusters is (G - 1) / G of the unbiased one: _combine restores it
-        return float(draws.var()) if draws.size > 1 else 0.0
-
-    return _combine(d, one_way)
+        per_clustering.append([float(x.var()) if x.size > 1 else 0.0
+                               for x in (col[np.isfinite(col)] for col in draws.T)])
+    values = len(per_clustering[0]) if per_clustering else 0
+    out = []
+    for j in range(values):
+        terms = iter(v[j] for v in per_clustering)
+        out.append(_combine(d, lambda code, size: next(terms)))
+    return out
 
 
 def t_interval(estimate: float, v: Variance, low: float = -np.inf, high: float = np.inf) -> tuple[float, float]:

@@ -18,7 +18,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .clustered import LEVEL, crossed_weights, design
+from .clustered import LEVEL, bootstrap_variances, crossed_weights, design
 from .preference import Ratings, elo, regroup
 from .preference_ordinal import RIDGE, Cells, OrdinalFit, cells, fit_cells
 
@@ -42,7 +42,7 @@ class Board:
 
 def refits(c: Cells, full: OrdinalFit, weights: Iterable[np.ndarray], ridge: float = RIDGE) -> np.ndarray:
     """One row of strengths per resample's weights (NaN where a configuration had no ratings)."""
-    return np.array([fit_cells(c, c.counts(w), ridge, start=full).strength for w in weights])
+    return np.array([fit_cells(c, c.counts(w), ridge, start=full).strength for w in weights]).reshape(-1, c.configs)
 
 
 def clustered_weights(r: Ratings, resamples: int = RESAMPLES, seed: int = SEED) -> Iterable[np.ndarray]:
@@ -61,14 +61,30 @@ def percentile_interval(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
+def multiway_interval(r: Ratings, c: Cells, full: OrdinalFit, resamples: int = RESAMPLES, seed: int = SEED,
+                      ridge: float = RIDGE) -> tuple[np.ndarray, np.ndarray]:
+    """Estimate +- t * sqrt(V), V the multiway variance (raters + prompts - their cells, CGM 2011) of
+    one-way cluster bootstraps of the refit. The crossed bootstrap gives a rating's own noise a
+    weight of variance ~3 (the rater's count times the prompt's), where the truth has 1: this one
+    counts it once."""
+    d = design(rater=r.rater, prompt=r.prompt)
+    variances = bootstrap_variances(d, lambda w: fit_cells(c, c.counts(w), ridge, start=full).strength,
+                                    resamples, seed)
+    half = np.array([v.critical * np.sqrt(v.total) for v in variances])
+    return full.strength - half, full.strength + half
+
+
 def board(r: Ratings, resamples: int = RESAMPLES, seed: int = SEED, ridge: float = RIDGE,
-          weights: Iterable[np.ndarray] | None = None) -> Board:
+          weights: Iterable[np.ndarray] | None = None, interval: str = "percentile") -> Board:
     """The leaderboard of some ratings (one rubric's): the ordinal fit's Elo and the clustered
-    bootstrap's intervals; `weights` replaces the resampling scheme (benchmarks compare schemes)."""
+    bootstrap's percentile intervals (`interval="multiway"`: the multiway variance's t intervals);
+    `weights` replaces the resampling scheme (benchmarks compare schemes)."""
     c = cells(r)
     full = fit_cells(c, c.counts(), ridge)
     draws = refits(c, full, clustered_weights(r, resamples, seed) if weights is None else weights, ridge)
     low, high = percentile_interval(draws)
+    if interval == "multiway":
+        low, high = multiway_interval(r, c, full, resamples, seed, ridge)
     missing = np.sum(~np.isfinite(draws), axis=0)
     return Board(r.configs, elo(full.strength), elo(low), elo(high), missing, draws.shape[0], len(r), full.first)
 
