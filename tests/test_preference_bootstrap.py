@@ -88,3 +88,16 @@ def test_breakdowns_by_rubric_category_and_group():
     model = by_group(r.of_rubric("overall"), {"c00": "m0", "c01": "m0", "c02": "m1", "c03": "m1"}, resamples=50)
     assert model.configs == ("m0", "m1") and model.elo[1] > model.elo[0]
     assert abs(model.elo.mean() - 1000.0) < 1e-9
+
+
+def test_multiway_intervals_are_narrower_than_crossed_ones_when_rating_noise_dominates():
+    """No rater or prompt effects: the crossed draw weighs each rating's noise ~3 times over, the
+    multiway variance (raters + prompts - cells) once, as the row bootstrap does."""
+    r = simulated(np.random.default_rng(10), STRENGTH, 3000, raters=30, prompts=100)
+    crossed = board(r, resamples=200, seed=2)
+    multiway = board(r, resamples=200, seed=2, interval="multiway")
+    rows = board(r, weights=row_weights(len(r), 200, seed=2))
+    assert np.all(multiway.low < multiway.elo) and np.all(multiway.elo < multiway.high)
+    width = {k: float(np.mean(b.high - b.low)) for k, b in (("crossed", crossed), ("multiway", multiway), ("rows", rows))}
+    assert width["multiway"] < 0.85 * width["crossed"]
+    assert 0.8 < width["multiway"] / width["rows"] < 1.25
