@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Callable, Hashable, Sequence
+from typing import Callable, Hashable, Iterator, Sequence
 
 import numpy as np
 
@@ -152,17 +152,29 @@ def bootstrap_variance(d: Design, statistic: Callable[[np.ndarray], float], resa
     per row; all ones is the estimate), by resampling clusters: for each factor and intersection,
     `resamples` draws that give each cluster a multinomial count, every row of it that weight.
     Seeded per clustering, so the result is reproducible and depends only on the design."""
-    rng = np.random.default_rng(seed)
+    return bootstrap_variances(d, lambda w: np.array([statistic(w)]), resamples, seed)[0]
 
-    def one_way(code: np.ndarray, size: int) -> float:
+
+def bootstrap_variances(d: Design, statistic: Callable[[np.ndarray], np.ndarray], resamples: int = 1000,
+                        seed: int = 20261201) -> list[Variance]:
+    """`bootstrap_variance` of a statistic with several values (a strength per configuration) from
+    the same refits: one multiway variance per value. A non-finite value (a configuration with no
+    rows in a draw) is left out of that value's variance only."""
+    rng = np.random.default_rng(seed)
+    per_clustering = []
+    for _, code, size in d.clusterings:
         code = np.unique(code, return_inverse=True)[1].ravel()  # the clusters that have rows, 0..size-1
         counts = rng.multinomial(size, np.full(size, 1.0 / size), size=resamples)
-        draws = np.array([statistic(c[code].astype(np.float64)) for c in counts])
-        draws = draws[np.isfinite(draws)]
+        draws = np.array([np.atleast_1d(statistic(c[code].astype(np.float64))) for c in counts])
         # the bootstrap variance of G clusters is (G - 1) / G of the unbiased one: _combine restores it
-        return float(draws.var()) if draws.size > 1 else 0.0
-
-    return _combine(d, one_way)
+        per_clustering.append([float(x.var()) if x.size > 1 else 0.0
+                               for x in (col[np.isfinite(col)] for col in draws.T)])
+    values = len(per_clustering[0]) if per_clustering else 0
+    out = []
+    for j in range(values):
+        terms = iter(v[j] for v in per_clustering)
+        out.append(_combine(d, lambda code, size: next(terms)))
+    return out
 
 
 def t_interval(estimate: float, v: Variance, low: float = -np.inf, high: float = np.inf) -> tuple[float, float]:
@@ -206,3 +218,26 @@ def quantile_interval(values: np.ndarray, q: float, d: Design) -> tuple[float, f
     lo, hi = max(0.0, p - half), min(1.0, p + half)
     low, high = np.percentile(x, [100 * lo, 100 * hi], method="linear")
     return float(min(low, estimate)), float(max(high, estimate))
+
+
+def crossed_weights(d: Design, resamples: int = 1000, seed: int = 20261201) -> Iterator[np.ndarray]:
+    """Resamples of crossed clusters (a rater x prompt bootstrap: Owen's pigeonhole bootstrap):
+    each draw picks every main factor's clusters with replacement (multinomial counts) and gives a
+    row the product of its clusters' counts, the number of times it is kept when the rows of every
+    drawn (rater, prompt) combination are kept. A weighted refit of any estimate is one resample."""
+    rng = np.random.default_rng(seed)
+    codes = [np.unique(code, return_inverse=True)[1].ravel() for _, code, _ in d.clusterings[:len(d.names)]]
+    sizes = [int(code.max()) + 1 if code.size else 0 for code in codes]
+    for _ in range(resamples):
+        w = np.ones(d.rows)
+        for code, size in zip(codes, sizes):
+            w *= rng.multinomial(size, np.full(size, 1.0 / size))[code]
+        yield w
+
+
+def row_weights(rows: int, resamples: int = 1000, seed: int = 20261201) -> Iterator[np.ndarray]:
+    """Resamples of rows as if independent (each row a multinomial count): the i.i.d. bootstrap,
+    too narrow for clustered rows; kept so benchmarks can show by how much."""
+    rng = np.random.default_rng(seed)
+    for _ in range(resamples):
+        yield rng.multinomial(rows, np.full(rows, 1.0 / rows)).astype(np.float64)
