@@ -94,8 +94,9 @@ def test_multiway_intervals_are_narrower_than_crossed_ones_when_rating_noise_dom
     """No rater or prompt effects: the crossed draw weighs each rating's noise ~3 times over, the
     multiway variance (raters + prompts - cells) once, as the row bootstrap does."""
     r = simulated(np.random.default_rng(10), STRENGTH, 3000, raters=30, prompts=100)
-    crossed = board(r, resamples=200, seed=2)
-    multiway = board(r, resamples=200, seed=2, interval="multiway")
+    crossed = board(r, resamples=200, seed=2, interval="percentile")
+    multiway = board(r, resamples=200, seed=2)  # the method's interval
+    assert np.array_equal(multiway.crossed_low, crossed.low) and np.array_equal(multiway.crossed_high, crossed.high)
     rows = board(r, weights=row_weights(len(r), 200, seed=2))
     assert np.all(multiway.low < multiway.elo) and np.all(multiway.elo < multiway.high)
     width = {k: float(np.mean(b.high - b.low)) for k, b in (("crossed", crossed), ("multiway", multiway), ("rows", rows))}
