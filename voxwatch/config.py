@@ -209,7 +209,8 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
                "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
     "datasets": {"dir": _text},
     "scenarios": {"dir": _text},
-    "preference": {"prompts_dir": _text, "outputs_dir": _text},
+    "preference": {"prompts_dir": _text, "outputs_dir": _text, "gold_pass_share": _fraction,
+                   "gold_min_answers": _positive_int},
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
     "boards.s2s": {**_BOARD_KEYS, "conversation_models": _names, "scenarios": _names, "conversation_turns": _turns,
@@ -277,6 +278,8 @@ class Config:
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
     preference_prompts_dir: Path = Path("var/preference/prompts")  # where `voxwatch preference prompts import` writes
     preference_outputs_dir: Path = Path("var/preference/outputs")  # the outputs' and gold pairs' audio
+    preference_gold_pass_share: float = 0.8  # a rater passing fewer of their gold pairs is careless (preference/gold.py)
+    preference_gold_min_answers: int = 2  # ... when they answered at least this many
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -433,6 +436,8 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         scenarios_dir=Path(values["scenarios"]["dir"]),
         preference_prompts_dir=Path(values["preference"]["prompts_dir"]),
         preference_outputs_dir=Path(values["preference"]["outputs_dir"]),
+        preference_gold_pass_share=values["preference"]["gold_pass_share"],
+        preference_gold_min_answers=values["preference"]["gold_min_answers"],
     )
 
 

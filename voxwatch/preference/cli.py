@@ -1,6 +1,6 @@
 """`voxwatch preference ...`: the human-preference board's data (docs/PREFERENCE.md).
 
-prompts list|import, configs, generate, pairs, raters add, ratings export|import. Fitting and
+prompts list|import, configs, generate, pairs, raters add|list, ratings export|import. Fitting and
 ranking are metrics/'s; these commands only make and keep the data they read.
 """
 
@@ -77,6 +77,10 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     add.add_argument("--label", default="", help="a name for the rater (optional)")
     add.add_argument("--store", help="store URL (default: config)")
     add.set_defaults(func=lambda a: cmd_raters_add(a, config_of(a)))
+    ls = ra.add_parser("list", help="each rater with their ratings, gold answers passed, and whether that flags "
+                                    "them careless ([preference] gold_pass_share, gold_min_answers)")
+    ls.add_argument("--store", help="store URL (default: config)")
+    ls.set_defaults(func=lambda a: cmd_raters_list(config_of(a)))
 
     rt = actions.add_parser("ratings", help="ratings as CSV or JSONL").add_subparsers(dest="action", required=True)
     ex = rt.add_parser("export", help="every rating, one a line")
@@ -187,6 +191,29 @@ def cmd_raters_add(args: argparse.Namespace, cfg: Config) -> int:
         store.close()
     print(f"rater {rater.rater_id}{f' ({rater.label})' if rater.label else ''}: {RATE_PATH}{token}")
     print("the link is shown this once: only its sha256 is stored")
+    return 0
+
+
+def cmd_raters_list(cfg: Config) -> int:
+    from .gold import store_gold_scores
+
+    store = _store(cfg, create=False)
+    try:
+        raters = store.preference_raters()
+        ratings = store.preference_ratings()
+        scores = store_gold_scores(store, cfg.preference_gold_pass_share, cfg.preference_gold_min_answers)
+    finally:
+        store.close()
+    table = [("rater", "label", "pairs", "ratings", "gold", "passed", "careless")]
+    for r in raters:
+        mine = [x for x in ratings if x.rater_id == r.rater_id]
+        s = scores[r.rater_id]
+        verdict = ("yes" if s.careless else "no") if s.answered >= cfg.preference_gold_min_answers else "too few gold"
+        table.append((str(r.rater_id), r.label or "-", str(len({x.pair_id for x in mine})), str(len(mine)),
+                      str(s.answered), str(s.passed), verdict))
+    print(_aligned(table))
+    print(f"careless: below {cfg.preference_gold_pass_share:g} of at least {cfg.preference_gold_min_answers} gold "
+          "answers passed; the Elo fit leaves their ratings out")
     return 0
 
 

@@ -61,6 +61,13 @@ def prompt_tags(tags: Iterable[str], condition: str) -> frozenset[str]:
     return frozenset(tags) | ({DEGRADED} if condition != "clean" else set())
 
 
+def pair_terms(cmos_shown: int, shown_first: str) -> int:
+    """A CMOS answered in shown terms (positive: the first played better) in the pair's A/B terms."""
+    if shown_first not in ("a", "b"):
+        raise RatingError(f"shown_first must be 'a' or 'b', got {shown_first!r}")
+    return cmos_shown if shown_first == "a" else -cmos_shown
+
+
 def asked(tags: Iterable[str], condition: str) -> tuple[Rubric, ...]:
     """The rubrics asked on a prompt, in group order (what a rating page shows)."""
     have = prompt_tags(tags, condition)

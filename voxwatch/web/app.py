@@ -33,13 +33,14 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
-from . import api, formatting, pages, views
+from . import api, formatting, pages, rating, views
 from .admission import Admission
 from .cache import CachedPages, Pages
 from .freshness import Freshness
 from .headers import SecurityHeaders
 from .limits import Limits
 from .memo import MemoSource
+from .rating_store import RatingStore
 from .source import StoreUnavailable, log, open_source
 
 HERE = Path(__file__).resolve().parent
@@ -91,9 +92,12 @@ RECORDINGS = "/recording/"
 
 
 def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits(),
-               recordings_dir: Path | None = None) -> Starlette:
+               recordings_dir: Path | None = None, ratings_store_url: str | None = None,
+               preference_outputs_dir: Path | None = None) -> Starlette:
     """The app for one store; nothing connects until the first request. `recordings_dir`, the folder
-    a conversation row's `recording` is relative to: None shows no player and serves no recording."""
+    a conversation row's `recording` is relative to: None shows no player and serves no recording.
+    `ratings_store_url`: the store the rating pages write to (default: `store_url`), opened on first
+    use; `preference_outputs_dir`: where the rated audio is (None: the rating pages play nothing)."""
     preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
     source = open_source(store_url, registry)
@@ -102,7 +106,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
                        admission=Admission(limits.renders, limits.queue_wait_s, limits.queue),
                        pages=Pages(limits.cache_entries, limits.cache_bytes, limits.max_age_s),
                        turned_away=_turned_away(max(1, math.ceil(limits.queue_wait_s))),
-                       uncached=(api.HEALTH,), streamed=(RECORDINGS,))
+                       uncached=(api.HEALTH,), streamed=(RECORDINGS, *rating.UNCACHED_PREFIXES))
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION,
@@ -115,6 +119,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/alerts", pages.alerts_page),
             Route("/conversation/{conversation_id}", pages.conversation_page),
             Route(RECORDINGS + "{conversation_id}.wav", pages.recording),
+            *rating.routes,
             Mount("/api/v1", routes=api.routes),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
@@ -126,16 +131,20 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     app.state.freshness = freshness
     app.state.templates = templates
     app.state.recordings_dir = recordings_dir
+    app.state.ratings = RatingStore(ratings_store_url or store_url)
+    app.state.preference_outputs_dir = preference_outputs_dir
     return app
 
 
 def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False,
-          recordings_dir: Path | None = None) -> int:
+          recordings_dir: Path | None = None, ratings_store_url: str | None = None,
+          preference_outputs_dir: Path | None = None) -> int:
     """Run the app until interrupted; the log names the store with its password hidden. No Server
     header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
     costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(store_url, limits=limits, recordings_dir=recordings_dir)
+    app = create_app(store_url, limits=limits, recordings_dir=recordings_dir, ratings_store_url=ratings_store_url,
+                     preference_outputs_dir=preference_outputs_dir)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,
@@ -143,4 +152,5 @@ def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), acces
     finally:
         app.state.freshness.close()
         app.state.source.close()
+        app.state.ratings.close()
     return 0

@@ -2,16 +2,17 @@
 
 The pages are server-rendered HTML with one same-origin stylesheet and inline SVG charts (SVG
 presentation attributes, no style attributes) and a conversation's recording from the server's
-own /recording/: no script, no inline style, no image, font or frame from anywhere. So the policy
-allows the own stylesheet and media and nothing else; no page may be
-framed, and no address leaks in a Referer.
+own /recording/ (and the rating pages' audio from /rate/): no script, no inline style, no image,
+font or frame from anywhere. So the policy allows the own stylesheet and media, and forms posting
+to the server itself (the rating form), and nothing else; no page may be framed, and no address
+(a rater's link holds their token) leaks in a Referer.
 """
 
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; base-uri 'none'; form-action 'none'; "
+POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; base-uri 'none'; form-action 'self'; "
           "frame-ancestors 'none'")
 HEADERS = [(b"content-security-policy", POLICY.encode()), (b"x-content-type-options", b"nosniff"),
            (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer")]

@@ -163,6 +163,7 @@ def document() -> dict:
             "One conversation: its stored row and every turn (transcripts, tool calls, verdicts, timing)",
             _json(_ref("ConversationDetail"), "The conversation."), [conversation_id],
             {"404": _json(_ref("Error"), "No such conversation (or one held against an emulator).")}),
+        **_ratings_paths(),
         "/api/v1/health": _get("Whether the store can be read", _json(_ref("Health"), "The store answers."),
                                errors={"503": _json(_ref("Health"), "The store cannot be read.")}),
         "/api/v1/openapi.json": _get("This document", _json({"type": "object"}, "The OpenAPI document.")),
@@ -175,6 +176,22 @@ def document() -> dict:
         "paths": paths,
         "components": {"schemas": schemas},
     }
+
+
+def _ratings_paths() -> dict:
+    """The preference ratings' export (ratings_io's lines: one rating with the pair it rates; rater ids, no token)."""
+    from voxwatch.preference.ratings_io import FIELDS
+
+    columns = ", ".join(FIELDS)
+    kinds = {"csv": ("text/csv", f"CSV with a header line: {columns}"),
+             "jsonl": ("application/x-ndjson", f"one JSON object a line with the keys {columns}")}
+    return {f"/api/v1/preference/ratings.{fmt}": {"get": {
+        "summary": "Every preference rating, one a line: the rater's id (never their link's token), the pair, its "
+                   "prompt and configurations and gold kind, the rubric, the CMOS in the pair's A/B terms (-3..+3, "
+                   "positive: A better), when, and the side shown first",
+        "parameters": [],
+        "responses": {"200": {"description": description, "content": {kind: {"schema": {"type": "string"}}}},
+                      **_ERRORS}}} for fmt, (kind, description) in kinds.items()}
 
 
 def _conversation_schemas() -> dict:
