@@ -15,6 +15,7 @@ import contextlib
 import csv
 import io
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from starlette.testclient import TestClient
 from voxwatch.datasets.audio import write_wav
 from voxwatch.integrity import file_sha256
 from voxwatch.preference.generate import audio_path, prompt_rows
-from voxwatch.preference.gold import careless_raters, store_gold_scores
+from voxwatch.preference.gold import careless_raters, gold_passes, store_gold_scores
 from voxwatch.preference.pairs import broken_audio
 from voxwatch.preference.prompt_catalog import BUNDLED, PromptCatalog, bundled_root
 from voxwatch.preference.rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow, PairRow
@@ -226,6 +227,17 @@ def test_the_audio_plays_in_the_shown_order_and_no_path_leads_out(seeded: Seeded
             assert response.status_code == 404 and b"RIFF" not in response.content, path
 
 
+def test_a_gold_answer_passes_near_zero_on_identical_and_for_the_intact_side_on_broken():
+    identical = PairRow(1, DESIGN, "s", "p", 1, 1, "c", "c", "a", 0.0, GOLD_IDENTICAL, 0)
+    assert [gold_passes(identical, v) for v in range(-3, 4)] == [False, False, True, True, True, False, False]
+    for broken_side, passing in (("b", [2, 3]), ("a", [-3, -2])):
+        broken = PairRow(2, DESIGN, "s", "p", 1, 2, "c", "d", "b", 0.0, GOLD_BROKEN, 3 if broken_side == "b" else -3,
+                         broken_side, "gold/x.wav", "sha")
+        assert [v for v in range(-3, 4) if gold_passes(broken, v)] == passing
+    with pytest.raises(ValueError, match="not a gold pair"):
+        gold_passes(PairRow(3, DESIGN, "s", "p", 1, 2, "c", "d", "a", 0.0), 0)
+
+
 def test_careless_raters_are_flagged_by_their_gold_pairs(seeded: Seeded, tmp_path):
     pairs = seeded.pairs
     with _client(seeded) as client:
@@ -283,16 +295,19 @@ def test_the_ratings_export_has_rater_ids_and_no_token(seeded: Seeded):
         assert f"/api/v1/preference/ratings.{fmt}" in spec["paths"]
 
 
-def test_a_store_that_is_down_keeps_the_answers_to_send_again(seeded: Seeded):
+def test_a_store_that_is_down_keeps_the_answers_to_send_again(seeded: Seeded, caplog):
     a = seeded.pairs["a_first"]
     form = _answers(a, 2)
-    with _client(seeded, ratings_url="postgresql://voxwatch@127.0.0.1:1/voxwatch") as client:
+    caplog.set_level(logging.WARNING, logger="voxwatch.web")
+    with _client(seeded, ratings_url="postgresql://voxwatch:pw-secret@127.0.0.1:1/voxwatch") as client:
         down = client.post(f"/rate/{TOKENS['ann']}/pair/{a.pair_id}", data=form)
         assert down.status_code == 503 and "cannot be reached" in down.text and "127.0.0.1:1" not in down.text
         kept = dict(re.findall(r'<input type="hidden" name="(\w+)" value="(-?\d)">', down.text))
         assert kept == form and '<form method="post" class="retry">' in down.text
         assert client.get(f"/rate/{TOKENS['ann']}").status_code == 503
     assert not _ratings(seeded)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert logged.count("/rate/***") == 2 and TOKENS["ann"] not in logged and "pw-secret" not in logged
     with _client(seeded) as client:  # the store is back: the kept answers, sent again, are stored
         assert client.post(f"/rate/{TOKENS['ann']}/pair/{a.pair_id}", data=kept).status_code == 303
     assert {r.cmos for r in _ratings(seeded)} == {2}

@@ -59,7 +59,7 @@ def _error(request: Request, status: int, message: str) -> Response:
 
 async def _unavailable(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StoreUnavailable)
-    log.warning("%s %s: %s", request.method, request.url.path, exc.detail)
+    log.warning("%s %s: %s", request.method, rating.logged_path(request.url.path), exc.detail)
     return _error(request, 503, exc.public)
 
 

@@ -15,6 +15,7 @@ to send again. Every response here is per rater (or a write), so none passes the
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,11 @@ class PairView:
         """(group, title, rubrics) in the order asked, groups without a rubric here left out."""
         return [(g, GROUP_TITLES[g], [r for r in self.rubrics if r.group == g]) for g in GROUPS
                 if any(r.group == g for r in self.rubrics)]
+
+
+def logged_path(path: str) -> str:
+    """A request path as the log may show it: a rater's token is their credential, so it is masked."""
+    return re.sub(r"^/rate/[^/]+", "/rate/***", path)
 
 
 def _render(request: Request, template: str, status_code: int = 200, **context) -> Response:
@@ -190,7 +196,7 @@ async def _answer(request: Request) -> Response:
                            message=" ".join(problems))
         left = await _call(request, "read a rater's next pair from", lambda s: s.pairs_for_rater(rater.rater_id, 1))
     except StoreUnavailable as exc:
-        log.warning("%s %s: %s", request.method, request.url.path, exc.detail)
+        log.warning("%s %s: %s", request.method, logged_path(request.url.path), exc.detail)
         kept = [(k, v) for k, v in form.items() if k in BY_NAME]
         return _render(request, "rate_retry.html", 503, kept=kept, message=exc.public)
     return RedirectResponse(_next_url(token, left), status_code=303, headers=PRIVATE)
