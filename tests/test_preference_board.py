@@ -25,6 +25,7 @@ from voxwatch.preference.board_format import NO_RATINGS, NOT_FITTED, document
 from voxwatch.preference.standings import fit
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
+from voxwatch.store.preference_fits import FitRow
 from voxwatch.web.app import create_app
 from voxwatch.web.source import open_source
 
@@ -149,6 +150,12 @@ def test_careless_raters_passed_in_exclude_are_left_out(store_url):
     _agrees(config, board(r.of_rubric("overall"), RESAMPLES, SEED), r.of_rubric("overall"))
     before = {x["name"]: x["elo"] for x in _section(everyone, "config")["rows"]}
     assert any(abs(x["elo"] - before[x["name"]]) > 1 for x in config["rows"])
+    run_cli("preference", "fit", "--resamples", "5", "--exclude-raters", str(CARELESS), "--store", store_url)
+    store = open_store(store_url)
+    assert store.latest_preference_fit().raters == RATERS - 1
+    store.close()
+    refused = run_cli("preference", "fit", "--exclude-raters", "ann", "--store", store_url, check=False)
+    assert refused.returncode != 0 and "rater ids" in refused.stderr + refused.stdout
 
 
 def test_the_page_and_the_api_show_the_stored_fit(fitted):
@@ -207,3 +214,22 @@ def test_an_empty_store_says_there_are_no_ratings_yet(kind, tmp_path):
             assert page.status_code == 200 and NO_RATINGS in page.text
             assert client.get("/api/v1/preference").json()["reason"] == NO_RATINGS
         assert NO_RATINGS in run_cli("preference", "board", "--store", url).stdout
+
+
+def test_names_on_the_page_are_escaped(store_url):
+    """A configuration id is text from the store: the page shows it, never runs it."""
+    hostile = "<script>alert('x')</script>|none|v&"
+    rows = [{"rank": 1, "name": hostile, "elo": 1010.0, "low": 990.0, "high": 1030.0, "crossed_low": 985.0,
+             "crossed_high": 1035.0, "missing": 0, "ratings": 4, "raters": 2, "prompts": 2}]
+    doc = {"method_version": "6", "ratings": 4, "raters": 2, "excluded_ratings": 0, "resamples": 5, "seed": SEED,
+           "interval": "the interval", "headline": "model", "engines": {}, "clusters": None,
+           "clusters_reason": "<b>too few</b>",
+           "sections": [{"by": "model", "key": "overall", "title": "Models <i>", "ratings": 4, "raters": 2,
+                         "prompts": 2, "resamples": 5, "first": 0.0, "rows": rows}]}
+    store = open_store(store_url)
+    store.add_preference_fit(FitRow(None, 1.0, "6", 4, 2, 5, json.dumps(doc)))
+    store.close()
+    with TestClient(create_app(store_url)) as client:
+        html = client.get("/board/preference").text
+    assert "<script>" not in html and "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;|none|v&amp;" in html
+    assert "<b>too few</b>" not in html and "&lt;b&gt;too few&lt;/b&gt;" in html and "Models &lt;i&gt;" in html
