@@ -11,7 +11,8 @@ from one tick).
 
 from __future__ import annotations
 
-from typing import Iterable
+import math
+from typing import Iterable, Sequence
 
 from .series import MetricRow
 from .specs import for_protocol
@@ -72,3 +73,13 @@ def why_unranked(r: MetricRow, method_version: str) -> str | None:
     if r.p50 is None or r.p50_ci is None:
         return "no interval yet (fewer than 5 samples, or all from one tick): not ranked"
     return None
+
+
+def interval_ranks(low: Sequence[float], high: Sequence[float]) -> list[int | None]:
+    """Ranks of estimates where higher is better (an Elo board), by the rule above: 1 + the number of
+    estimates whose whole interval lies above one's own, so overlapping intervals share a rank.
+    An estimate without a finite interval has no rank (None) and outranks nothing."""
+    bounds = [(float(lo), float(hi)) for lo, hi in zip(low, high)]
+    ranked = [(lo, hi) for lo, hi in bounds if math.isfinite(lo) and math.isfinite(hi)]
+    return [1 + sum(1 for other_low, _ in ranked if other_low > hi)
+            if math.isfinite(lo) and math.isfinite(hi) else None for lo, hi in bounds]

@@ -486,7 +486,8 @@ def test_the_api_matches_its_openapi_document(server):
              "/api/v1/models": "/api/v1/models",
              "/api/v1/models/{model_id}/history": "/api/v1/models/deepgram/nova-3/history?dataset=stt-starter-clean",
              "/api/v1/alerts": "/api/v1/alerts", "/api/v1/health": "/api/v1/health",
-             "/api/v1/openapi.json": "/api/v1/openapi.json", "/api/v1/conversations": "/api/v1/conversations?window=7d"}
+             "/api/v1/openapi.json": "/api/v1/openapi.json", "/api/v1/conversations": "/api/v1/conversations?window=7d",
+             "/api/v1/preference": "/api/v1/preference?by=model"}
     # one conversation's path needs a stored conversation: test_web_conversations.py checks it against this document
     assert set(spec["paths"]) == set(calls) | {"/api/v1/conversations/{conversation_id}"}
     for path, call in calls.items():

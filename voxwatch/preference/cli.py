@@ -1,7 +1,7 @@
 """`voxwatch preference ...`: the human-preference board's data (docs/PREFERENCE.md).
 
-prompts list|import, configs, generate, pairs, raters add|list, ratings export|import. Fitting and
-ranking are metrics/'s; these commands only make and keep the data they read.
+prompts list|import, configs, generate, pairs, raters add|list, ratings export|import; fit and
+board (board_cli.py). Fitting and ranking are metrics/'s; these commands make and keep the data they read.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from typing import Callable
 from voxwatch.config import Config
 from voxwatch.providers.registry import Registry, RegistryError
 
+from .board_cli import FitError, register as register_board
 from .pairs import PairSettings, PairsError, make_pairs
 from .prompt_catalog import BUNDLED, PromptCatalog, UnknownPromptSet, bundled_root, import_prompt_set
 from .ratings_io import FORMATS, dumps, export_records, format_of, import_file
 from .rubrics import RatingError
 
 ConfigOf = Callable[[argparse.Namespace], Config]
-ERRORS = (UnknownPromptSet, RatingError, PairsError)
+ERRORS = (UnknownPromptSet, RatingError, PairsError, FitError)
 """The user errors of these commands besides those voxwatch.cli knows (a PromptSetError is a ManifestError)."""
 RATE_PATH = "/rate/"
 
@@ -93,6 +94,8 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     ri.add_argument("--format", choices=FORMATS, help="default: the file's extension")
     ri.add_argument("--store", help="store URL (default: config)")
     ri.set_defaults(func=lambda a: cmd_ratings_import(a, config_of(a)))
+
+    register_board(actions, config_of)
 
 
 def _aligned(table: list[tuple[str, ...]]) -> str:

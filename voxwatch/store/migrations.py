@@ -20,6 +20,7 @@ from ..metrics.series import MetricRow
 from ..metrics.specs import METRICS
 from ..observation import FIELDS, KEY, Observation, RunRecord
 from .preference import ddl as preference_ddl
+from .preference_fits import ddl as preference_fits_ddl
 from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
                      INLINE, KEY_NAMES, MEASURED_MODELS, derived_objects, digest_of)
 
@@ -149,6 +150,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (10, "CREATE INDEX conversations_run ON conversations (run_id)"),
     # the human-preference board (voxwatch.store.preference): prompts, outputs, pairs, raters, ratings
     (11, ";\n".join(preference_ddl("postgres"))),
+    # the preference board's fitted snapshots (voxwatch.store.preference_fits), written by `preference fit`
+    (12, ";\n".join(preference_fits_ddl("postgres"))),
 ]
 
 

@@ -20,7 +20,7 @@ from ..metrics.series import MetricRow
 from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
 from . import StoreError, aggregates, migrations
 from . import conversations as conv
-from . import preference
+from . import preference, preference_fits
 from .connection import connect, database_error
 from .interning import Dictionaries, Spans
 from .layout import FACT_COLUMNS, FACT_REFS
@@ -56,7 +56,7 @@ _RUN_COUNTS = ("SELECT n.name, count(*), count(*) FILTER (WHERE f.status IS DIST
                "GROUP BY n.name")
 
 
-class PostgresStore(conv.ConversationReads, preference.PreferenceRows):
+class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preference_fits.PreferenceFits):
     MARK = "%s"  # psycopg's placeholder
 
     def __init__(self, url: str | StoreURL) -> None:

@@ -12,7 +12,7 @@ from ..conversation_rows import ConversationRow, TurnRow, booleans
 from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
 from . import StoreError
 from . import conversations as conv
-from . import preference
+from . import preference, preference_fits
 from .runs import unrecorded_run
 
 
@@ -21,10 +21,11 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 5  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference)
+SCHEMA_VERSION = 6  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference);
+# 6: its fitted snapshots (voxwatch.store.preference_fits)
 
 
-class SQLiteStore(conv.ConversationReads, preference.PreferenceRows):
+class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_fits.PreferenceFits):
     def __init__(self, path: Path, create: bool = True) -> None:
         self.path = path
         if not create and not path.is_file():
@@ -59,7 +60,7 @@ class SQLiteStore(conv.ConversationReads, preference.PreferenceRows):
                 self._table(table, cls, conv.PRIMARY_KEYS[table])
             self._db.execute(f"CREATE INDEX IF NOT EXISTS conversations_time ON {conv.CONVERSATIONS} (started_at)")
             self._db.execute(f"CREATE INDEX IF NOT EXISTS conversations_run ON {conv.CONVERSATIONS} (run_id)")
-            for statement in preference.ddl("sqlite"):
+            for statement in preference.ddl("sqlite") + preference_fits.ddl("sqlite"):
                 self._db.execute(statement)
             if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # a reader never writes
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

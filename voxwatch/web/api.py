@@ -13,7 +13,7 @@ from voxwatch.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import BOARDS
 
-from . import conversation_views, openapi, pages, views
+from . import conversation_views, openapi, pages, preference_views, views
 from .params import choice, text
 from .source import log
 
@@ -85,6 +85,7 @@ routes = [
     Route("/alerts", alerts),
     Route("/conversations", conversations),
     Route("/conversations/{conversation_id}", conversation),
+    Route("/preference", preference_views.api),
     Route("/health", health),
     Route("/openapi.json", openapi_json),
 ]

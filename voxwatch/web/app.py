@@ -33,7 +33,7 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
-from . import api, formatting, pages, rating, views
+from . import api, formatting, pages, preference_views, rating, views
 from .admission import Admission
 from .cache import CachedPages, Pages
 from .freshness import Freshness
@@ -114,6 +114,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     app = _App(
         routes=[
             Route("/", pages.overview_page),
+            Route("/board/preference", preference_views.page),  # before /board/{board}
             Route("/board/{board}", pages.board_page),
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),

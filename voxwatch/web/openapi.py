@@ -15,6 +15,7 @@ from voxwatch.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import BoardSummary, Percentiles, Rate
 from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
+from voxwatch.preference.board_format import BREAKDOWNS, ROW_FIELDS
 from voxwatch.providers.registry import BOARDS, STATUSES
 
 from .source import Alert
@@ -127,6 +128,7 @@ def document() -> dict:
                         "store": {"type": "string", "enum": ["postgres", "sqlite"]}, "method_version": _STRING}),
         "Error": _obj({"error": _STRING}),
         **_conversation_schemas(),
+        **_preference_schemas(),
     }
     window = _query("window", "rolling window", {"type": "string", "enum": list(WINDOWS), "default": "30d"})
     dataset = _query("dataset", "only this dataset (clean and degraded datasets are never pooled)", _STRING)
@@ -164,6 +166,16 @@ def document() -> dict:
             _json(_ref("ConversationDetail"), "The conversation."), [conversation_id],
             {"404": _json(_ref("Error"), "No such conversation (or one held against an emulator).")}),
         **_ratings_paths(),
+        "/api/v1/preference": {"get": {
+            "summary": "The human-preference (Elo) board's newest fit: the model board, per configuration, voice, "
+                       "thinking level, rubric and prompt category, the engines' agreement and the rubric clusters",
+            "parameters": [_query("by", "only these boards (default: every board)",
+                                  {"type": "string", "enum": list(BREAKDOWNS)}),
+                           _query("format", "csv: the boards as CSV, one line per board entry",
+                                  {"type": "string", "enum": ["json", "csv"], "default": "json"})],
+            "responses": {"200": {"description": "The newest fit (fitted false before the first).", "content": {
+                "application/json": {"schema": _ref("PreferenceBoard")},
+                "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad}}},
         "/api/v1/health": _get("Whether the store can be read", _json(_ref("Health"), "The store answers."),
                                errors={"503": _json(_ref("Health"), "The store cannot be read.")}),
         "/api/v1/openapi.json": _get("This document", _json({"type": "object"}, "The OpenAPI document.")),
@@ -231,4 +243,43 @@ def _conversation_schemas() -> dict:
                                     "recording_url": {**_NULLABLE_STRING, "description": "the two-channel recording "
                                                       "(WAV), when this server has it"},
                                     "turns": _array(_ref("ConversationTurn"))}),
+    }
+
+
+def _preference_schemas() -> dict:
+    """The stored preference fit as voxwatch/preference/board_format.document lays it out."""
+    number, count = {"type": ["number", "null"]}, {"type": "integer"}
+    row = {f: number for f in ROW_FIELDS} | {
+        "rank": {"type": ["integer", "null"], "description": "1 + the entries whose whole interval lies above this "
+                 "one's (overlapping intervals share a rank); null without an interval"},
+        "name": _STRING, "elo": {**number, "description": "1000 + (400 / ln 10) * the ordinal fit's strength"},
+        "low": {**number, "description": "the method's 95 % interval (multiway clustered variance, t)"},
+        "crossed_low": {**number, "description": "the crossed rater x prompt bootstrap's 2.5th percentile"},
+        "missing": {**count, "description": "crossed resamples in which it had no ratings"},
+        "ratings": count, "raters": count, "prompts": count}
+    section = _obj({"by": {"type": "string", "enum": list(BREAKDOWNS)},
+                    "key": {**_STRING, "description": "the rubric, or facet=value of a category board"},
+                    "title": _STRING, "ratings": count, "raters": count, "prompts": count, "resamples": count,
+                    "first": {**number, "description": "the shown-first term (logits)"},
+                    "rows": _array(_ref("PreferenceRow"))})
+    clusters = _obj({"rubrics": _array(_STRING), "labels": _array(count), "reliability": {"type": "number"},
+                     "chance": {"type": "number"}, "split_half_ari": number, "structure": {"type": "boolean"},
+                     "correlation": _array(_array(number))})
+    nullable_int, nullable_number = {"type": ["integer", "null"]}, {"type": ["number", "null"]}
+    return {
+        "PreferenceRow": _obj(row),
+        "PreferenceSection": section,
+        "RubricClusters": clusters,
+        "PreferenceBoard": _obj({
+            "fitted": {"type": "boolean"}, "reason": {**_NULLABLE_STRING, "description": "why there are no boards"},
+            "fit_id": nullable_int, "fitted_at": {**nullable_number, "description": "unix seconds"},
+            "method_version": {**_NULLABLE_STRING, "description": "the method version the fit was made under"},
+            "current_method_version": _STRING, "ratings": count, "raters": count, "excluded_ratings": count,
+            "resamples": nullable_int, "interval": _STRING,
+            "by": {"type": ["string", "null"], "enum": [*BREAKDOWNS, None]},
+            "sections": _array(_ref("PreferenceSection")),
+            "engines": {"type": ["object", "null"], "additionalProperties": nullable_number,
+                        "description": "Spearman's correlation between each pair of engines"},
+            "clusters": {"oneOf": [_ref("RubricClusters"), {"type": "null"}]},
+            "clusters_reason": _NULLABLE_STRING}),
     }

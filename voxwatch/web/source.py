@@ -1,5 +1,5 @@
-"""What the web app reads from a store: the leaderboard, daily history, method start dates, alerts
-and conversations.
+"""What the web app reads from a store: the leaderboard, daily history, method start dates, alerts,
+conversations and the newest preference fit.
 
 One interface over both stores. The leaderboard comes from leaderboard.from_store, the code
 `voxwatch leaderboard` runs (Postgres: the precomputed `aggregates` table; SQLite: computed from
@@ -36,6 +36,7 @@ from voxwatch.store import StoreError, aggregates, layout, open_store
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
 from voxwatch.store.postgres import PostgresStore, read_conversations
+from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
 from voxwatch.store.url import SQLITE, StoreURL, parse_store_url
 
 log = logging.getLogger("voxwatch.web")
@@ -88,6 +89,9 @@ class Source(Protocol):
 
     def conversation(self, conversation_id: str) -> Conversation | None:
         """One conversation with its turns; None when unknown or held against an emulator."""
+
+    def preference_fit(self) -> FitRow | None:
+        """The newest stored preference fit (`voxwatch preference fit`); None before the first."""
 
     def version(self) -> tuple:
         """A value that changes whenever what the pages show could (web/freshness.py reads it)."""
@@ -147,6 +151,7 @@ VERSION_TIMEOUT_MS = 2000
 _VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint), max(computed_at) FROM aggregates"
 _ALERTS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM alerts"
 _CONVERSATIONS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM conversations"
+_PREFERENCE_VERSION_SQL = "SELECT max(fit_id) FROM preference_fits"
 ALERTS_NEED_POSTGRES = "alerts need the Postgres store: the regression alerts run only in distributed mode"
 
 
@@ -223,14 +228,20 @@ class PostgresSource:
         with self._reading("a conversation") as conn:
             return _one(_ConversationsOn(conn).conversation(conversation_id))
 
+    def preference_fit(self) -> FitRow | None:
+        with self._reading("the preference board") as conn:
+            found = _optional(conn, SELECT_LATEST)
+        return read_fit(found)
+
     def version(self) -> tuple:
         """Every write rewrites the aggregate rows of the series it touches (new row versions, so a new
-        xmin sum), every change of an alert its row, and a stored conversation adds its row (they
-        touch no aggregate): one scan of three small tables."""
+        xmin sum), every change of an alert its row, a stored conversation adds its row (they touch
+        no aggregate), and so does a preference fit (fits are only ever added): small scans."""
         with self._reading("the store's version", "version") as conn:
             seen = conn.execute(_VERSION_SQL).fetchone()
-            alerts, conversations = (_optional(conn, sql) for sql in (_ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL))
-        return (*seen, alerts, conversations)
+            alerts, conversations, fits = (_optional(conn, sql) for sql in (
+                _ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL, _PREFERENCE_VERSION_SQL))
+        return (*seen, alerts, conversations, fits)
 
     def close(self) -> None:
         for role, lock in self._locks.items():
@@ -240,7 +251,7 @@ class PostgresSource:
 
 
 def _optional(conn: psycopg.Connection, sql: str) -> tuple | None:
-    """A version read of a table a schema from before its migration lacks (None then)."""
+    """A read of a table a schema from before its migration lacks (None then)."""
     try:
         return conn.execute(sql).fetchone()
     except psycopg.errors.UndefinedTable:
@@ -326,6 +337,10 @@ class SQLiteSource:
     def conversation(self, conversation_id: str) -> Conversation | None:
         with self._store("a conversation") as store:
             return _one(store.conversation(conversation_id))
+
+    def preference_fit(self) -> FitRow | None:
+        with self._store("the preference board") as store:
+            return store.latest_preference_fit()
 
     def version(self) -> tuple:
         """The file's identity and SQLite's data_version, which changes whenever another connection
