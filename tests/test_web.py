@@ -488,8 +488,10 @@ def test_the_api_matches_its_openapi_document(server):
              "/api/v1/alerts": "/api/v1/alerts", "/api/v1/health": "/api/v1/health",
              "/api/v1/openapi.json": "/api/v1/openapi.json", "/api/v1/conversations": "/api/v1/conversations?window=7d",
              "/api/v1/preference": "/api/v1/preference?by=model"}
-    # one conversation's path needs a stored conversation: test_web_conversations.py checks it against this document
-    assert set(spec["paths"]) == set(calls) | {"/api/v1/conversations/{conversation_id}"}
+    # one conversation's path needs a stored conversation: test_web_conversations.py checks it against this
+    # document; the ratings exports are CSV and JSONL from the ratings store: test_web_rating.py reads them
+    assert set(spec["paths"]) == set(calls) | {"/api/v1/conversations/{conversation_id}",
+                                               "/api/v1/preference/ratings.csv", "/api/v1/preference/ratings.jsonl"}
     for path, call in calls.items():
         response = httpx.get(server + call)
         assert response.status_code == 200 and response.headers["content-type"] == "application/json", call
