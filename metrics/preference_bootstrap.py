@@ -11,7 +11,7 @@ Beside it, the crossed ("pigeonhole") bootstrap's percentile interval: each resa
 and prompts with replacement and keeps the ratings where both were drawn (a rating weighted by its
 rater's count times its prompt's count: metrics/clustered.crossed_weights). It gives a rating's own
 noise a variance of about 3 where the truth has 1, so where that noise dominates it is too wide
-(99.7 % coverage in the benchmark against 96 % for the multiway interval); it is reported, not
+(99.3 % coverage in the benchmark against 95.3 % for the multiway interval); it is reported, not
 ranked on. A configuration with no ratings in a crossed resample has no strength there (the others
 sum to zero without it); such resamples are counted per configuration and left out of its interval.
 """
