@@ -111,8 +111,9 @@ def _start(counts: np.ndarray, category: np.ndarray, free: int) -> np.ndarray:
 
 def _thresholds(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The cut-points from the log-increments u (t1 = e^u1, t2 = t1 + e^u2, ...) and their
-    derivatives (6 x 3)."""
-    e = np.exp(u)
+    derivatives (6 x 3). u is clipped at +-30 (a cut-point of e^30 logits is no cut at all): a
+    Newton step on a degenerate resample (two raters, one-sided answers) must not overflow."""
+    e = np.exp(np.clip(u, -30.0, 30.0))
     t = np.cumsum(e)
     dt = np.tril(np.ones((3, 3))) * e  # dt_m / du_l = e^u_l for l <= m
     return _CUT_SIGN * t[_CUT_T], _CUT_SIGN[:, None] * dt[_CUT_T]

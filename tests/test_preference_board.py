@@ -21,7 +21,7 @@ from tests.preference_seed import CARELESS, CONFIGS, RATERS, seed_store
 from voxwatch.metrics.preference import Ratings, ratings, regroup
 from voxwatch.metrics.preference_bootstrap import SEED, board, by_category, by_group
 from voxwatch.metrics.ranking import interval_ranks
-from voxwatch.preference.board_format import NO_RATINGS, NOT_FITTED, document
+from voxwatch.preference.board_format import NO_BOARD, NO_RATINGS, NOT_FITTED, document, to_text
 from voxwatch.preference.gold import careless_raters
 from voxwatch.preference.standings import fit
 from voxwatch.providers.registry import Registry
@@ -251,3 +251,16 @@ def test_the_fit_leaves_out_the_raters_their_gold_pairs_caught(store_url):
     store = open_store(store_url)
     assert store.latest_preference_fit().raters == RATERS - len(careless)
     store.close()
+
+
+def test_a_breakdown_the_fit_has_no_board_for_says_why():
+    """Ratings between configurations of one model only: there is no model board, and the headline
+    says so (and where to look) rather than showing nothing."""
+    config = {"by": "config", "key": "overall", "title": "Configurations", "ratings": 4, "raters": 2, "prompts": 2,
+              "resamples": 5, "first": 0.0, "rows": []}
+    boards = {"excluded_ratings": 0, "interval": "the interval", "engines": {}, "clusters": None,
+              "clusters_reason": None, "sections": [config]}
+    row = FitRow(1, 1.0, "6", 4, 2, 5, json.dumps(boards))
+    assert document(row, "model")["reason"] == NO_BOARD.format(by="model")
+    assert document(row, "config")["reason"] is None and document(row)["reason"] is None
+    assert "No model board in this fit" in to_text(document(row, "model"))

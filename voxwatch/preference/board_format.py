@@ -24,6 +24,8 @@ INTERVAL = ("95 % interval: the ordinal Bradley-Terry fit's Elo +- t * sqrt(V), 
 ROW_FIELDS = ("rank", "name", "elo", "low", "high", "crossed_low", "crossed_high", "missing", "ratings", "raters",
               "prompts")
 NO_RATINGS = "No ratings yet: the preference board has nothing to rank."
+NO_BOARD = ("No {by} board in this fit: its groups need ratings between at least two of them (every rated pair "
+            "compares configurations within one group); `--by config` ranks the configurations.")
 NOT_FITTED = "No ratings yet fitted: `voxwatch preference fit` fits the stored ratings."
 CSV_COLUMNS = ("by", "key", *ROW_FIELDS, "method_version", "fitted_at")
 
@@ -38,7 +40,10 @@ def document(row: FitRow | None, by: str | None = None) -> dict[str, Any]:
                 "clusters_reason": None}
     doc = json.loads(row.boards)
     sections = [s for s in doc["sections"] if by is None or s["by"] == by]
-    return {"fitted": True, "reason": None if doc["sections"] else NO_RATINGS, "fit_id": row.fit_id,
+    reason = None if doc["sections"] else NO_RATINGS
+    if reason is None and not sections:
+        reason = NO_BOARD.format(by=by)
+    return {"fitted": True, "reason": reason, "fit_id": row.fit_id,
             "fitted_at": row.fitted_at, "method_version": row.method_version,
             "current_method_version": METHOD_VERSION, "ratings": row.ratings, "raters": row.raters,
             "excluded_ratings": doc["excluded_ratings"], "resamples": row.resamples, "interval": doc["interval"],
