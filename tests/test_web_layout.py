@@ -354,3 +354,23 @@ def test_a_firing_alert_is_marked_next_to_its_model(server, alerts):
     full = httpx.get(f"{server}/board/stt").text.split('<table class="board"')[1]
     assert full.count('data-field="alert"') == 1
 
+
+
+def test_provenance_reads_the_recipe_of_each_kind_of_dataset(tmp_path):
+    from voxwatch.datasets.catalog import Catalog, bundled_root
+    from voxwatch.datasets.manifest import DatasetInfo, write_info
+    from voxwatch.datasets.provenance import describe, lookup
+
+    write_info(tmp_path / "calls", DatasetInfo(name="calls", kind="audio", family="calls", condition="imported",
+                                               description="imported from /data/calls",
+                                               recipe="voxwatch datasets import"))
+    catalog = Catalog([bundled_root(), tmp_path])
+    assert lookup(catalog, "calls").origin == "imported"
+    assert lookup(catalog, "stt-starter-clean").origin == "synthesized"
+    noise = lookup(catalog, "stt-starter-noise")
+    assert (noise.origin, noise.condition) == ("synthesized", "noise") and "through the noise transform" in noise.text
+    assert lookup(catalog, "tts-prompts").origin == "text"
+    assert lookup(catalog, "nowhere").origin == "unknown"
+    odd = describe(DatasetInfo(name="x", kind="audio", family="x", condition="clean", description="made by hand",
+                               recipe="a lab's own"))
+    assert odd.origin == "unknown" and "a lab's own" in odd.text
