@@ -153,6 +153,15 @@ class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_
                     record[name] = bool(record[name])
             yield Observation(**record)
 
+    def newest_started_at(self, board: str | None = None) -> float | None:
+        """When the newest row not measured against an emulator started (of one board): what the
+        pages' "newest measurement" line shows."""
+        sql = "SELECT max(started_at) FROM observations WHERE coalesce(emulator, 0) = 0"
+        try:
+            return self._db.execute(sql + (" AND board = ?" if board else ""), (board,) if board else ()).fetchone()[0]
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the newest row of {self.path}: {exc}") from None
+
     def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
         """Store a conversation with its turns; False (nothing written) when it is already stored."""
         try:

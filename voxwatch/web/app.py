@@ -29,6 +29,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Scope
 
 from voxwatch import preload
+from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
@@ -93,11 +94,12 @@ RECORDINGS = "/recording/"
 
 def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits(),
                recordings_dir: Path | None = None, ratings_store_url: str | None = None,
-               preference_outputs_dir: Path | None = None) -> Starlette:
+               preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None) -> Starlette:
     """The app for one store; nothing connects until the first request. `recordings_dir`, the folder
     a conversation row's `recording` is relative to: None shows no player and serves no recording.
     `ratings_store_url`: the store the rating pages write to (default: `store_url`), opened on first
-    use; `preference_outputs_dir`: where the rated audio is (None: the rating pages play nothing)."""
+    use; `preference_outputs_dir`: where the rated audio is (None: the rating pages play nothing);
+    `datasets_dir`: the imported datasets, whose provenance the boards state beside the bundled ones'."""
     preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
     source = open_source(store_url, registry)
@@ -132,6 +134,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     app.state.freshness = freshness
     app.state.templates = templates
     app.state.recordings_dir = recordings_dir
+    app.state.catalog = Catalog([bundled_root()] + ([datasets_dir] if datasets_dir else []))
     app.state.ratings = RatingStore(ratings_store_url or store_url)
     app.state.preference_outputs_dir = preference_outputs_dir
     return app
@@ -139,13 +142,13 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
 
 def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False,
           recordings_dir: Path | None = None, ratings_store_url: str | None = None,
-          preference_outputs_dir: Path | None = None) -> int:
+          preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None) -> int:
     """Run the app until interrupted; the log names the store with its password hidden. No Server
     header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
     costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(store_url, limits=limits, recordings_dir=recordings_dir, ratings_store_url=ratings_store_url,
-                     preference_outputs_dir=preference_outputs_dir)
+                     preference_outputs_dir=preference_outputs_dir, datasets_dir=datasets_dir)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,

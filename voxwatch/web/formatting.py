@@ -6,8 +6,11 @@ difference of a tenth of a point is worth seeing). The API and downloads carry f
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from urllib.parse import quote, urlencode
+
+from markupsafe import Markup, escape
 
 from .conversation_views import conversation_url, recording_url
 from .views import UNITS
@@ -69,6 +72,18 @@ def when(ts: float | None) -> str:
     return "-" if ts is None else datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def age(seconds: float) -> str:
+    """An age in words at the coarsest sensible unit: '40 s', '12 min', '5 h', '3 days'."""
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
 def alert_value(v: float | None, kind: str) -> str:
     """An alert's recent or baseline figure: a median in ms, a pooled WER, or a rate."""
     if v is None:
@@ -88,6 +103,11 @@ def model_url(model_id: str, **query: str | None) -> str:
     return "/model/" + quote(model_id, safe="/:@") + (f"?{urlencode(params)}" if params else "")
 
 
+def model_name(model_id: str) -> Markup:
+    """A model id that a narrow column may break after its '/' and ':' (not inside a word)."""
+    return Markup(re.sub(r"([/:@])", r"\1<wbr>", str(escape(model_id))))
+
+
 def history_url(model_id: str) -> str:
     return "/api/v1/models/" + quote(model_id, safe="/:@") + "/history"
 
@@ -98,8 +118,8 @@ def query(**params: str | None) -> str:
     return "?" + urlencode(kept) if kept else "?"
 
 
-FILTERS = {"value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when,
+FILTERS = {"value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when, "age": age,
            "alert_value": alert_value, "p_value": p_value, "stat": stat, "stat_interval": stat_interval,
-           "verdict": verdict, "mark": mark}
+           "verdict": verdict, "mark": mark, "model_name": model_name}
 GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query, "conversation_url": conversation_url,
            "recording_url": recording_url}

@@ -4,6 +4,7 @@ server-rendered, no JavaScript."""
 from __future__ import annotations
 
 import re
+import time
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -12,22 +13,51 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from voxwatch import leaderboard
 from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.leaderboard import WINDOWS
+from voxwatch.datasets.provenance import ORIGINS, Provenance, lookup
+from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
-from . import conversation_views, views
+from . import board_views, conversation_views, views
 from .chart import PALETTE, Line, line_chart
 from .params import choice, text
 from .source import Conversation
+
 
 def _render(request: Request, template: str, status_code: int = 200, **context) -> Response:
     return request.app.state.templates.TemplateResponse(request, template, context, status_code=status_code)
 
 
+def _page_context(request: Request, rows: list, board: str | None) -> dict:
+    """What the overview and every board show above and around their ranked tables: the filters and
+    their options, the tables by protocol with their charts, the newest measurement and provenance."""
+    f = board_views.filters(request)
+    registry, source = request.app.state.registry, request.app.state.source
+    vendors: dict[str, str] = {}
+    provenances: dict[str, Provenance] = {}
+
+    def vendor(model_id: str) -> str:
+        if model_id not in vendors:
+            vendors[model_id] = views.vendor(views.model_info(registry, model_id), model_id)
+        return vendors[model_id]
+
+    def provenance(dataset: str) -> Provenance:
+        if dataset not in provenances:
+            provenances[dataset] = lookup(request.app.state.catalog, dataset)
+        return provenances[dataset]
+
+    sections = board_views.ranked_sections(rows, f, vendor, provenance, views.alerts(source).alerts)
+    shown = sorted({t.dataset for s in sections for t in s.tables})
+    return {"f": f, "windows": list(WINDOWS), "window": f.window, "sorts": list(board_views.SORTS),
+            "options": board_views.options(rows, vendor, provenance), "sections": sections,
+            "charts": {(t.board, t.protocol, t.dataset): board_views.charts(t) for s in sections for t in s.tables},
+            "provenance": [provenance(d) for d in shown], "newest": source.newest(board), "now": time.time(), "origin_words": ORIGINS,
+            "na_reason": views.na_reason, "field_na": views.field_na}
+
+
 def overview_page(request: Request) -> Response:
-    window = choice(request, "window", WINDOWS, "30d")
-    rows = request.app.state.source.leaderboard(window)
-    return _render(request, "overview.html", window=window, windows=list(WINDOWS), boards=views.overview(rows),
-                   na_reason=views.na_reason, field_na=views.field_na)
+    context = _page_context(request, request.app.state.source.leaderboard(board_views.filters(request).window), None)
+    by_board = {b: [s for s in context["sections"] if s.board == b] for b in BOARDS}
+    return _render(request, "overview.html", **context, boards=list(BOARDS), board_sections=by_board)
 
 
 def board_page(request: Request) -> Response:
@@ -47,13 +77,17 @@ def board_page(request: Request) -> Response:
         return JSONResponse(views.leaderboard_document(source, request.app.state.registry, window, board, dataset),
                             headers=disposition)
     rows = views.board_rows(source, window, board)
-    datasets = sorted({r.dataset for r in rows})
-    shown = [r for r in rows if dataset is None or r.dataset == dataset]
+    context = _page_context(request, rows, board)
+    f = context["f"]
+    entries = [e for s in context["sections"] for t in s.tables for e in t.entries]
+    kept = {series_id(e.row) for e in entries}
+    shown = [r for r in rows if series_id(r) in kept]  # the full tables show the series the filters keep
     tables = views.dataset_tables(shown, views.method_notes(source, shown, window))
+    alerts = {(e.row.model_id, e.row.dataset, e.row.region, e.row.method_version): e.alerts
+              for e in entries if e.alerts}
     conversations = conversation_views.conversation_board(source, window) if board == "s2s" else None
-    return _render(request, "board.html", board=board, window=window, windows=list(WINDOWS), dataset=dataset,
-                   datasets=datasets, tables=tables, na_reason=views.na_reason, field_na=views.field_na,
-                   descriptions=views.DESCRIPTIONS, conversations=conversations,
+    return _render(request, "board.html", **context, board=board, dataset=f.dataset, tables=tables,
+                   series_alerts=alerts, descriptions=views.DESCRIPTIONS, conversations=conversations,
                    stat_lines=conversation_views.stat_lines)
 
 

@@ -84,6 +84,9 @@ class Source(Protocol):
 
     def alerts(self, resolved_since: float) -> list[Alert]: ...
 
+    def newest(self, board: str | None = None) -> float | None:
+        """When the newest stored row (of a board) not measured against an emulator started; None when none is."""
+
     def conversations(self, since: float | None, model_id: str | None = None) -> list[Conversation]:
         """The conversations started at or after `since` (of one model), oldest first; none held against an emulator."""
 
@@ -141,6 +144,9 @@ def daily_points(rows: Iterable[DayRow]) -> list[DailyPoint]:
 
 
 _FIRST_SEEN_SQL = layout.series_sql("f.started_at") + " LIMIT 1"
+_NEWEST_SQL = ("SELECT max(s.last_at) FROM obs_spans s JOIN obs_contexts c ON c.ref = s.context_ref "
+               "WHERE c.emulator IS NOT TRUE AND (%(board)s::text IS NULL OR c.board = %(board)s)")
+"""The newest real row's start: the last row of each run and context is kept in obs_spans (small)."""
 _ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
 _ALERTS_SQL = (f"SELECT {_ALERT_COLUMNS} FROM alerts WHERE state <> 'resolved' OR resolved_at >= %s "
                "ORDER BY CASE state WHEN 'firing' THEN 0 WHEN 'pending' THEN 1 ELSE 2 END, "
@@ -207,6 +213,10 @@ class PostgresSource:
                 if first is not None:
                     out[s] = first[0]
         return out
+
+    def newest(self, board: str | None = None) -> float | None:
+        with self._reading("the newest row") as conn:
+            return conn.execute(_NEWEST_SQL, {"board": board}).fetchone()[0]
 
     def history(self, model_id: str, since: float) -> list[DailyPoint]:
         with self._reading("a model's history") as conn:
@@ -318,6 +328,10 @@ class SQLiteSource:
                 if not r.emulator and s in wanted and s not in out:  # rows come in time order
                     out[s] = r.started_at
         return out
+
+    def newest(self, board: str | None = None) -> float | None:
+        with self._store("the newest row") as store:
+            return store.newest_started_at(board)
 
     def history(self, model_id: str, since: float) -> list[DailyPoint]:
         with self._store("a model's history") as store:

@@ -199,6 +199,11 @@ def model_info(registry: Registry, model_id: str) -> ModelInfo | None:
         return None
 
 
+def vendor(info: ModelInfo | None, model_id: str) -> str:
+    """A model's vendor: the registry's, or for an id it no longer has, the id's first part."""
+    return info.vendor if info else model_id.split("/", 1)[0]
+
+
 REGISTRY_FIELDS = ("status", "notice", "checked", "source", "deprecated", "shutdown", "successor", "session_limit_s")
 
 
@@ -229,7 +234,7 @@ def models_document(source: Source, registry: Registry) -> dict:
         info = model_info(registry, model_id)
         out.append({**m, "datasets": sorted(m["datasets"]), "regions": sorted(m["regions"]),
                     "method_versions": sorted(m["method_versions"]),
-                    "vendor": info.vendor if info else model_id.split("/", 1)[0],
+                    "vendor": vendor(info, model_id),
                     "protocol": info.protocol if info else None, **registry_entry(registry, info),
                     "exclusions": [{"metric": e.metric, "reason": e.reason} for e in info.exclusions] if info else []})
     return {"window": window, "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(), "models": out}

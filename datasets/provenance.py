@@ -1,0 +1,57 @@
+"""Where a dataset's material came from, in words a board can print: synthesized or recorded speech,
+or text prompts. Read from the dataset's own `dataset.json` (its recipe, kind and transform), so a
+page states what its numbers were measured on without anyone keeping a second list.
+
+The bundled starter recipe synthesizes every clip with eSpeak NG (datasets/build_starter.py): a
+starter set is synthesized speech, its degraded sets that speech through a transform. Audio that
+`voxwatch datasets import` brought in is someone's recording (the importer cannot tell a recording
+from a synthesis, so the page says "imported" and names no more).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import Catalog
+from .manifest import DatasetInfo, ManifestError, read_info
+
+STARTER_RECIPE = "voxwatch.datasets.build_starter"
+"""The bundled recipe's name (its version follows): every clip it makes is eSpeak NG speech."""
+IMPORT_RECIPE = "voxwatch datasets import"
+
+
+ORIGINS = {"synthesized": "synthesized speech (eSpeak NG), not recordings", "imported": "imported audio",
+           "text": "text prompts", "unknown": "data of unknown provenance"}
+"""Each origin in words, for a page's one-line summary."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    dataset: str
+    origin: str  # "synthesized", "imported", "text" or "unknown"
+    condition: str | None
+    text: str  # one sentence for the page
+
+
+def describe(info: DatasetInfo) -> Provenance:
+    """A catalogued dataset's provenance, from its recipe, kind and transform."""
+    if info.kind == "text":
+        return Provenance(info.name, "text", info.condition, f"{info.name}: text prompts, {info.description}")
+    if info.recipe.startswith(STARTER_RECIPE):
+        through = f", through the {info.transform['name']} transform" if info.transform else ""
+        return Provenance(info.name, "synthesized", info.condition,
+                          f"{info.name}: synthesized speech (eSpeak NG, not recorded){through}")
+    if info.recipe == IMPORT_RECIPE:
+        return Provenance(info.name, "imported", info.condition, f"{info.name}: imported audio ({info.description})")
+    return Provenance(info.name, "unknown", info.condition, f"{info.name}: {info.description} (recipe {info.recipe})")
+
+
+def lookup(catalog: Catalog, name: str) -> Provenance:
+    """The provenance of a dataset by name; "unknown" when this server's catalog lacks it or cannot read it."""
+    folder = catalog.folders().get(name)
+    if folder is None:
+        return Provenance(name, "unknown", None, f"{name}: not in this server's dataset catalog; provenance unknown")
+    try:
+        return describe(read_info(folder))
+    except ManifestError:
+        return Provenance(name, "unknown", None, f"{name}: its dataset.json cannot be read; provenance unknown")

@@ -1,0 +1,376 @@
+"""The overview and the boards as a visitor meets them (issue #18): they fit a 390 px phone and a
+1366 px laptop without page-level sideways scrolling, the headline numbers are in a phone's first
+screen, and the ranked tables sort and filter by their query parameters, with charts that draw the
+tables' own numbers, the newest measurement, the data's provenance and firing alerts beside the model.
+
+Served by `voxwatch serve` from a Postgres store seeded with test_web's rows (test_web's store,
+server and headless Chromium fixtures: one of each for the module). Screenshots of every page at both widths go to
+var/test-artifacts/layout-<page>-<width>.png.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from html.parser import HTMLParser
+
+import httpx
+import pytest
+
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.ranking import ranked_metric
+from voxwatch.providers.registry import Registry
+from voxwatch.store import open_store
+from voxwatch.store.connection import connect
+from voxwatch.web.source import open_source
+
+from conftest import REPO
+from test_web import ROWS, browser, expected_board, server, store  # noqa: F401 (the module's fixtures)
+
+ARTIFACTS = REPO / "var" / "test-artifacts"
+PAGES = {"overview": "/", "stt": "/board/stt", "tts": "/board/tts", "s2s": "/board/s2s"}
+SIZES = {"phone": (390, 844), "laptop": (1366, 900)}
+ALERTED = ("deepgram/nova-3", "stt-starter-clean", "eu-west")  # a firing alert on this series
+
+
+@pytest.fixture(scope="module")
+def alerts(store: str) -> list[tuple[str, str]]:
+    """Two alerts on one model's ttfs_ms: firing in eu-west, pending in us-east (only the first is marked)."""
+    now, states = time.time(), [("firing", "eu-west"), ("pending", "us-east")]
+    with connect(store) as conn:
+        for state, region in states:
+            conn.execute(
+                "INSERT INTO alerts (key, kind, board, model_id, metric, dataset, region, method_version, state, "
+                "opened_at, fired_at, last_evaluated_at, recent_value, baseline_value, p_value, n_recent, "
+                "n_baseline, summary) VALUES (%s, 'latency', 'stt', %s, 'ttfs_ms', %s, %s, %s, %s, %s, %s, %s, 650, "
+                "400, 1e-4, 20, 300, 'slower')",
+                (f"latency|{region}", ALERTED[0], ALERTED[1], region, METHOD_VERSION, state, now - 3600,
+                 now - 600 if state == "firing" else None, now))
+    return states
+
+
+# --- the page as data: every ranked table with its rows, and the charts' marks ----------------------
+
+
+class _Tables(HTMLParser):
+    """The ranked tables (table.ranked) of a page: each table's attributes and rows, each row's
+    attributes and its cells by data-field (text, and the attributes of the cell); and every chart
+    mark (g.bar, g.point) with the ranked table it follows."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[dict] = []
+        self.marks: list[dict] = []
+        self._cell: dict | None = None
+        self._in_table = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "table" and "ranked" in classes:
+            self.tables.append({**a, "rows": []})
+            self._in_table = True
+        elif tag == "tr" and self._in_table and "data-model" in a:
+            self.tables[-1]["rows"].append({**a, "cells": {}})
+        elif tag == "td" and self._in_table and self.tables[-1]["rows"] and "data-field" in a:
+            self._cell = {**a, "text": ""}
+            self.tables[-1]["rows"][-1]["cells"][a["data-field"]] = self._cell
+        elif tag == "g" and ("bar" in classes or "point" in classes):
+            self.marks.append({**a, "kind": "bar" if "bar" in classes else "point", "table": len(self.tables) - 1})
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._cell = None
+        elif tag == "table":
+            self._in_table = False
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell["text"] += data
+
+
+def parsed(server: str, path: str, **params: str) -> _Tables:
+    response = httpx.get(server + path, params=params)
+    assert response.status_code == 200, (path, params, response.text[:500])
+    p = _Tables()
+    p.feed(response.text)
+    return p
+
+
+def _value(cell: dict | None) -> float | None:
+    return float(cell["data-value"]) if cell and "data-value" in cell else None
+
+
+def _api(server: str, board: str) -> dict[tuple, dict]:
+    """The API's rows of a board by (model, dataset, region, method, metric)."""
+    rows = httpx.get(f"{server}/api/v1/leaderboard", params={"board": board}).json()["rows"]
+    return {(r["model_id"], r["dataset"], r["region"], r["method_version"], r["metric"]): r for r in rows}
+
+
+# --- layout in Chromium -----------------------------------------------------------------------------
+
+
+_MEASURE = """
+const cell = document.querySelector('table.ranked tbody tr[data-model] td[data-field="p50"]');
+const model = cell && cell.closest('tr').querySelector('td[data-field="model"]');
+const box = e => e && e.getBoundingClientRect();
+return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+        innerHeight: window.innerHeight, p50: cell && cell.innerText.trim(), p50Box: box(cell) && box(cell).toJSON(),
+        modelBox: box(model) && box(model).toJSON(),
+        chartWidths: Array.from(document.querySelectorAll('svg.board-chart')).filter(s => s.getBoundingClientRect().width > 0)
+          .map(s => s.getBoundingClientRect().width),
+        labelPx: Array.from(document.querySelectorAll('svg.board-chart text.label')).filter(t => t.getBoundingClientRect().height > 0)
+          .map(t => t.getBoundingClientRect().height)};
+"""
+
+
+@pytest.fixture(scope="module")
+def measured(server: str, browser) -> dict[tuple[str, str], dict]:
+    """Each page at each size, measured in Chromium after load; a screenshot of each first screen."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for size, (width, height) in SIZES.items():
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == "phone"})
+        for page, path in PAGES.items():
+            browser.get(server + path)
+            out[(page, size)] = browser.execute_script(_MEASURE)
+            assert browser.save_screenshot(str(ARTIFACTS / f"layout-{page}-{width}.png"))
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    return out
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("page", PAGES)
+def test_no_page_scrolls_sideways(measured, page, size):
+    m = measured[(page, size)]
+    assert m["innerWidth"] == SIZES[size][0]
+    assert m["scrollWidth"] <= m["innerWidth"], f"{page} at {size}: the page is {m['scrollWidth']} px wide"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_headline_numbers_are_in_a_phones_first_screen(measured, page):
+    m = measured[(page, "phone")]
+    assert m["p50"] and m["p50"][0].isdigit(), m  # the first line's headline p50, a number
+    for box in (m["p50Box"], m["modelBox"]):
+        assert 0 <= box["top"] and box["bottom"] <= m["innerHeight"], (page, box)
+        assert 0 <= box["left"] and box["right"] <= m["innerWidth"], (page, box)
+
+
+def test_charts_fit_their_column_and_keep_legible_text(measured):
+    for size, (width, _) in SIZES.items():
+        m = measured[("stt", size)]
+        assert m["chartWidths"] and max(m["chartWidths"]) <= width
+        assert min(m["labelPx"]) >= 9, f"chart text {min(m['labelPx']):.1f} px tall at {size}"  # was ~5 px
+
+
+def test_screenshots_are_saved(measured):
+    for page in PAGES:
+        for width, _ in SIZES.values():
+            assert (ARTIFACTS / f"layout-{page}-{width}.png").stat().st_size > 5_000
+
+
+# --- ranked tables: rank, protocol, sorting, filters ------------------------------------------------
+
+
+def test_streaming_and_batch_never_share_a_table_and_ranks_are_the_apis(server):
+    for board in ("stt", "tts", "s2s"):
+        api = _api(server, board)
+        tables = parsed(server, f"/board/{board}").tables
+        protocols = set()
+        for t in tables:
+            protocols.add(t["data-protocol"])
+            assert t["rows"] and {r["data-metric"] for r in t["rows"]} == {ranked_metric(t["data-protocol"])}
+            for r in t["rows"]:
+                row = api[(r["data-model"], t["data-dataset"], r["data-region"], r["data-method"], r["data-metric"])]
+                assert r["cells"]["rank"]["text"].strip() == (str(row["rank"]) if row["rank"] else "-")
+                if row["p50"] is not None:
+                    assert _value(r["cells"]["p50"]) == row["p50"]  # the same float, not a recomputation
+        if board == "stt":
+            assert protocols == {"stt-stream", "stt-batch"}
+    overview = parsed(server, "/").tables
+    assert {(t["data-board"], t["data-protocol"]) for t in overview} >= {("stt", "stt-stream"), ("stt", "stt-batch")}
+    assert all(len({r["data-metric"] for r in t["rows"]}) == 1 for t in overview)
+
+
+def test_connect_and_p99_are_shown_with_the_apis_numbers(server):
+    api = _api(server, "stt")
+    shown = 0
+    for t in parsed(server, "/board/stt").tables:
+        for r in t["rows"]:
+            key = (r["data-model"], t["data-dataset"], r["data-region"], r["data-method"])
+            connect = api[key + ("connect_ms",)]
+            assert _value(r["cells"]["connect"]) == connect["p50"]
+            shown += connect["p50"] is not None
+            assert "p99" in r["cells"] or "na" in r["cells"]
+    assert shown > 0
+    assert "p99" in httpx.get(f"{server}/board/stt").text.split('<table class="board"')[1]  # the full table too
+
+
+def _column(table: dict, field: str) -> list[float | None]:
+    return [_value(r["cells"].get(field)) for r in table["rows"]]
+
+
+@pytest.mark.parametrize("field,sort", [("p50", "p50"), ("pooled_wer", "wer"), ("connect", "connect")])
+def test_sorting_by_a_column_orders_every_table(server, field, sort):
+    for order in ("asc", "desc"):
+        tables = parsed(server, "/board/stt", sort=sort, order=order).tables
+        assert tables
+        for t in tables:
+            values = _column(t, field)
+            present = [v for v in values if v is not None]
+            assert present == sorted(present, reverse=order == "desc")
+            assert values == present + [None] * (len(values) - len(present))  # no value: last, either way
+    again = parsed(server, "/board/stt", sort=sort, order="desc").tables
+    assert [[r["data-key"] for r in t["rows"]] for t in again] == \
+        [[r["data-key"] for r in t["rows"]] for t in parsed(server, "/board/stt", sort=sort, order="desc").tables]
+
+
+def test_sorting_by_name_and_back_to_rank(server):
+    by_model = parsed(server, "/", sort="model", order="desc").tables
+    for t in by_model:
+        names = [r["data-model"] for r in t["rows"]]
+        assert names == sorted(names, reverse=True)
+    for t in parsed(server, "/").tables:  # the default: rank order, unranked last
+        ranks = [r["cells"]["rank"]["text"].strip() for r in t["rows"]]
+        ranked = [int(x) for x in ranks if x != "-"]
+        assert ranked == sorted(ranked) and ranks == [str(x) for x in ranked] + ["-"] * (len(ranks) - len(ranked))
+    page = httpx.get(f"{server}/board/stt", params={"sort": "p50", "order": "asc"}).text
+    assert 'aria-sort="ascending"' in page and "sort=p50&amp;order=desc" in page  # the header flips the order
+    assert httpx.get(f"{server}/board/stt", params={"sort": "bogus"}).status_code == 400
+    assert httpx.get(f"{server}/board/stt", params={"order": "up"}).status_code == 400
+
+
+def _series(tables: list[dict]) -> set[tuple]:
+    return {(r["data-model"], t["data-dataset"], r["data-region"], r["data-method"]) for t in tables for r in t["rows"]}
+
+
+def test_filters_keep_only_the_matching_series_and_never_rerank(server):
+    expected = {(k[1], k[2], k[3], k[4]) for k in expected_board("30d") if k[0] == "stt"}
+    everything = parsed(server, "/board/stt").tables
+    assert _series(everything) == expected
+    ranks = {(r["data-model"], t["data-dataset"], r["data-region"], r["data-method"]): r["cells"]["rank"]["text"]
+             for t in everything for r in t["rows"]}
+    cases = {"region": ("eu-west", lambda s: s[2] == "eu-west"),
+             "vendor": ("openai", lambda s: s[0].startswith("openai/")),
+             "q": ("NOVA", lambda s: "nova" in s[0]),
+             "dataset": ("stt-starter-noise", lambda s: s[1] == "stt-starter-noise"),
+             "condition": ("clean", lambda s: s[1] == "stt-starter-clean")}
+    for name, (value, keep) in cases.items():
+        tables = parsed(server, "/board/stt", **{name: value}).tables
+        want = {s for s in expected if keep(s)}
+        assert want and _series(tables) == want, name
+        for t in tables:
+            for r in t["rows"]:
+                key = (r["data-model"], t["data-dataset"], r["data-region"], r["data-method"])
+                assert r["cells"]["rank"]["text"] == ranks[key]  # the published rank, not one among the few
+    both = parsed(server, "/", region="us-east", vendor="deepgram").tables
+    assert _series(both) == {s for s in expected if s[2] == "us-east" and s[0].startswith("deepgram/")}
+    day = parsed(server, "/board/stt", window="24h").tables
+    assert _series(day) == {(k[1], k[2], k[3], k[4]) for k in expected_board("24h") if k[0] == "stt"}
+    none = httpx.get(f"{server}/board/stt", params={"q": "no-such-model"}).text
+    assert "that match the filters" in none and '<table class="ranked' not in none
+    form = httpx.get(f"{server}/board/stt").text
+    assert '<form class="filter-form" method="get">' in form
+    for name in ("window", "dataset", "condition", "region", "vendor", "q"):
+        assert f'name="{name}"' in form
+
+
+# --- charts, freshness, provenance, alerts ----------------------------------------------------------
+
+
+def test_the_charts_draw_the_tables_numbers(server):
+    api = _api(server, "stt")
+    points = bars = 0
+    for board in ("stt", "tts", "s2s"):
+        page = parsed(server, f"/board/{board}")
+        for mark in page.marks:
+            table = page.tables[mark["table"]]
+            (row,) = [r for r in table["rows"] if r["data-key"] == mark["data-key"]]
+            p50 = row["cells"]["p50"]
+            if mark["kind"] == "point":
+                points += 1
+                assert float(mark["data-x"]) == _value(p50)
+                assert float(mark["data-y"]) == _value(row["cells"]["pooled_wer"])
+            else:
+                bars += 1
+                assert float(mark["data-value"]) == _value(p50)
+                ci = row["cells"]["p50_ci"]
+                assert (float(mark["data-low"]), float(mark["data-high"])) == (float(ci["data-low"]), float(ci["data-high"]))
+            if board == "stt":
+                source = api[(row["data-model"], table["data-dataset"], row["data-region"], row["data-method"],
+                              row["data-metric"])]
+                assert _value(p50) == source["p50"]
+                if mark["kind"] == "point":
+                    assert float(mark["data-y"]) == source["pooled_wer"]
+                else:
+                    assert [float(mark["data-low"]), float(mark["data-high"])] == source["p50_ci"]
+        drawn = {(m["table"], m["data-key"]) for m in page.marks if m["kind"] == "bar"}
+        with_p50 = {(i, r["data-key"]) for i, t in enumerate(page.tables) for r in t["rows"] if "p50" in r["cells"]}
+        assert drawn == with_p50  # a bar for every line with a p50, and no other
+    assert points >= 4 and bars >= 6
+    svg = httpx.get(f"{server}/board/stt").text
+    assert 'class="board-chart scatter"' in svg and 'viewBox="0 0 ' in svg and "<script" not in svg
+
+
+def test_every_page_states_its_newest_measurement(server, store, store_url):
+    real = [r for r in ROWS if not r.emulator]
+    for page, path in PAGES.items():
+        html = httpx.get(server + path).text
+        newest = max(r.started_at for r in real if page == "overview" or r.board == page)
+        assert float(html.split('data-newest="')[1].split('"')[0]) == pytest.approx(newest, abs=1e-6), page
+        assert "Newest measurement" in html and "before this page was made" in html
+    sqlite = store_url
+    s = open_store(sqlite)
+    s.add(ROWS)
+    s.close()
+    registry = Registry.default()
+    for board in (None, "stt", "tts", "s2s"):
+        want = max(r.started_at for r in real if board is None or r.board == board)
+        assert open_source(sqlite, registry).newest(board) == pytest.approx(want, abs=1e-6)
+        assert open_source(store, registry).newest(board) == pytest.approx(want, abs=1e-6)
+
+
+def test_every_page_states_its_datas_provenance(server):
+    for page, path in PAGES.items():
+        html = httpx.get(server + path).text
+        datasets = {r.dataset for r in ROWS if not r.emulator and (page == "overview" or r.board == page)}
+        assert 'id="about-data"' in html
+        assert ("synthesized speech (eSpeak NG)" in html) == (datasets != {"tts-prompts"}), page
+        for d in datasets:
+            origin = "text" if d == "tts-prompts" else "synthesized"
+            assert f'<li data-dataset="{d}" data-origin="{origin}">' in html, (page, d)
+
+
+def test_a_firing_alert_is_marked_next_to_its_model(server, alerts):
+    marked = defaultdict(set)
+    for path in ("/", "/board/stt"):
+        for t in parsed(server, path).tables:
+            for r in t["rows"]:
+                if r.get("data-alert") == "firing":
+                    marked[path].add((r["data-model"], t["data-dataset"], r["data-region"]))
+                    assert "alert firing: ttfs_ms" in r["cells"]["model"]["text"]
+    assert marked["/"] == marked["/board/stt"] == {ALERTED}  # the pending one is not marked
+    full = httpx.get(f"{server}/board/stt").text.split('<table class="board"')[1]
+    assert full.count('data-field="alert"') == 1
+
+
+
+def test_provenance_reads_the_recipe_of_each_kind_of_dataset(tmp_path):
+    from voxwatch.datasets.catalog import Catalog, bundled_root
+    from voxwatch.datasets.manifest import DatasetInfo, write_info
+    from voxwatch.datasets.provenance import describe, lookup
+
+    write_info(tmp_path / "calls", DatasetInfo(name="calls", kind="audio", family="calls", condition="imported",
+                                               description="imported from /data/calls",
+                                               recipe="voxwatch datasets import"))
+    catalog = Catalog([bundled_root(), tmp_path])
+    assert lookup(catalog, "calls").origin == "imported"
+    assert lookup(catalog, "stt-starter-clean").origin == "synthesized"
+    noise = lookup(catalog, "stt-starter-noise")
+    assert (noise.origin, noise.condition) == ("synthesized", "noise") and "through the noise transform" in noise.text
+    assert lookup(catalog, "tts-prompts").origin == "text"
+    assert lookup(catalog, "nowhere").origin == "unknown"
+    odd = describe(DatasetInfo(name="x", kind="audio", family="x", condition="clean", description="made by hand",
+                               recipe="a lab's own"))
+    assert odd.origin == "unknown" and "a lab's own" in odd.text

@@ -1,0 +1,209 @@
+"""The ranked tables of the overview and the boards: one line per series with its headline numbers,
+filtered and sorted by the page's query parameters, and what the page says about its data (the
+newest measurement, each dataset's provenance, the firing alerts).
+
+Nothing here computes a statistic: each line is the series' ranked-metric MetricRow (and its
+connect_ms row) as the leaderboard made it, ranked by metrics.ranking over every series of the
+window, so a filter hides lines but never changes a rank (the rank is the one the API and CLI
+publish). Sorting is a presentation order: by the chosen column, lines without a value last, ties
+in rank order (metrics.ranking.rank_order), so one query always gives one order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable
+
+from starlette.requests import Request
+
+from voxwatch.alerts.store import Alert
+from voxwatch.datasets.provenance import Provenance
+from voxwatch.leaderboard import WINDOWS
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.ranking import PROTOCOL_NAMES, rank_order, ranked_metric, ranks, series_id, why_unranked
+from voxwatch.metrics.series import MetricRow
+
+from .board_charts import Bar, Point, interval_bars, scatter
+from .params import choice, text
+from .views import METRIC_ORDER, UNITS
+
+CONNECT = "connect_ms"
+SORTS: dict[str, Callable[["Entry"], object]] = {
+    "rank": lambda e: e.rank,
+    "model": lambda e: e.row.model_id,
+    "region": lambda e: e.row.region,
+    "n": lambda e: e.row.n,
+    "p50": lambda e: e.row.p50,
+    "p95": lambda e: e.row.p95,
+    "p99": lambda e: e.row.p99,
+    "connect": lambda e: e.connect.p50 if e.connect else None,
+    "error_rate": lambda e: e.row.error_rate,
+    "wer": lambda e: e.row.pooled_wer,
+}
+"""The sortable columns (`?sort=`) and the value each sorts by."""
+ORDERS = ("asc", "desc")
+DEFAULTS = {"window": "30d", "sort": "rank", "order": "asc"}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The page's query: what it shows and in which order; every field is a GET parameter."""
+    window: str = "30d"
+    dataset: str | None = None
+    condition: str | None = None
+    region: str | None = None
+    vendor: str | None = None
+    q: str | None = None  # part of a model id, any case
+    sort: str = "rank"
+    order: str = "asc"
+
+    def params(self, **changes: str | None) -> dict[str, str | None]:
+        """The query parameters of a link to this view with `changes` (defaults left out)."""
+        values = {**asdict(self), **changes}
+        return {k: (None if DEFAULTS.get(k) == v else v) for k, v in values.items()}
+
+    def sort_link(self, column: str) -> dict[str, str | None]:
+        """A column header's link: sort by it ascending, or flip the order when it is the sort already."""
+        order = ("desc" if self.order == "asc" else "asc") if column == self.sort else "asc"
+        return self.params(sort=column, order=order)
+
+    def keeps(self, row: MetricRow, vendor: str, condition: str | None) -> bool:
+        return ((self.dataset is None or row.dataset == self.dataset)
+                and (self.condition is None or condition == self.condition)
+                and (self.region is None or row.region == self.region)
+                and (self.vendor is None or vendor == self.vendor)
+                and (self.q is None or self.q.lower() in row.model_id.lower()))
+
+
+def filters(request: Request) -> Filters:
+    """The page's Filters from its query; a bad window, sort or order is a 400 that lists the choices."""
+    return Filters(window=choice(request, "window", WINDOWS, "30d"), dataset=text(request, "dataset"),
+                   condition=text(request, "condition"), region=text(request, "region"),
+                   vendor=text(request, "vendor"), q=text(request, "q"),
+                   sort=choice(request, "sort", SORTS, "rank"), order=choice(request, "order", ORDERS, "asc"))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One series' line: its ranked metric's row, its connect_ms row, its rank and its firing alerts."""
+    row: MetricRow
+    connect: MetricRow | None
+    rank: int | None
+    unranked: str | None
+    vendor: str
+    alerts: tuple[Alert, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The line's id on the page (a chart's mark names it): model, region, method, instrument."""
+        r = self.row
+        return "|".join((r.model_id, r.region, r.method_version, r.instrument or ""))
+
+    @property
+    def label(self) -> str:
+        r = self.row
+        return f"{r.model_id} ({r.region}" + ("" if r.method_version == METHOD_VERSION else f", v{r.method_version}") + ")"
+
+
+@dataclass
+class RankedTable:
+    board: str
+    dataset: str
+    protocol: str
+    provenance: Provenance
+    entries: list[Entry] = field(default_factory=list)
+
+    @property
+    def metric(self) -> str:
+        return ranked_metric(self.protocol) or ""
+
+    @property
+    def unit(self) -> str:
+        return UNITS.get(self.metric, "")
+
+
+@dataclass
+class ProtocolSection:
+    """The tables of one protocol on one board: streaming and batch are never in one section."""
+    board: str
+    protocol: str
+    tables: list[RankedTable] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        metric = ranked_metric(self.protocol)
+        name = PROTOCOL_NAMES.get(self.protocol, self.protocol)
+        return f"{name[:1].upper()}{name[1:]}: ranked by {metric} p50"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the filter form offers: the values the window's rows have."""
+    datasets: list[str]
+    conditions: list[str]
+    regions: list[str]
+    vendors: list[str]
+
+
+def options(rows: Iterable[MetricRow], vendor: Callable[[str], str], provenance: Callable[[str], Provenance]) -> Options:
+    rows = list(rows)
+    datasets = sorted({r.dataset for r in rows})
+    return Options(datasets, sorted({c for d in datasets if (c := provenance(d).condition)}),
+                   sorted({r.region for r in rows}), sorted({vendor(r.model_id) for r in rows}))
+
+
+def sort_entries(entries: list[Entry], column: str, order: str) -> list[Entry]:
+    """By `column` (lines without a value last, in rank order), ties in rank order."""
+    base = sorted(entries, key=lambda e: rank_order(e.row, e.rank))
+    if column == "rank" and order == "asc":
+        return base
+    value = SORTS[column]
+    present = [e for e in base if value(e) is not None]
+    present.sort(key=value, reverse=order == "desc")  # stable: equal values keep their rank order
+    return present + [e for e in base if value(e) is None]
+
+
+def ranked_sections(rows: list[MetricRow], f: Filters, vendor: Callable[[str], str],
+                    provenance: Callable[[str], Provenance], alerts: Iterable[Alert] = ()) -> list[ProtocolSection]:
+    """Per board and protocol, one ranked table per dataset, holding the series the filters keep."""
+    ranked = ranks(rows, METHOD_VERSION)  # over every series of the window: a filter never changes a rank
+    connect = {series_id(r): r for r in rows if r.metric == CONNECT}
+    firing: dict[tuple, list[Alert]] = {}
+    for a in alerts:
+        if a.state == "firing":
+            firing.setdefault((a.model_id, a.dataset, a.region, a.method_version), []).append(a)
+    tables: dict[tuple[str, str, str], RankedTable] = {}
+    for r in rows:
+        if r.metric != ranked_metric(r.protocol):
+            continue
+        maker = vendor(r.model_id)
+        if not f.keeps(r, maker, provenance(r.dataset).condition):
+            continue
+        table = tables.setdefault((r.board, r.protocol, r.dataset),
+                                  RankedTable(r.board, r.dataset, r.protocol, provenance(r.dataset)))
+        table.entries.append(Entry(r, connect.get(series_id(r)), ranked.get(series_id(r)),
+                                   why_unranked(r, METHOD_VERSION), maker,
+                                   tuple(firing.get((r.model_id, r.dataset, r.region, r.method_version), ()))))
+    sections: dict[tuple[str, str], ProtocolSection] = {}
+    for key in sorted(tables, key=lambda k: (k[0], METRIC_ORDER.get(ranked_metric(k[1]) or "", len(METRIC_ORDER)),
+                                             k[2])):
+        table = tables[key]
+        table.entries = sort_entries(table.entries, f.sort, f.order)
+        sections.setdefault(key[:2], ProtocolSection(*key[:2])).tables.append(table)
+    return list(sections.values())
+
+
+def charts(table: RankedTable) -> dict[str, str]:
+    """The table's pictures, in its order: its metric's p50 with the 95 % interval per line, and on a
+    table with scored words, that p50 against pooled WER."""
+    bars = [Bar(e.label, e.key, e.row.p50, *(e.row.p50_ci or (None, None))) for e in table.entries
+            if e.row.p50 is not None]
+    points = [Point(e.label, e.key, e.row.p50, e.row.pooled_wer) for e in table.entries
+              if e.row.p50 is not None and e.row.pooled_wer is not None]
+    out = {}
+    if bars:
+        out["bars"] = interval_bars(f"{table.metric} p50 with its 95% interval", table.unit, bars)
+    if points:
+        out["scatter"] = scatter(f"{table.metric} p50 against pooled WER", f"{table.metric} p50 ({table.unit})",
+                                 "pooled WER", points)
+    return out
