@@ -23,12 +23,13 @@ from voxwatch import dashboards, panel_sql
 from voxwatch.metrics.specs import METRICS
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
+from voxwatch.store import exclusions
 from voxwatch.store.connection import connect
 
 from conftest import REPO, run_cli
-from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
+from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, POCKET, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
 from grafana_api import GrafanaAPI
-from grafana_panels import DASHBOARDS, FILES, load, query, targets, variables_of
+from grafana_panels import DASHBOARDS, FILES, load, query, run_panel, targets, variables_of
 from grafana_query import ExpansionError, TimeRange, Variables, expand, go_float
 
 STABLE_UIDS = {"voxwatch-overview", "voxwatch-provider", "voxwatch-ttfa", "voxwatch-wer", "voxwatch-alerts",
@@ -163,19 +164,59 @@ def test_dashboard_files_are_valid_with_unique_stable_uids():
         assert {"datasource", "model", "region"} | series <= set(names), d["uid"]
 
 
-def test_exclusions_and_metric_columns_in_the_sql_follow_the_registry_and_the_metric_specs():
+def test_no_exclusion_is_copied_into_the_sql_and_metric_columns_follow_the_metric_specs():
+    """Exclusions are read from the store's registry_exclusions table, never spelled in a panel's SQL."""
     registry = {(m.id, e.metric) for m in Registry.default().models.values() for e in m.exclusions}
+    assert registry, "the registry has no exclusion: this check would pass on anything"
     metric_names = {m.name for m in METRICS}
-    headline = {m.name for m in METRICS if m.headline}
-    for name in ("overview.json", "provider-detail.json"):
-        for panel in panels(load(name)):
+    for path in FILES:
+        for panel in panels(load(path.name)):
             for t in panel.get("targets", []):
                 pairs = {(a, b) for a, b in re.findall(r"\('([^']+)', '([^']+)'", t["rawSql"]) if b in metric_names}
-                if pairs:
-                    assert pairs == registry, (name, panel["title"])
+                assert not pairs & registry, (path.name, panel["title"])
+                assert not any(m in t["rawSql"] for m, _ in registry), (path.name, panel["title"])
     for t in next(p for p in panels(load("provider-detail.json")) if p.get("repeat") == "metric")["targets"]:
+        assert "registry_exclusions" in t["rawSql"]
         columns = re.findall(r"\('(\w+)', o\.(\w+)\)", t["rawSql"])
+        headline = {m.name for m in METRICS if m.headline}
         assert all(a == b for a, b in columns) and {a for a, _ in columns} == headline
+
+
+def _with_exclusion(model_id: str, metric: str, reason: str) -> Registry:
+    """The packaged registry with one more exclusion, as an operator would add it to registry.toml."""
+    text = (REPO / "providers/registry.toml").read_text()
+    at = text.index(f'id = "{model_id}"')
+    end = text.index("exclusions = []", at)
+    return Registry.from_toml(text[:end] + f'exclusions = [{{metric = "{metric}", reason = "{reason}"}}]'
+                              + text[end + len("exclusions = []"):])
+
+
+def test_an_exclusion_changed_in_the_registry_changes_the_panels_without_touching_their_sql(seeded):
+    url, _ = seeded
+    overview, detail = load("overview.json"), load("provider-detail.json")
+    reason = "final forced by the test"
+
+    def shown(conn) -> tuple[set, set]:
+        board = variables_of(conn, overview).scoped("board", "stt").scoped("window", "30d")
+        blanked = {(r["model"], r["metric"], r["n"], r["note"]) for r in
+                   run_panel(conn, overview, overview["panels"][0]["title"], board) if r["note"] and reason in r["note"]}
+        plotted = {r["metric"].split(" ")[0] for r in run_panel(conn, detail, "${metric}: p50 and p95",
+                                                               variables_of(conn, detail).scoped("metric", "ttfs_ms"))}
+        return blanked, plotted
+
+    with connect(url) as conn:
+        assert exclusions.rows_of(Registry.default()) == set(conn.execute(
+            "SELECT model_id, metric, reason FROM registry_exclusions").fetchall())
+        before = shown(conn)
+        assert before[0] == set() and POCKET in before[1]
+        try:
+            assert exclusions.sync(conn, _with_exclusion(POCKET, "ttfs_ms", reason))
+            blanked, plotted = shown(conn)
+            assert blanked and all(m == POCKET and metric == "ttfs_ms" and n == 0 for m, metric, n, _ in blanked)
+            assert POCKET not in plotted and plotted == before[1] - {POCKET}
+        finally:
+            exclusions.sync(conn, Registry.default())
+        assert shown(conn) == before
 
 
 def test_provisioning_reads_the_connection_from_the_environment_and_finds_the_dashboards():

@@ -20,7 +20,6 @@ from .conversations.scenario import DIMENSIONS
 from .metrics.conversation_timing import SILENCE_GAP_MIN_S
 from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
 from .metrics.specs import METRICS
-from .providers.registry import Registry
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)(?:\((.*?)\))?\s*\}\}")
 _TARGET = re.compile(r"^-- target: (\d+) (\w+)$", re.M)
@@ -175,23 +174,9 @@ def window_seconds(window: str) -> str:
     return f"CASE {window} " + " ".join(f"WHEN '{w}' THEN {s}" for w, s in WINDOWS.items()) + " END"
 
 
-def exclusions() -> str:
-    """The registry's (model, metric, reason) exclusions as VALUES rows."""
-    return ",\n    ".join(f"({_quoted([m])}, {_quoted([e.metric])}, {_quoted([e.reason])})" for m, e in _excluded())
-
-
-def excluded_pairs() -> str:
-    return ", ".join(f"({_quoted([m])}, {_quoted([e.metric])})" for m, e in _excluded())
-
-
-def _excluded() -> list:
-    return sorted(((m.id, e) for m in Registry.default().models.values() for e in m.exclusions),
-                  key=lambda p: (p[0], p[1].metric))
-
-
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
     percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer,
-    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds, exclusions, excluded_pairs,
+    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds,
     decided_rate, has_decided_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
     conversation_series, chosen_conversations)}
 CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}

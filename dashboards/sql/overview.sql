@@ -1,12 +1,9 @@
 -- target: 1 A
 -- The rolling leaderboard of one board, as `voxwatch leaderboard` prints it: the aggregates table
 -- (recomputed on every write, never holding emulator rows), one row per series and metric; method
--- versions are separate rows, never pooled; registry exclusions are blanked with their reason.
+-- versions are separate rows, never pooled; registry exclusions (the registry_exclusions table the
+-- store keeps in sync with providers/registry.toml) are blanked with their reason.
 -- Every number is metrics/series.py's, computed in Python when the series' rows were written.
-WITH excluded (model_id, metric, reason) AS (
-  VALUES
-    {{exclusions}}
-)
 SELECT
   a.model_id AS model, a.dataset, a.region, a.method_version AS method, NULLIF(a.instrument, '') AS instrument,
   a.metric,
@@ -36,7 +33,7 @@ SELECT
     CASE WHEN min(a.method_version) OVER w <> max(a.method_version) OVER w
          THEN 'series changed method: versions shown apart' END), '') AS note
 FROM aggregates a
-LEFT JOIN excluded e ON e.model_id = a.model_id AND e.metric = a.metric
+LEFT JOIN registry_exclusions e ON e.model_id = a.model_id AND e.metric = a.metric
 WHERE a.board IN (${board:sqlstring})
   AND a.time_window = ${window:sqlstring}
   AND a.newest_at >= extract(epoch FROM now()) - {{window_seconds(${window:sqlstring})}}

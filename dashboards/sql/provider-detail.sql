@@ -11,7 +11,7 @@ WHERE {{chosen(o, ${board:sqlstring})}}
   AND o.status = 'ok'
   AND m.metric = ${metric:sqlstring}
   AND m.value IS NOT NULL
-  AND (o.model_id, m.metric) NOT IN ({{excluded_pairs}})
+  AND NOT EXISTS (SELECT 1 FROM registry_exclusions e WHERE e.model_id = o.model_id AND e.metric = m.metric)
 GROUP BY 1, 2
 HAVING {{has_percentile(50, m.value)}}
 ORDER BY 1
@@ -30,7 +30,7 @@ WHERE {{chosen(o, ${board:sqlstring})}}
   AND o.status = 'ok'
   AND m.metric = ${metric:sqlstring}
   AND m.value IS NOT NULL
-  AND (o.model_id, m.metric) NOT IN ({{excluded_pairs}})
+  AND NOT EXISTS (SELECT 1 FROM registry_exclusions e WHERE e.model_id = o.model_id AND e.metric = m.metric)
 GROUP BY 1, 2
 HAVING {{has_percentile(95, m.value)}}
 ORDER BY 1
