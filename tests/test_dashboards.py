@@ -15,6 +15,7 @@ import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -157,7 +158,7 @@ def test_dashboard_files_are_valid_with_unique_stable_uids():
         assert len({p["id"] for p in every}) == len(every) and len({p["title"] for p in every}) == len(every)
         for p in every:
             for t in p.get("targets", []):
-                assert t["datasource"] == {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
+                assert t["datasource"] == {"type": dashboards.DATASOURCE_TYPE, "uid": "${datasource}"}
                 assert t["format"] in ("table", "time_series") and t["rawQuery"] and t["editorMode"] == "code"
         names = [v["name"] for v in d["templating"]["list"]]
         series = {"scenario", "persona"} if d["uid"] == "voxwatch-conversations" else {"dataset"}  # what a series is
@@ -233,6 +234,42 @@ def test_provisioning_reads_the_connection_from_the_environment_and_finds_the_da
     for path in FILES:
         (source,) = [v for v in json.loads(path.read_text())["templating"]["list"] if v["type"] == "datasource"]
         assert source["query"] == ds["type"] and source["current"]["value"] == ds["uid"]
+
+
+def _datasource_references(node, where: str = "") -> Iterator[tuple[str, dict]]:
+    """Every `datasource` object anywhere in a dashboard (panels, targets, variables, annotations)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "datasource" and isinstance(value, dict):
+                yield where, value
+            yield from _datasource_references(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _datasource_references(value, f"{where}/{i}")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+def test_every_datasource_is_the_provisioned_type_which_the_stated_grafana_versions_know():
+    """The core Postgres plugin's id is `grafana-postgresql-datasource` from Grafana 10.2.3 (`postgres`
+    before); the README states that minimum and the compose file runs a Grafana at or above it."""
+    (ds,) = yaml.safe_load((DASHBOARDS / "provisioning/datasources/voxwatch.yaml").read_text())["datasources"]
+    assert ds["type"] == dashboards.DATASOURCE_TYPE == "grafana-postgresql-datasource"
+    for path in FILES:
+        dashboard = json.loads(path.read_text())
+        found = list(_datasource_references(dashboard))
+        assert len(found) >= len(list(panels(dashboard))), path.name
+        for where, source in found:
+            assert source == {"type": ds["type"], "uid": "${datasource}"}, (path.name, where, source)
+        (variable,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+        assert variable["query"] == ds["type"], path.name
+    readme = (DASHBOARDS / "README.md").read_text()
+    stated = re.search(r"Grafana (\d+\.\d+\.\d+) or later", readme)
+    assert stated and _version(stated.group(1)) == dashboards.MIN_GRAFANA_VERSION, "state the minimum Grafana"
+    image = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["grafana"]["image"]
+    assert _version(image.rsplit(":", 1)[1]) >= dashboards.MIN_GRAFANA_VERSION, image
 
 
 # ---------------------------------------------------------------- push
