@@ -20,13 +20,14 @@ import numpy as np
 import psycopg
 import pytest
 
-from voxwatch import leaderboard
+from voxwatch import leaderboard, panel_units
 from voxwatch.conversation_records import score_of
 from voxwatch.conversation_rows import ConversationRow
 from voxwatch.metrics import conversation_aggregate as conv
 from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.metrics.conversation import ConversationScore
 from voxwatch.metrics.series import WINDOWS, MetricRow, pooled_wer, summarize
+from voxwatch.metrics.specs import METRICS
 from voxwatch.observation import Observation
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
@@ -116,7 +117,7 @@ def _percentiles(conn, rows, tally):
     for metric in variables.values["metric"]:
         scoped = variables.scoped("metric", metric)
         for ref, q in (("A", "p50"), ("B", "p95")):
-            expected = {(t, f"{_label(s)} {q}"): getattr(m[metric], q) for (t, s), m in buckets.items() if metric in m}
+            expected = {(t, f"{_label(s)} {metric} {q}"): getattr(m[metric], q) for (t, s), m in buckets.items() if metric in m}
             tally.points(run_panel(conn, dashboard, "${metric}: p50 and p95", scoped, ref), expected)
 
 
@@ -261,20 +262,24 @@ _OVERVIEW = ("n", "mean", "mean_ci", "p50", "p50_ci", "p95", "p95_ci", "p99", "m
              "wer_ci", "wer_words", "wer_clips", "clip_wer_p50", "clip_wer_p95", "clip_wer_max")
 
 
-@check("voxwatch-overview", "Leaderboard: ${board} (rolling ${window})", na=True)
-def _leaderboard(conn, rows, tally):
+def _leaderboard(conn, rows, tally, title: str, unit: str):
+    """One leaderboard table: the metrics of one unit (metrics/specs.py), whose statistics it formats so."""
     dashboard = load("overview.json")
     variables = variables_of(conn, dashboard)
+    panel = next(p for p in panels(dashboard) if p["title"] == title)
+    units = {o["matcher"]["options"]: o["properties"][0]["value"] for o in panel["fieldConfig"]["overrides"]}
+    assert all(units[c] == panel_units.GRAFANA_UNITS[unit] for c in panel_units.STATISTICS)
     for window, span in WINDOWS.items():
         members = _in_range(rows, NOW - span)
         methods = defaultdict(set)
         for r in members:
             methods[(r.model_id, r.dataset, r.region)].add(r.method_version)
         expected = leaderboard.build(members, Registry.default())
-        for board in variables.values["board"]:
-            got = run_panel(conn, dashboard, dashboard["panels"][0]["title"],
-                            variables.scoped("board", board).scoped("window", window))
-            mine = [m for m in expected if m.board == board]
+        for boards in [[b] for b in variables.values["board"]] if panel.get("repeat") else [variables.values["board"]]:
+            scoped = variables.scoped("window", window)
+            scoped = scoped.scoped("board", boards[0]) if len(boards) == 1 else scoped
+            got = run_panel(conn, dashboard, title, scoped)
+            mine = [m for m in expected if m.board in boards and UNIT_OF[m.metric] == unit]
             assert [(r["model"], r["dataset"], r["region"], r["method"], r["instrument"], r["metric"]) for r in got] \
                 == [(m.model_id, m.dataset, m.region, m.method_version, m.instrument, m.metric) for m in mine]
             for row, m in zip(got, mine):
@@ -288,6 +293,20 @@ def _leaderboard(conn, rows, tally):
                 note = row["note"] or ""
                 assert (m.note or "") in note and ("n/a" in note) == (m.note is None and m.p99 is None), (m, note)
                 assert ("series changed method" in note) == (len(methods[(m.model_id, m.dataset, m.region)]) > 1)
+
+
+UNIT_OF = {m.name: m.unit for m in METRICS}
+
+
+@check("voxwatch-overview", "Leaderboard: ${board} latencies (rolling ${window})", na=True)
+def _latencies(conn, rows, tally):
+    _leaderboard(conn, rows, tally, "Leaderboard: ${board} latencies (rolling ${window})", "ms")
+
+
+@check("voxwatch-overview", "Real-time factor (rolling ${window})", na=True)
+def _real_time_factor(conn, rows, tally):
+    _leaderboard(conn, rows, tally, "Real-time factor (rolling ${window})", "x")
+    assert "rtf" in UNIT_OF and UNIT_OF["rtf"] == "x"
 
 
 @check("voxwatch-overview", "Freshness", na=False)

@@ -20,7 +20,7 @@ from typing import Iterator
 import pytest
 import yaml
 
-from voxwatch import dashboards, panel_sql
+from voxwatch import dashboards, panel_sql, panel_units
 from voxwatch.metrics.specs import METRICS
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
@@ -236,6 +236,36 @@ def test_provisioning_reads_the_connection_from_the_environment_and_finds_the_da
         assert source["query"] == ds["type"] and source["current"]["value"] == ds["uid"]
 
 
+def test_every_statistic_is_shown_in_its_metrics_unit_from_the_specs(seeded):
+    """rtf in x real time, latencies in ms: by metrics/specs.py, in the tables and in every series."""
+    url, _ = seeded
+    assert panel_units.grafana_unit("rtf") == "suffix:x real time" and panel_units.grafana_unit("ttfs_ms") == "ms"
+    detail = load("provider-detail.json")
+    repeated = [p for p in panels(detail) if p.get("repeat") == "metric"]
+    shown = set()
+    with connect(url) as conn:
+        variables = variables_of(conn, detail)
+        assert "rtf" in variables.values["metric"]
+        for panel in repeated:
+            assert "unit" not in panel["fieldConfig"]["defaults"], panel["title"]
+            overrides = [(o["matcher"]["options"], o["properties"][0]["value"]) for o in panel["fieldConfig"]["overrides"]]
+            for metric in variables.values["metric"]:
+                for target in panel["targets"]:
+                    _, _, rows = query(conn, expand(target["rawSql"], variables.scoped("metric", metric), RANGE))
+                    for label in {r[1] for r in rows}:
+                        units = [unit for pattern, unit in overrides if re.fullmatch(pattern, label)]
+                        assert units == [panel_units.grafana_unit(metric)], (panel["title"], label, units)
+                        shown.add(metric)
+    assert "rtf" in shown and "ttfs_ms" in shown
+    for path in FILES:  # a panel with one unit for everything reads only metrics of that unit
+        for panel in panels(load(path.name)):
+            unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit")
+            read = {m.name for t in panel.get("targets", []) for m in METRICS
+                    if re.search(rf"\.{m.name}\b", t["rawSql"])}
+            if unit and read and panel["type"] != "table":
+                assert {panel_units.grafana_unit(m) for m in read} == {unit}, (path.name, panel["title"], read, unit)
+
+
 def _datasource_references(node, where: str = "") -> Iterator[tuple[str, dict]]:
     """Every `datasource` object anywhere in a dashboard (panels, targets, variables, annotations)."""
     if isinstance(node, dict):
@@ -344,6 +374,6 @@ def test_an_unknown_placeholder_or_a_target_without_a_template_is_refused(tmp_pa
         panel_sql.render("SELECT {{median(x)}}")
     (tmp_path / "sql").mkdir()
     (tmp_path / "overview.json").write_text((DASHBOARDS / "overview.json").read_text())
-    (tmp_path / "sql" / "overview.sql").write_text("-- target: 1 A\nSELECT 1\n")
+    (tmp_path / "sql" / "overview.sql").write_text("-- target: 1 A\nSELECT 1\n-- target: 3 A\nSELECT 1\n")
     with pytest.raises(ValueError, match=r"no template for panel 2 \('Freshness'\) target A"):
         panel_sql.rendered(tmp_path)

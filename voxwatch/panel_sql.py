@@ -16,13 +16,17 @@ import re
 from pathlib import Path
 from typing import Callable, Iterator
 
+from . import panel_units
 from .conversations.scenario import DIMENSIONS
 from .metrics.conversation_timing import SILENCE_GAP_MIN_S
 from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
 from .metrics.specs import METRICS
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)(?:\((.*?)\))?\s*\}\}")
-_TARGET = re.compile(r"^-- target: (\d+) (\w+)$", re.M)
+_HEADER = re.compile(r"^-- target:.*$", re.M)
+_TARGET = re.compile(r"-- target: (\d+) (\w+)")
+_SAME_AS = re.compile(r"-- target: (\d+) (\w+) = (\d+) (\w+) with (\{\{metrics_in_unit\(\w+\)\}\})")
+_IN_UNIT = re.compile(r"\{\{metrics_in_unit\(\w+\)\}\}")
 
 
 def _quoted(values) -> str:
@@ -170,13 +174,18 @@ def metric_values(row: str) -> str:
     return ", ".join(f"('{m.name}', {row}.{m.name})" for m in METRICS if m.headline)
 
 
+def metrics_in_unit(unit: str) -> str:
+    """The metrics whose unit (metrics/specs.py) is `unit`, quoted: a panel's field has one unit."""
+    return _quoted(panel_units.metrics_in_unit(unit))
+
+
 def window_seconds(window: str) -> str:
     return f"CASE {window} " + " ".join(f"WHEN '{w}' THEN {s}" for w, s in WINDOWS.items()) + " END"
 
 
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
     percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer,
-    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds,
+    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, metrics_in_unit, window_seconds,
     decided_rate, has_decided_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
     conversation_series, chosen_conversations)}
 CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}
@@ -206,11 +215,27 @@ def render(template: str) -> str:
 
 
 def templates(path: Path) -> dict[tuple[int, str], str]:
-    """(panel id, refId) -> template, from one dashboard's .sql file."""
+    """(panel id, refId) -> template, from one dashboard's .sql file. A line
+    `-- target: 3 A = 1 A with {{metrics_in_unit(x)}}` makes 3 A the template of 1 A with every
+    `{{metrics_in_unit(...)}}` replaced (the same table for the metrics of another unit)."""
     text = path.read_text(encoding="utf-8")
-    marks = list(_TARGET.finditer(text))
-    return {(int(m.group(1)), m.group(2)): text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else None)]
-            .rstrip("\n") for i, m in enumerate(marks)}
+    marks = list(_HEADER.finditer(text))
+    found, copies = {}, []
+    for i, m in enumerate(marks):
+        own, same = _TARGET.fullmatch(m.group(0)), _SAME_AS.fullmatch(m.group(0))
+        if same:
+            copies.append(same)
+        elif own:
+            body = text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else None)]
+            found[(int(own.group(1)), own.group(2))] = body.rstrip("\n")
+        else:
+            raise ValueError(f"{path}: {m.group(0)!r} is not `-- target: <panel id> <refId>`")
+    for same in copies:
+        source = (int(same.group(3)), same.group(4))
+        if source not in found:
+            raise ValueError(f"{path}: target {same.group(1)} {same.group(2)} copies {source}, which has no template")
+        found[(int(same.group(1)), same.group(2))] = _IN_UNIT.sub(same.group(5), found[source])
+    return found
 
 
 def rendered(folder: Path) -> dict[Path, str]:
@@ -228,6 +253,7 @@ def rendered(folder: Path) -> dict[Path, str]:
                     raise ValueError(f"{source}: no template for panel {key[0]} ({panel['title']!r}) target {key[1]}")
                 target["rawSql"] = render(found[key])
                 used.add(key)
+            panel_units.apply(panel, [found[(panel["id"], t["refId"])] for t in panel.get("targets", [])])
         if set(found) - used:
             raise ValueError(f"{source}: templates for targets {sorted(set(found) - used)} that {path.name} lacks")
         out[path] = json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"

@@ -1,5 +1,6 @@
 -- target: 1 A
--- The rolling leaderboard of one board, as `voxwatch leaderboard` prints it: the aggregates table
+-- The rolling leaderboard of one board, as `voxwatch leaderboard` prints it, for the metrics of one unit
+-- (metrics/specs.py; a Grafana field has one unit, so the ms and the x real time metrics are two tables): the aggregates table
 -- (recomputed on every write, never holding emulator rows), one row per series and metric; method
 -- versions are separate rows, never pooled; registry exclusions (the registry_exclusions table the
 -- store keeps in sync with providers/registry.toml) are blanked with their reason.
@@ -36,6 +37,7 @@ FROM aggregates a
 LEFT JOIN registry_exclusions e ON e.model_id = a.model_id AND e.metric = a.metric
 WHERE a.board IN (${board:sqlstring})
   AND a.time_window = ${window:sqlstring}
+  AND a.metric IN ({{metrics_in_unit(ms)}})
   AND a.newest_at >= extract(epoch FROM now()) - {{window_seconds(${window:sqlstring})}}
   AND a.model_id IN (${model:sqlstring})
   AND a.dataset IN (${dataset:sqlstring})
@@ -56,3 +58,5 @@ WHERE a.time_window = '30d'
   AND a.region IN (${region:sqlstring})
 GROUP BY a.board, a.region, a.method_version
 ORDER BY a.board, a.region, a.method_version
+
+-- target: 3 A = 1 A with {{metrics_in_unit(x)}}

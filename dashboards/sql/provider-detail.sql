@@ -3,7 +3,7 @@
 -- version; never pooled), over `ok` rows; a bucket under the p50's floor (metrics/series.py) has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
-  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'p50') AS metric,
+  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, m.metric, 'p50') AS metric,
   {{percentile(50, m.value)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
@@ -22,7 +22,7 @@ ORDER BY 1
 -- TAIL_N beyond it, metrics/series.py) has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
-  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'p95') AS metric,
+  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, m.metric, 'p95') AS metric,
   {{percentile(95, m.value)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
