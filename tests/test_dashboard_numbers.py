@@ -20,7 +20,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from voxwatch import leaderboard, panel_units
+from voxwatch import leaderboard, panel_interval, panel_units
 from voxwatch.conversation_records import score_of
 from voxwatch.conversation_rows import ConversationRow
 from voxwatch.metrics import conversation_aggregate as conv
@@ -35,7 +35,7 @@ from voxwatch.store.connection import connect
 
 from dashboard_seed import (CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, SEEDED_CONVERSATIONS,  # noqa: F401
                             seeded)
-from grafana_panels import FILES, load, run_panel, variables_of
+from grafana_panels import FILES, load, range_of, run_panel, variables_of
 
 Series = tuple[str, str, str, str]  # model, dataset, region, method version: how the panels group
 
@@ -91,7 +91,9 @@ def _statistics(rows: Iterable[Observation], board: str | None = None) -> dict[S
 
 
 def _per_bucket(rows: list[Observation], board: str | None = None) -> dict[tuple[float, Series], dict[str, MetricRow]]:
-    step = RANGE.interval_ms / 1000
+    """Per bucket of `$__interval` as a panel on observations gets it: raised to its min interval."""
+    step = range_of({"interval": panel_interval.min_interval()}).interval_ms / 1000
+    assert step > RANGE.interval_ms / 1000, "the seeded range should show the min interval at work"
     buckets: dict[float, list[Observation]] = defaultdict(list)
     for r in rows:
         buckets[float(np.floor(r.started_at / step) * step)].append(r)

@@ -30,7 +30,7 @@ from voxwatch.store.connection import connect
 from conftest import REPO, run_cli
 from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, POCKET, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
 from grafana_api import GrafanaAPI
-from grafana_panels import DASHBOARDS, FILES, load, query, run_panel, targets, variables_of
+from grafana_panels import DASHBOARDS, FILES, load, query, range_of, run_panel, targets, variables_of
 from grafana_query import ExpansionError, TimeRange, Variables, expand, go_float
 
 STABLE_UIDS = {"voxwatch-overview", "voxwatch-provider", "voxwatch-ttfa", "voxwatch-wer", "voxwatch-alerts",
@@ -70,7 +70,8 @@ def _check_shape(panel: dict, target: dict, names: list[str], types: list[int], 
         assert values and set(labels) <= {"metric"} and len(values) + len(labels) == len(names) - 1, (where, names)
         times = [r[0] for r in rows]
         assert times == sorted(times), f"{where}: Grafana needs a long series in time order"
-        assert all(RANGE.from_unix() - RANGE.interval_ms / 1000 <= t <= RANGE.to_unix() for t in times), where
+        step = range_of(panel).interval_ms / 1000
+        assert all(RANGE.from_unix() - step <= t <= RANGE.to_unix() for t in times), where
         return
     assert target["format"] == "table", where
     for name, unit in _referenced_columns(panel).items():
@@ -97,7 +98,7 @@ def test_every_panel_query_returns_rows_of_the_columns_and_types_its_panel_reads
                 assert variables.options[v["name"]], f"variable {v['name']} offered nothing"
         ran = 0
         for panel, target, scoped in targets(dashboard, variables):
-            names, types, rows = query(conn, expand(target["rawSql"], scoped, RANGE))
+            names, types, rows = query(conn, expand(target["rawSql"], scoped, range_of(panel)))
             _check_shape(panel, target, names, types, rows)
             ran += 1
     assert ran >= len(dashboard["panels"])
@@ -120,7 +121,7 @@ def test_no_panel_or_variable_shows_emulator_rows_even_when_asked_for_them(seede
             variables = variables_of(conn, dashboard, **everything)
             assert all(EMULATED_ONLY not in options for options in variables.options.values()), path.name
             for panel, target, scoped in targets(dashboard, variables):
-                names, types, result = query(conn, expand(target["rawSql"], scoped, RANGE))
+                names, types, result = query(conn, expand(target["rawSql"], scoped, range_of(panel)))
                 for row in result:
                     for name, type_code, value in zip(names, types, row):
                         assert not (isinstance(value, str) and EMULATED_ONLY in value), (path.name, panel["title"])
@@ -251,7 +252,8 @@ def test_every_statistic_is_shown_in_its_metrics_unit_from_the_specs(seeded):
             overrides = [(o["matcher"]["options"], o["properties"][0]["value"]) for o in panel["fieldConfig"]["overrides"]]
             for metric in variables.values["metric"]:
                 for target in panel["targets"]:
-                    _, _, rows = query(conn, expand(target["rawSql"], variables.scoped("metric", metric), RANGE))
+                    _, _, rows = query(conn, expand(target["rawSql"], variables.scoped("metric", metric),
+                                                        range_of(panel)))
                     for label in {r[1] for r in rows}:
                         units = [unit for pattern, unit in overrides if re.fullmatch(pattern, label)]
                         assert units == [panel_units.grafana_unit(metric)], (panel["title"], label, units)

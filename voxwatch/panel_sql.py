@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import panel_units
+from . import panel_interval, panel_units
 from .conversations.scenario import DIMENSIONS
 from .metrics.conversation_timing import SILENCE_GAP_MIN_S
 from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
@@ -253,7 +253,9 @@ def rendered(folder: Path) -> dict[Path, str]:
                     raise ValueError(f"{source}: no template for panel {key[0]} ({panel['title']!r}) target {key[1]}")
                 target["rawSql"] = render(found[key])
                 used.add(key)
-            panel_units.apply(panel, [found[(panel["id"], t["refId"])] for t in panel.get("targets", [])])
+            own = [found[(panel["id"], t["refId"])] for t in panel.get("targets", [])]
+            panel_units.apply(panel, own)
+            panel_interval.apply(panel, own)
         if set(found) - used:
             raise ValueError(f"{source}: templates for targets {sorted(set(found) - used)} that {path.name} lacks")
         out[path] = json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"
