@@ -26,7 +26,7 @@ from voxwatch.conversation_rows import ConversationRow
 from voxwatch.metrics import conversation_aggregate as conv
 from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.metrics.conversation import ConversationScore
-from voxwatch.metrics.series import WINDOWS, MetricRow, pooled_wer, summarize
+from voxwatch.metrics.series import WINDOWS, MetricRow, availability, pooled_wer, summarize
 from voxwatch.metrics.specs import METRICS
 from voxwatch.observation import Observation
 from voxwatch.panel_sql import panels
@@ -142,11 +142,15 @@ def _timeout_and_inaudible(conn, rows, tally):
     tally.points(got, expected)
 
 
+def _provider_table(conn, title: str, *key: str) -> dict[tuple, dict]:
+    """A provider-detail table's rows by the columns of `key`."""
+    dashboard = load("provider-detail.json")
+    return {tuple(r[c] for c in key): r for r in run_panel(conn, dashboard, title, variables_of(conn, dashboard))}
+
+
 @check("voxwatch-provider", "Attempts per dataset and region", na=False)
 def _attempts(conn, rows, tally):
-    dashboard = load("provider-detail.json")
-    got = {(r["model"], r["dataset"], r["region"], r["method"]): r
-           for r in run_panel(conn, dashboard, "Attempts per dataset and region", variables_of(conn, dashboard))}
+    got = _provider_table(conn, "Attempts per dataset and region", "model", "dataset", "region", "method")
     shown = _in_range(rows)
     expected = _statistics(shown)
     assert set(got) == set(expected)
@@ -157,6 +161,52 @@ def _attempts(conn, rows, tally):
         members = [r for r in shown if (r.model_id, r.dataset, r.region, r.method_version) == s]
         assert row["failure_kinds"] == (", ".join(sorted({r.status for r in members} - {"ok"})) or None)
         tally.same(row["newest_row"].timestamp(), max(r.started_at for r in members), (s, "newest_row"))
+
+
+def _groups(rows: list[Observation], key: Callable[[Observation], tuple]) -> dict[tuple, list[str]]:
+    out: dict[tuple, list[str]] = defaultdict(list)
+    for r in rows:
+        out[key(r)].append(r.status)
+    return out
+
+
+@check("voxwatch-provider", "Availability per provider", na=True)
+def _availability(conn, rows, tally):
+    dashboard = load("provider-detail.json")
+    got = run_panel(conn, dashboard, "Availability per provider", variables_of(conn, dashboard))
+    step = range_of(next(p for p in panels(dashboard) if p["title"] == "Availability per provider")).interval_ms / 1000
+    buckets = _groups(_in_range(rows), lambda r: (float(np.floor(r.started_at / step) * step),
+                                                  f"{r.model_id} method {r.method_version}"))
+    tally.points(got, {k: availability(statuses) for k, statuses in buckets.items()})
+    for (t, s), m in _per_bucket(_in_range(rows)).items():  # 1 minus the three rates, where they are shown
+        if _any(m).error_rate is not None:
+            members = [r.status for r in _in_range(rows) if (r.model_id, r.dataset, r.region, r.method_version) == s
+                       and np.floor(r.started_at / step) * step == t]
+            rates = _any(m).error_rate + _any(m).timeout_rate + _any(m).inaudible_rate
+            assert availability(members) == pytest.approx(1 - rates), (t, s)
+
+
+@check("voxwatch-provider", "Regions compared", na=False)
+def _regions(conn, rows, tally):
+    got = _provider_table(conn, "Regions compared", "model", "dataset", "method", "region")
+    shown = _in_range(rows)
+    groups = _groups(shown, lambda r: (r.model_id, r.dataset, r.method_version, r.region))
+    assert set(got) == set(groups) and len({k[3] for k in groups}) > 1
+    statistics = _statistics(shown)
+    best: dict[tuple, float] = {}
+    for (model, dataset, method, region), statuses in groups.items():
+        a = availability(statuses)
+        if a is not None:
+            best[(model, dataset, method)] = max(best.get((model, dataset, method), a), a)
+    for key, statuses in groups.items():
+        row, m = got[key], _any(statistics[(key[0], key[1], key[3], key[2])])
+        a = availability(statuses)
+        tally.same(row["attempts"], m.attempts, (key, "attempts"))
+        tally.same(row["availability"], a, (key, "availability"))
+        tally.same(row["error_rate"], m.error_rate, (key, "error_rate"))
+        tally.same(row["timeout_rate"], m.timeout_rate, (key, "timeout_rate"))
+        tally.same(row["vs_best_region"], None if a is None else a - best[key[:3]], (key, "vs_best_region"))
+    assert any(r["vs_best_region"] and r["vs_best_region"] < 0 for r in got.values()), "no region compared below another"
 
 
 # ---------------------------------------------------------------- TTFA components

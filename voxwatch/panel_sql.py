@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from . import panel_interval, panel_units
 from .conversations.scenario import DIMENSIONS
 from .metrics.conversation_timing import SILENCE_GAP_MIN_S
-from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
+from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, SUCCEEDED, WINDOWS, percentile_floor
 from .metrics.specs import METRICS
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)(?:\((.*?)\))?\s*\}\}")
@@ -71,10 +71,19 @@ def attempts(status: str) -> str:
     return f"count(*) FILTER (WHERE {status} NOT IN ({_quoted(NOT_AN_ATTEMPT)}))"
 
 
+def _over_attempts(statuses: frozenset[str], status: str) -> str:
+    return (f"CASE WHEN {attempts(status)} >= {MIN_ATTEMPTS} THEN count(*) FILTER (WHERE {status} IN "
+            f"({_quoted(statuses)}))::float8 / {attempts(status)} END")
+
+
 def rate(name: str, status: str) -> str:
     """RATES[name]: its statuses over attempts, NULL below MIN_ATTEMPTS attempts."""
-    return (f"CASE WHEN {attempts(status)} >= {MIN_ATTEMPTS} THEN count(*) FILTER (WHERE {status} IN "
-            f"({_quoted(RATES[name])}))::float8 / {attempts(status)} END")
+    return _over_attempts(RATES[name], status)
+
+
+def availability(status: str) -> str:
+    """metrics.series.availability: SUCCEEDED over attempts, NULL below MIN_ATTEMPTS attempts."""
+    return _over_attempts(SUCCEEDED, status)
 
 
 def has_rate(status: str) -> str:
@@ -184,7 +193,7 @@ def window_seconds(window: str) -> str:
 
 
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
-    percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer,
+    percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, availability, has_rate, pooled_wer,
     has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, metrics_in_unit, window_seconds,
     decided_rate, has_decided_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
     conversation_series, chosen_conversations)}

@@ -80,3 +80,33 @@ FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 WHERE {{chosen(o, ${board:sqlstring})}}
 GROUP BY o.model_id, o.dataset, o.region, o.method_version
 ORDER BY o.model_id, o.dataset, o.region, o.method_version
+
+-- target: 5 A
+-- Availability per provider and time bucket: attempts that succeeded over all attempts
+-- (metrics/series.py availability: SUCCEEDED over attempts, an `excluded` row is not one), per model
+-- and method version over the chosen datasets and regions; a bucket under MIN_ATTEMPTS attempts has no point.
+SELECT
+  $__unixEpochGroupAlias(o.started_at, $__interval),
+  concat_ws(' ', o.model_id, 'method ' || o.method_version) AS metric,
+  {{availability(o.status)}} AS value
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, ${board:sqlstring})}}
+GROUP BY 1, 2
+HAVING {{has_rate(o.status)}}
+ORDER BY 1, 2
+
+-- target: 6 A
+-- Each series' regions side by side over the time range: availability and the failure rates per
+-- region (metrics/series.py), and how far each region's availability is below the series' best region.
+SELECT
+  o.model_id AS model, o.dataset, o.method_version AS method, o.region,
+  {{attempts(o.status)}} AS attempts,
+  {{availability(o.status)}} AS availability,
+  {{rate(error_rate, o.status)}} AS error_rate,
+  {{rate(timeout_rate, o.status)}} AS timeout_rate,
+  {{availability(o.status)}}
+    - max({{availability(o.status)}}) OVER (PARTITION BY o.model_id, o.dataset, o.method_version) AS vs_best_region
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, ${board:sqlstring})}}
+GROUP BY o.model_id, o.dataset, o.method_version, o.region
+ORDER BY o.model_id, o.dataset, o.method_version, o.region
