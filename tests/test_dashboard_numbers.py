@@ -35,7 +35,8 @@ from voxwatch.store.connection import connect
 
 from dashboard_seed import (CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, SEEDED_CONVERSATIONS,  # noqa: F401
                             seeded)
-from grafana_panels import FILES, load, range_of, run_panel, variables_of
+from grafana_panels import FILES, load, query, range_of, run_panel, variables_of
+from grafana_query import expand
 
 Series = tuple[str, str, str, str]  # model, dataset, region, method version: how the panels group
 
@@ -573,3 +574,41 @@ def test_panel_numbers_equal_the_python_definitions_on_the_seeded_rows(key, seed
     if has_na:
         assert tally.na > 0, f"{key}: the seed puts none of its numbers under a floor"
     print(f"{key}: {tally.numbers} numbers equal, {tally.na} n/a on both sides")
+
+
+ANNOTATED = {"provider-detail.json": None, "ttfa-components.json": "tts", "wer-per-dataset.json": "stt",
+             "alert-history.json": None}
+"""The dashboards with alert and method-change annotations, and the one board a dashboard is about."""
+
+
+def test_annotations_mark_each_fired_alert_and_each_method_versions_first_row(seeded):
+    url, rows = seeded
+    start, end = RANGE.from_unix(), RANGE.to_unix()
+    drawn = 0
+    with connect(url) as conn:
+        for name, board in ANNOTATED.items():
+            dashboard = load(name)
+            variables = variables_of(conn, dashboard)
+            got = {}
+            for annotation in dashboard["annotations"]["list"]:
+                assert annotation["datasource"]["uid"] == "${datasource}" and annotation["enable"]
+                names, _, result = query(conn, expand(annotation["target"]["rawSql"], variables, RANGE))
+                assert names[:2] == ["time", "timeend"] or names[:1] == ["time"], (name, names)
+                got[annotation["name"]] = [dict(zip(names, r)) for r in result]
+            fired = [a for a in SEEDED_ALERTS if a[3] != EMULATED_ONLY and a[10] is not None and a[10] <= end
+                     and (a[11] or end) >= start and (board is None or a[2] == board)]
+            drawn += len(fired)
+            assert [(r["time"].timestamp(), r["timeend"] and r["timeend"].timestamp(), r["text"])
+                              for r in got["Alerts"]] == [(pytest.approx(a[10]), a[11] and pytest.approx(a[11]), a[18])
+                                                          for a in sorted(fired, key=lambda a: a[10])]
+            assert all(r["tags"].startswith("alert,") for r in got["Alerts"])
+            first: dict[str, float] = {}
+            for r in rows:
+                if not r.emulator and start - WINDOWS["30d"] <= r.started_at <= end and board in (None, r.board):
+                    first[r.method_version] = min(first.get(r.method_version, r.started_at), r.started_at)
+            expected = sorted((t, f"method {m} first measured") for m, t in first.items() if t >= start)
+            assert len(expected) >= 1 and [(r["time"].timestamp(), r["text"]) for r in got["Method changes"]] == \
+                [(pytest.approx(t), text) for t, text in expected], name
+            if board is None:
+                assert {text for _, text in expected} >= {"method 2 first measured", "method 3 first measured"}
+    assert drawn >= 3, "the seed should have fired alerts, open and resolved, on the dashboards"

@@ -120,7 +120,8 @@ def test_no_panel_or_variable_shows_emulator_rows_even_when_asked_for_them(seede
             dashboard = json.loads(path.read_text())
             variables = variables_of(conn, dashboard, **everything)
             assert all(EMULATED_ONLY not in options for options in variables.options.values()), path.name
-            for panel, target, scoped in targets(dashboard, variables):
+            annotations = [({"title": a["name"]}, a["target"], variables) for a in dashboard["annotations"]["list"]]
+            for panel, target, scoped in [*targets(dashboard, variables), *annotations]:
                 names, types, result = query(conn, expand(target["rawSql"], scoped, range_of(panel)))
                 for row in result:
                     for name, type_code, value in zip(names, types, row):

@@ -23,7 +23,8 @@ from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, SUCCEEDE
 from .metrics.specs import METRICS
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)(?:\((.*?)\))?\s*\}\}")
-_HEADER = re.compile(r"^-- target:.*$", re.M)
+_HEADER = re.compile(r"^-- (?:target|annotation):.*$", re.M)
+_ANNOTATION = re.compile(r"-- annotation: (\w[\w ]*)")
 _TARGET = re.compile(r"-- target: (\d+) (\w+)")
 _SAME_AS = re.compile(r"-- target: (\d+) (\w+) = (\d+) (\w+) with (\{\{metrics_in_unit\(\w+\)\}\})")
 _IN_UNIT = re.compile(r"\{\{metrics_in_unit\(\w+\)\}\}")
@@ -223,8 +224,13 @@ def render(template: str) -> str:
     return _PLACEHOLDER.sub(sub, template)
 
 
+ANNOTATION = 0  # the "panel id" of an annotation's template key: (ANNOTATION, its name)
+SHARED = "annotations.sql"  # the annotations' templates for every dashboard that has no own one
+
+
 def templates(path: Path) -> dict[tuple[int, str], str]:
-    """(panel id, refId) -> template, from one dashboard's .sql file. A line
+    """(panel id, refId) -> template, from one dashboard's .sql file, and (ANNOTATION, name) -> the
+    template of the dashboard's annotation of that name (`-- annotation: <name>`). A line
     `-- target: 3 A = 1 A with {{metrics_in_unit(x)}}` makes 3 A the template of 1 A with every
     `{{metrics_in_unit(...)}}` replaced (the same table for the metrics of another unit)."""
     text = path.read_text(encoding="utf-8")
@@ -232,11 +238,14 @@ def templates(path: Path) -> dict[tuple[int, str], str]:
     found, copies = {}, []
     for i, m in enumerate(marks):
         own, same = _TARGET.fullmatch(m.group(0)), _SAME_AS.fullmatch(m.group(0))
+        annotation = _ANNOTATION.fullmatch(m.group(0))
+        body = text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else None)].rstrip("\n")
         if same:
             copies.append(same)
         elif own:
-            body = text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else None)]
-            found[(int(own.group(1)), own.group(2))] = body.rstrip("\n")
+            found[(int(own.group(1)), own.group(2))] = body
+        elif annotation:
+            found[(ANNOTATION, annotation.group(1))] = body
         else:
             raise ValueError(f"{path}: {m.group(0)!r} is not `-- target: <panel id> <refId>`")
     for same in copies:
@@ -250,10 +259,11 @@ def templates(path: Path) -> dict[tuple[int, str], str]:
 def rendered(folder: Path) -> dict[Path, str]:
     """Each dashboard file's text with every target's rawSql rendered from its template."""
     out = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json")):  # sql/annotations.sql belongs to no one dashboard
         dashboard = json.loads(path.read_text(encoding="utf-8"))
         source = folder / "sql" / f"{path.stem}.sql"
         found = templates(source) if source.exists() else {}
+        shared = templates(folder / "sql" / SHARED) if (folder / "sql" / SHARED).exists() else {}
         used = set()
         for panel in panels(dashboard):
             for target in panel.get("targets", []):
@@ -265,6 +275,14 @@ def rendered(folder: Path) -> dict[Path, str]:
             own = [found[(panel["id"], t["refId"])] for t in panel.get("targets", [])]
             panel_units.apply(panel, own)
             panel_interval.apply(panel, own)
+        for annotation in dashboard.get("annotations", {}).get("list", []):
+            if annotation.get("builtIn"):
+                continue
+            key = (ANNOTATION, annotation["name"])
+            if key not in found and key not in shared:
+                raise ValueError(f"{source}: no template for annotation {annotation['name']!r} (nor in {SHARED})")
+            annotation["target"]["rawSql"] = render(found.get(key, shared.get(key, "")))
+            used.add(key)
         if set(found) - used:
             raise ValueError(f"{source}: templates for targets {sorted(set(found) - used)} that {path.name} lacks")
         out[path] = json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"
