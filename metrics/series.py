@@ -48,6 +48,8 @@ every failure: error rate (the provider refused, failed or broke its protocol), 
 final or no reply in time) and inaudible rate (a reply with no audible onset)."""
 NOT_AN_ATTEMPT = frozenset({"excluded"})
 """A row the harness could not measure at all (no harness for the protocol): not an attempt."""
+SUCCEEDED = frozenset({"ok"})
+"""Availability counts these over attempts: the attempts in none of RATES (a success rate)."""
 
 
 def percentile_floor(q: float) -> int:
@@ -143,6 +145,13 @@ def summarize(values: Sequence[float | None]) -> Summary:
 def rate(hits: int, attempts: int) -> float | None:
     """A rate over attempts; None below MIN_ATTEMPTS."""
     return hits / attempts if attempts >= MIN_ATTEMPTS else None
+
+
+def availability(statuses: Sequence[str]) -> float | None:
+    """The share of attempts that succeeded (SUCCEEDED over attempts: 1 minus the three RATES);
+    None below MIN_ATTEMPTS attempts. What the dashboards plot per provider and compare per region."""
+    attempted = [s for s in statuses if s not in NOT_AN_ATTEMPT]
+    return rate(sum(s in SUCCEEDED for s in attempted), len(attempted))
 
 
 def pooled_wer(errors: Sequence[int], words: Sequence[int]) -> float | None:

@@ -29,7 +29,7 @@ NOW = time.time()
 HOUR, DAY = 3600.0, 86400.0
 RANGE = TimeRange(datetime.fromtimestamp(NOW - 3 * DAY, timezone.utc), datetime.fromtimestamp(NOW + 60, timezone.utc),
                   interval_ms=3_600_000)
-POCKET, GPT_STT = "pocketsphinx/en-us@5.1.1", "openai/gpt-4o-transcribe:realtime"
+POCKET, GPT_STT, WHISPER = "pocketsphinx/en-us@5.1.1", "openai/gpt-4o-transcribe:realtime", "openai/whisper-1"
 ESPEAK, GPT_S2S = "espeak-ng/en-us@1.52.0", "openai/gpt-realtime-2025-08-28"
 EMULATED_ONLY = "deepgram/nova-3"  # measured here only against an emulator: must never show
 EMULATOR_LATENCY = 99_999.0  # what the emulator rows of a real model report: would show if they were pooled in
@@ -63,6 +63,26 @@ def _stt_rows(rng: np.random.Generator) -> list[Observation]:
                             insertions=int(errs[2]) if ok else None,
                             ref_words=int(rng.integers(8, 14)) if ok else None,
                             method_version=method))
+    return rows
+
+
+def _batch_rows(rng: np.random.Generator) -> list[Observation]:
+    """A batch STT series per region (rtf, in x real time, beside latencies in ms), a failure per tick."""
+    rows = []
+    for region in REGIONS:
+        for run, age in (("r-new", 3 * HOUR), ("r-old", 26 * HOUR)):
+            for i, utt in enumerate(UTTERANCES):
+                ok = i != 5
+                latency, audio = float(rng.uniform(300, 900)), float(rng.uniform(1500, 4000))
+                rows.append(Observation(
+                    run_id=f"{run}-{region}", model_id=WHISPER, dataset=CLEAN, clip_id=f"{CLEAN}/{utt}", attempt=1,
+                    board="stt", vendor="openai", protocol="stt-batch", region=region,
+                    started_at=NOW - age + 60 * i, status="ok" if ok else "server_error",
+                    reason=None if ok else "server_error here", condition="clean", family="stt-starter",
+                    utterance_id=utt, connect_ms=float(rng.uniform(20, 90)), latency_ms=latency if ok else None,
+                    rtf=latency / audio if ok else None, substitutions=int(rng.integers(0, 3)) if ok else None,
+                    deletions=0 if ok else None, insertions=0 if ok else None, ref_words=10 if ok else None,
+                    method_version="3"))
     return rows
 
 
@@ -105,23 +125,26 @@ def _dense_rows(rng: np.random.Generator) -> list[Observation]:
     rows = []
     for board, model, dataset, region, protocol, count in (("stt", POCKET, CLEAN, "eu-west", "stt-stream", 150),
                                                            ("tts", ESPEAK, "tts-prompts", "us-east", "tts-stream", 130),
-                                                           ("s2s", GPT_S2S, CLEAN, "eu-west", "s2s", 130)):
+                                                           ("s2s", GPT_S2S, CLEAN, "eu-west", "s2s", 130),
+                                                           ("stt", WHISPER, CLEAN, "us-east", "stt-batch", 140)):
         for i in range(count + MEDIUM):
             status = DENSE_FAILURES.get(i % 25, "ok")
             ok, utt = status == "ok", UTTERANCES[i % len(UTTERANCES)]
             words = (0 if i == 1 else int(rng.integers(6, 15))) if ok and board != "s2s" else None
             errs = rng.integers(0, 4, size=3) if words is not None else [None] * 3
-            ttfb, silence = rng.uniform(40, 160), rng.uniform(10, 90)
+            ttfb, silence, latency = rng.uniform(40, 160), rng.uniform(10, 90), rng.gamma(6, 100)
             rows.append(Observation(
-                run_id=f"r-dense-{board}", model_id=model, dataset=dataset,
+                run_id=f"r-dense-{protocol}", model_id=model, dataset=dataset,
                 clip_id=f"{dataset}/{utt}", attempt=1 + i // len(UTTERANCES), board=board,
                 vendor=model.split("/")[0], protocol=protocol, region=region,
                 started_at=start + 3600 * i / count if i < count else start + 3600 + 60 * (i - count),
                 status=status, reason=None if ok else f"{status} here", condition="clean" if board != "tts" else "text",
                 family="stt-starter" if board != "tts" else "tts-prompts", utterance_id=utt,
                 connect_ms=float(rng.uniform(10, 200)) if status != "excluded" else None,
-                ttfs_ms=float(rng.gamma(4, 80)) if ok and board == "stt" else None,
-                first_partial_ms=float(rng.gamma(3, 50)) if ok and board == "stt" else None,
+                ttfs_ms=float(rng.gamma(4, 80)) if ok and protocol == "stt-stream" else None,
+                first_partial_ms=float(rng.gamma(3, 50)) if ok and protocol == "stt-stream" else None,
+                latency_ms=float(latency) if ok and protocol == "stt-batch" else None,
+                rtf=float(latency / 2500.0) if ok and protocol == "stt-batch" else None,
                 ttfb_ms=float(ttfb) if ok and board == "tts" else None,
                 leading_silence_ms=float(silence) if ok and board == "tts" else None,
                 ttfa_ms=float(ttfb + silence + rng.choice([0.0, 30.0])) if ok and board == "tts" else None,
@@ -248,7 +271,7 @@ SEEDED_CONVERSATIONS = _conversations(np.random.default_rng(20261130))
 def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     """The store, migrated by `voxwatch db upgrade` and filled through PostgresStore.add, and its rows."""
     rng = np.random.default_rng(20261129)
-    rows = _stt_rows(rng) + _tts_and_s2s_rows(rng) + _dense_rows(rng) + _sparse_rows(rng) + _emulator_rows()
+    rows = _stt_rows(rng) + _batch_rows(rng) + _tts_and_s2s_rows(rng) + _dense_rows(rng) + _sparse_rows(rng) + _emulator_rows()
     store = open_store(postgres_store_url)
     try:
         assert store.add(rows) == len(rows)

@@ -11,7 +11,7 @@ from voxwatch.panel_sql import panels
 
 from conftest import REPO
 from dashboard_seed import RANGE
-from grafana_query import Variables, expand, resolve
+from grafana_query import TimeRange, Variables, expand, parse_interval, resolve
 
 DASHBOARDS = REPO / "dashboards"
 FILES = sorted(DASHBOARDS.glob("*.json"))
@@ -30,6 +30,13 @@ def query(conn: psycopg.Connection, sql: str) -> tuple[list[str], list[int], lis
     return [d.name for d in cur.description], [d.type_code for d in cur.description], cur.fetchall()
 
 
+def range_of(panel: dict, tr: TimeRange = RANGE) -> TimeRange:
+    """The time range as the panel's queries see it: Grafana raises `$__interval` to the panel's
+    min interval (its `interval`), when it sets one."""
+    floor_ms = int(parse_interval(panel["interval"]) * 1000) if panel.get("interval") else 0
+    return TimeRange(tr.start, tr.end, max(tr.interval_ms, floor_ms))
+
+
 def targets(dashboard: dict, variables: Variables) -> Iterator[tuple[dict, dict, Variables]]:
     """(panel, target, variables as that panel instance sees them): a repeated panel once per value."""
     for panel in panels(dashboard):
@@ -45,7 +52,7 @@ def run_panel(conn: psycopg.Connection, dashboard: dict, title: str, variables: 
     """One target of the panel with this title, as a list of {column: value}."""
     panel = next(p for p in panels(dashboard) if p["title"] == title)
     target = next(t for t in panel["targets"] if t["refId"] == ref)
-    names, _, rows = query(conn, expand(target["rawSql"], variables, RANGE))
+    names, _, rows = query(conn, expand(target["rawSql"], variables, range_of(panel)))
     return [dict(zip(names, r)) for r in rows]
 
 

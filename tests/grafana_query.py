@@ -169,6 +169,8 @@ def resolve(dashboard: dict, run: Callable[[str], list[tuple]], tr: TimeRange,
         if kind == "query":
             rows = run(expand(v["query"], variables, tr))
             options = [str(r[0]) for r in rows]
+        elif kind == "constant":  # hidden, one value (a dashboard about one board)
+            options = [v["query"]]
         elif kind == "custom":
             options = [o.split(" : ")[-1].strip() for o in v["query"].split(",")]
         else:

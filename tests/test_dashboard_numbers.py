@@ -20,13 +20,14 @@ import numpy as np
 import psycopg
 import pytest
 
-from voxwatch import leaderboard
+from voxwatch import leaderboard, panel_interval, panel_units
 from voxwatch.conversation_records import score_of
 from voxwatch.conversation_rows import ConversationRow
 from voxwatch.metrics import conversation_aggregate as conv
 from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.metrics.conversation import ConversationScore
-from voxwatch.metrics.series import WINDOWS, MetricRow, pooled_wer, summarize
+from voxwatch.metrics.series import WINDOWS, MetricRow, availability, pooled_wer, summarize
+from voxwatch.metrics.specs import METRICS
 from voxwatch.observation import Observation
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
@@ -34,7 +35,8 @@ from voxwatch.store.connection import connect
 
 from dashboard_seed import (CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, SEEDED_CONVERSATIONS,  # noqa: F401
                             seeded)
-from grafana_panels import FILES, load, run_panel, variables_of
+from grafana_panels import FILES, load, query, range_of, run_panel, variables_of
+from grafana_query import expand
 
 Series = tuple[str, str, str, str]  # model, dataset, region, method version: how the panels group
 
@@ -90,7 +92,9 @@ def _statistics(rows: Iterable[Observation], board: str | None = None) -> dict[S
 
 
 def _per_bucket(rows: list[Observation], board: str | None = None) -> dict[tuple[float, Series], dict[str, MetricRow]]:
-    step = RANGE.interval_ms / 1000
+    """Per bucket of `$__interval` as a panel on observations gets it: raised to its min interval."""
+    step = range_of({"interval": panel_interval.min_interval()}).interval_ms / 1000
+    assert step > RANGE.interval_ms / 1000, "the seeded range should show the min interval at work"
     buckets: dict[float, list[Observation]] = defaultdict(list)
     for r in rows:
         buckets[float(np.floor(r.started_at / step) * step)].append(r)
@@ -116,7 +120,7 @@ def _percentiles(conn, rows, tally):
     for metric in variables.values["metric"]:
         scoped = variables.scoped("metric", metric)
         for ref, q in (("A", "p50"), ("B", "p95")):
-            expected = {(t, f"{_label(s)} {q}"): getattr(m[metric], q) for (t, s), m in buckets.items() if metric in m}
+            expected = {(t, f"{_label(s)} {metric} {q}"): getattr(m[metric], q) for (t, s), m in buckets.items() if metric in m}
             tally.points(run_panel(conn, dashboard, "${metric}: p50 and p95", scoped, ref), expected)
 
 
@@ -139,11 +143,15 @@ def _timeout_and_inaudible(conn, rows, tally):
     tally.points(got, expected)
 
 
+def _provider_table(conn, title: str, *key: str) -> dict[tuple, dict]:
+    """A provider-detail table's rows by the columns of `key`."""
+    dashboard = load("provider-detail.json")
+    return {tuple(r[c] for c in key): r for r in run_panel(conn, dashboard, title, variables_of(conn, dashboard))}
+
+
 @check("voxwatch-provider", "Attempts per dataset and region", na=False)
 def _attempts(conn, rows, tally):
-    dashboard = load("provider-detail.json")
-    got = {(r["model"], r["dataset"], r["region"], r["method"]): r
-           for r in run_panel(conn, dashboard, "Attempts per dataset and region", variables_of(conn, dashboard))}
+    got = _provider_table(conn, "Attempts per dataset and region", "model", "dataset", "region", "method")
     shown = _in_range(rows)
     expected = _statistics(shown)
     assert set(got) == set(expected)
@@ -154,6 +162,52 @@ def _attempts(conn, rows, tally):
         members = [r for r in shown if (r.model_id, r.dataset, r.region, r.method_version) == s]
         assert row["failure_kinds"] == (", ".join(sorted({r.status for r in members} - {"ok"})) or None)
         tally.same(row["newest_row"].timestamp(), max(r.started_at for r in members), (s, "newest_row"))
+
+
+def _groups(rows: list[Observation], key: Callable[[Observation], tuple]) -> dict[tuple, list[str]]:
+    out: dict[tuple, list[str]] = defaultdict(list)
+    for r in rows:
+        out[key(r)].append(r.status)
+    return out
+
+
+@check("voxwatch-provider", "Availability per provider", na=True)
+def _availability(conn, rows, tally):
+    dashboard = load("provider-detail.json")
+    got = run_panel(conn, dashboard, "Availability per provider", variables_of(conn, dashboard))
+    step = range_of(next(p for p in panels(dashboard) if p["title"] == "Availability per provider")).interval_ms / 1000
+    buckets = _groups(_in_range(rows), lambda r: (float(np.floor(r.started_at / step) * step),
+                                                  f"{r.model_id} method {r.method_version}"))
+    tally.points(got, {k: availability(statuses) for k, statuses in buckets.items()})
+    for (t, s), m in _per_bucket(_in_range(rows)).items():  # 1 minus the three rates, where they are shown
+        if _any(m).error_rate is not None:
+            members = [r.status for r in _in_range(rows) if (r.model_id, r.dataset, r.region, r.method_version) == s
+                       and np.floor(r.started_at / step) * step == t]
+            rates = _any(m).error_rate + _any(m).timeout_rate + _any(m).inaudible_rate
+            assert availability(members) == pytest.approx(1 - rates), (t, s)
+
+
+@check("voxwatch-provider", "Regions compared", na=False)
+def _regions(conn, rows, tally):
+    got = _provider_table(conn, "Regions compared", "model", "dataset", "method", "region")
+    shown = _in_range(rows)
+    groups = _groups(shown, lambda r: (r.model_id, r.dataset, r.method_version, r.region))
+    assert set(got) == set(groups) and len({k[3] for k in groups}) > 1
+    statistics = _statistics(shown)
+    best: dict[tuple, float] = {}
+    for (model, dataset, method, region), statuses in groups.items():
+        a = availability(statuses)
+        if a is not None:
+            best[(model, dataset, method)] = max(best.get((model, dataset, method), a), a)
+    for key, statuses in groups.items():
+        row, m = got[key], _any(statistics[(key[0], key[1], key[3], key[2])])
+        a = availability(statuses)
+        tally.same(row["attempts"], m.attempts, (key, "attempts"))
+        tally.same(row["availability"], a, (key, "availability"))
+        tally.same(row["error_rate"], m.error_rate, (key, "error_rate"))
+        tally.same(row["timeout_rate"], m.timeout_rate, (key, "timeout_rate"))
+        tally.same(row["vs_best_region"], None if a is None else a - best[key[:3]], (key, "vs_best_region"))
+    assert any(r["vs_best_region"] and r["vs_best_region"] < 0 for r in got.values()), "no region compared below another"
 
 
 # ---------------------------------------------------------------- TTFA components
@@ -261,20 +315,24 @@ _OVERVIEW = ("n", "mean", "mean_ci", "p50", "p50_ci", "p95", "p95_ci", "p99", "m
              "wer_ci", "wer_words", "wer_clips", "clip_wer_p50", "clip_wer_p95", "clip_wer_max")
 
 
-@check("voxwatch-overview", "Leaderboard: ${board} (rolling ${window})", na=True)
-def _leaderboard(conn, rows, tally):
+def _leaderboard(conn, rows, tally, title: str, unit: str):
+    """One leaderboard table: the metrics of one unit (metrics/specs.py), whose statistics it formats so."""
     dashboard = load("overview.json")
     variables = variables_of(conn, dashboard)
+    panel = next(p for p in panels(dashboard) if p["title"] == title)
+    units = {o["matcher"]["options"]: o["properties"][0]["value"] for o in panel["fieldConfig"]["overrides"]}
+    assert all(units[c] == panel_units.GRAFANA_UNITS[unit] for c in panel_units.STATISTICS)
     for window, span in WINDOWS.items():
         members = _in_range(rows, NOW - span)
         methods = defaultdict(set)
         for r in members:
             methods[(r.model_id, r.dataset, r.region)].add(r.method_version)
         expected = leaderboard.build(members, Registry.default())
-        for board in variables.values["board"]:
-            got = run_panel(conn, dashboard, dashboard["panels"][0]["title"],
-                            variables.scoped("board", board).scoped("window", window))
-            mine = [m for m in expected if m.board == board]
+        for boards in [[b] for b in variables.values["board"]] if panel.get("repeat") else [variables.values["board"]]:
+            scoped = variables.scoped("window", window)
+            scoped = scoped.scoped("board", boards[0]) if len(boards) == 1 else scoped
+            got = run_panel(conn, dashboard, title, scoped)
+            mine = [m for m in expected if m.board in boards and UNIT_OF[m.metric] == unit]
             assert [(r["model"], r["dataset"], r["region"], r["method"], r["instrument"], r["metric"]) for r in got] \
                 == [(m.model_id, m.dataset, m.region, m.method_version, m.instrument, m.metric) for m in mine]
             for row, m in zip(got, mine):
@@ -288,6 +346,20 @@ def _leaderboard(conn, rows, tally):
                 note = row["note"] or ""
                 assert (m.note or "") in note and ("n/a" in note) == (m.note is None and m.p99 is None), (m, note)
                 assert ("series changed method" in note) == (len(methods[(m.model_id, m.dataset, m.region)]) > 1)
+
+
+UNIT_OF = {m.name: m.unit for m in METRICS}
+
+
+@check("voxwatch-overview", "Leaderboard: ${board} latencies (rolling ${window})", na=True)
+def _latencies(conn, rows, tally):
+    _leaderboard(conn, rows, tally, "Leaderboard: ${board} latencies (rolling ${window})", "ms")
+
+
+@check("voxwatch-overview", "Real-time factor (rolling ${window})", na=True)
+def _real_time_factor(conn, rows, tally):
+    _leaderboard(conn, rows, tally, "Real-time factor (rolling ${window})", "x")
+    assert "rtf" in UNIT_OF and UNIT_OF["rtf"] == "x"
 
 
 @check("voxwatch-overview", "Freshness", na=False)
@@ -502,3 +574,41 @@ def test_panel_numbers_equal_the_python_definitions_on_the_seeded_rows(key, seed
     if has_na:
         assert tally.na > 0, f"{key}: the seed puts none of its numbers under a floor"
     print(f"{key}: {tally.numbers} numbers equal, {tally.na} n/a on both sides")
+
+
+ANNOTATED = {"provider-detail.json": None, "ttfa-components.json": "tts", "wer-per-dataset.json": "stt",
+             "alert-history.json": None}
+"""The dashboards with alert and method-change annotations, and the one board a dashboard is about."""
+
+
+def test_annotations_mark_each_fired_alert_and_each_method_versions_first_row(seeded):
+    url, rows = seeded
+    start, end = RANGE.from_unix(), RANGE.to_unix()
+    drawn = 0
+    with connect(url) as conn:
+        for name, board in ANNOTATED.items():
+            dashboard = load(name)
+            variables = variables_of(conn, dashboard)
+            got = {}
+            for annotation in dashboard["annotations"]["list"]:
+                assert annotation["datasource"]["uid"] == "${datasource}" and annotation["enable"]
+                names, _, result = query(conn, expand(annotation["target"]["rawSql"], variables, RANGE))
+                assert names[:2] == ["time", "timeend"] or names[:1] == ["time"], (name, names)
+                got[annotation["name"]] = [dict(zip(names, r)) for r in result]
+            fired = [a for a in SEEDED_ALERTS if a[3] != EMULATED_ONLY and a[10] is not None and a[10] <= end
+                     and (a[11] or end) >= start and (board is None or a[2] == board)]
+            drawn += len(fired)
+            assert [(r["time"].timestamp(), r["timeend"] and r["timeend"].timestamp(), r["text"])
+                              for r in got["Alerts"]] == [(pytest.approx(a[10]), a[11] and pytest.approx(a[11]), a[18])
+                                                          for a in sorted(fired, key=lambda a: a[10])]
+            assert all(r["tags"].startswith("alert,") for r in got["Alerts"])
+            first: dict[str, float] = {}
+            for r in rows:
+                if not r.emulator and start - WINDOWS["30d"] <= r.started_at <= end and board in (None, r.board):
+                    first[r.method_version] = min(first.get(r.method_version, r.started_at), r.started_at)
+            expected = sorted((t, f"method {m} first measured") for m, t in first.items() if t >= start)
+            assert len(expected) >= 1 and [(r["time"].timestamp(), r["text"]) for r in got["Method changes"]] == \
+                [(pytest.approx(t), text) for t, text in expected], name
+            if board is None:
+                assert {text for _, text in expected} >= {"method 2 first measured", "method 3 first measured"}
+    assert drawn >= 3, "the seed should have fired alerts, open and resolved, on the dashboards"

@@ -15,20 +15,22 @@ import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
 
-from voxwatch import dashboards, panel_sql
+from voxwatch import dashboards, panel_sql, panel_units
 from voxwatch.metrics.specs import METRICS
 from voxwatch.panel_sql import panels
 from voxwatch.providers.registry import Registry
+from voxwatch.store import exclusions
 from voxwatch.store.connection import connect
 
 from conftest import REPO, run_cli
-from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
+from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, POCKET, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
 from grafana_api import GrafanaAPI
-from grafana_panels import DASHBOARDS, FILES, load, query, targets, variables_of
+from grafana_panels import DASHBOARDS, FILES, load, query, range_of, run_panel, targets, variables_of
 from grafana_query import ExpansionError, TimeRange, Variables, expand, go_float
 
 STABLE_UIDS = {"voxwatch-overview", "voxwatch-provider", "voxwatch-ttfa", "voxwatch-wer", "voxwatch-alerts",
@@ -68,7 +70,8 @@ def _check_shape(panel: dict, target: dict, names: list[str], types: list[int], 
         assert values and set(labels) <= {"metric"} and len(values) + len(labels) == len(names) - 1, (where, names)
         times = [r[0] for r in rows]
         assert times == sorted(times), f"{where}: Grafana needs a long series in time order"
-        assert all(RANGE.from_unix() - RANGE.interval_ms / 1000 <= t <= RANGE.to_unix() for t in times), where
+        step = range_of(panel).interval_ms / 1000
+        assert all(RANGE.from_unix() - step <= t <= RANGE.to_unix() for t in times), where
         return
     assert target["format"] == "table", where
     for name, unit in _referenced_columns(panel).items():
@@ -95,7 +98,7 @@ def test_every_panel_query_returns_rows_of_the_columns_and_types_its_panel_reads
                 assert variables.options[v["name"]], f"variable {v['name']} offered nothing"
         ran = 0
         for panel, target, scoped in targets(dashboard, variables):
-            names, types, rows = query(conn, expand(target["rawSql"], scoped, RANGE))
+            names, types, rows = query(conn, expand(target["rawSql"], scoped, range_of(panel)))
             _check_shape(panel, target, names, types, rows)
             ran += 1
     assert ran >= len(dashboard["panels"])
@@ -117,8 +120,9 @@ def test_no_panel_or_variable_shows_emulator_rows_even_when_asked_for_them(seede
             dashboard = json.loads(path.read_text())
             variables = variables_of(conn, dashboard, **everything)
             assert all(EMULATED_ONLY not in options for options in variables.options.values()), path.name
-            for panel, target, scoped in targets(dashboard, variables):
-                names, types, result = query(conn, expand(target["rawSql"], scoped, RANGE))
+            annotations = [({"title": a["name"]}, a["target"], variables) for a in dashboard["annotations"]["list"]]
+            for panel, target, scoped in [*targets(dashboard, variables), *annotations]:
+                names, types, result = query(conn, expand(target["rawSql"], scoped, range_of(panel)))
                 for row in result:
                     for name, type_code, value in zip(names, types, row):
                         assert not (isinstance(value, str) and EMULATED_ONLY in value), (path.name, panel["title"])
@@ -156,26 +160,66 @@ def test_dashboard_files_are_valid_with_unique_stable_uids():
         assert len({p["id"] for p in every}) == len(every) and len({p["title"] for p in every}) == len(every)
         for p in every:
             for t in p.get("targets", []):
-                assert t["datasource"] == {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
+                assert t["datasource"] == {"type": dashboards.DATASOURCE_TYPE, "uid": "${datasource}"}
                 assert t["format"] in ("table", "time_series") and t["rawQuery"] and t["editorMode"] == "code"
         names = [v["name"] for v in d["templating"]["list"]]
         series = {"scenario", "persona"} if d["uid"] == "voxwatch-conversations" else {"dataset"}  # what a series is
         assert {"datasource", "model", "region"} | series <= set(names), d["uid"]
 
 
-def test_exclusions_and_metric_columns_in_the_sql_follow_the_registry_and_the_metric_specs():
+def test_no_exclusion_is_copied_into_the_sql_and_metric_columns_follow_the_metric_specs():
+    """Exclusions are read from the store's registry_exclusions table, never spelled in a panel's SQL."""
     registry = {(m.id, e.metric) for m in Registry.default().models.values() for e in m.exclusions}
+    assert registry, "the registry has no exclusion: this check would pass on anything"
     metric_names = {m.name for m in METRICS}
-    headline = {m.name for m in METRICS if m.headline}
-    for name in ("overview.json", "provider-detail.json"):
-        for panel in panels(load(name)):
+    for path in FILES:
+        for panel in panels(load(path.name)):
             for t in panel.get("targets", []):
                 pairs = {(a, b) for a, b in re.findall(r"\('([^']+)', '([^']+)'", t["rawSql"]) if b in metric_names}
-                if pairs:
-                    assert pairs == registry, (name, panel["title"])
+                assert not pairs & registry, (path.name, panel["title"])
+                assert not any(m in t["rawSql"] for m, _ in registry), (path.name, panel["title"])
     for t in next(p for p in panels(load("provider-detail.json")) if p.get("repeat") == "metric")["targets"]:
+        assert "registry_exclusions" in t["rawSql"]
         columns = re.findall(r"\('(\w+)', o\.(\w+)\)", t["rawSql"])
+        headline = {m.name for m in METRICS if m.headline}
         assert all(a == b for a, b in columns) and {a for a, _ in columns} == headline
+
+
+def _with_exclusion(model_id: str, metric: str, reason: str) -> Registry:
+    """The packaged registry with one more exclusion, as an operator would add it to registry.toml."""
+    text = (REPO / "providers/registry.toml").read_text()
+    at = text.index(f'id = "{model_id}"')
+    end = text.index("exclusions = []", at)
+    return Registry.from_toml(text[:end] + f'exclusions = [{{metric = "{metric}", reason = "{reason}"}}]'
+                              + text[end + len("exclusions = []"):])
+
+
+def test_an_exclusion_changed_in_the_registry_changes_the_panels_without_touching_their_sql(seeded):
+    url, _ = seeded
+    overview, detail = load("overview.json"), load("provider-detail.json")
+    reason = "final forced by the test"
+
+    def shown(conn) -> tuple[set, set]:
+        board = variables_of(conn, overview).scoped("board", "stt").scoped("window", "30d")
+        blanked = {(r["model"], r["metric"], r["n"], r["note"]) for r in
+                   run_panel(conn, overview, overview["panels"][0]["title"], board) if r["note"] and reason in r["note"]}
+        plotted = {r["metric"].split(" ")[0] for r in run_panel(conn, detail, "${metric}: p50 and p95",
+                                                               variables_of(conn, detail).scoped("metric", "ttfs_ms"))}
+        return blanked, plotted
+
+    with connect(url) as conn:
+        assert exclusions.rows_of(Registry.default()) == set(conn.execute(
+            "SELECT model_id, metric, reason FROM registry_exclusions").fetchall())
+        before = shown(conn)
+        assert before[0] == set() and POCKET in before[1]
+        try:
+            assert exclusions.sync(conn, _with_exclusion(POCKET, "ttfs_ms", reason))
+            blanked, plotted = shown(conn)
+            assert blanked and all(m == POCKET and metric == "ttfs_ms" and n == 0 for m, metric, n, _ in blanked)
+            assert POCKET not in plotted and plotted == before[1] - {POCKET}
+        finally:
+            exclusions.sync(conn, Registry.default())
+        assert shown(conn) == before
 
 
 def test_provisioning_reads_the_connection_from_the_environment_and_finds_the_dashboards():
@@ -192,6 +236,73 @@ def test_provisioning_reads_the_connection_from_the_environment_and_finds_the_da
     for path in FILES:
         (source,) = [v for v in json.loads(path.read_text())["templating"]["list"] if v["type"] == "datasource"]
         assert source["query"] == ds["type"] and source["current"]["value"] == ds["uid"]
+
+
+def test_every_statistic_is_shown_in_its_metrics_unit_from_the_specs(seeded):
+    """rtf in x real time, latencies in ms: by metrics/specs.py, in the tables and in every series."""
+    url, _ = seeded
+    assert panel_units.grafana_unit("rtf") == "suffix:x real time" and panel_units.grafana_unit("ttfs_ms") == "ms"
+    detail = load("provider-detail.json")
+    repeated = [p for p in panels(detail) if p.get("repeat") == "metric"]
+    shown = set()
+    with connect(url) as conn:
+        variables = variables_of(conn, detail)
+        assert "rtf" in variables.values["metric"]
+        for panel in repeated:
+            assert "unit" not in panel["fieldConfig"]["defaults"], panel["title"]
+            overrides = [(o["matcher"]["options"], o["properties"][0]["value"]) for o in panel["fieldConfig"]["overrides"]]
+            for metric in variables.values["metric"]:
+                for target in panel["targets"]:
+                    _, _, rows = query(conn, expand(target["rawSql"], variables.scoped("metric", metric),
+                                                        range_of(panel)))
+                    for label in {r[1] for r in rows}:
+                        units = [unit for pattern, unit in overrides if re.fullmatch(pattern, label)]
+                        assert units == [panel_units.grafana_unit(metric)], (panel["title"], label, units)
+                        shown.add(metric)
+    assert "rtf" in shown and "ttfs_ms" in shown
+    for path in FILES:  # a panel with one unit for everything reads only metrics of that unit
+        for panel in panels(load(path.name)):
+            unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit")
+            read = {m.name for t in panel.get("targets", []) for m in METRICS
+                    if re.search(rf"\.{m.name}\b", t["rawSql"])}
+            if unit and read and panel["type"] != "table":
+                assert {panel_units.grafana_unit(m) for m in read} == {unit}, (path.name, panel["title"], read, unit)
+
+
+def _datasource_references(node, where: str = "") -> Iterator[tuple[str, dict]]:
+    """Every `datasource` object anywhere in a dashboard (panels, targets, variables, annotations)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "datasource" and isinstance(value, dict):
+                yield where, value
+            yield from _datasource_references(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _datasource_references(value, f"{where}/{i}")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+def test_every_datasource_is_the_provisioned_type_which_the_stated_grafana_versions_know():
+    """The core Postgres plugin's id is `grafana-postgresql-datasource` from Grafana 10.2.3 (`postgres`
+    before); the README states that minimum and the compose file runs a Grafana at or above it."""
+    (ds,) = yaml.safe_load((DASHBOARDS / "provisioning/datasources/voxwatch.yaml").read_text())["datasources"]
+    assert ds["type"] == dashboards.DATASOURCE_TYPE == "grafana-postgresql-datasource"
+    for path in FILES:
+        dashboard = json.loads(path.read_text())
+        found = list(_datasource_references(dashboard))
+        assert len(found) >= len(list(panels(dashboard))), path.name
+        for where, source in found:
+            assert source == {"type": ds["type"], "uid": "${datasource}"}, (path.name, where, source)
+        (variable,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+        assert variable["query"] == ds["type"], path.name
+    readme = (DASHBOARDS / "README.md").read_text()
+    stated = re.search(r"Grafana (\d+\.\d+\.\d+) or later", readme)
+    assert stated and _version(stated.group(1)) == dashboards.MIN_GRAFANA_VERSION, "state the minimum Grafana"
+    image = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["grafana"]["image"]
+    assert _version(image.rsplit(":", 1)[1]) >= dashboards.MIN_GRAFANA_VERSION, image
 
 
 # ---------------------------------------------------------------- push
@@ -266,6 +377,6 @@ def test_an_unknown_placeholder_or_a_target_without_a_template_is_refused(tmp_pa
         panel_sql.render("SELECT {{median(x)}}")
     (tmp_path / "sql").mkdir()
     (tmp_path / "overview.json").write_text((DASHBOARDS / "overview.json").read_text())
-    (tmp_path / "sql" / "overview.sql").write_text("-- target: 1 A\nSELECT 1\n")
+    (tmp_path / "sql" / "overview.sql").write_text("-- target: 1 A\nSELECT 1\n-- target: 3 A\nSELECT 1\n")
     with pytest.raises(ValueError, match=r"no template for panel 2 \('Freshness'\) target A"):
         panel_sql.rendered(tmp_path)

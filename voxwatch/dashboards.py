@@ -20,6 +20,10 @@ from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaU
 
 from voxwatch.redaction import scrub
 
+DATASOURCE_TYPE = "grafana-postgresql-datasource"
+"""The core Postgres datasource's plugin id since Grafana 10.2.3 (it was `postgres` before, now an alias)."""
+MIN_GRAFANA_VERSION = (10, 2, 3)
+"""The oldest Grafana the dashboards and the provisioning work on (dashboards/README.md says so)."""
 TOKEN_VARIABLE = "VOXWATCH_GRAFANA_TOKEN"
 FOLDER_UID = "voxwatch"
 FOLDER_TITLE = "voxwatch"

@@ -16,14 +16,18 @@ import re
 from pathlib import Path
 from typing import Callable, Iterator
 
+from . import panel_interval, panel_units
 from .conversations.scenario import DIMENSIONS
 from .metrics.conversation_timing import SILENCE_GAP_MIN_S
-from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, WINDOWS, percentile_floor
+from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, SUCCEEDED, WINDOWS, percentile_floor
 from .metrics.specs import METRICS
-from .providers.registry import Registry
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)(?:\((.*?)\))?\s*\}\}")
-_TARGET = re.compile(r"^-- target: (\d+) (\w+)$", re.M)
+_HEADER = re.compile(r"^-- (?:target|annotation):.*$", re.M)
+_ANNOTATION = re.compile(r"-- annotation: (\w[\w ]*)")
+_TARGET = re.compile(r"-- target: (\d+) (\w+)")
+_SAME_AS = re.compile(r"-- target: (\d+) (\w+) = (\d+) (\w+) with (\{\{metrics_in_unit\(\w+\)\}\})")
+_IN_UNIT = re.compile(r"\{\{metrics_in_unit\(\w+\)\}\}")
 
 
 def _quoted(values) -> str:
@@ -68,10 +72,19 @@ def attempts(status: str) -> str:
     return f"count(*) FILTER (WHERE {status} NOT IN ({_quoted(NOT_AN_ATTEMPT)}))"
 
 
+def _over_attempts(statuses: frozenset[str], status: str) -> str:
+    return (f"CASE WHEN {attempts(status)} >= {MIN_ATTEMPTS} THEN count(*) FILTER (WHERE {status} IN "
+            f"({_quoted(statuses)}))::float8 / {attempts(status)} END")
+
+
 def rate(name: str, status: str) -> str:
     """RATES[name]: its statuses over attempts, NULL below MIN_ATTEMPTS attempts."""
-    return (f"CASE WHEN {attempts(status)} >= {MIN_ATTEMPTS} THEN count(*) FILTER (WHERE {status} IN "
-            f"({_quoted(RATES[name])}))::float8 / {attempts(status)} END")
+    return _over_attempts(RATES[name], status)
+
+
+def availability(status: str) -> str:
+    """metrics.series.availability: SUCCEEDED over attempts, NULL below MIN_ATTEMPTS attempts."""
+    return _over_attempts(SUCCEEDED, status)
 
 
 def has_rate(status: str) -> str:
@@ -171,27 +184,18 @@ def metric_values(row: str) -> str:
     return ", ".join(f"('{m.name}', {row}.{m.name})" for m in METRICS if m.headline)
 
 
+def metrics_in_unit(unit: str) -> str:
+    """The metrics whose unit (metrics/specs.py) is `unit`, quoted: a panel's field has one unit."""
+    return _quoted(panel_units.metrics_in_unit(unit))
+
+
 def window_seconds(window: str) -> str:
     return f"CASE {window} " + " ".join(f"WHEN '{w}' THEN {s}" for w, s in WINDOWS.items()) + " END"
 
 
-def exclusions() -> str:
-    """The registry's (model, metric, reason) exclusions as VALUES rows."""
-    return ",\n    ".join(f"({_quoted([m])}, {_quoted([e.metric])}, {_quoted([e.reason])})" for m, e in _excluded())
-
-
-def excluded_pairs() -> str:
-    return ", ".join(f"({_quoted([m])}, {_quoted([e.metric])})" for m, e in _excluded())
-
-
-def _excluded() -> list:
-    return sorted(((m.id, e) for m in Registry.default().models.values() for e in m.exclusions),
-                  key=lambda p: (p[0], p[1].metric))
-
-
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
-    percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, has_rate, pooled_wer,
-    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, window_seconds, exclusions, excluded_pairs,
+    percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, availability, has_rate, pooled_wer,
+    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, metrics_in_unit, window_seconds,
     decided_rate, has_decided_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
     conversation_series, chosen_conversations)}
 CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}
@@ -220,21 +224,46 @@ def render(template: str) -> str:
     return _PLACEHOLDER.sub(sub, template)
 
 
+ANNOTATION = 0  # the "panel id" of an annotation's template key: (ANNOTATION, its name)
+SHARED = "annotations.sql"  # the annotations' templates for every dashboard that has no own one
+
+
 def templates(path: Path) -> dict[tuple[int, str], str]:
-    """(panel id, refId) -> template, from one dashboard's .sql file."""
+    """(panel id, refId) -> template, from one dashboard's .sql file, and (ANNOTATION, name) -> the
+    template of the dashboard's annotation of that name (`-- annotation: <name>`). A line
+    `-- target: 3 A = 1 A with {{metrics_in_unit(x)}}` makes 3 A the template of 1 A with every
+    `{{metrics_in_unit(...)}}` replaced (the same table for the metrics of another unit)."""
     text = path.read_text(encoding="utf-8")
-    marks = list(_TARGET.finditer(text))
-    return {(int(m.group(1)), m.group(2)): text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else None)]
-            .rstrip("\n") for i, m in enumerate(marks)}
+    marks = list(_HEADER.finditer(text))
+    found, copies = {}, []
+    for i, m in enumerate(marks):
+        own, same = _TARGET.fullmatch(m.group(0)), _SAME_AS.fullmatch(m.group(0))
+        annotation = _ANNOTATION.fullmatch(m.group(0))
+        body = text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else None)].rstrip("\n")
+        if same:
+            copies.append(same)
+        elif own:
+            found[(int(own.group(1)), own.group(2))] = body
+        elif annotation:
+            found[(ANNOTATION, annotation.group(1))] = body
+        else:
+            raise ValueError(f"{path}: {m.group(0)!r} is not `-- target: <panel id> <refId>`")
+    for same in copies:
+        source = (int(same.group(3)), same.group(4))
+        if source not in found:
+            raise ValueError(f"{path}: target {same.group(1)} {same.group(2)} copies {source}, which has no template")
+        found[(int(same.group(1)), same.group(2))] = _IN_UNIT.sub(same.group(5), found[source])
+    return found
 
 
 def rendered(folder: Path) -> dict[Path, str]:
     """Each dashboard file's text with every target's rawSql rendered from its template."""
     out = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json")):  # sql/annotations.sql belongs to no one dashboard
         dashboard = json.loads(path.read_text(encoding="utf-8"))
         source = folder / "sql" / f"{path.stem}.sql"
         found = templates(source) if source.exists() else {}
+        shared = templates(folder / "sql" / SHARED) if (folder / "sql" / SHARED).exists() else {}
         used = set()
         for panel in panels(dashboard):
             for target in panel.get("targets", []):
@@ -243,6 +272,17 @@ def rendered(folder: Path) -> dict[Path, str]:
                     raise ValueError(f"{source}: no template for panel {key[0]} ({panel['title']!r}) target {key[1]}")
                 target["rawSql"] = render(found[key])
                 used.add(key)
+            own = [found[(panel["id"], t["refId"])] for t in panel.get("targets", [])]
+            panel_units.apply(panel, own)
+            panel_interval.apply(panel, own)
+        for annotation in dashboard.get("annotations", {}).get("list", []):
+            if annotation.get("builtIn"):
+                continue
+            key = (ANNOTATION, annotation["name"])
+            if key not in found and key not in shared:
+                raise ValueError(f"{source}: no template for annotation {annotation['name']!r} (nor in {SHARED})")
+            annotation["target"]["rawSql"] = render(found.get(key, shared.get(key, "")))
+            used.add(key)
         if set(found) - used:
             raise ValueError(f"{source}: templates for targets {sorted(set(found) - used)} that {path.name} lacks")
         out[path] = json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"

@@ -1,12 +1,10 @@
 -- target: 1 A
--- The rolling leaderboard of one board, as `voxwatch leaderboard` prints it: the aggregates table
+-- The rolling leaderboard of one board, as `voxwatch leaderboard` prints it, for the metrics of one unit
+-- (metrics/specs.py; a Grafana field has one unit, so the ms and the x real time metrics are two tables): the aggregates table
 -- (recomputed on every write, never holding emulator rows), one row per series and metric; method
--- versions are separate rows, never pooled; registry exclusions are blanked with their reason.
+-- versions are separate rows, never pooled; registry exclusions (the registry_exclusions table the
+-- store keeps in sync with providers/registry.toml) are blanked with their reason.
 -- Every number is metrics/series.py's, computed in Python when the series' rows were written.
-WITH excluded (model_id, metric, reason) AS (
-  VALUES
-    {{exclusions}}
-)
 SELECT
   a.model_id AS model, a.dataset, a.region, a.method_version AS method, NULLIF(a.instrument, '') AS instrument,
   a.metric,
@@ -36,9 +34,10 @@ SELECT
     CASE WHEN min(a.method_version) OVER w <> max(a.method_version) OVER w
          THEN 'series changed method: versions shown apart' END), '') AS note
 FROM aggregates a
-LEFT JOIN excluded e ON e.model_id = a.model_id AND e.metric = a.metric
+LEFT JOIN registry_exclusions e ON e.model_id = a.model_id AND e.metric = a.metric
 WHERE a.board IN (${board:sqlstring})
   AND a.time_window = ${window:sqlstring}
+  AND a.metric IN ({{metrics_in_unit(ms)}})
   AND a.newest_at >= extract(epoch FROM now()) - {{window_seconds(${window:sqlstring})}}
   AND a.model_id IN (${model:sqlstring})
   AND a.dataset IN (${dataset:sqlstring})
@@ -59,3 +58,5 @@ WHERE a.time_window = '30d'
   AND a.region IN (${region:sqlstring})
 GROUP BY a.board, a.region, a.method_version
 ORDER BY a.board, a.region, a.method_version
+
+-- target: 3 A = 1 A with {{metrics_in_unit(x)}}

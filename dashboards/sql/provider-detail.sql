@@ -3,7 +3,7 @@
 -- version; never pooled), over `ok` rows; a bucket under the p50's floor (metrics/series.py) has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
-  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'p50') AS metric,
+  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, m.metric, 'p50') AS metric,
   {{percentile(50, m.value)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
@@ -11,7 +11,7 @@ WHERE {{chosen(o, ${board:sqlstring})}}
   AND o.status = 'ok'
   AND m.metric = ${metric:sqlstring}
   AND m.value IS NOT NULL
-  AND (o.model_id, m.metric) NOT IN ({{excluded_pairs}})
+  AND NOT EXISTS (SELECT 1 FROM registry_exclusions e WHERE e.model_id = o.model_id AND e.metric = m.metric)
 GROUP BY 1, 2
 HAVING {{has_percentile(50, m.value)}}
 ORDER BY 1
@@ -22,7 +22,7 @@ ORDER BY 1
 -- TAIL_N beyond it, metrics/series.py) has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
-  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, 'p95') AS metric,
+  concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, m.metric, 'p95') AS metric,
   {{percentile(95, m.value)}} AS value
 FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
@@ -30,7 +30,7 @@ WHERE {{chosen(o, ${board:sqlstring})}}
   AND o.status = 'ok'
   AND m.metric = ${metric:sqlstring}
   AND m.value IS NOT NULL
-  AND (o.model_id, m.metric) NOT IN ({{excluded_pairs}})
+  AND NOT EXISTS (SELECT 1 FROM registry_exclusions e WHERE e.model_id = o.model_id AND e.metric = m.metric)
 GROUP BY 1, 2
 HAVING {{has_percentile(95, m.value)}}
 ORDER BY 1
@@ -80,3 +80,33 @@ FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 WHERE {{chosen(o, ${board:sqlstring})}}
 GROUP BY o.model_id, o.dataset, o.region, o.method_version
 ORDER BY o.model_id, o.dataset, o.region, o.method_version
+
+-- target: 5 A
+-- Availability per provider and time bucket: attempts that succeeded over all attempts
+-- (metrics/series.py availability: SUCCEEDED over attempts, an `excluded` row is not one), per model
+-- and method version over the chosen datasets and regions; a bucket under MIN_ATTEMPTS attempts has no point.
+SELECT
+  $__unixEpochGroupAlias(o.started_at, $__interval),
+  concat_ws(' ', o.model_id, 'method ' || o.method_version) AS metric,
+  {{availability(o.status)}} AS value
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, ${board:sqlstring})}}
+GROUP BY 1, 2
+HAVING {{has_rate(o.status)}}
+ORDER BY 1, 2
+
+-- target: 6 A
+-- Each series' regions side by side over the time range: availability and the failure rates per
+-- region (metrics/series.py), and how far each region's availability is below the series' best region.
+SELECT
+  o.model_id AS model, o.dataset, o.method_version AS method, o.region,
+  {{attempts(o.status)}} AS attempts,
+  {{availability(o.status)}} AS availability,
+  {{rate(error_rate, o.status)}} AS error_rate,
+  {{rate(timeout_rate, o.status)}} AS timeout_rate,
+  {{availability(o.status)}}
+    - max({{availability(o.status)}}) OVER (PARTITION BY o.model_id, o.dataset, o.method_version) AS vs_best_region
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, ${board:sqlstring})}}
+GROUP BY o.model_id, o.dataset, o.method_version, o.region
+ORDER BY o.model_id, o.dataset, o.method_version, o.region

@@ -19,6 +19,7 @@ from ..conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, Tur
 from ..metrics.series import MetricRow
 from ..metrics.specs import METRICS
 from ..observation import FIELDS, KEY, Observation, RunRecord
+from .exclusions import DDL as EXCLUSIONS_DDL
 from .preference import ddl as preference_ddl
 from .preference_fits import ddl as preference_fits_ddl
 from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
@@ -152,6 +153,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (11, ";\n".join(preference_ddl("postgres"))),
     # the preference board's fitted snapshots (voxwatch.store.preference_fits), written by `preference fit`
     (12, ";\n".join(preference_fits_ddl("postgres"))),
+    # the registry's exclusions, kept in sync on every open (voxwatch.store.exclusions): the dashboards JOIN them
+    (13, EXCLUSIONS_DDL),
 ]
 
 

@@ -18,7 +18,8 @@ import psycopg
 from ..conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
 from ..metrics.series import MetricRow
 from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
-from . import StoreError, aggregates, migrations
+from ..providers.registry import Registry
+from . import StoreError, aggregates, exclusions, migrations
 from . import conversations as conv
 from . import preference, preference_fits
 from .connection import connect, database_error
@@ -73,9 +74,12 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             raise
 
     def upgrade(self) -> list[int]:
-        """Apply any schema migration this database lacks (run on every open); returns those applied."""
+        """Apply any schema migration this database lacks (run on every open), then bring the registry's
+        exclusions table up to date (the dashboards read it); returns the migrations applied."""
         try:
-            return migrations.upgrade(self._connect())
+            applied = migrations.upgrade(self._connect())
+            exclusions.sync(self._connect(), Registry.default())
+            return applied
         except psycopg.Error as exc:
             raise self.error("cannot migrate", exc) from None
 
