@@ -1,7 +1,8 @@
 # One image for every voxwatch role. Alone it is the embedded default: one tick per start, rows
 # kept in the /data volume. docker-compose.yml runs it as the distributed services instead
 # (`db upgrade`, `worker`, `beat`, `serve`), with Postgres and Redis from the environment.
-FROM python:3.11-slim
+# An exact version (docker-compose.yml says how to pin its digest too).
+FROM python:3.11.11-slim-bookworm
 RUN apt-get update && apt-get install -y --no-install-recommends libgomp1 && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY . .
@@ -13,7 +14,8 @@ USER voxwatch
 ENV VOXWATCH_STORE_URL=sqlite:////data/voxwatch.sqlite \
     VOXWATCH_DATASETS_DIR=/data/datasets \
     VOXWATCH_STORE_SPOOL_DIR=/data/spool \
-    VOXWATCH_RUN_RECORDINGS_DIR=/data/recordings
+    VOXWATCH_RUN_RECORDINGS_DIR=/data/recordings \
+    VOXWATCH_PREFERENCE_OUTPUTS_DIR=/data/preference/outputs
 VOLUME ["/data"]
 ENTRYPOINT ["voxwatch"]
 CMD ["run", "--no-progress"]

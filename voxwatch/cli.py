@@ -341,14 +341,14 @@ def _region_config(args) -> config_mod.Config:
 def cmd_worker(args) -> int:
     from voxwatch.workers.celery_app import run_worker
 
-    return run_worker(_region_config(args), args.concurrency, args.loglevel)
+    return run_worker(_region_config(args), args.concurrency, args.loglevel, args.heartbeat_file)
 
 
 def cmd_beat(args) -> int:
     from voxwatch.workers.celery_app import run_beat
 
     Path(args.schedule_file).parent.mkdir(parents=True, exist_ok=True)
-    return run_beat(_config(args), args.schedule_file, args.loglevel)
+    return run_beat(_config(args), args.schedule_file, args.loglevel, args.heartbeat_file)
 
 
 def cmd_tick(args) -> int:
@@ -408,6 +408,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+HEARTBEAT_HELP = ("a file touched {what}, for a health check: `python -m voxwatch.workers.heartbeat FILE "
+                  "--within SECONDS` (docker-compose.yml)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -491,11 +495,13 @@ def parser() -> argparse.ArgumentParser:
                     help="measurements at a time (default 1; local engines share the CPU with the clock)")
     wk.add_argument("--store", help="store URL (default: config)")
     wk.add_argument("--loglevel", default="info")
+    wk.add_argument("--heartbeat-file", help=HEARTBEAT_HELP.format(what="while connected to the broker"))
     wk.set_defaults(func=cmd_worker)
 
     bt = sub.add_parser("beat", help="distributed mode: schedule a tick per board, dataset and region")
     bt.add_argument("--schedule-file", default="var/celerybeat-schedule", help="where beat keeps its last run times")
     bt.add_argument("--loglevel", default="info")
+    bt.add_argument("--heartbeat-file", help=HEARTBEAT_HELP.format(what="after every pass of its loop"))
     bt.set_defaults(func=cmd_beat)
 
     tk = sub.add_parser("tick", help="distributed mode: enqueue one tick now for a region's workers")

@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
+from celery.beat import PersistentScheduler
 
 from voxwatch.config import Config, ConfigError, load
 
-from . import broker_transport
+from . import broker_transport, heartbeat
 
 broker_transport.install()  # a worker that loses Redis reconnects instead of crashing
 
@@ -79,7 +80,9 @@ def settings(config: Config) -> dict[str, Any]:
         "timezone": "UTC",
         "worker_cancel_long_running_tasks_on_connection_loss": False,  # redelivery is harmless
         "beat_schedule": beat_schedule(config),
-        "beat_max_loop_interval": min(300, config.every_minutes * 60 // 2 or 1),
+        # a pass of beat's loop at least every minute: its heartbeat (HeartbeatScheduler) stays fresh
+        "beat_max_loop_interval": min(60, config.every_minutes * 60 // 2 or 1),
+        "beat_scheduler": "voxwatch.workers.celery_app:HeartbeatScheduler",
     }
 
 
@@ -97,22 +100,68 @@ def configure(config: Config) -> Celery:
 
 app.add_defaults(lambda: settings(current_config()))
 
+HEARTBEAT_FILE = "voxwatch_heartbeat_file"
+"""The app setting naming this process's heartbeat file (workers/heartbeat.py); unset: none is kept."""
 
-def run_worker(config: Config, concurrency: int, loglevel: str = "info") -> int:
-    """A worker for config.region: it consumes only that region's queue and stamps its rows with it."""
+
+class Heartbeat(bootsteps.StartStopStep):
+    """A consumer step touching the heartbeat file every few seconds from the consumer's event loop:
+    it starts once the broker connection is up and stops when the connection is lost (the consumer
+    restarts its steps on reconnection), so a fresh file means connected and not wedged."""
+
+    def __init__(self, parent, **kwargs) -> None:
+        super().__init__(parent, **kwargs)
+        self.timer_entry = None
+
+    def start(self, parent) -> None:
+        path = parent.app.conf.get(HEARTBEAT_FILE)
+        if path:
+            heartbeat.touch(path)
+            self.timer_entry = parent.timer.call_repeatedly(heartbeat.WORKER_EVERY_S, heartbeat.touch, (path,))
+
+    def stop(self, parent) -> None:
+        if self.timer_entry is not None:
+            self.timer_entry.cancel()
+            self.timer_entry = None
+
+    shutdown = stop
+
+
+app.steps["consumer"].add(Heartbeat)
+
+
+class HeartbeatScheduler(PersistentScheduler):
+    """Beat's scheduler, touching the heartbeat file after every pass of its loop (at least once a
+    minute: beat_max_loop_interval)."""
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        interval = super().tick(*args, **kwargs)
+        path = self.app.conf.get(HEARTBEAT_FILE)
+        if path:
+            heartbeat.touch(path)
+        return interval
+
+
+def run_worker(config: Config, concurrency: int, loglevel: str = "info", heartbeat_file: str | None = None) -> int:
+    """A worker for config.region: it consumes only that region's queue and stamps its rows with it.
+    With heartbeat_file, the file is kept fresh while the worker is connected (Heartbeat)."""
     import os
 
     queue = queue_name(config, config.region)
     configure(config)
+    app.conf[HEARTBEAT_FILE] = heartbeat_file
     argv = ["worker", "--queues", queue, "--concurrency", str(concurrency), "--pool", "prefork",
             "--hostname", f"{config.region}.{os.getpid()}@%h", "--loglevel", loglevel, "--without-gossip",
             "--without-mingle"]
     return app.worker_main(argv) or 0
 
 
-def run_beat(config: Config, schedule_file: str, loglevel: str = "info") -> int:
-    """Beat: enqueues one plan per board, dataset and region every [schedule] every_minutes."""
+def run_beat(config: Config, schedule_file: str, loglevel: str = "info", heartbeat_file: str | None = None) -> int:
+    """Beat: enqueues one plan per board, dataset and region every [schedule] every_minutes (and at
+    once for an entry it has never sent: schedule.NEVER). With heartbeat_file, the file is touched
+    after every pass of its loop (HeartbeatScheduler)."""
     configure(config)
+    app.conf[HEARTBEAT_FILE] = heartbeat_file
     return app.start(["beat", "--schedule", schedule_file, "--loglevel", loglevel]) or 0
 
 

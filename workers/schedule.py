@@ -7,6 +7,12 @@ Every entry fires at the same multiples of the period (not "every 30 minutes sin
 started"), and the plan it sends carries the send time; the planner turns that into the slot,
 and all the slot's plans share one seed. So every dataset of a family draws the same utterances
 in one slot (clean-vs-degraded deltas stay paired), and every region measures the same clips.
+
+An entry beat has never sent (a new deployment, a board or region added) is due at once: its
+`last_run_at` starts at NEVER, so the current slot's plans go out when beat starts instead of at
+the next boundary (up to every_minutes later), and a new board is not empty for half an hour. An
+entry beat has sent keeps its time in the schedule file, so a restart sends nothing new within a
+slot, and a plan sent twice for one slot still measures once (slot_run_id).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from celery.beat import BeatLazyFunc
@@ -63,6 +69,11 @@ def slot_run_id(config: Config, region: str, board: str | None, datasets: list[s
     return uuid.uuid5(_SLOT_RUNS, name).hex
 
 
+NEVER = datetime.fromtimestamp(0, timezone.utc)
+"""The last send of an entry beat has never sent: any aligned schedule is due then (celery's
+ScheduleEntry takes a new entry's last_run_at from the schedule; a stored entry keeps its own)."""
+
+
 def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
     from .celery_app import queue_name
 
@@ -103,4 +114,6 @@ def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
             "schedule": aligned(timedelta(minutes=config.alerts.evaluate_every_minutes)),
             "options": {"queue": queue_name(config, config.region)},  # any worker of beat's own region runs it
         }
+    for entry in entries.values():
+        entry["last_run_at"] = NEVER
     return entries

@@ -167,8 +167,11 @@ def upgrade(conn: psycopg.Connection) -> list[int]:
     applied: list[int] = []
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-        cur.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
-                    "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        # checked first: CREATE ... IF NOT EXISTS needs CREATE on the schema even when the table is there,
+        # and the web's role (docker/postgres-roles.sh) opens an up-to-date store without it
+        if cur.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is None:
+            cur.execute("CREATE TABLE schema_migrations "
+                        "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
         have = {v for (v,) in cur.execute("SELECT version FROM schema_migrations")}
         for version, step in MIGRATIONS:
             if version not in have:
