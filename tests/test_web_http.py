@@ -18,8 +18,7 @@ import pytest
 
 from voxwatch.store import open_store
 
-from conftest import fresh_postgres, run_cli
-from test_web import NOW, ROWS, serving
+from test_web import NOW, ROWS, seeded_store, serving
 
 PAGES = ("/", "/board/stt", "/model/deepgram/nova-3", "/api/v1/leaderboard", "/api/v1/models", "/static/style.css")
 
@@ -27,11 +26,7 @@ PAGES = ("/", "/board/stt", "/model/deepgram/nova-3", "/api/v1/leaderboard", "/a
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Iterator[tuple[str, str]]:
     """(base URL, store URL): a server on a store seeded with test_web's rows."""
-    with fresh_postgres() as url:
-        run_cli("db", "upgrade", "--store", url)
-        s = open_store(url)
-        s.add(ROWS)
-        s.close()
+    with seeded_store() as url:
         with serving(url, tmp_path_factory.mktemp("http") / "serve.log") as base:
             yield base, url
 

@@ -122,6 +122,8 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/board/{board}", pages.board_page),
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),
+            Route("/method", site_pages.method_page),
+            Route("/api", site_pages.api_page),
             Route("/favicon.svg", site_pages.favicon),
             Route("/favicon.ico", site_pages.favicon),
             Route("/conversation/{conversation_id}", pages.conversation_page),
