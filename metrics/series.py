@@ -182,21 +182,55 @@ class SeriesData:
     words: Sequence[int | None]
 
 
+def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Which rows are attempts, and for each rate (RATES) which of the attempts it counts."""
+    attempted = ~np.isin(statuses, list(NOT_AN_ATTEMPT))
+    return attempted, {name: np.isin(statuses[attempted], list(members)) for name, members in RATES.items()}
+
+
+def scored_clips(statuses: np.ndarray, errors: Sequence[int | None],
+                 words: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows count towards pooled WER (ok and scored), and their S + D + I and N."""
+    words_or_nan = np.asarray(words, dtype=np.float64)  # None becomes NaN: not scored
+    errors_or_nan = np.asarray(errors, dtype=np.float64)
+    scored = (statuses == "ok") & ~np.isnan(words_or_nan) & ~np.isnan(errors_or_nan)
+    return scored, errors_or_nan[scored].astype(np.int64), words_or_nan[scored].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class AttemptFigures:
+    """A set of rows' own figures, without intervals (a day of a series on a model's history)."""
+    attempts: int
+    error_rate: float | None
+    timeout_rate: float | None
+    inaudible_rate: float | None
+    pooled_wer: float | None
+    wer_clips: int
+
+
+def attempt_figures(statuses: Sequence[str], errors: Sequence[int | None],
+                    words: Sequence[int | None]) -> AttemptFigures:
+    """Attempts, the rates and pooled WER of some rows, as series_rows computes them for a window."""
+    status = np.asarray(statuses, dtype=object)
+    attempted, hits = rate_hits(status)
+    _, e, w = scored_clips(status, errors, words)
+    return AttemptFigures(int(attempted.sum()), *(rate(int(h.sum()), h.size) for h in hits.values()),
+                          pooled_wer(e, w), int(w.size))
+
+
+assert tuple(RATES) == ("error_rate", "timeout_rate", "inaudible_rate")  # attempt_figures fills them in this order
+
+
 def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData) -> list[MetricRow]:
     """One series' rows, one per summarized metric of its protocol, with every statistic and interval."""
     board, model_id, dataset, region, method, protocol, instrument = key
     statuses = np.asarray(data.statuses, dtype=object)
     ok = statuses == "ok"
-    attempted = ~np.isin(statuses, list(NOT_AN_ATTEMPT))
     everything = design(utterance=data.utterances, tick=data.ticks)  # labels: a store's ids, or its refs
+    attempted, hits = rate_hits(statuses)
     attempts = everything.subset(attempted)
-    hits = {name: np.isin(statuses[attempted], list(members)) for name, members in RATES.items()}
     rates = {name: rate(int(h.sum()), h.size) for name, h in hits.items()}
-
-    words_or_nan = np.asarray(data.words, dtype=np.float64)  # None becomes NaN: not scored
-    errors_or_nan = np.asarray(data.errors, dtype=np.float64)
-    scored = ok & ~np.isnan(words_or_nan) & ~np.isnan(errors_or_nan)
-    errors, words = errors_or_nan[scored].astype(np.int64), words_or_nan[scored].astype(np.int64)
+    scored, errors, words = scored_clips(statuses, data.errors, data.words)
     wer = pooled_wer(errors, words)
     per_clip = clip_wers(errors, words)
     series = dict(

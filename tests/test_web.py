@@ -181,13 +181,20 @@ def exclusion_reason() -> str:
 # --- fixtures: the seeded store, the server, the browser -------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def store() -> Iterator[str]:
+@contextlib.contextmanager
+def seeded_store(rows: list[Observation] = ROWS) -> Iterator[str]:
+    """A fresh, migrated Postgres store holding `rows` (the module's seed unless told)."""
     with fresh_postgres() as url:
         run_cli("db", "upgrade", "--store", url)
         s = open_store(url)
-        s.add(ROWS)  # refreshes the rolling aggregates the boards read
+        s.add(rows)  # refreshes the rolling aggregates the boards read
         s.close()
+        yield url
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[str]:
+    with seeded_store() as url:
         yield url
 
 

@@ -300,8 +300,9 @@ def test_a_conversation_page_shows_its_turns_calls_and_verdicts(site: Site):
 def test_the_recording_is_served_and_no_path_leads_out_of_its_folder(site: Site):
     page = httpx.get(f"{site.base}/conversation/conv-a").text
     assert '<audio controls preload="none" src="/recording/conv-a.wav">' in page
-    wav = httpx.get(f"{site.base}/recording/conv-a.wav")
+    wav = httpx.get(f"{site.base}/recording/conv-a.wav", headers={"Accept-Encoding": "gzip"})
     assert wav.status_code == 200 and wav.headers["content-type"] == "audio/wav"
+    assert "content-encoding" not in wav.headers  # audio is never gzipped (web/compression.py)
     assert wav.content == (site.recordings / "conv-a.wav").read_bytes()
     assert "media-src 'self'" in wav.headers["content-security-policy"]  # the player may load it
     assert httpx.get(f"{site.base}/api/v1/conversations/conv-a").json()["recording_url"] == "/recording/conv-a.wav"

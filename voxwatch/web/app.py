@@ -7,7 +7,9 @@ allowed. Pages under /api/v1 get their errors as JSON, the rest as HTML.
 Under load (docs/WEB.md "Under load"): pages come from the cache while the store is unchanged
 (cache.py, freshness.py), renders pass a bounded admission that answers overload with 503 and
 Retry-After (admission.py), the health check bypasses both, and every response carries the
-security headers (headers.py).
+security headers (headers.py). Kept pages carry Cache-Control, ETag and Last-Modified and answer a
+conditional GET with 304 (conditional.py); responses are gzipped when asked (cache.py for kept
+pages, compression.py for the rest); the API under /api/v1 may be read cross-origin (cors.py).
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
-from . import api, formatting, pages, preference_views, rating, views
+from . import api, formatting, pages, preference_views, rating, site_pages, views
 from .admission import Admission
 from .cache import CachedPages, Pages
+from .compression import Compressed
+from .cors import PublicAPI
 from .freshness import Freshness
 from .headers import SecurityHeaders
 from .limits import Limits
@@ -120,6 +124,10 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/board/{board}", pages.board_page),
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),
+            Route("/method", site_pages.method_page),
+            Route("/api", site_pages.api_page),
+            Route("/favicon.svg", site_pages.favicon),
+            Route("/favicon.ico", site_pages.favicon),
             Route("/conversation/{conversation_id}", pages.conversation_page),
             Route(RECORDINGS + "{conversation_id}.wav", pages.recording),
             *rating.routes,
@@ -127,7 +135,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         exception_handlers={StoreUnavailable: _unavailable, HTTPException: _http_error, 500: _server_error},
-        middleware=[cache],
+        middleware=[Middleware(PublicAPI), Middleware(Compressed), cache],
     )
     app.state.registry = registry
     app.state.source = MemoSource(source, freshness, limits.max_age_s)

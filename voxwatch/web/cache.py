@@ -9,7 +9,8 @@ render instead of starting its own. The windows slide with the clock, so a page 
 served until the new one is there (it is of the same store version, only older). Only 200s are
 kept, at most `entries` of them and `max_bytes` in all, the least recently used dropped first. The
 bytes kept are the bytes the app sent, so a cached page shows exactly the numbers the app computed
-at its render.
+at its render. Each kept page carries its validators from that render (web/conditional.py): a
+conditional GET it matches is a 304. A HEAD is answered as its GET, without the body.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ import asyncio
 import gzip
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Hashable
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .admission import Admission
+from .conditional import no_store_unless_set, not_modified, send_not_modified, validators
 from .freshness import Freshness
 from .source import log
 
@@ -33,7 +35,7 @@ Key = tuple[str, bytes]
 
 
 COMPRESSIBLE = (b"text/", b"application/json")
-MIN_GZIP_BYTES = 1024
+MIN_GZIP_BYTES = 500
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class Page:
     gzipped: tuple[list[tuple[bytes, bytes]], bytes] | None = None  # headers, body
 
     def compressed(self) -> Page:
-        """This page with a gzip variant (text and JSON of 1 KB or more), both marked Vary: Accept-Encoding."""
+        """This page with a gzip variant (text and JSON of 500 bytes or more), both marked Vary: Accept-Encoding."""
         kind = dict(self.headers).get(b"content-type", b"")
         if len(self.body) < MIN_GZIP_BYTES or not kind.startswith(COMPRESSIBLE) or b"content-encoding" in dict(self.headers):
             return self
@@ -59,10 +61,15 @@ class Page:
     def size(self) -> int:
         return len(self.body) + (len(self.gzipped[1]) if self.gzipped else 0)
 
-    async def send(self, send: Send, gzip_ok: bool = False) -> None:
+    def validated(self, rendered_at: float) -> Page:
+        """This page with its ETag, Last-Modified and Cache-Control (those the app set itself kept)."""
+        names = {k for k, _ in self.headers}
+        return replace(self, headers=self.headers + [h for h in validators(self.body, rendered_at) if h[0] not in names])
+
+    async def send(self, send: Send, gzip_ok: bool = False, head: bool = False) -> None:
         headers, body = self.gzipped if gzip_ok and self.gzipped else (self.headers, self.body)
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": b"" if head else body})
 
 
 def accepts_gzip(scope: Scope) -> bool:
@@ -152,13 +159,20 @@ class CachedPages:
         self._background: set[asyncio.Task] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.uncached or scope["path"].startswith(self.streamed):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        version = await self.freshness.current() if scope["method"] == "GET" else None
+        send = no_store_unless_set(send)  # kept pages say public themselves
+        if scope["path"] in self.uncached or scope["path"].startswith(self.streamed):
+            await self.app(scope, receive, send)
+            return
+        head = scope["method"] == "HEAD"
+        version = await self.freshness.current() if scope["method"] in ("GET", "HEAD") else None
         if version is None:  # not a GET, or the store cannot be read: the app answers (a 503 says why)
             await (await self._render(scope, receive)).send(send)
             return
+        if head:
+            scope = {**scope, "method": "GET"}
         key: Key = (scope["path"], scope["query_string"])
         found = self.pages.get(key, version)
         if found is None:
@@ -167,7 +181,10 @@ class CachedPages:
             page, old = found
             if old and (key, version) not in self._renders:
                 self._rerender(key, version, scope)
-        await page.send(send, accepts_gzip(scope))
+        if page.status == 200 and not_modified(scope, page.headers):
+            await send_not_modified(send, page.gzipped[0] if page.gzipped and accepts_gzip(scope) else page.headers)
+            return
+        await page.send(send, accepts_gzip(scope), head)
 
     def _rerender(self, key: Key, version: Hashable, scope: Scope) -> None:
         task = asyncio.create_task(self._shared_render(key, version, dict(scope), _no_body))
@@ -183,10 +200,10 @@ class CachedPages:
         done: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
         self._renders[(key, version)] = done
         try:
-            started = time.monotonic()
+            started, rendered_at = time.monotonic(), time.time()
             page = await self._render(scope, receive)
             if page.status == 200:
-                page = await asyncio.to_thread(page.compressed)  # once per render, off the event loop
+                page = await asyncio.to_thread(page.validated(rendered_at).compressed)  # once per render, off the loop
                 self.pages.put(key, version, page, started)
             done.set_result(page)
             return page

@@ -1,8 +1,14 @@
 """Server-side SVG line charts: the page needs no JavaScript and loads nothing from elsewhere.
 
-One chart is one metric on one dataset over the history's days; each line is one series' daily
-p50 or p95. A day without a value (no rows, or n < 5) breaks the line rather than bridging it, so
-a gap is never drawn as data.
+One chart is one quantity on one dataset over the history's days; each line is one series' daily
+value. A day without a value (no rows, or under the statistic's floor) breaks the line rather than
+bridging it, so a gap is never drawn as data. A method change is a vertical marker on the day the
+new version's first value is, labelled with the version.
+
+Charts scale with the page (a viewBox, 100 % wide): the box is narrow and its text large enough
+that at a phone's width (about 340 px of chart) the labels render at 11 px; wider screens set a
+smaller font size in the stylesheet (pages.css). The title and legend are the page's HTML, which
+wraps, not the SVG's.
 """
 
 from __future__ import annotations
@@ -12,9 +18,12 @@ from dataclasses import dataclass
 from html import escape
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-WIDTH, PLOT_HEIGHT = 760, 220
-LEFT, RIGHT, TOP, AXIS_BELOW = 70, 20, 34, 46
-LEGEND_ROW, LEGEND_COLUMNS = 18, 3
+WIDTH, PLOT_HEIGHT = 520, 200
+LEFT, RIGHT, TOP, AXIS_BELOW = 62, 14, 28, 46
+FONT_SIZE = 17
+"""In the viewBox's units: 520 units drawn 340 px wide put it at 11 px."""
+X_LABELS = 5
+FADED_OPACITY = "0.45"
 
 
 @dataclass(frozen=True)
@@ -23,6 +32,14 @@ class Line:
     color: str
     dashed: bool
     points: list[tuple[int, float]]  # (index into the chart's days, value), days ascending
+    faded: bool = False  # a superseded method version's series: drawn lighter
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A vertical line at a day (index into the chart's days), labelled: a method change."""
+    index: int
+    label: str
 
 
 def nice_ticks(high: float, count: int = 5) -> list[float]:
@@ -49,12 +66,23 @@ def _segments(points: list[tuple[int, float]]) -> list[list[tuple[int, float]]]:
     return runs
 
 
-def line_chart(title: str, unit: str, days: list[str], lines: list[Line]) -> str:
-    """An SVG document fragment: axes with ticks and labels, one polyline per line, a legend below."""
+def _stroke(line: Line, width: str) -> str:
+    dash = ' stroke-dasharray="5 3"' if line.dashed else ""
+    fade = f' stroke-opacity="{FADED_OPACITY}"' if line.faded else ""
+    return f'stroke="{line.color}" stroke-width="{width}"{dash}{fade}'
+
+
+def swatch(line: Line) -> str:
+    """A short sample of a line's stroke, for the legend the page writes beside the chart."""
+    return (f'<svg width="26" height="10" viewBox="0 0 26 10" aria-hidden="true"><line x1="1" x2="25" y1="5" y2="5" '
+            f'{_stroke(line, "2.5")}/></svg>')
+
+
+def line_chart(title: str, unit: str, days: list[str], lines: list[Line], markers: list[Marker] = ()) -> str:
+    """An SVG element: axes with ticks and labels, one polyline per line, a dashed vertical line per marker."""
     ticks = nice_ticks(max((v for line in lines for _, v in line.points), default=1.0))
     plot_w = WIDTH - LEFT - RIGHT
-    legend_rows = math.ceil(len(lines) / LEGEND_COLUMNS)
-    height = TOP + PLOT_HEIGHT + AXIS_BELOW + legend_rows * LEGEND_ROW + 8
+    height = TOP + PLOT_HEIGHT + AXIS_BELOW
 
     def x(i: int) -> float:
         return LEFT + i * plot_w / max(1, len(days) - 1)
@@ -62,44 +90,46 @@ def line_chart(title: str, unit: str, days: list[str], lines: list[Line]) -> str
     def y(v: float) -> float:
         return TOP + PLOT_HEIGHT - v / ticks[-1] * PLOT_HEIGHT
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{WIDTH}" height="{height}" '
-           f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11">',
-           f"<title>{escape(title)}</title>",
-           f'<text x="{LEFT}" y="18" font-size="13" font-weight="bold">{escape(title)}</text>']
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" viewBox="0 0 {WIDTH} {height}" '
+           f'preserveAspectRatio="xMidYMid meet" font-family="sans-serif" font-size="{FONT_SIZE}">',
+           f"<title>{escape(title)}</title>"]
     for t in ticks:  # horizontal grid and y labels
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e4e4e4"/>')
-        out.append(f'<text class="y-tick" x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_number(t)}</text>')
-    out.append(f'<text x="14" y="{TOP + PLOT_HEIGHT / 2:.1f}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {TOP + PLOT_HEIGHT / 2:.1f})">{escape(unit)}</text>')
-    every = max(1, math.ceil(len(days) / 8))
+        out.append(f'<text class="y-tick" x="{LEFT - 6}" y="{y(t) + 5:.1f}" text-anchor="end">{_number(t)}</text>')
+    out.append(f'<text x="16" y="{TOP + PLOT_HEIGHT / 2:.1f}" text-anchor="middle" '
+               f'transform="rotate(-90 16 {TOP + PLOT_HEIGHT / 2:.1f})">{escape(unit)}</text>')
+    every = max(1, math.ceil(len(days) / X_LABELS))
     for i, day in enumerate(days):
-        if i % every == 0 or i == len(days) - 1:
-            out.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{TOP + PLOT_HEIGHT}" y2="{TOP + PLOT_HEIGHT + 4}" '
-                       f'stroke="#555"/>')
-            out.append(f'<text class="x-tick" x="{x(i):.1f}" y="{TOP + PLOT_HEIGHT + 16}" '
-                       f'text-anchor="middle">{escape(day[5:])}</text>')
-    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{TOP + PLOT_HEIGHT + 32}" text-anchor="middle">'
+        if i % every == 0 and (i + every // 2 < len(days) or i == 0):  # none crowding the last day's
+            _x_tick(out, x(i), day)
+    if len(days) > 1:
+        _x_tick(out, x(len(days) - 1), days[-1], "end")  # inside the box
+    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{TOP + PLOT_HEIGHT + 40}" text-anchor="middle">'
                f'day (UTC)</text>')
     out.append(f'<polyline points="{LEFT},{TOP} {LEFT},{TOP + PLOT_HEIGHT} {WIDTH - RIGHT},{TOP + PLOT_HEIGHT}" '
                f'fill="none" stroke="#555"/>')
+    for m in markers:
+        mx = x(m.index)
+        anchor, dx = ("end", -4) if mx > LEFT + plot_w / 2 else ("start", 4)
+        out.append(f'<g class="method-change" data-day="{escape(days[m.index])}">'
+                   f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP - 6}" y2="{TOP + PLOT_HEIGHT}" stroke="#8a4b00" '
+                   f'stroke-width="1.5" stroke-dasharray="2 3"/>'
+                   f'<text x="{mx + dx:.1f}" y="{TOP - 10}" text-anchor="{anchor}" fill="#8a4b00">{escape(m.label)}</text></g>')
     for line in lines:
-        dash = ' stroke-dasharray="5 3"' if line.dashed else ""
         label = escape(line.label)
         out.append(f'<g class="series" data-label="{label}">')
         for run in _segments(line.points):
             coords = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in run)
-            out.append(f'<polyline points="{coords}" fill="none" stroke="{line.color}" stroke-width="1.5"{dash}/>')
+            out.append(f'<polyline points="{coords}" fill="none" {_stroke(line, "2")}/>')
         for i, v in line.points:
-            out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5" fill="{line.color}">'
+            fade = f' fill-opacity="{FADED_OPACITY}"' if line.faded else ""
+            out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{line.color}"{fade}>'
                        f"<title>{label} {escape(days[i])}: {_number(v)} {escape(unit)}</title></circle>")
         out.append("</g>")
-    legend_top = TOP + PLOT_HEIGHT + AXIS_BELOW
-    column_w = plot_w / LEGEND_COLUMNS
-    for k, line in enumerate(lines):
-        lx, ly = LEFT + (k % LEGEND_COLUMNS) * column_w, legend_top + (k // LEGEND_COLUMNS) * LEGEND_ROW
-        dash = ' stroke-dasharray="5 3"' if line.dashed else ""
-        out.append(f'<line x1="{lx:.1f}" x2="{lx + 22:.1f}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="{line.color}" '
-                   f'stroke-width="2"{dash}/>')
-        out.append(f'<text class="legend" x="{lx + 28:.1f}" y="{ly + 4:.1f}">{escape(line.label)}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _x_tick(out: list[str], at: float, day: str, anchor: str = "middle") -> None:
+    out.append(f'<line x1="{at:.1f}" x2="{at:.1f}" y1="{TOP + PLOT_HEIGHT}" y2="{TOP + PLOT_HEIGHT + 4}" stroke="#555"/>')
+    out.append(f'<text class="x-tick" x="{at:.1f}" y="{TOP + PLOT_HEIGHT + 20}" text-anchor="{anchor}">{escape(day[5:])}</text>')

@@ -1,6 +1,6 @@
 """Security headers on every response, error pages and cached pages included.
 
-The pages are server-rendered HTML with one same-origin stylesheet and inline SVG charts (SVG
+The pages are server-rendered HTML with same-origin stylesheets, an SVG icon and inline SVG charts (SVG
 presentation attributes, no style attributes) and a conversation's recording from the server's
 own /recording/ (and the rating pages' audio from /rate/): no script, no inline style, no image,
 font or frame from anywhere. So the policy allows the own stylesheet and media, and forms posting

@@ -55,6 +55,7 @@ def _array(items: dict) -> dict:
 
 
 _STRING, _NULLABLE_STRING = {"type": "string"}, {"type": ["string", "null"]}
+_NULLABLE_NUMBER = {"type": ["number", "null"]}
 _NULLABLE_DATE = {"type": ["string", "null"], "format": "date"}
 _STATUS = {"type": ["string", "null"], "enum": [*STATUSES, None]}
 _STATUS_DATE = {"type": "string", "format": "date", "description": "the day model statuses are computed for (UTC; "
@@ -119,8 +120,18 @@ def document() -> dict:
         "HistorySeries": _obj({"metric": _STRING, "unit": _STRING, "dataset": _STRING, "region": _STRING,
                                "method_version": _STRING, "instrument": _NULLABLE_STRING,
                                "points": _array(_ref("HistoryPoint"))}),
+        "HistoryFigures": _obj({"day": {"type": "string", "format": "date"}, "attempts": {"type": "integer"},
+                                "error_rate": _NULLABLE_NUMBER, "timeout_rate": _NULLABLE_NUMBER,
+                                "inaudible_rate": _NULLABLE_NUMBER,
+                                "pooled_wer": {**_NULLABLE_NUMBER, "description": "sum(S + D + I) / sum(N) over the "
+                                               "day's scored clips; null under 5 clips"},
+                                "wer_clips": {"type": "integer"}}),
+        "HistoryFigureSeries": _obj({"dataset": _STRING, "region": _STRING, "method_version": _STRING,
+                                     "instrument": _NULLABLE_STRING, "points": _array(_ref("HistoryFigures"))}),
         "History": _obj({"model_id": _STRING, "days": {"type": "integer"}, "since": {"type": "number"},
                          "method_version": _STRING, "series": _array(_ref("HistorySeries")),
+                         "figures": {**_array(_ref("HistoryFigureSeries")), "description": "each series' daily "
+                                     "attempts, rates (null under 5 attempts) and pooled WER"},
                          "excluded": _array(_ref("Exclusion"))}),
         "Alert": _dataclass_schema(Alert),
         "Alerts": _obj({"available": {"type": "boolean"}, "reason": _NULLABLE_STRING, "alerts": _array(_ref("Alert"))}),
@@ -144,7 +155,8 @@ def document() -> dict:
         "/api/v1/models": _get("Every model with rows in the last 30 days",
                                _json(_ref("Models"), "The models.")),
         "/api/v1/models/{model_id}/history": _get(
-            "Daily p50 and p95 of a model's headline metrics over the last 30 days (UTC days; n < 5 is null)",
+            "Daily p50 and p95 of a model's headline metrics over the last 30 days (UTC days; n < 5 is null), "
+            "and each series' daily attempts, error and timeout rates and pooled WER",
             _json(_ref("History"), "The model's daily series."),
             [{"name": "model_id", "in": "path", "required": True, "schema": _STRING,
               "description": "the exact model id; its '/' stays unescaped, e.g. /api/v1/models/deepgram/nova-3/history"},

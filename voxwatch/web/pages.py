@@ -17,8 +17,7 @@ from voxwatch.datasets.provenance import ORIGINS, Provenance, lookup
 from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
-from . import board_views, conversation_views, views
-from .chart import PALETTE, Line, line_chart
+from . import board_views, conversation_views, model_views, views
 from .params import choice, text
 from .source import Conversation
 
@@ -114,27 +113,6 @@ def recording(request: Request) -> Response:
     return FileResponse(path, media_type="audio/wav")
 
 
-def _charts(h: views.History) -> list[dict]:
-    """One chart per (metric, dataset): p50 solid and p95 dashed for each series, a colour per series."""
-    index = {day: i for i, day in enumerate(h.days)}
-    charts = []
-    for s in views.history_series(h):
-        if not charts or (charts[-1]["metric"], charts[-1]["dataset"]) != (s["metric"], s["dataset"]):
-            charts.append({"metric": s["metric"], "dataset": s["dataset"], "unit": s["unit"], "lines": []})
-        chart = charts[-1]
-        color = PALETTE[len(chart["lines"]) // 2 % len(PALETTE)]
-        label = f"{s['region']} v{s['method_version']}" + (f" ({s['instrument']})" if s["instrument"] else "")
-        for q, dashed in (("p50", False), ("p95", True)):
-            points = [(index[p["day"]], p[q]) for p in s["points"] if p[q] is not None and p["day"] in index]
-            chart["lines"].append(Line(f"{label} {q}", color, dashed, points))
-    out = []
-    for c in charts:
-        lines = [line for line in c["lines"] if line.points]  # a series with no day of n >= 5 has nothing to draw
-        title = f"{c['metric']} on {c['dataset']}: daily p50 and p95"
-        out.append({**c, "title": title, "svg": line_chart(title, c["unit"], h.days, lines) if lines else None})
-    return out
-
-
 def model_page(request: Request) -> Response:
     model_id = request.path_params["model_id"]
     registry = request.app.state.registry
@@ -146,10 +124,14 @@ def model_page(request: Request) -> Response:
         raise HTTPException(404, f"no model {model_id!r}: neither registered nor measured in the last "
                                  f"{views.HISTORY_DAYS} days")
     info = views.model_info(registry, model_id)
+    shown = [line for line in model_views.summary(request.app.state.source, model_id)
+             if dataset is None or line.headline.dataset == dataset]
     return _render(request, "model.html", model_id=model_id, info=info, entry=views.registry_entry(registry, info),
-                   metric=metric, dataset=dataset,
-                   metrics=list(dict.fromkeys(headline + h.metrics)), datasets=h.datasets, excluded=h.excluded,
-                   charts=_charts(h), days=views.HISTORY_DAYS)
+                   metric=metric, dataset=dataset, summary=shown, summary_window=model_views.SUMMARY_WINDOW,
+                   metrics=sorted(set(headline + h.metrics), key=views.METRIC_ORDER.get),
+                   datasets=h.datasets, excluded=h.excluded,
+                   charts=model_views.charts(h, metric), days=views.HISTORY_DAYS, na_reason=views.na_reason,
+                   field_na=views.field_na)
 
 
 def alerts_page(request: Request) -> Response:

@@ -14,12 +14,10 @@ import logging
 import os
 import sqlite3
 import threading
-from collections import defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from dataclasses import fields
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol
+from typing import Iterator, Protocol
 
 import psycopg
 import psycopg.errors
@@ -28,8 +26,7 @@ from voxwatch import leaderboard
 from voxwatch.alerts.store import Alert
 from voxwatch.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.series import MetricRow
-from voxwatch.metrics.specs import METRICS, for_protocol
-from voxwatch.metrics.series import summarize
+from voxwatch.observation import Observation
 from voxwatch.providers.registry import Registry
 from voxwatch.redaction import redact_url, scrub
 from voxwatch.store import StoreError, aggregates, layout, open_store
@@ -38,6 +35,8 @@ from voxwatch.store.conversations import ConversationReads
 from voxwatch.store.postgres import PostgresStore, read_conversations
 from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
 from voxwatch.store.url import SQLITE, StoreURL, parse_store_url
+
+from .daily import HEADLINE, HISTORY_SQL, Daily, daily
 
 log = logging.getLogger("voxwatch.web")
 
@@ -59,20 +58,6 @@ class AlertsUnavailable(RuntimeError):
     """This store has no alerts to show (SQLite, or a Postgres schema from before the alerts migration)."""
 
 
-@dataclass(frozen=True)
-class DailyPoint:
-    """One UTC day of one series and headline metric; p50/p95 are None when n < 5 (METHOD: n/a)."""
-    dataset: str
-    region: str
-    method_version: str
-    instrument: str | None
-    metric: str
-    day: str  # ISO date, UTC
-    n: int
-    p50: float | None
-    p95: float | None
-
-
 class Source(Protocol):
     kind: str  # "postgres" | "sqlite"
 
@@ -80,7 +65,7 @@ class Source(Protocol):
 
     def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]: ...
 
-    def history(self, model_id: str, since: float) -> list[DailyPoint]: ...
+    def history(self, model_id: str, since: float) -> Daily: ...
 
     def alerts(self, resolved_since: float) -> list[Alert]: ...
 
@@ -108,39 +93,15 @@ def open_source(url: str, registry: Registry) -> Source:
     return SQLiteSource(url, registry) if store.kind == SQLITE else PostgresSource(store, registry)
 
 
-def iso_day(day: int) -> str:
-    return datetime.fromtimestamp(day * 86400, timezone.utc).date().isoformat()
+def _wer_errors(r: Observation) -> int | None:
+    """A row's S + D + I, None when it was not scored (as the Postgres read's sum of NULLs is)."""
+    parts = (r.substitutions, r.deletions, r.insertions)
+    return None if None in parts else sum(parts)
 
 
 def _instrument(board: str, instrument_id: str | None) -> str | None:
     """The leaderboard's series split: TTS rows scored by different instruments are never pooled."""
     return (instrument_id or None) if board == "tts" else None
-
-
-_HEADLINE = tuple(dict.fromkeys(m.name for m in METRICS if m.headline))
-_HISTORY_SQL = layout.series_sql(
-    "d.name, c.region, c.method_version, c.protocol, CASE WHEN c.board = 'tts' THEN coalesce(c.instrument_id, '') "
-    "ELSE '' END, floor(f.started_at / 86400)::bigint, " + ", ".join(f"f.{m}" for m in _HEADLINE),
-    keys=("model_id",), where="f.status = 'ok'")
-"""A model's ok rows of the window, keyed by series and UTC day; daily_points summarizes them."""
-DayRow = tuple  # dataset, region, method_version, protocol, instrument ('' when none), day, *headline values
-
-
-def daily_points(rows: Iterable[DayRow]) -> list[DailyPoint]:
-    """Daily n, p50 and p95 per series and headline metric, by metrics.series.summarize (one definition
-    for both stores; p50/p95 are None when n < 5, METHOD "Aggregates")."""
-    groups: dict[tuple, list] = defaultdict(list)
-    for r in rows:
-        groups[r[:6]].append(r[6:])
-    points = []
-    for (dataset, region, method, protocol, instrument, day), members in sorted(groups.items()):
-        for spec in for_protocol(protocol, headline_only=True):
-            i = _HEADLINE.index(spec.name)
-            stats = summarize([m[i] for m in members])
-            if stats.n:
-                points.append(DailyPoint(dataset, region, method, instrument or None, spec.name, iso_day(day),
-                                         stats.n, stats.p50, stats.p95))
-    return points
 
 
 _FIRST_SEEN_SQL = layout.series_sql("f.started_at") + " LIMIT 1"
@@ -218,9 +179,9 @@ class PostgresSource:
         with self._reading("the newest row") as conn:
             return conn.execute(_NEWEST_SQL, {"board": board}).fetchone()[0]
 
-    def history(self, model_id: str, since: float) -> list[DailyPoint]:
+    def history(self, model_id: str, since: float) -> Daily:
         with self._reading("a model's history") as conn:
-            return daily_points(conn.execute(_HISTORY_SQL, {"model_id": model_id, "since": since}))
+            return daily(conn.execute(HISTORY_SQL, {"model_id": model_id, "since": since}))
 
     def alerts(self, resolved_since: float) -> list[Alert]:
         with self._reading("the alerts") as conn:
@@ -333,13 +294,12 @@ class SQLiteSource:
         with self._store("the newest row") as store:
             return store.newest_started_at(board)
 
-    def history(self, model_id: str, since: float) -> list[DailyPoint]:
+    def history(self, model_id: str, since: float) -> Daily:
         with self._store("a model's history") as store:
-            return daily_points(
+            return daily(
                 (r.dataset, r.region, r.method_version, r.protocol, _instrument(r.board, r.instrument_id) or "",
-                 int(r.started_at // 86400), *(getattr(r, m) for m in _HEADLINE))
-                for r in store.observations(since=since)
-                if r.model_id == model_id and r.status == "ok" and not r.emulator)
+                 int(r.started_at // 86400), r.status, _wer_errors(r), r.ref_words, *(getattr(r, m) for m in HEADLINE))
+                for r in store.observations(since=since) if r.model_id == model_id and not r.emulator)
 
     def alerts(self, resolved_since: float) -> list[Alert]:
         raise AlertsUnavailable(ALERTS_NEED_POSTGRES)

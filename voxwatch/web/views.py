@@ -22,7 +22,8 @@ from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
 
-from .source import Alert, AlertsUnavailable, DailyPoint, SeriesId, Source
+from .daily import DailyFigures, DailyPoint
+from .source import Alert, AlertsUnavailable, SeriesId, Source
 
 HISTORY_DAYS = 30
 RESOLVED_SHOWN_S = 7 * 86400
@@ -246,6 +247,7 @@ class History:
     since: float
     days: list[str]  # every UTC day of the span, oldest first
     points: list[DailyPoint]
+    figures: list[DailyFigures]  # each series' days: attempts, error and timeout rates, pooled WER
     excluded: dict[str, str]  # metric -> the registry's reason (no chart for it)
     metrics: list[str]  # the headline metrics the model has points for (before filtering)
     datasets: list[str]
@@ -255,7 +257,8 @@ def history(source: Source, registry: Registry, model_id: str, metric: str | Non
             dataset: str | None = None, now: float | None = None) -> History:
     now = time.time() if now is None else now
     since = now - HISTORY_DAYS * 86400
-    points = source.history(model_id, since)
+    found = source.history(model_id, since)
+    points = found.points
     info = model_info(registry, model_id)
     excluded = {e.metric: e.reason for e in info.exclusions} if info else {}
     metrics = list(dict.fromkeys(p.metric for p in points))
@@ -265,26 +268,39 @@ def history(source: Source, registry: Registry, model_id: str, metric: str | Non
     first_day, last_day = int(since // 86400), int(now // 86400)
     days = [datetime.fromtimestamp(d * 86400, timezone.utc).date().isoformat() for d in range(first_day, last_day + 1)]
     shown_excluded = {m: r for m, r in excluded.items() if m in metrics and (metric is None or m == metric)}
-    return History(model_id, since, days, kept, shown_excluded, metrics, datasets)
+    figures = [f for f in found.figures if dataset is None or f.dataset == dataset]
+    return History(model_id, since, days, kept, figures, shown_excluded, metrics, datasets)
 
 
 def history_series(h: History) -> list[dict]:
-    """The points grouped into series (metric, dataset, region, method version, instrument), oldest first."""
+    """The points grouped into series (metric, dataset, region, method version, instrument), oldest first;
+    the metrics in the specs' order (each protocol's headline, the one it is ranked by, first)."""
     def key(p: DailyPoint) -> tuple:
-        return p.metric, p.dataset, p.region, p.method_version, p.instrument or ""
+        return METRIC_ORDER[p.metric], p.metric, p.dataset, p.region, p.method_version, p.instrument or ""
 
     out = []
-    for (metric, dataset, region, method, instrument), pts in groupby(sorted(h.points, key=lambda p: (key(p), p.day)),
-                                                                        key=key):
+    for (_, metric, dataset, region, method, instrument), pts in groupby(
+            sorted(h.points, key=lambda p: (key(p), p.day)), key=key):
         out.append({"metric": metric, "unit": UNITS[metric], "dataset": dataset, "region": region,
                     "method_version": method, "instrument": instrument or None,
                     "points": [{"day": p.day, "n": p.n, "p50": p.p50, "p95": p.p95} for p in pts]})
     return out
 
 
+def figure_series(h: History) -> list[dict]:
+    """Each series' daily attempts, rates and pooled WER (dataset, region, method version, instrument), oldest first."""
+    def key(f: DailyFigures) -> tuple:
+        return f.dataset, f.region, f.method_version, f.instrument or ""
+
+    return [{"dataset": dataset, "region": region, "method_version": method, "instrument": instrument or None,
+             "points": [{"day": f.day, **asdict(f.figures)} for f in days]}
+            for (dataset, region, method, instrument), days in groupby(
+                sorted(h.figures, key=lambda f: (key(f), f.day)), key=key)]
+
+
 def history_document(h: History) -> dict:
     return {"model_id": h.model_id, "days": HISTORY_DAYS, "since": h.since, "method_version": METHOD_VERSION,
-            "series": history_series(h),
+            "series": history_series(h), "figures": figure_series(h),
             "excluded": [{"metric": m, "reason": r} for m, r in sorted(h.excluded.items())]}
 
 
