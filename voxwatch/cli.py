@@ -1,8 +1,9 @@
 """The `voxwatch` command: run a tick, read the leaderboard, export rows, manage datasets and scenarios.
 
 Exit codes: 0 done; 1 a run in which every row failed (or no model to measure, none skipped), a
-webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store), said in one line on
-stderr; 130 interrupted.
+webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store, an
+unreachable URL), said in one line on stderr; 130 interrupted; 141 (128 + SIGPIPE, as a shell reports
+a tool the pipe closed on) its reader closed standard output early, e.g. `voxwatch export | head`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import signal
 import sys
 from dataclasses import asdict
@@ -403,8 +405,21 @@ def cmd_dashboards_render(args) -> int:
     return 0
 
 
+class _SubParsers(argparse._SubParsersAction):
+    """Subcommands whose `--help` opens with their one-line help when they are given no description."""
+
+    def add_parser(self, name: str, **kwargs):
+        if kwargs.get("description") is None and kwargs.get("help"):
+            kwargs["description"] = kwargs["help"]
+        return super().add_parser(name, **kwargs)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a bad option said in one line on stderr (exit 2) like every other bad request."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _SubParsers)  # every level's subcommands, those of other modules too
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
@@ -412,6 +427,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="voxwatch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=version_text(),
+                   help="print the package version and the measurement method version, then exit")
     p.add_argument("--config", help="TOML config file (default: $VOXWATCH_CONFIG, ./voxwatch.toml, or the packaged default)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -430,19 +447,22 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     lb = sub.add_parser("leaderboard", help="print the rolling leaderboard from the store")
-    lb.add_argument("--window", choices=sorted(leaderboard.WINDOWS), default="30d")
-    lb.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    lb.add_argument("--window", choices=sorted(leaderboard.WINDOWS), default="30d",
+                    help="the rolling window the statistics cover (default 30d)")
+    lb.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                    help="table (default), csv (one line per series and metric), or json (the API's document)")
     lb.add_argument("--store", help="store URL (default: config)")
     lb.set_defaults(func=cmd_leaderboard)
 
     ex = sub.add_parser("export", help="write every stored observation (all fields)")
-    ex.add_argument("--format", choices=("csv", "jsonl"), default="jsonl")
+    ex.add_argument("--format", choices=("csv", "jsonl"), default="jsonl",
+                    help="jsonl (default: one observation per line, every field) or csv")
     ex.add_argument("--out", help="file to write (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
     ex.set_defaults(func=cmd_export)
 
     ing = sub.add_parser("ingest", help="add rows from a JSONL export or spool file (idempotent)")
-    ing.add_argument("file")
+    ing.add_argument("file", help="a JSONL file of observations (an export or a spool file)")
     ing.add_argument("--store", help="store URL (default: config)")
     ing.set_defaults(func=cmd_ingest)
 
@@ -458,8 +478,8 @@ def parser() -> argparse.ArgumentParser:
     ds = sub.add_parser("datasets", help="the dataset catalog").add_subparsers(dest="action", required=True)
     ds.add_parser("list", help="every dataset with clip counts and durations").set_defaults(func=cmd_datasets_list)
     imp = ds.add_parser("import", help="import a folder of audio with a manifest.jsonl")
-    imp.add_argument("dir")
-    imp.add_argument("--name", required=True)
+    imp.add_argument("dir", help="the folder: audio files and their manifest.jsonl")
+    imp.add_argument("--name", required=True, help="the dataset's name in the catalog (what --datasets takes)")
     imp.add_argument("--allow-truncated", action="store_true",
                      help="import a file shorter than its header says as it is (refused otherwise)")
     imp.set_defaults(func=cmd_datasets_import)
@@ -490,12 +510,12 @@ def parser() -> argparse.ArgumentParser:
     wk.add_argument("--concurrency", type=_positive, default=1,
                     help="measurements at a time (default 1; local engines share the CPU with the clock)")
     wk.add_argument("--store", help="store URL (default: config)")
-    wk.add_argument("--loglevel", default="info")
+    wk.add_argument("--loglevel", default="info", help="Celery's log level (default info)")
     wk.set_defaults(func=cmd_worker)
 
     bt = sub.add_parser("beat", help="distributed mode: schedule a tick per board, dataset and region")
     bt.add_argument("--schedule-file", default="var/celerybeat-schedule", help="where beat keeps its last run times")
-    bt.add_argument("--loglevel", default="info")
+    bt.add_argument("--loglevel", default="info", help="Celery's log level (default info)")
     bt.set_defaults(func=cmd_beat)
 
     tk = sub.add_parser("tick", help="distributed mode: enqueue one tick now for a region's workers")
@@ -567,7 +587,33 @@ def _seconds(text: str) -> float:
     return value
 
 
+def version_text() -> str:
+    """What `--version` prints: the package's version and the method version every row records."""
+    from voxwatch import __version__
+    from voxwatch.metrics import METHOD_VERSION
+
+    return f"voxwatch {__version__} (method v{METHOD_VERSION})"
+
+
+PIPE_CLOSED = 128 + signal.SIGPIPE
+"""The exit code when the reader of standard output went away (`| head`): what a shell reports for a
+tool SIGPIPE ended, said without a traceback."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # the Python docs' recipe (library/signal, "Note on SIGPIPE"): point stdout at devnull so the
+        # interpreter's last flush does not fail again, and exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return PIPE_CLOSED
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)

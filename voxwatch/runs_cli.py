@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     runs = sub.add_parser("runs", help="the run records: list them, or finish runs from the store's rows")
     actions = runs.add_subparsers(dest="action", required=True)
     ls = actions.add_parser("list", help="print the run records, newest first")
-    ls.add_argument("--status", choices=(*STATUSES, "all"), default="all")
+    ls.add_argument("--status", choices=(*STATUSES, "all"), default="all", help="only runs with this status (default all)")
     ls.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     ls.add_argument("--store", help="store URL (default: config)")
     ls.set_defaults(func=lambda args: cmd_list(args, config_of(args)))

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     ls = actions.add_parser("list", help="name, version, domain, turns, tools, caller audio and pin of each scenario")
     ls.set_defaults(func=lambda args: cmd_list(config_of(args)))
     sh = actions.add_parser("show", help="a scenario's turns with their tags and expected calls")
-    sh.add_argument("name")
+    sh.add_argument("name", help="the scenario's name (`voxwatch scenarios list`)")
     sh.add_argument("--version", type=int, help="a version (default: the highest)")
     sh.set_defaults(func=lambda args: cmd_show(args, config_of(args)))
     im = actions.add_parser("import", help="check a folder (scenario.json + turn audio) and copy it into "

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     alerts = sub.add_parser("alerts", help="regression alerts (Postgres store): list them, or evaluate now")
     actions = alerts.add_subparsers(dest="action", required=True)
     ls = actions.add_parser("list", help="print the alerts, newest first")
-    ls.add_argument("--state", choices=(*STATES, "all"), default="all")
+    ls.add_argument("--state", choices=(*STATES, "all"), default="all", help="only alerts in this state (default all)")
     ls.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
     ls.add_argument("--store", help="store URL (default: config)")
     ls.set_defaults(func=lambda args: cmd_list(args, config_of(args)))

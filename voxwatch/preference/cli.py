@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
         func=lambda a: cmd_prompts_list(config_of(a)))
     im = pr.add_parser("import", help="check a prompt set folder (promptset.json, prompts.jsonl, audio) and copy it "
                                       "into [preference] prompts_dir")
-    im.add_argument("path")
+    im.add_argument("path", help="the prompt set folder")
     im.set_defaults(func=lambda a: cmd_prompts_import(a, config_of(a)))
 
     actions.add_parser("configs", help="the registry's model configurations (model, thinking level, voice)"
@@ -85,12 +85,12 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
 
     rt = actions.add_parser("ratings", help="ratings as CSV or JSONL").add_subparsers(dest="action", required=True)
     ex = rt.add_parser("export", help="every rating, one a line")
-    ex.add_argument("--format", choices=FORMATS, default="csv")
+    ex.add_argument("--format", choices=FORMATS, default="csv", help="csv (default) or jsonl")
     ex.add_argument("--output", type=Path, help="a file (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
     ex.set_defaults(func=lambda a: cmd_ratings_export(a, config_of(a)))
     ri = rt.add_parser("import", help="ratings from a CSV or JSONL file, all or none")
-    ri.add_argument("path", type=Path)
+    ri.add_argument("path", type=Path, help="the ratings file")
     ri.add_argument("--format", choices=FORMATS, help="default: the file's extension")
     ri.add_argument("--store", help="store URL (default: config)")
     ri.set_defaults(func=lambda a: cmd_ratings_import(a, config_of(a)))

@@ -1,0 +1,103 @@
+"""The CLI's manners (issue #18): --version, help on every command and option, quiet closed pipes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import REPO, run_cli
+from voxwatch import __version__
+from voxwatch.cli import PIPE_CLOSED, parser
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.observation import Observation
+
+DAY = 86400.0
+MODELS = (("pocketsphinx/en-us-5prealpha", "stt", "stt-stream", "ttfs_ms"),
+          ("espeak-ng/en-us-1.51", "tts", "tts-stream", "ttfa_ms"))
+DATASETS = ("stt-starter-clean", "stt-starter-noisy")
+
+
+def commands(p: argparse.ArgumentParser, path: tuple[str, ...] = ("voxwatch",)) -> Iterator[
+        tuple[tuple[str, ...], argparse.ArgumentParser, str | None]]:
+    """Every parser of the tree with its command path and the help its parent lists it with."""
+    yield path, p, None
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {c.dest: c.help for c in action._choices_actions}
+            for name, child in action.choices.items():
+                for found in commands(child, path + (name,)):
+                    yield found if found[1] is not child else (found[0], child, helps.get(name))
+
+
+def test_every_command_has_a_description_and_every_argument_help():
+    seen, missing = 0, []
+    for path, p, listed_help in commands(parser()):
+        seen += 1
+        if len(path) > 1 and not (listed_help and p.description):
+            missing.append(" ".join(path))
+        missing += [f"{' '.join(path)} {'/'.join(a.option_strings) or a.dest}" for a in p._actions
+                    if not a.help and not isinstance(a, argparse._SubParsersAction)]
+    assert seen > 40  # the whole tree, the commands other modules register included
+    assert {("voxwatch", "alerts", "list"), ("voxwatch", "preference", "board")} <= {c[0] for c in commands(parser())}
+    assert missing == []
+
+
+def test_version_names_the_package_and_the_method():
+    out = run_cli("--version").stdout.strip()
+    assert out == f"voxwatch {__version__} (method v{METHOD_VERSION})"
+
+
+def rows(n_per_series: int, now: float) -> list[Observation]:
+    """Stored rows over two boards, two datasets and the last 10 days, one a day per series and clip."""
+    out = []
+    for model_id, board, protocol, metric in MODELS:
+        for dataset in DATASETS:
+            for i in range(n_per_series):
+                out.append(Observation(run_id=f"r{i % 10}", model_id=model_id, dataset=dataset, clip_id=f"c{i}",
+                                       attempt=1, board=board, vendor=model_id.split("/")[0], protocol=protocol,
+                                       region="us-east", started_at=now - DAY * (i % 10) - 60, status="ok",
+                                       method_version=METHOD_VERSION, emulator=False, **{metric: 300.0 + i % 7}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory) -> str:
+    """A SQLite store of 4 x 1,500 rows (several MB of export: more than a pipe buffers)."""
+    folder = tmp_path_factory.mktemp("big")
+    url = f"sqlite:///{folder / 'voxwatch.sqlite'}"
+    (folder / "rows.jsonl").write_text("".join(json.dumps(asdict(r)) + "\n" for r in rows(1500, time.time())))
+    run_cli("ingest", str(folder / "rows.jsonl"), "--store", url)
+    return url
+
+
+@pytest.mark.parametrize("args", [("export",), ("export", "--format", "csv"), ("leaderboard", "--format", "csv"),
+                                  ("leaderboard",), ("providers", "list")])
+def test_a_closed_pipe_ends_the_command_quietly(big_store: str, args: tuple[str, ...]):
+    """`voxwatch ... | head -1` through a real pipe: one line read, the pipe closed, no traceback."""
+    store = ("--store", big_store) if args[0] != "providers" else ()
+    proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", *args, *store], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=300)
+    assert "Traceback" not in err and "BrokenPipe" not in err and err == ""
+    assert code in (0, PIPE_CLOSED)
+
+
+def test_the_export_through_head_exits_quietly_with_the_pipe_code(big_store: str):
+    """The shell's view: the export is far larger than a pipe holds, so it meets the closed pipe."""
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c",
+                           f"{sys.executable} -m voxwatch.cli export --store {big_store} | head -1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.stderr == ""
+    assert json.loads(proc.stdout)["dataset"] in DATASETS
+    assert proc.returncode == PIPE_CLOSED
