@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, postgres_store_url, run_cli  # noqa: F401 (a fixture)
 from voxwatch import __version__
 from voxwatch.cli import PIPE_CLOSED, parser
 from voxwatch.metrics import METHOD_VERSION
@@ -101,3 +103,44 @@ def test_the_export_through_head_exits_quietly_with_the_pipe_code(big_store: str
     assert proc.stderr == ""
     assert json.loads(proc.stdout)["dataset"] in DATASETS
     assert proc.returncode == PIPE_CLOSED
+
+
+def listing_commands() -> list[tuple[str, ...]]:
+    """The commands that list things: every `... list`, and those that list under another verb."""
+    named = {("scenarios", "personas"), ("preference", "configs")}
+    return sorted(path[1:] for path, p, _ in commands(parser())
+                  if (path[-1] == "list" or path[1:] in named) and not any(
+                      isinstance(a, argparse._SubParsersAction) for a in p._actions))
+
+
+def test_every_listing_command_offers_table_csv_and_json():
+    found = listing_commands()
+    assert len(found) >= 9 and ("alerts", "list") in found and ("preference", "raters", "list") in found
+    for path in found:
+        (p,) = [p for full, p, _ in commands(parser()) if full[1:] == path]
+        (fmt,) = [a for a in p._actions if "--format" in a.option_strings]
+        assert set(fmt.choices) == {"table", "csv", "json"} and fmt.default == "table", path
+
+
+NEEDS_STORE = {("alerts", "list"), ("runs", "list"), ("preference", "raters", "list")}
+
+
+def test_each_listing_says_the_same_rows_as_csv_and_json(postgres_store_url: str):
+    run_cli("preference", "raters", "add", "--label", "ana", "--store", postgres_store_url)
+    for path in listing_commands():
+        store = ("--store", postgres_store_url) if path in NEEDS_STORE else ()
+        as_json = json.loads(run_cli(*path, "--format", "json", *store).stdout)
+        text = run_cli(*path, "--format", "csv", *store).stdout
+        header = text.splitlines()[0].split(",")
+        as_csv = list(csv.DictReader(io.StringIO(text)))
+        assert isinstance(as_json, list) and len(as_json) == len(as_csv), path
+        assert all(list(j) == header for j in as_json), path
+        assert [{k: "" if v is None else str(v) for k, v in j.items()} for j in as_json] == as_csv, path
+        if path not in {("alerts", "list"), ("runs", "list")}:  # the store holds no alert nor run record
+            assert as_json, path
+        table = run_cli(*path, *store).stdout  # aligned text, a line for each row (prompts: under their set)
+        first = "id" if "id" in header else header[0]
+        assert all(any(line.startswith(f"{j[first]}  ") for line in table.splitlines()) for j in as_json), path
+    (rater,) = json.loads(run_cli("preference", "raters", "list", "--format", "json",
+                                  "--store", postgres_store_url).stdout)
+    assert rater["label"] == "ana" and rater["ratings"] == 0

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from voxwatch import config as config_mod
-from voxwatch import leaderboard
+from voxwatch import leaderboard, listing
 from voxwatch.datasets.audio import AudioError
 from voxwatch.datasets.catalog import Catalog, IntegrityError, UnknownDataset, bundled_root
 from voxwatch.datasets.importer import DatasetImportError, import_dataset
@@ -34,6 +34,7 @@ from voxwatch.store import StoreError, open_store, redact
 from voxwatch.web.limits import Limits
 from voxwatch.store.spool import RowsFileError, add_spooled, read_spool
 from voxwatch.store.url import SQLITE, store_kind
+from voxwatch.listing import aligned
 from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
@@ -233,36 +234,35 @@ def cmd_ingest(args) -> int:
     return 0
 
 
-def _aligned(table: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
-
-
 def cmd_providers_list(args) -> int:
     """Every id with its board, status on the day (retired, or retiring soon), key, and when and where it
     was last checked against its vendor; then each entry's source, the exclusions and the vendors'
     versioning statements."""
     registry = Registry.default()
     models = sorted(registry.models.values(), key=lambda m: (m.board, m.id))
-    table = [("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
-              "session limit")]
+    header = ("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
+              "session limit", "source")
+    table = []
     for m in models:
         key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
         table.append((m.id, m.board, m.protocol, registry.standing(m).label, key, str(m.checked),
-                      str(m.deprecated or "-"), str(m.shutdown or "-"), m.successor or "-",
+                      m.deprecated and str(m.deprecated), m.shutdown and str(m.shutdown), m.successor,
                       f"{m.session_limit_s} s" if m.session_limit_s else
-                      ("not documented" if m.session_limit_unknown else "-")))
+                      ("not documented" if m.session_limit_unknown else None), m.source or ""))
+    if args.format != "table":  # the rows only; their source is a column
+        listing.emit(header, table, args.format)
+        return 0
     print(f"statuses on {registry.day} (a model is retired from its shutdown date and warned about in the "
           f"{WARNING_DAYS} days before)\n")
-    print("\n".join(_aligned(table)))
+    print("\n".join(aligned([header[:-1], *(tuple(map(listing.text, row[:-1])) for row in table)])))
     print("\nchecked against:")
-    print("\n".join(_aligned([(f"  {m.id}", m.source or "") for m in models])))
+    print("\n".join(aligned([(f"  {m.id}", m.source or "") for m in models])))
     exclusions = [(f"  {m.id}", e.metric, e.reason) for m in models for e in m.exclusions]
     if exclusions:
         print("\nexclusions (shown as n/a with the reason):")
-        print("\n".join(_aligned(exclusions)))
+        print("\n".join(aligned(exclusions)))
     print("\nvendors (how each versions its models):")
-    print("\n".join(_aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
+    print("\n".join(aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
                                f"checked {v.checked}", v.source + (f"; {v.note}" if v.note else ""))
                               for v in sorted(registry.vendors.values(), key=lambda v: v.name)])))
     return 0
@@ -271,14 +271,12 @@ def cmd_providers_list(args) -> int:
 def cmd_datasets_list(args) -> int:
     cfg = _config(args)
     catalog = _catalog(cfg)
-    table = [("name", "kind", "condition", "items", "minutes", "description")]
+    table = []
     for name in catalog.names():
         ds = catalog.load(name, verify=False)
-        minutes = f"{ds.duration_s / 60:.1f}" if ds.info.kind == "audio" else "-"
-        table.append((name, ds.info.kind, ds.info.condition, str(len(ds.items)), minutes, ds.info.description))
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+        minutes = round(ds.duration_s / 60, 1) if ds.info.kind == "audio" else None
+        table.append((name, ds.info.kind, ds.info.condition, len(ds.items), minutes, ds.info.description))
+    listing.emit(("name", "kind", "condition", "items", "minutes", "description"), table, args.format)
     return 0
 
 
@@ -467,8 +465,9 @@ def parser() -> argparse.ArgumentParser:
     ing.set_defaults(func=cmd_ingest)
 
     prov = sub.add_parser("providers", help="the model registry").add_subparsers(dest="action", required=True)
-    prov.add_parser("list", help="every registered id with its board, protocol, status and key").set_defaults(
-        func=cmd_providers_list)
+    pls = prov.add_parser("list", help="every registered id with its board, protocol, status and key")
+    listing.add_format(pls)
+    pls.set_defaults(func=cmd_providers_list)
 
     emu = sub.add_parser("emulate", help="serve loopback emulators of the cloud vendors (tests and trials only; "
                                          "their rows never reach a leaderboard)")
@@ -476,7 +475,9 @@ def parser() -> argparse.ArgumentParser:
     emu.set_defaults(func=cmd_emulate)
 
     ds = sub.add_parser("datasets", help="the dataset catalog").add_subparsers(dest="action", required=True)
-    ds.add_parser("list", help="every dataset with clip counts and durations").set_defaults(func=cmd_datasets_list)
+    dls = ds.add_parser("list", help="every dataset with clip counts and durations")
+    listing.add_format(dls)
+    dls.set_defaults(func=cmd_datasets_list)
     imp = ds.add_parser("import", help="import a folder of audio with a manifest.jsonl")
     imp.add_argument("dir", help="the folder: audio files and their manifest.jsonl")
     imp.add_argument("--name", required=True, help="the dataset's name in the catalog (what --datasets takes)")
