@@ -144,3 +144,86 @@ def test_each_listing_says_the_same_rows_as_csv_and_json(postgres_store_url: str
     (rater,) = json.loads(run_cli("preference", "raters", "list", "--format", "json",
                                   "--store", postgres_store_url).stdout)
     assert rater["label"] == "ana" and rater["ratings"] == 0
+
+
+@pytest.fixture(scope="module")
+def filtered_stores(tmp_path_factory, postgres_store_url: str) -> tuple[list[Observation], list[str]]:
+    """The same 4 x 30 rows (10 days, two boards, two datasets) in a SQLite and a Postgres store."""
+    folder = tmp_path_factory.mktemp("filtered")
+    stored = rows(30, time.time())
+    (folder / "rows.jsonl").write_text("".join(json.dumps(asdict(r)) + "\n" for r in stored))
+    urls = [f"sqlite:///{folder / 'voxwatch.sqlite'}", postgres_store_url]
+    for url in urls:
+        run_cli("ingest", str(folder / "rows.jsonl"), "--store", url)
+    return stored, urls
+
+
+def _keys(found) -> list[tuple]:
+    return sorted((r["model_id"], r["dataset"], r["clip_id"]) if isinstance(r, dict) else
+                  (r.model_id, r.dataset, r.clip_id) for r in found)
+
+
+def test_the_store_filters_in_its_sql(filtered_stores):
+    from voxwatch.store import RowFilter, open_store
+
+    stored, urls = filtered_stores
+    now = time.time()
+    only = RowFilter(since=now - 3 * DAY, until=now - DAY, boards=("stt",), datasets=("stt-starter-noisy",))
+    expected = [r for r in stored if now - 3 * DAY <= r.started_at < now - DAY and only.keeps(r)]
+    assert len(expected) == 6
+    for url in urls:
+        store = open_store(url, create=False)
+        try:
+            statements: list[str] = []
+            if url.startswith("sqlite"):
+                store._db.set_trace_callback(statements.append)
+            assert _keys(store.observations(only=only)) == _keys(expected)
+            assert _keys(store.observations(only=RowFilter(models=("espeak-ng/en-us-1.51",)))) == _keys(
+                r for r in stored if r.board == "tts")
+        finally:
+            store.close()
+        if statements:  # SQLite: the span and the sets are in the query, not applied to rows read
+            (select,) = [s for s in statements if "dataset IN" in s]
+            assert "started_at >=" in select and "started_at <" in select and "board IN ('stt')" in select
+
+
+def test_export_reads_what_the_filters_select(filtered_stores):
+    stored, urls = filtered_stores
+    for url in urls:
+        lines = run_cli("export", "--store", url, "--since", "2d", "--model", "pocketsphinx/en-us-5prealpha").stdout
+        expected = [r for r in stored if r.board == "stt" and r.started_at >= time.time() - 2 * DAY]
+        assert _keys(json.loads(line) for line in lines.splitlines()) == _keys(expected) and len(expected) == 12
+        day = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 5 * DAY))
+        table = list(csv.DictReader(io.StringIO(run_cli("export", "--format", "csv", "--store", url, "--until", day,
+                                                        "--dataset", "stt-starter-clean", "--board", "tts").stdout)))
+        assert table and all(float(r["started_at"]) < time.time() - 4 * DAY and r["board"] == "tts" for r in table)
+
+
+def test_the_leaderboard_over_a_span_is_the_statistic_of_its_rows(filtered_stores):
+    """Both stores, a span of the user's: the board is metrics/ over the span's rows (leaderboard.build)."""
+    from voxwatch import leaderboard
+
+    stored, urls = filtered_stores
+    now = time.time()
+    expected = leaderboard.format_csv(leaderboard.build(
+        [r for r in stored if now - 4 * DAY <= r.started_at and r.dataset == "stt-starter-clean"]))
+    for url in urls:
+        got = run_cli("leaderboard", "--format", "csv", "--since", "4d", "--dataset", "stt-starter-clean",
+                      "--store", url).stdout
+        assert got == expected
+        doc = json.loads(run_cli("leaderboard", "--format", "json", "--since", "4d", "--until", "1d",
+                                 "--model", "espeak-ng/en-us-1.51", "--store", url).stdout)
+        assert {r["model_id"] for r in doc["rows"]} == {"espeak-ng/en-us-1.51"} and doc["until"] is not None
+        assert {r["n"] for r in doc["rows"] if r["metric"] == "ttfa_ms"} == {9}  # days 1, 2, 3 of each dataset
+        table = run_cli("leaderboard", "--model", "espeak-ng/en-us-1.51", "--since", "4d", "--store", url).stdout
+        assert "TTS board - since " in table and "STT board" not in table and "pocketsphinx" not in table
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--since", "last tuesday"), "argument --since: 'last tuesday': expected an ISO date or time"),
+    (("--board", "video"), "argument --board: 'video': expected comma-separated board names of stt, tts, s2s"),
+    (("--since", "1d", "--until", "2d"), "must be before --until")])
+@pytest.mark.parametrize("command", ["leaderboard", "export"])
+def test_a_bad_filter_is_one_line(command: str, args: tuple[str, ...], message: str, filtered_stores):
+    proc = run_cli(command, *args, "--store", filtered_stores[1][0], check=False)
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.splitlines()) == 1

@@ -14,7 +14,7 @@ import json
 import os
 import signal
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from voxwatch import config as config_mod
@@ -30,7 +30,8 @@ from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.preference.cli import ERRORS as PREFERENCE_ERRORS
 from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
-from voxwatch.store import StoreError, open_store, redact
+from voxwatch.row_options import add_row_filters, row_filter, span_text
+from voxwatch.store import RowFilter, StoreError, open_store, redact
 from voxwatch.web.limits import Limits
 from voxwatch.store.spool import RowsFileError, add_spooled, read_spool
 from voxwatch.store.url import SQLITE, store_kind
@@ -158,42 +159,77 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
 
 def cmd_leaderboard(args) -> int:
     cfg = _config(args)
-    if args.format == "json":  # the API's document (/api/v1/leaderboard), ranks and method notes included
-        from voxwatch.web.source import StoreUnavailable, open_source
-        from voxwatch.web.views import leaderboard_document
-
-        registry = Registry.default()
-        source = open_source(cfg.store_url, registry)
-        try:
-            print(json.dumps(leaderboard_document(source, registry, args.window, None, None), indent=2))
-        except StoreUnavailable as exc:
-            print(f"voxwatch: error: {one_line(exc.detail)}", file=sys.stderr)
-            return 2
-        finally:
-            source.close()
-        return 0
+    only = row_filter(args)
+    ranked = replace(only, models=())  # a model's rank is its place among every model of its board
     registry = Registry.default()
+    if args.format == "json":
+        return _leaderboard_json(args, cfg, registry, only)
     store = open_store(cfg.store_url, create=False)
     board = None
     try:
-        rows = leaderboard.from_store(store, args.window, registry)
-        if args.format == "table":
+        rows = leaderboard.from_store(store, args.window, registry, ranked)
+        if args.format == "table" and (not only.boards or "s2s" in only.boards) and not only.datasets:
             from voxwatch.conversation_board import store_board_text
 
-            board = store_board_text(store, leaderboard.since(args.window))
+            board = store_board_text(store, leaderboard.since(args.window) if only.since is None else only.since,
+                                     only.until, only.models)
     finally:
         store.close()
+    span = span_text(only)
     if args.format == "table":
-        print(leaderboard.format_table(rows, args.window, registry))
+        print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models))
         if board is not None:
-            print(f"\nS2S conversations - rolling {args.window}\n{board}")
+            print(f"\nS2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
-        sys.stdout.write(leaderboard.format_csv(rows))
+        sys.stdout.write(leaderboard.format_csv([r for r in rows if only.keeps(r)]))
     return 0
+
+
+def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: RowFilter) -> int:
+    """The API's document (/api/v1/leaderboard), ranks and method notes included; over a span of
+    the user's, its rows are the span's (computed as `from_store` does), and it says the span."""
+    from voxwatch.web.source import StoreUnavailable, open_source
+    from voxwatch.web.views import leaderboard_document
+
+    source = open_source(cfg.store_url, registry)
+    try:
+        if only.since is not None or only.until is not None:
+            source = _SpanSource(source, cfg.store_url, registry, replace(only, models=()))
+        doc = leaderboard_document(source, registry, args.window, None, None)
+    except StoreUnavailable as exc:
+        print(f"voxwatch: error: {one_line(exc.detail)}", file=sys.stderr)
+        return 2
+    finally:
+        source.close()
+    doc["rows"] = [r for r in doc["rows"] if only.keeps(argparse.Namespace(**r))]
+    doc["notes"] = [n for n in doc["notes"] if (not only.models or n["model_id"] in only.models)
+                    and (not only.datasets or n["dataset"] in only.datasets)]
+    doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
+               models=list(only.models))
+    print(json.dumps(doc, indent=2))
+    return 0
+
+
+class _SpanSource:
+    """A web Source whose leaderboard is a span's rows from the store; everything else is the source's."""
+
+    def __init__(self, source, url: str, registry: Registry, only: RowFilter) -> None:
+        self._source, self._url, self._registry, self._only = source, url, registry, only
+
+    def leaderboard(self, window: str):
+        store = open_store(self._url, create=False)
+        try:
+            return leaderboard.from_store(store, window, self._registry, self._only)
+        finally:
+            store.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._source, name)
 
 
 def cmd_export(args) -> int:
     cfg = _config(args)
+    only = row_filter(args)
     store = open_store(cfg.store_url, create=False)
     try:
         out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
@@ -205,7 +241,7 @@ def cmd_export(args) -> int:
         if args.format == "csv":
             writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
             writer.writeheader()
-        for row in store.observations():
+        for row in store.observations(only=only):
             if args.format == "csv":
                 writer.writerow(asdict(row))
             else:
@@ -332,8 +368,6 @@ def cmd_serve(args) -> int:
 
 
 def _region_config(args) -> config_mod.Config:
-    from dataclasses import replace
-
     cfg = _config(args)
     return replace(cfg, region=args.region) if args.region else cfg
 
@@ -450,13 +484,16 @@ def parser() -> argparse.ArgumentParser:
     lb.add_argument("--format", choices=("table", "csv", "json"), default="table",
                     help="table (default), csv (one line per series and metric), or json (the API's document)")
     lb.add_argument("--store", help="store URL (default: config)")
+    add_row_filters(lb)
     lb.set_defaults(func=cmd_leaderboard)
 
-    ex = sub.add_parser("export", help="write every stored observation (all fields)")
+    ex = sub.add_parser("export", help="write the stored observations (all fields): every one, or those the "
+                                       "filters select")
     ex.add_argument("--format", choices=("csv", "jsonl"), default="jsonl",
                     help="jsonl (default: one observation per line, every field) or csv")
     ex.add_argument("--out", help="file to write (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
+    add_row_filters(ex)
     ex.set_defaults(func=cmd_export)
 
     ing = sub.add_parser("ingest", help="add rows from a JSONL export or spool file (idempotent)")

@@ -24,6 +24,7 @@ from . import preference, preference_fits
 from .connection import connect, database_error
 from .interning import Dictionaries, Spans
 from .layout import FACT_COLUMNS, FACT_REFS
+from .row_filter import RowFilter
 from .runs import unrecorded_run
 from .url import StoreURL, parse_store_url
 
@@ -217,12 +218,9 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             return conv.with_turn_counts(counts, cur.execute(conv.select_turn_counts("= ANY(%s)"),
                                                              (list(run_ids),)).fetchall())
 
-    def observations(self, since: float | None = None) -> Iterator[Observation]:
-        sql = f"SELECT {_COLS} FROM observations"
-        args: tuple = ()
-        if since is not None:
-            sql += " WHERE started_at >= %s"
-            args = (since,)
+    def observations(self, since: float | None = None, only: RowFilter | None = None) -> Iterator[Observation]:
+        where, args = (only or RowFilter(since=since)).where("%s")
+        sql = f"SELECT {_COLS} FROM observations" + where
         try:
             with self._connect().cursor() as cur:
                 for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):
