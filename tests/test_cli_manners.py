@@ -227,3 +227,46 @@ def test_the_leaderboard_over_a_span_is_the_statistic_of_its_rows(filtered_store
 def test_a_bad_filter_is_one_line(command: str, args: tuple[str, ...], message: str, filtered_stores):
     proc = run_cli(command, *args, "--store", filtered_stores[1][0], check=False)
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_progress_goes_to_stderr_only_when_asked_or_a_terminal(filtered_stores, tmp_path: Path):
+    stored, (sqlite_url, postgres_url) = filtered_stores
+    quiet = run_cli("export", "--store", sqlite_url)  # stderr is a pipe here: no bar
+    assert quiet.stderr == "" and len(quiet.stdout.splitlines()) == len(stored)
+    shown = run_cli("export", "--store", sqlite_url, "--progress")
+    assert "exporting" in shown.stderr and f"{len(stored)}row" in shown.stderr.replace(" ", "")
+    assert shown.stdout == quiet.stdout  # the data, untouched by the bar
+    (tmp_path / "rows.jsonl").write_text(quiet.stdout)
+    assert "checking" in run_cli("ingest", str(tmp_path / "rows.jsonl"), "--store", sqlite_url, "--progress").stderr
+    refreshed = run_cli("db", "refresh", "--store", postgres_url, "--progress")
+    assert "refreshing" in refreshed.stderr and "recomputed the rolling aggregates of 4 series" in refreshed.stdout
+    assert run_cli("db", "refresh", "--store", postgres_url, "--no-progress").stderr == ""
+
+
+def test_a_terminal_on_stderr_gets_the_bar_and_stdout_keeps_the_data(filtered_stores):
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    stored, (sqlite_url, _) = filtered_stores
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a bar needs columns
+    proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "export", "--store", sqlite_url], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    out = proc.stdout.read().decode()
+    proc.wait(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal's other end closed: all read
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.returncode == 0 and b"exporting" in seen
+    assert [json.loads(line)["clip_id"] for line in out.splitlines()] and len(out.splitlines()) == len(stored)

@@ -30,6 +30,7 @@ from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.preference.cli import ERRORS as PREFERENCE_ERRORS
 from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
+from voxwatch.progress import Progress, add_progress, wanted
 from voxwatch.row_options import add_row_filters, row_filter, span_text
 from voxwatch.store import RowFilter, StoreError, open_store, redact
 from voxwatch.web.limits import Limits
@@ -107,7 +108,7 @@ def _on_board(plan, registry: Registry, board: str) -> None:
 def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> bool:
     """Measure the plan's single-turn rows, print the run and the leaderboard; True if every row failed."""
     instrument, instrument_id = resolve_instrument(cfg, registry, plan)
-    result = run_tick(cfg, store, registry, plan, progress=not args.no_progress,
+    result = run_tick(cfg, store, registry, plan, progress=wanted(args),
                       instrument=instrument, instrument_id=instrument_id)
     if result.spooled is not None:
         print(f"warning: the store refused some rows; they are safe in {result.spooled} "
@@ -241,12 +242,14 @@ def cmd_export(args) -> int:
         if args.format == "csv":
             writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
             writer.writeheader()
-        for row in store.observations(only=only):
-            if args.format == "csv":
-                writer.writerow(asdict(row))
-            else:
-                out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
-            count += 1
+        with Progress("exporting", "row", wanted(args)) as bar:
+            for row in store.observations(only=only):
+                if args.format == "csv":
+                    writer.writerow(asdict(row))
+                else:
+                    out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
+                count += 1
+                bar.advance()
     finally:
         store.close()
         if args.out:
@@ -259,10 +262,13 @@ def cmd_export(args) -> int:
 def cmd_ingest(args) -> int:
     """All or nothing: every line is checked before the store is opened (store.spool.read_spool)."""
     cfg = _config(args)
-    rows, conversations = read_spool(Path(args.file))
+    with Progress("checking", "line", wanted(args)) as bar:
+        rows, conversations = read_spool(Path(args.file), bar)
     store = open_store(cfg.store_url)
     try:
-        added = add_spooled(store, rows, conversations)
+        with Progress("storing", "file", wanted(args), total=1) as bar:  # one transaction: all at once
+            added = add_spooled(store, rows, conversations)
+            bar.advance()
     finally:
         store.close()
     also = f" and {len(conversations)} conversations" if conversations else ""
@@ -349,7 +355,9 @@ def cmd_db(args) -> int:
         print(f"{redact(cfg.store_url)}: schema up to date"
               + (f" (applied migrations {', '.join(map(str, applied))})" if applied else ""))
         if args.action == "refresh" and hasattr(store, "refresh"):
-            print(f"recomputed the rolling aggregates of {store.refresh()} series")
+            with Progress("refreshing", "series", wanted(args)) as bar:
+                refreshed = store.refresh(progress=bar)
+            print(f"recomputed the rolling aggregates of {refreshed} series")
     finally:
         store.close()
     return 0
@@ -475,7 +483,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--conversation-turns", type=_checked("boards.s2s", "conversation_turns"),
                      help="hold each scenario's first N turns, 0 every turn (default: [boards.s2s] conversation_turns)")
     run.add_argument("--store", help="store URL (default: config)")
-    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_progress(run)
     run.set_defaults(func=cmd_run)
 
     lb = sub.add_parser("leaderboard", help="print the rolling leaderboard from the store")
@@ -493,12 +501,14 @@ def parser() -> argparse.ArgumentParser:
                     help="jsonl (default: one observation per line, every field) or csv")
     ex.add_argument("--out", help="file to write (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
+    add_progress(ex)
     add_row_filters(ex)
     ex.set_defaults(func=cmd_export)
 
     ing = sub.add_parser("ingest", help="add rows from a JSONL export or spool file (idempotent)")
     ing.add_argument("file", help="a JSONL file of observations (an export or a spool file)")
     ing.add_argument("--store", help="store URL (default: config)")
+    add_progress(ing)
     ing.set_defaults(func=cmd_ingest)
 
     prov = sub.add_parser("providers", help="the model registry").add_subparsers(dest="action", required=True)
@@ -527,6 +537,7 @@ def parser() -> argparse.ArgumentParser:
                          ("refresh", "upgrade, then recompute every series' rolling aggregates (Postgres)")):
         cmd = db.add_parser(action, help=text)
         cmd.add_argument("--store", help="store URL (default: config)")
+        add_progress(cmd)
         cmd.set_defaults(func=cmd_db)
 
     sv = sub.add_parser("serve", help="serve the public leaderboard web app and its read-only JSON API")

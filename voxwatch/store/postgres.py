@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from operator import attrgetter
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import psycopg
 
@@ -172,12 +172,13 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
                 raise self.error("cannot write observations to", exc) from None
             self._staging = conn
 
-    def refresh(self, series: Iterable[aggregates.Series] | None = None) -> int:
+    def refresh(self, series: Iterable[aggregates.Series] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> int:
         """Recompute the rolling aggregates of these series (model, dataset, region, method version),
-        or of every series when None. Returns the series refreshed."""
+        or of every series when None. Returns the series refreshed; `progress` hears each done."""
         conn = self._connect()
         try:
-            return aggregates.refresh(conn, None if series is None else list(series))
+            return aggregates.refresh(conn, None if series is None else list(series), progress=progress)
         except psycopg.Error as exc:
             raise self.error("cannot refresh the aggregates of", exc) from None
 
