@@ -270,3 +270,32 @@ def test_a_terminal_on_stderr_gets_the_bar_and_stdout_keeps_the_data(filtered_st
     os.close(leader)
     assert proc.returncode == 0 and b"exporting" in seen
     assert [json.loads(line)["clip_id"] for line in out.splitlines()] and len(out.splitlines()) == len(stored)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again: nothing listens there
+
+
+def test_an_unreachable_grafana_is_one_line_naming_the_url():
+    url = f"http://127.0.0.1:{_free_port()}"
+    proc = run_cli("dashboards", "push", "--url", url, env={"VOXWATCH_GRAFANA_TOKEN": "glsa_s3cret-token"},
+                   check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"voxwatch: error: cannot reach Grafana at {url}: connection refused\n"
+    unknown = run_cli("dashboards", "push", "--url", "http://grafana.invalid:3000",
+                      env={"VOXWATCH_GRAFANA_TOKEN": "glsa_s3cret-token"}, check=False)
+    assert unknown.returncode == 2 and unknown.stderr.splitlines() == [
+        "voxwatch: error: cannot reach Grafana at http://grafana.invalid:3000: the host name does not resolve"]
+
+
+@pytest.mark.parametrize("args", [("leaderboard",), ("leaderboard", "--format", "json"), ("export", "--since", "1d"),
+                                  ("runs", "list", "--format", "csv"), ("alerts", "list"), ("db", "refresh")])
+def test_an_unreachable_store_is_one_line_without_its_password(args: tuple[str, ...]):
+    url = f"postgresql://voxwatch:pa55-w0rd@127.0.0.1:{_free_port()}/voxwatch"
+    proc = run_cli(*args, "--store", url, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert "pa55-w0rd" not in proc.stderr + proc.stdout and "postgresql://voxwatch:***@127.0.0.1" in proc.stderr
