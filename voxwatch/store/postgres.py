@@ -10,6 +10,7 @@ every row.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from math import inf as INF
 from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -220,8 +221,12 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
                                                              (list(run_ids),)).fetchall())
 
     def observations(self, since: float | None = None, only: RowFilter | None = None) -> Iterator[Observation]:
-        where, args = (only or RowFilter(since=since)).where("%s")
+        only = only or RowFilter(since=since)
+        where, args = only.where("%s")
         sql = f"SELECT {_COLS} FROM observations" + where
+        if only.since is not None or only.until is not None:  # a span: found through its runs (docs/STORE.md)
+            sql = f"SELECT {_COLS} FROM observations_during(%s, %s)" + where
+            args = [-INF if only.since is None else only.since, INF if only.until is None else only.until, *args]
         try:
             with self._connect().cursor() as cur:
                 for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):
