@@ -1,8 +1,9 @@
 """The `voxwatch` command: run a tick, read the leaderboard, export rows, manage datasets and scenarios.
 
 Exit codes: 0 done; 1 a run in which every row failed (or no model to measure, none skipped), a
-webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store), said in one line on
-stderr; 130 interrupted.
+webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store, an
+unreachable URL), said in one line on stderr; 130 interrupted; 141 (128 + SIGPIPE, as a shell reports
+a tool the pipe closed on) its reader closed standard output early, e.g. `voxwatch export | head`.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import signal
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from voxwatch import config as config_mod
-from voxwatch import leaderboard
+from voxwatch import leaderboard, listing
 from voxwatch.datasets.audio import AudioError
 from voxwatch.datasets.catalog import Catalog, IntegrityError, UnknownDataset, bundled_root
 from voxwatch.datasets.importer import DatasetImportError, import_dataset
@@ -28,10 +30,13 @@ from voxwatch.providers.lifecycle import WARNING_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
 from voxwatch.preference.cli import ERRORS as PREFERENCE_ERRORS
 from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
-from voxwatch.store import StoreError, open_store, redact
+from voxwatch.progress import Progress, add_progress, wanted
+from voxwatch.row_options import add_row_filters, row_filter, span_text
+from voxwatch.store import RowFilter, StoreError, open_store, redact
 from voxwatch.web.limits import Limits
 from voxwatch.store.spool import RowsFileError, add_spooled, read_spool
 from voxwatch.store.url import SQLITE, store_kind
+from voxwatch.listing import aligned
 from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
@@ -103,7 +108,7 @@ def _on_board(plan, registry: Registry, board: str) -> None:
 def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> bool:
     """Measure the plan's single-turn rows, print the run and the leaderboard; True if every row failed."""
     instrument, instrument_id = resolve_instrument(cfg, registry, plan)
-    result = run_tick(cfg, store, registry, plan, progress=not args.no_progress,
+    result = run_tick(cfg, store, registry, plan, progress=wanted(args),
                       instrument=instrument, instrument_id=instrument_id)
     if result.spooled is not None:
         print(f"warning: the store refused some rows; they are safe in {result.spooled} "
@@ -155,42 +160,77 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
 
 def cmd_leaderboard(args) -> int:
     cfg = _config(args)
-    if args.format == "json":  # the API's document (/api/v1/leaderboard), ranks and method notes included
-        from voxwatch.web.source import StoreUnavailable, open_source
-        from voxwatch.web.views import leaderboard_document
-
-        registry = Registry.default()
-        source = open_source(cfg.store_url, registry)
-        try:
-            print(json.dumps(leaderboard_document(source, registry, args.window, None, None), indent=2))
-        except StoreUnavailable as exc:
-            print(f"voxwatch: error: {one_line(exc.detail)}", file=sys.stderr)
-            return 2
-        finally:
-            source.close()
-        return 0
+    only = row_filter(args)
+    ranked = replace(only, models=())  # a model's rank is its place among every model of its board
     registry = Registry.default()
+    if args.format == "json":
+        return _leaderboard_json(args, cfg, registry, only)
     store = open_store(cfg.store_url, create=False)
     board = None
     try:
-        rows = leaderboard.from_store(store, args.window, registry)
-        if args.format == "table":
+        rows = leaderboard.from_store(store, args.window, registry, ranked)
+        if args.format == "table" and (not only.boards or "s2s" in only.boards) and not only.datasets:
             from voxwatch.conversation_board import store_board_text
 
-            board = store_board_text(store, leaderboard.since(args.window))
+            board = store_board_text(store, leaderboard.since(args.window) if only.since is None else only.since,
+                                     only.until, only.models)
     finally:
         store.close()
+    span = span_text(only)
     if args.format == "table":
-        print(leaderboard.format_table(rows, args.window, registry))
+        print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models))
         if board is not None:
-            print(f"\nS2S conversations - rolling {args.window}\n{board}")
+            print(f"\nS2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
-        sys.stdout.write(leaderboard.format_csv(rows))
+        sys.stdout.write(leaderboard.format_csv([r for r in rows if only.keeps(r)]))
     return 0
+
+
+def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: RowFilter) -> int:
+    """The API's document (/api/v1/leaderboard), ranks and method notes included; over a span of
+    the user's, its rows are the span's (computed as `from_store` does), and it says the span."""
+    from voxwatch.web.source import StoreUnavailable, open_source
+    from voxwatch.web.views import leaderboard_document
+
+    source = open_source(cfg.store_url, registry)
+    try:
+        if only.since is not None or only.until is not None:
+            source = _SpanSource(source, cfg.store_url, registry, replace(only, models=()))
+        doc = leaderboard_document(source, registry, args.window, None, None)
+    except StoreUnavailable as exc:
+        print(f"voxwatch: error: {one_line(exc.detail)}", file=sys.stderr)
+        return 2
+    finally:
+        source.close()
+    doc["rows"] = [r for r in doc["rows"] if only.keeps(argparse.Namespace(**r))]
+    doc["notes"] = [n for n in doc["notes"] if (not only.models or n["model_id"] in only.models)
+                    and (not only.datasets or n["dataset"] in only.datasets)]
+    doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
+               models=list(only.models))
+    print(json.dumps(doc, indent=2))
+    return 0
+
+
+class _SpanSource:
+    """A web Source whose leaderboard is a span's rows from the store; everything else is the source's."""
+
+    def __init__(self, source, url: str, registry: Registry, only: RowFilter) -> None:
+        self._source, self._url, self._registry, self._only = source, url, registry, only
+
+    def leaderboard(self, window: str):
+        store = open_store(self._url, create=False)
+        try:
+            return leaderboard.from_store(store, window, self._registry, self._only)
+        finally:
+            store.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._source, name)
 
 
 def cmd_export(args) -> int:
     cfg = _config(args)
+    only = row_filter(args)
     store = open_store(cfg.store_url, create=False)
     try:
         out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
@@ -202,12 +242,14 @@ def cmd_export(args) -> int:
         if args.format == "csv":
             writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
             writer.writeheader()
-        for row in store.observations():
-            if args.format == "csv":
-                writer.writerow(asdict(row))
-            else:
-                out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
-            count += 1
+        with Progress("exporting", "row", wanted(args)) as bar:
+            for row in store.observations(only=only):
+                if args.format == "csv":
+                    writer.writerow(asdict(row))
+                else:
+                    out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
+                count += 1
+                bar.advance()
     finally:
         store.close()
         if args.out:
@@ -220,20 +262,18 @@ def cmd_export(args) -> int:
 def cmd_ingest(args) -> int:
     """All or nothing: every line is checked before the store is opened (store.spool.read_spool)."""
     cfg = _config(args)
-    rows, conversations = read_spool(Path(args.file))
+    with Progress("checking", "line", wanted(args)) as bar:
+        rows, conversations = read_spool(Path(args.file), bar)
     store = open_store(cfg.store_url)
     try:
-        added = add_spooled(store, rows, conversations)
+        with Progress("storing", "file", wanted(args), total=1) as bar:  # one transaction: all at once
+            added = add_spooled(store, rows, conversations)
+            bar.advance()
     finally:
         store.close()
     also = f" and {len(conversations)} conversations" if conversations else ""
     print(f"read {len(rows)} observations{also} from {args.file}; {added} were new")
     return 0
-
-
-def _aligned(table: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
 
 
 def cmd_providers_list(args) -> int:
@@ -242,25 +282,29 @@ def cmd_providers_list(args) -> int:
     versioning statements."""
     registry = Registry.default()
     models = sorted(registry.models.values(), key=lambda m: (m.board, m.id))
-    table = [("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
-              "session limit")]
+    header = ("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
+              "session limit", "source")
+    table = []
     for m in models:
         key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
         table.append((m.id, m.board, m.protocol, registry.standing(m).label, key, str(m.checked),
-                      str(m.deprecated or "-"), str(m.shutdown or "-"), m.successor or "-",
+                      m.deprecated and str(m.deprecated), m.shutdown and str(m.shutdown), m.successor,
                       f"{m.session_limit_s} s" if m.session_limit_s else
-                      ("not documented" if m.session_limit_unknown else "-")))
+                      ("not documented" if m.session_limit_unknown else None), m.source or ""))
+    if args.format != "table":  # the rows only; their source is a column
+        listing.emit(header, table, args.format)
+        return 0
     print(f"statuses on {registry.day} (a model is retired from its shutdown date and warned about in the "
           f"{WARNING_DAYS} days before)\n")
-    print("\n".join(_aligned(table)))
+    print("\n".join(aligned([header[:-1], *(tuple(map(listing.text, row[:-1])) for row in table)])))
     print("\nchecked against:")
-    print("\n".join(_aligned([(f"  {m.id}", m.source or "") for m in models])))
+    print("\n".join(aligned([(f"  {m.id}", m.source or "") for m in models])))
     exclusions = [(f"  {m.id}", e.metric, e.reason) for m in models for e in m.exclusions]
     if exclusions:
         print("\nexclusions (shown as n/a with the reason):")
-        print("\n".join(_aligned(exclusions)))
+        print("\n".join(aligned(exclusions)))
     print("\nvendors (how each versions its models):")
-    print("\n".join(_aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
+    print("\n".join(aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
                                f"checked {v.checked}", v.source + (f"; {v.note}" if v.note else ""))
                               for v in sorted(registry.vendors.values(), key=lambda v: v.name)])))
     return 0
@@ -269,14 +313,12 @@ def cmd_providers_list(args) -> int:
 def cmd_datasets_list(args) -> int:
     cfg = _config(args)
     catalog = _catalog(cfg)
-    table = [("name", "kind", "condition", "items", "minutes", "description")]
+    table = []
     for name in catalog.names():
         ds = catalog.load(name, verify=False)
-        minutes = f"{ds.duration_s / 60:.1f}" if ds.info.kind == "audio" else "-"
-        table.append((name, ds.info.kind, ds.info.condition, str(len(ds.items)), minutes, ds.info.description))
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+        minutes = round(ds.duration_s / 60, 1) if ds.info.kind == "audio" else None
+        table.append((name, ds.info.kind, ds.info.condition, len(ds.items), minutes, ds.info.description))
+    listing.emit(("name", "kind", "condition", "items", "minutes", "description"), table, args.format)
     return 0
 
 
@@ -313,7 +355,9 @@ def cmd_db(args) -> int:
         print(f"{redact(cfg.store_url)}: schema up to date"
               + (f" (applied migrations {', '.join(map(str, applied))})" if applied else ""))
         if args.action == "refresh" and hasattr(store, "refresh"):
-            print(f"recomputed the rolling aggregates of {store.refresh()} series")
+            with Progress("refreshing", "series", wanted(args)) as bar:
+                refreshed = store.refresh(progress=bar)
+            print(f"recomputed the rolling aggregates of {refreshed} series")
     finally:
         store.close()
     return 0
@@ -332,8 +376,6 @@ def cmd_serve(args) -> int:
 
 
 def _region_config(args) -> config_mod.Config:
-    from dataclasses import replace
-
     cfg = _config(args)
     return replace(cfg, region=args.region) if args.region else cfg
 
@@ -403,8 +445,21 @@ def cmd_dashboards_render(args) -> int:
     return 0
 
 
+class _SubParsers(argparse._SubParsersAction):
+    """Subcommands whose `--help` opens with their one-line help when they are given no description."""
+
+    def add_parser(self, name: str, **kwargs):
+        if kwargs.get("description") is None and kwargs.get("help"):
+            kwargs["description"] = kwargs["help"]
+        return super().add_parser(name, **kwargs)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a bad option said in one line on stderr (exit 2) like every other bad request."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _SubParsers)  # every level's subcommands, those of other modules too
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
@@ -416,6 +471,8 @@ HEARTBEAT_HELP = ("a file touched {what}, for a health check: `python -m voxwatc
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="voxwatch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=version_text(),
+                   help="print the package version and the measurement method version, then exit")
     p.add_argument("--config", help="TOML config file (default: $VOXWATCH_CONFIG, ./voxwatch.toml, or the packaged default)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -430,29 +487,38 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--conversation-turns", type=_checked("boards.s2s", "conversation_turns"),
                      help="hold each scenario's first N turns, 0 every turn (default: [boards.s2s] conversation_turns)")
     run.add_argument("--store", help="store URL (default: config)")
-    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_progress(run)
     run.set_defaults(func=cmd_run)
 
     lb = sub.add_parser("leaderboard", help="print the rolling leaderboard from the store")
-    lb.add_argument("--window", choices=sorted(leaderboard.WINDOWS), default="30d")
-    lb.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    lb.add_argument("--window", choices=sorted(leaderboard.WINDOWS), default="30d",
+                    help="the rolling window the statistics cover (default 30d)")
+    lb.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                    help="table (default), csv (one line per series and metric), or json (the API's document)")
     lb.add_argument("--store", help="store URL (default: config)")
+    add_row_filters(lb)
     lb.set_defaults(func=cmd_leaderboard)
 
-    ex = sub.add_parser("export", help="write every stored observation (all fields)")
-    ex.add_argument("--format", choices=("csv", "jsonl"), default="jsonl")
+    ex = sub.add_parser("export", help="write the stored observations (all fields): every one, or those the "
+                                       "filters select")
+    ex.add_argument("--format", choices=("csv", "jsonl"), default="jsonl",
+                    help="jsonl (default: one observation per line, every field) or csv")
     ex.add_argument("--out", help="file to write (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
+    add_progress(ex)
+    add_row_filters(ex)
     ex.set_defaults(func=cmd_export)
 
     ing = sub.add_parser("ingest", help="add rows from a JSONL export or spool file (idempotent)")
-    ing.add_argument("file")
+    ing.add_argument("file", help="a JSONL file of observations (an export or a spool file)")
     ing.add_argument("--store", help="store URL (default: config)")
+    add_progress(ing)
     ing.set_defaults(func=cmd_ingest)
 
     prov = sub.add_parser("providers", help="the model registry").add_subparsers(dest="action", required=True)
-    prov.add_parser("list", help="every registered id with its board, protocol, status and key").set_defaults(
-        func=cmd_providers_list)
+    pls = prov.add_parser("list", help="every registered id with its board, protocol, status and key")
+    listing.add_format(pls)
+    pls.set_defaults(func=cmd_providers_list)
 
     emu = sub.add_parser("emulate", help="serve loopback emulators of the cloud vendors (tests and trials only; "
                                          "their rows never reach a leaderboard)")
@@ -460,10 +526,12 @@ def parser() -> argparse.ArgumentParser:
     emu.set_defaults(func=cmd_emulate)
 
     ds = sub.add_parser("datasets", help="the dataset catalog").add_subparsers(dest="action", required=True)
-    ds.add_parser("list", help="every dataset with clip counts and durations").set_defaults(func=cmd_datasets_list)
+    dls = ds.add_parser("list", help="every dataset with clip counts and durations")
+    listing.add_format(dls)
+    dls.set_defaults(func=cmd_datasets_list)
     imp = ds.add_parser("import", help="import a folder of audio with a manifest.jsonl")
-    imp.add_argument("dir")
-    imp.add_argument("--name", required=True)
+    imp.add_argument("dir", help="the folder: audio files and their manifest.jsonl")
+    imp.add_argument("--name", required=True, help="the dataset's name in the catalog (what --datasets takes)")
     imp.add_argument("--allow-truncated", action="store_true",
                      help="import a file shorter than its header says as it is (refused otherwise)")
     imp.set_defaults(func=cmd_datasets_import)
@@ -473,6 +541,7 @@ def parser() -> argparse.ArgumentParser:
                          ("refresh", "upgrade, then recompute every series' rolling aggregates (Postgres)")):
         cmd = db.add_parser(action, help=text)
         cmd.add_argument("--store", help="store URL (default: config)")
+        add_progress(cmd)
         cmd.set_defaults(func=cmd_db)
 
     sv = sub.add_parser("serve", help="serve the public leaderboard web app and its read-only JSON API")
@@ -494,13 +563,13 @@ def parser() -> argparse.ArgumentParser:
     wk.add_argument("--concurrency", type=_positive, default=1,
                     help="measurements at a time (default 1; local engines share the CPU with the clock)")
     wk.add_argument("--store", help="store URL (default: config)")
-    wk.add_argument("--loglevel", default="info")
+    wk.add_argument("--loglevel", default="info", help="Celery's log level (default info)")
     wk.add_argument("--heartbeat-file", help=HEARTBEAT_HELP.format(what="while connected to the broker"))
     wk.set_defaults(func=cmd_worker)
 
     bt = sub.add_parser("beat", help="distributed mode: schedule a tick per board, dataset and region")
     bt.add_argument("--schedule-file", default="var/celerybeat-schedule", help="where beat keeps its last run times")
-    bt.add_argument("--loglevel", default="info")
+    bt.add_argument("--loglevel", default="info", help="Celery's log level (default info)")
     bt.add_argument("--heartbeat-file", help=HEARTBEAT_HELP.format(what="after every pass of its loop"))
     bt.set_defaults(func=cmd_beat)
 
@@ -573,7 +642,33 @@ def _seconds(text: str) -> float:
     return value
 
 
+def version_text() -> str:
+    """What `--version` prints: the package's version and the method version every row records."""
+    from voxwatch import __version__
+    from voxwatch.metrics import METHOD_VERSION
+
+    return f"voxwatch {__version__} (method v{METHOD_VERSION})"
+
+
+PIPE_CLOSED = 128 + signal.SIGPIPE
+"""The exit code when the reader of standard output went away (`| head`): what a shell reports for a
+tool SIGPIPE ended, said without a traceback."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # the Python docs' recipe (library/signal, "Note on SIGPIPE"): point stdout at devnull so the
+        # interpreter's last flush does not fail again, and exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return PIPE_CLOSED
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)

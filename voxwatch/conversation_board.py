@@ -4,7 +4,7 @@ memory or read from the store's conversation rows."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Collection, Iterable, Sequence
 
 from voxwatch.conversation_records import score_of
 from voxwatch.conversation_rows import ConversationRow, TurnRow
@@ -84,9 +84,12 @@ def stored_boards(conversations: Iterable[tuple[ConversationRow, Sequence[TurnRo
     return {key: board_summary(scores) for key, scores in sorted(groups.items())}
 
 
-def store_board_text(store, since: float | None = None) -> str | None:
-    """The S2S conversation board from a store's conversations started since `since`; None when there are none."""
-    boards = stored_boards(store.conversations(since=since))
+def store_board_text(store, since: float | None = None, until: float | None = None,
+                     models: Collection[str] = ()) -> str | None:
+    """The S2S conversation board from a store's conversations started since `since` (and before
+    `until`, of `models` when given); None when there are none."""
+    boards = stored_boards((row, turns) for row, turns in store.conversations(since=since)
+                           if (until is None or row.started_at < until) and (not models or row.model_id in models))
     if not boards:
         return None
     return "\n\n".join(board_text(key[0], block_title(key), summary) for key, summary in boards.items())

@@ -18,6 +18,7 @@ from urllib.parse import urljoin, urlsplit
 from grafana_client import GrafanaApi
 from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaUnauthorizedError
 
+from voxwatch.network_errors import reason
 from voxwatch.redaction import scrub
 
 DATASOURCE_TYPE = "grafana-postgresql-datasource"
@@ -106,7 +107,7 @@ def push(url: str, token: str, dashboards: list[dict]) -> list[Pushed]:
     except (ValueError, KeyError, TypeError):  # a body that is not JSON, or JSON without Grafana's fields
         raise failure(f"the server at {url} did not answer like Grafana's HTTP API; check --url") from None
     except OSError as exc:  # niquests' connection errors (refused, DNS, TLS) are OSErrors
-        raise failure(f"cannot reach Grafana at {url}: {exc}") from None
+        raise failure(f"cannot reach Grafana at {url}: {reason(exc)}") from None
 
 
 def _ensure_folder(api: GrafanaApi) -> None:

@@ -11,7 +11,7 @@ import csv
 import io
 import time
 from dataclasses import fields, replace
-from typing import Iterable
+from typing import Collection, Iterable
 
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import rank_order, ranking_title, ranks, series_id
@@ -20,6 +20,7 @@ from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.observation import Observation
 from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
+from voxwatch.store.row_filter import RowFilter
 
 SeriesKey = tuple[str, str, str, str, str, str, str]
 """board, model_id, dataset, region, method_version, protocol, instrument ("" when none): one leaderboard series."""
@@ -105,20 +106,24 @@ def standings(registry: Registry | None, model_ids: Iterable[str]) -> dict[str, 
     return {m: registry.standing(registry.models[m]) for m in model_ids if m in registry.models}
 
 
-def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None) -> str:
+def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *, span: str | None = None,
+                 models: Collection[str] = ()) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
     first line (attempts, rates, pooled WER), its region, method version and rank (metrics.ranking);
-    under each board, a line for every model of it that is retired or retires soon."""
-    if not rows:
-        return f"No observations in the last {window}. Run `voxwatch run` first."
+    under each board, a line for every model of it that is retired or retires soon. `span` names
+    the rows' time span when it is not the rolling window; `models` shows only theirs, ranked
+    among all the rows (a model's rank is its place on the board)."""
+    shown = [r for r in rows if not models or r.model_id in models]
+    if not shown:
+        return f"No observations {span or 'in the last ' + window}. Run `voxwatch run` first."
     ranked = ranks(rows, METHOD_VERSION)
     lines: list[str] = []
     for board in ("stt", "tts", "s2s"):
-        mine = _ordered([r for r in rows if r.board == board], ranked)
+        mine = _ordered([r for r in shown if r.board == board], ranked)
         if not mine:
             continue
         methods = sorted({r.method_version for r in mine})
-        lines.append(f"\n{board.upper()} board - rolling {window}, current method v{METHOD_VERSION}"
+        lines.append(f"\n{board.upper()} board - {span or 'rolling ' + window}, current method v{METHOD_VERSION}"
                      + (f" (rows of method v{', v'.join(m for m in methods if m != METHOD_VERSION)} are shown, not "
                         "ranked: versions are never pooled)" if methods != [METHOD_VERSION] else ""))
         table: list[tuple[str, ...] | str] = [TABLE_HEADER]  # a str is a ranking's heading
@@ -171,13 +176,17 @@ def since(window: str, now: float | None = None) -> float:
     return (now or time.time()) - WINDOWS[window]
 
 
-def from_store(store, window: str, registry: Registry | None = None) -> list[MetricRow]:
-    """The rolling leaderboard over one window of a store's rows.
+def from_store(store, window: str, registry: Registry | None = None, only: RowFilter | None = None) -> list[MetricRow]:
+    """The rolling leaderboard over one window of a store's rows, or over the span and sets `only`
+    selects (its since, when given, replaces the window's start).
 
-    A store that keeps the aggregates current as rows arrive (Postgres) is read as is; otherwise
-    (SQLite) they are computed here from the window's rows.
+    A store that keeps the aggregates current as rows arrive (Postgres) is read as is for a rolling
+    window; otherwise (SQLite, or a span of the user's) they are computed here from the rows the
+    store's SQL selects.
     """
+    only = only or RowFilter()
     precomputed = getattr(store, "aggregates", None)
-    if precomputed is not None:
-        return exclude(precomputed(window, since(window)), registry)
-    return build(store.observations(since=since(window)), registry)
+    if precomputed is not None and only.since is None and only.until is None:
+        return exclude([r for r in precomputed(window, since(window)) if only.keeps(r)], registry)
+    start = since(window) if only.since is None else only.since
+    return build(store.observations(only=replace(only, since=start)), registry)

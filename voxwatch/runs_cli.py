@@ -12,6 +12,7 @@ import time
 from datetime import datetime, timezone
 from typing import Callable
 
+from voxwatch import listing
 from voxwatch.config import Config
 from voxwatch.observation import RunRecord
 from voxwatch.store import open_store, redact
@@ -27,9 +28,10 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     runs = sub.add_parser("runs", help="the run records: list them, or finish runs from the store's rows")
     actions = runs.add_subparsers(dest="action", required=True)
     ls = actions.add_parser("list", help="print the run records, newest first")
-    ls.add_argument("--status", choices=(*STATUSES, "all"), default="all")
+    ls.add_argument("--status", choices=(*STATUSES, "all"), default="all", help="only runs with this status (default all)")
     ls.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     ls.add_argument("--store", help="store URL (default: config)")
+    listing.add_format(ls)
     ls.set_defaults(func=lambda args: cmd_list(args, config_of(args)))
     rc = actions.add_parser("reconcile", help="add the spooled rows, then finish every run whose rows are all "
                                               "stored or whose deadline ([run] reconcile_after_s) has passed")
@@ -43,16 +45,13 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
         runs = [r for r in reversed(store.runs()) if args.status in ("all", r.status)][:max(1, args.limit)]
     finally:
         store.close()
-    if not runs:
+    if not runs and args.format == "table":
         print(f"no {'' if args.status == 'all' else args.status + ' '}runs in {redact(cfg.store_url)}")
         return 0
-    table = [("run", "region", "status", "rows", "planned", "not ok", "started", "finished", "note")]
-    for r in runs:
-        table.append((r.run_id, r.region, r.status, str(r.rows), "-" if r.planned is None else str(r.planned),
-                      str(r.failed_rows), _when(r.started_at), _when(r.finished_at), r.note or ""))
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
-    for row in table:
-        print(("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]).rstrip())
+    table = [(r.run_id, r.region, r.status, r.rows, r.planned, r.failed_rows, _when(r.started_at),
+              _when(r.finished_at), r.note or "") for r in runs]
+    listing.emit(("run", "region", "status", "rows", "planned", "not ok", "started", "finished", "note"), table,
+                 args.format)
     return 0
 
 
@@ -84,5 +83,5 @@ def _rows(run: RunRecord) -> str:
     return f"{run.rows} observations{of} ({run.failed_rows} not ok)"
 
 
-def _when(t: float | None) -> str:
-    return "-" if t is None else datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+def _when(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")

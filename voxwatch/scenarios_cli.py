@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from voxwatch import listing
 from voxwatch.config import Config
 from voxwatch.conversations.catalog import ScenarioCatalog, UnknownScenario, bundled_root
 from voxwatch.conversations.importer import ScenarioImportError, import_scenario
@@ -32,9 +33,10 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     sc = sub.add_parser("scenarios", help="the multi-turn conversation scenarios (bundled and imported)")
     actions = sc.add_subparsers(dest="action", required=True)
     ls = actions.add_parser("list", help="name, version, domain, turns, tools, caller audio and pin of each scenario")
-    ls.set_defaults(func=lambda args: cmd_list(config_of(args)))
+    listing.add_format(ls)
+    ls.set_defaults(func=lambda args: cmd_list(args, config_of(args)))
     sh = actions.add_parser("show", help="a scenario's turns with their tags and expected calls")
-    sh.add_argument("name")
+    sh.add_argument("name", help="the scenario's name (`voxwatch scenarios list`)")
     sh.add_argument("--version", type=int, help="a version (default: the highest)")
     sh.set_defaults(func=lambda args: cmd_show(args, config_of(args)))
     im = actions.add_parser("import", help="check a folder (scenario.json + turn audio) and copy it into "
@@ -57,6 +59,7 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     rn.set_defaults(func=lambda args: cmd_run(args, config_of(args)))
     pe = actions.add_parser("personas", help="the callers' personas: voice, rate, background noise and SNR")
     pe.add_argument("--personas-file", type=Path, help=PERSONAS_FILE_HELP)
+    listing.add_format(pe)
     pe.set_defaults(func=cmd_personas)
 
 
@@ -73,23 +76,19 @@ def audio_seconds(loaded: LoadedScenario) -> float:
     return total
 
 
-def _aligned(table: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
-
-
-def cmd_list(cfg: Config) -> int:
+def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
     entries = catalog(cfg).entries()
-    if not entries:
+    if not entries and args.format == "table":
         print("no scenarios")
         return 0
-    table = [("name", "version", "domain", "turns", "tools", "audio s", "pin", "source")]
+    table = []
     for e in entries:
         loaded = load(e.folder, verify_audio=False)
         s = loaded.scenario
-        table.append((s.name, str(s.version), s.domain, str(len(s.turns)), str(len(s.tools)),
-                      f"{audio_seconds(loaded):.1f}", loaded.pin[:PIN_SHOWN], "bundled" if e.bundled else str(e.folder)))
-    print("\n".join(_aligned(table)))
+        pin = loaded.pin[:PIN_SHOWN] if args.format == "table" else loaded.pin  # a program gets the whole pin
+        table.append((s.name, s.version, s.domain, len(s.turns), len(s.tools), round(audio_seconds(loaded), 1), pin,
+                      "bundled" if e.bundled else str(e.folder)))
+    listing.emit(("name", "version", "domain", "turns", "tools", "audio s", "pin", "source"), table, args.format)
     return 0
 
 
@@ -137,11 +136,9 @@ def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
 
 def cmd_personas(args: argparse.Namespace) -> int:
     """Each persona with its identity (what a conversation row records) and what it changes."""
-    table = [("name", "identity", "voice", "rate wpm", "noise", "snr dB", "description")]
-    for p in personas(args.personas_file).values():
-        table.append((p.name, p.identity, p.voice or "(scenario)", str(p.rate_wpm or "(scenario)"), p.noise or "none",
-                      "-" if p.snr_db is None else f"{p.snr_db:g}", p.description))
-    print("\n".join(_aligned(table)))
+    table = [(p.name, p.identity, p.voice or "(scenario)", p.rate_wpm or "(scenario)", p.noise or "none",
+              p.snr_db, p.description) for p in personas(args.personas_file).values()]
+    listing.emit(("name", "identity", "voice", "rate wpm", "noise", "snr dB", "description"), table, args.format)
     return 0
 
 

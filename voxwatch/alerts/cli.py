@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 
+from voxwatch import listing
 from voxwatch.config import Config
 
 from . import store
@@ -22,9 +23,10 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     alerts = sub.add_parser("alerts", help="regression alerts (Postgres store): list them, or evaluate now")
     actions = alerts.add_subparsers(dest="action", required=True)
     ls = actions.add_parser("list", help="print the alerts, newest first")
-    ls.add_argument("--state", choices=(*STATES, "all"), default="all")
+    ls.add_argument("--state", choices=(*STATES, "all"), default="all", help="only alerts in this state (default all)")
     ls.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
     ls.add_argument("--store", help="store URL (default: config)")
+    listing.add_format(ls)
     ls.set_defaults(func=lambda args: cmd_list(args, config_of(args)))
     ev = actions.add_parser("evaluate", help="run one evaluation now and notify the webhooks of any transition")
     ev.add_argument("--store", help="store URL (default: config)")
@@ -34,18 +36,15 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
 def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
     with store.connected(cfg.store_url, "cannot read the alerts of") as conn:
         alerts = store.list_alerts(conn, args.state, max(1, args.limit))
-    if not alerts:
+    if not alerts and args.format == "table":
         print(f"no {'' if args.state == 'all' else args.state + ' '}alerts")
         return 0
-    table = [("id", "state", "kind", "model", "metric", "dataset", "region", "opened", "fired", "resolved", "recent",
-              "baseline", "p", "n", "summary")]
-    for a in alerts:
-        table.append((str(a.id), a.state, a.kind, a.model_id, a.metric, a.dataset, a.region, _when(a.opened_at),
-                      _when(a.fired_at), _when(a.resolved_at), _value(a, a.recent_value), _value(a, a.baseline_value),
-                      "-" if a.p_value is None else f"{a.p_value:.2g}", f"{a.n_recent}/{a.n_baseline}", a.summary))
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+    table = [(a.id, a.state, a.kind, a.model_id, a.metric, a.dataset, a.region, _when(a.opened_at), _when(a.fired_at),
+              _when(a.resolved_at), _value(a, a.recent_value), _value(a, a.baseline_value),
+              None if a.p_value is None else f"{a.p_value:.2g}", f"{a.n_recent}/{a.n_baseline}", a.summary)
+             for a in alerts]
+    listing.emit(("id", "state", "kind", "model", "metric", "dataset", "region", "opened", "fired", "resolved",
+                  "recent", "baseline", "p", "n", "summary"), table, args.format)
     return 0
 
 

@@ -34,7 +34,8 @@ def register(actions: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     f.set_defaults(func=lambda a: cmd_fit(a, config_of(a)))
     b = actions.add_parser("board", help="print the newest fitted preference board")
     b.add_argument("--by", choices=BREAKDOWNS, default="model", help="which boards (default: model, the headline)")
-    b.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    b.add_argument("--format", choices=("text", "csv", "json"), default="text",
+                   help="text (default), csv or json")
     b.add_argument("--store", help="store URL (default: config)")
     b.set_defaults(func=lambda a: cmd_board(a, config_of(a)))
 

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from voxwatch import listing
 from voxwatch.config import Config
 from voxwatch.providers.registry import Registry, RegistryError
 
@@ -44,15 +45,17 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
 
     pr = actions.add_parser("prompts", help="prompt sets (bundled and imported)").add_subparsers(dest="action",
                                                                                                  required=True)
-    pr.add_parser("list", help="each set with its prompts, conditions and whether it is synthesized").set_defaults(
-        func=lambda a: cmd_prompts_list(config_of(a)))
+    pls = pr.add_parser("list", help="each set with its prompts, conditions and whether it is synthesized")
+    listing.add_format(pls)
+    pls.set_defaults(func=lambda a: cmd_prompts_list(a, config_of(a)))
     im = pr.add_parser("import", help="check a prompt set folder (promptset.json, prompts.jsonl, audio) and copy it "
                                       "into [preference] prompts_dir")
-    im.add_argument("path")
+    im.add_argument("path", help="the prompt set folder")
     im.set_defaults(func=lambda a: cmd_prompts_import(a, config_of(a)))
 
-    actions.add_parser("configs", help="the registry's model configurations (model, thinking level, voice)"
-                       ).set_defaults(func=lambda a: cmd_configs())
+    cf = actions.add_parser("configs", help="the registry's model configurations (model, thinking level, voice)")
+    listing.add_format(cf)
+    cf.set_defaults(func=lambda a: cmd_configs(a))
 
     gen = actions.add_parser("generate", help="answer every prompt of a set with every configuration and store "
                                               "the outputs (skips what is stored)")
@@ -81,16 +84,17 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     ls = ra.add_parser("list", help="each rater with their ratings, gold answers passed, and whether that flags "
                                     "them careless ([preference] gold_pass_share, gold_min_answers)")
     ls.add_argument("--store", help="store URL (default: config)")
-    ls.set_defaults(func=lambda a: cmd_raters_list(config_of(a)))
+    listing.add_format(ls)
+    ls.set_defaults(func=lambda a: cmd_raters_list(a, config_of(a)))
 
     rt = actions.add_parser("ratings", help="ratings as CSV or JSONL").add_subparsers(dest="action", required=True)
     ex = rt.add_parser("export", help="every rating, one a line")
-    ex.add_argument("--format", choices=FORMATS, default="csv")
+    ex.add_argument("--format", choices=FORMATS, default="csv", help="csv (default) or jsonl")
     ex.add_argument("--output", type=Path, help="a file (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
     ex.set_defaults(func=lambda a: cmd_ratings_export(a, config_of(a)))
     ri = rt.add_parser("import", help="ratings from a CSV or JSONL file, all or none")
-    ri.add_argument("path", type=Path)
+    ri.add_argument("path", type=Path, help="the ratings file")
     ri.add_argument("--format", choices=FORMATS, help="default: the file's extension")
     ri.add_argument("--store", help="store URL (default: config)")
     ri.set_defaults(func=lambda a: cmd_ratings_import(a, config_of(a)))
@@ -98,19 +102,23 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     register_board(actions, config_of)
 
 
-def _aligned(table: list[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table)
+PROMPT_COLUMNS = ("id", "category", "difficulty", "condition", "tags", "text")
 
 
-def cmd_prompts_list(cfg: Config) -> int:
+def cmd_prompts_list(args: argparse.Namespace, cfg: Config) -> int:
+    """Table: a heading and a table per set. CSV and JSON: one row per prompt, its set named in it."""
+    every = []
     for entry in catalog(cfg).entries():
         ps = catalog(cfg).load(entry.name, verify=False)
-        print(f"{ps.name} [{ps.info.label}] {len(ps.prompts)} prompts, pin {ps.pin[:12]}, "
-              f"{'bundled' if entry.bundled else entry.folder}")
-        table = [("id", "category", "difficulty", "condition", "tags", "text")]
-        table += [(p.id, p.category, p.difficulty, p.condition, ",".join(p.tags) or "-", p.text) for p in ps.prompts]
-        print(_aligned(table) + "\n")
+        rows = [(p.id, p.category, p.difficulty, p.condition, ",".join(p.tags) or None, p.text) for p in ps.prompts]
+        every += [(ps.name, ps.info.label, ps.pin, *row) for row in rows]
+        if args.format == "table":
+            print(f"{ps.name} [{ps.info.label}] {len(ps.prompts)} prompts, pin {ps.pin[:12]}, "
+                  f"{'bundled' if entry.bundled else entry.folder}")
+            listing.emit(PROMPT_COLUMNS, rows, "table")
+            print()
+    if args.format != "table":
+        listing.emit(("set", "label", "pin", *PROMPT_COLUMNS), every, args.format)
     return 0
 
 
@@ -122,14 +130,14 @@ def cmd_prompts_import(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
-def cmd_configs() -> int:
+def cmd_configs(args: argparse.Namespace) -> int:
     registry = Registry.default()
-    table = [("configuration", "model", "thinking", "voice", "key")]
+    table = []
     for c in registry.preference_configs:
         model = registry.models[c.model]
         table.append((c.id, c.model, c.thinking, c.voice, "none needed" if not model.needs_key
                       else "set" if model.key_is_set() else "needed"))
-    print(_aligned(table))
+    listing.emit(("configuration", "model", "thinking", "voice", "key"), table, args.format)
     return 0
 
 
@@ -197,7 +205,7 @@ def cmd_raters_add(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
-def cmd_raters_list(cfg: Config) -> int:
+def cmd_raters_list(args: argparse.Namespace, cfg: Config) -> int:
     from .gold import store_gold_scores
 
     store = _store(cfg, create=False)
@@ -207,14 +215,16 @@ def cmd_raters_list(cfg: Config) -> int:
         scores = store_gold_scores(store, cfg.preference_gold_pass_share, cfg.preference_gold_min_answers)
     finally:
         store.close()
-    table = [("rater", "label", "pairs", "ratings", "gold", "passed", "careless")]
+    table = []
     for r in raters:
         mine = [x for x in ratings if x.rater_id == r.rater_id]
         s = scores[r.rater_id]
         verdict = ("yes" if s.careless else "no") if s.answered >= cfg.preference_gold_min_answers else "too few gold"
-        table.append((str(r.rater_id), r.label or "-", str(len({x.pair_id for x in mine})), str(len(mine)),
-                      str(s.answered), str(s.passed), verdict))
-    print(_aligned(table))
+        table.append((r.rater_id, r.label or None, len({x.pair_id for x in mine}), len(mine), s.answered, s.passed,
+                      verdict))
+    listing.emit(("rater", "label", "pairs", "ratings", "gold", "passed", "careless"), table, args.format)
+    if args.format != "table":
+        return 0
     print(f"careless: below {cfg.preference_gold_pass_share:g} of at least {cfg.preference_gold_min_answers} gold "
           "answers passed; the Elo fit leaves their ratings out")
     return 0

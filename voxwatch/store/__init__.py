@@ -7,6 +7,7 @@ from typing import Iterable, Iterator, Protocol, Sequence
 from ..conversation_rows import ConversationRow, TurnRow
 from ..observation import Observation, RunRecord
 from ..redaction import redact_url as redact  # how a store URL is shown in messages (the one scrubber's)
+from .row_filter import RowFilter
 
 
 class StoreError(RuntimeError):
@@ -32,7 +33,9 @@ class Store(Protocol):
     def run_counts(self, run_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         """(stored rows, rows not ok) per run; a run with no stored row is left out."""
 
-    def observations(self, since: float | None = None) -> Iterator[Observation]: ...
+    def observations(self, since: float | None = None, only: RowFilter | None = None) -> Iterator[Observation]:
+        """The rows started at or after `since`, oldest first; or the rows `only` selects (its span and
+        sets in the store's SQL: a filtered read never reads the rest)."""
 
     def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
         """Store a conversation with its turns in one transaction; False when its id is already

@@ -10,8 +10,9 @@ every row.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from math import inf as INF
 from operator import attrgetter
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import psycopg
 
@@ -25,6 +26,7 @@ from . import preference, preference_fits
 from .connection import connect, database_error
 from .interning import Dictionaries, Spans
 from .layout import FACT_COLUMNS, FACT_REFS
+from .row_filter import RowFilter
 from .runs import unrecorded_run
 from .url import StoreURL, parse_store_url
 
@@ -175,12 +177,13 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
                 raise self.error("cannot write observations to", exc) from None
             self._staging = conn
 
-    def refresh(self, series: Iterable[aggregates.Series] | None = None) -> int:
+    def refresh(self, series: Iterable[aggregates.Series] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> int:
         """Recompute the rolling aggregates of these series (model, dataset, region, method version),
-        or of every series when None. Returns the series refreshed."""
+        or of every series when None. Returns the series refreshed; `progress` hears each done."""
         conn = self._connect()
         try:
-            return aggregates.refresh(conn, None if series is None else list(series))
+            return aggregates.refresh(conn, None if series is None else list(series), progress=progress)
         except psycopg.Error as exc:
             raise self.error("cannot refresh the aggregates of", exc) from None
 
@@ -221,12 +224,13 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             return conv.with_turn_counts(counts, cur.execute(conv.select_turn_counts("= ANY(%s)"),
                                                              (list(run_ids),)).fetchall())
 
-    def observations(self, since: float | None = None) -> Iterator[Observation]:
-        sql = f"SELECT {_COLS} FROM observations"
-        args: tuple = ()
-        if since is not None:
-            sql += " WHERE started_at >= %s"
-            args = (since,)
+    def observations(self, since: float | None = None, only: RowFilter | None = None) -> Iterator[Observation]:
+        only = only or RowFilter(since=since)
+        where, args = only.where("%s")
+        sql = f"SELECT {_COLS} FROM observations" + where
+        if only.since is not None or only.until is not None:  # a span: found through its runs (docs/STORE.md)
+            sql = f"SELECT {_COLS} FROM observations_during(%s, %s)" + where
+            args = [-INF if only.since is None else only.since, INF if only.until is None else only.until, *args]
         try:
             with self._connect().cursor() as cur:
                 for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):

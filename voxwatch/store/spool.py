@@ -25,6 +25,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ..conversation_rows import ConversationRow, TurnRow, conversation_of_record, conversation_record
 from ..observation import Observation, from_record, made_safe
@@ -148,17 +149,20 @@ def read_rows(path: Path) -> list[Observation]:
     return rows
 
 
-def read_spool(path: Path) -> tuple[list[Observation], list[Conversation]]:
+def read_spool(path: Path, progress: Callable[[int, int], None] | None = None) -> tuple[list[Observation], list[Conversation]]:
     """Every row of a JSONL export or spool file: its observations, each field's type and vocabulary
     checked (observation.from_record), and its conversations with their turns (one line each). All or
     nothing: one bad line raises RowsFileError naming the file, the first bad line and its field,
-    and how many lines are bad, so nothing is half-ingested."""
+    and how many lines are bad, so nothing is half-ingested. `progress` hears (lines checked, lines)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise RowsFileError(f"{path}: cannot read ({exc.strerror})") from None
     rows, conversations, bad = [], [], []
-    for n, raw in enumerate(data.split(b"\n"), 1):
+    lines = data.split(b"\n")
+    for n, raw in enumerate(lines, 1):
+        if progress is not None and (n % 1000 == 0 or n == len(lines)):
+            progress(n, len(lines))
         if not raw.strip():
             continue
         kind = "an observation"

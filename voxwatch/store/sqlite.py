@@ -13,6 +13,7 @@ from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
 from . import StoreError
 from . import conversations as conv
 from . import preference, preference_fits
+from .row_filter import RowFilter
 from .runs import unrecorded_run
 
 
@@ -139,12 +140,9 @@ class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_
             raise StoreError(f"cannot count the rows of {self.path}: {exc}") from None
         return counts
 
-    def observations(self, since: float | None = None) -> Iterator[Observation]:
-        sql = f"SELECT {', '.join(FIELDS)} FROM observations"
-        args: tuple = ()
-        if since is not None:
-            sql += " WHERE started_at >= ?"
-            args = (since,)
+    def observations(self, since: float | None = None, only: RowFilter | None = None) -> Iterator[Observation]:
+        where, args = (only or RowFilter(since=since)).where("?")
+        sql = f"SELECT {', '.join(FIELDS)} FROM observations" + where
         bools = {f.name for f in fields(Observation) if str(f.type).startswith("bool")}
         for row in self._db.execute(sql + " ORDER BY started_at, rowid", args):
             record = dict(zip(FIELDS, row))
