@@ -25,7 +25,7 @@ from voxwatch.observation import FIELDS
 from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
 from voxwatch.providers.lifecycle import WARNING_DAYS
-from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.providers.registry import PACKAGE, Registry, RegistryError
 from voxwatch.preference.cli import ERRORS as PREFERENCE_ERRORS
 from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
 from voxwatch.store import StoreError, open_store, redact
@@ -62,7 +62,7 @@ def _interrupt(signum, frame) -> None:
 def cmd_run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     cfg = _config(args)
-    registry = Registry.default()
+    registry = Registry.default(files=cfg.registry_files)
     models = _names(args.models) if args.models else None
     if models is None and args.board:  # one board: its configured models only
         models = list(cfg.boards[args.board].models)
@@ -159,7 +159,7 @@ def cmd_leaderboard(args) -> int:
         from voxwatch.web.source import StoreUnavailable, open_source
         from voxwatch.web.views import leaderboard_document
 
-        registry = Registry.default()
+        registry = Registry.default(files=cfg.registry_files)
         source = open_source(cfg.store_url, registry)
         try:
             print(json.dumps(leaderboard_document(source, registry, args.window, None, None), indent=2))
@@ -169,7 +169,7 @@ def cmd_leaderboard(args) -> int:
         finally:
             source.close()
         return 0
-    registry = Registry.default()
+    registry = Registry.default(files=cfg.registry_files)
     store = open_store(cfg.store_url, create=False)
     board = None
     try:
@@ -240,16 +240,16 @@ def cmd_providers_list(args) -> int:
     """Every id with its board, status on the day (retired, or retiring soon), key, and when and where it
     was last checked against its vendor; then each entry's source, the exclusions and the vendors'
     versioning statements."""
-    registry = Registry.default()
+    registry = Registry.default(files=_config(args).registry_files)
     models = sorted(registry.models.values(), key=lambda m: (m.board, m.id))
     table = [("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
-              "session limit")]
+              "session limit", "source file")]
     for m in models:
         key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
         table.append((m.id, m.board, m.protocol, registry.standing(m).label, key, str(m.checked),
                       str(m.deprecated or "-"), str(m.shutdown or "-"), m.successor or "-",
                       f"{m.session_limit_s} s" if m.session_limit_s else
-                      ("not documented" if m.session_limit_unknown else "-")))
+                      ("not documented" if m.session_limit_unknown else "-"), _origin(m.origin)))
     print(f"statuses on {registry.day} (a model is retired from its shutdown date and warned about in the "
           f"{WARNING_DAYS} days before)\n")
     print("\n".join(_aligned(table)))
@@ -263,7 +263,17 @@ def cmd_providers_list(args) -> int:
     print("\n".join(_aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
                                f"checked {v.checked}", v.source + (f"; {v.note}" if v.note else ""))
                               for v in sorted(registry.vendors.values(), key=lambda v: v.name)])))
+    servers = [v for v in sorted(registry.vendors.values(), key=lambda v: v.name) if v.speaks or v.origin != PACKAGE]
+    if servers:
+        print("\nvendors from your registry files (source file, protocol family, server, key):")
+        print("\n".join(_aligned([(f"  {v.name}", _origin(v.origin), v.speaks or "-", v.base_url or "-",
+                                   "none" if v.key_env == "" else key_variable(v.name)) for v in servers])))
     return 0
+
+
+def _origin(origin: str) -> str:
+    """Where a registry entry came from: the package's registry.toml, or the user file's path."""
+    return f"{PACKAGE} (package)" if origin == PACKAGE else origin
 
 
 def cmd_datasets_list(args) -> int:
@@ -357,7 +367,7 @@ def cmd_tick(args) -> int:
     cfg = _region_config(args)
     models = _names(args.models) if args.models else None
     datasets = _names(args.datasets) if args.datasets else None
-    registry, known = Registry.default(), _catalog(cfg).names()
+    registry, known = Registry.default(files=cfg.registry_files), _catalog(cfg).names()
     for m in models or []:
         registry.resolve(m)  # an unknown or floating id stops here, before anything is queued
     for d in datasets or []:
