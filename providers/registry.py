@@ -320,7 +320,8 @@ def _user_text(path: Path) -> str:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-        raise RegistryError(f"{path}: cannot read this registry file ({reason}); [registry] files names it") from None
+        raise RegistryError(f"{path}: cannot read this registry file ({reason}), named in [registry] files or "
+                            "VOXWATCH_REGISTRY_FILES") from None
 
 
 class Registry:

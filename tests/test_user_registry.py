@@ -232,3 +232,13 @@ def test_a_self_hosted_openai_compatible_stt_is_listed_and_measured_under_its_id
     assert all(r["emulator"] for r in rows)  # a loopback server: never on a leaderboard
     measured = [r for r in rows if r["model_id"] == mine]
     assert all(r["latency_ms"] > 0 and r["hypothesis"] == "hello" and r["protocol"] == "stt-batch" for r in measured)
+
+
+def test_the_readmes_example_file_loads_as_documented(tmp_path: Path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    example = readme.split("```toml\n# my-models.toml\n", 1)[1].split("```", 1)[0]
+    registry = user_registry(tmp_path, example)
+    mine = registry.resolve("my-vllm/whisper-large-v3")
+    assert (mine.adapter, mine.base_url, mine.needs_key) == ("voxwatch.providers.openai_batch:OpenAIBatchSTT",
+                                                              "http://10.0.0.5:8000", False)
+    assert registry.vendors["my-vllm"].key_env == ""
