@@ -53,11 +53,22 @@ def transcript_of(body: bytes) -> str:
     return text
 
 
+def auth_headers(vendor: str, needs_key: bool) -> dict[str, str]:
+    """`Authorization: Bearer <key>`; none for a server registered as taking no key (key_env = "")."""
+    return {"Authorization": f"Bearer {require_key(vendor).reveal()}"} if needs_key else {}
+
+
+def server_url(model: ModelInfo) -> str:
+    """VOXWATCH_<VENDOR>_BASE_URL, else the vendor's registered server (a self-hosted OpenAI-compatible
+    one: registry `base_url`), else OpenAI's."""
+    return base_url(model.vendor, model.base_url or DEFAULT_URL)
+
+
 class WarmClients:
     """One warmed WarmClient per adapter and event loop (an httpx async client is bound to its loop)."""
 
-    def __init__(self, url: str, vendor: str, name: str) -> None:
-        self.url, self.vendor, self.name = url, vendor, name
+    def __init__(self, url: str, vendor: str, name: str, needs_key: bool = True) -> None:
+        self.url, self.vendor, self.name, self.needs_key = url, vendor, name, needs_key
         self._client: WarmClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -65,8 +76,7 @@ class WarmClients:
         """The client, warmed now (reusing its open connection, or opening one before any clock)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            key = require_key(self.vendor)
-            self._client = WarmClient(self.url, {"Authorization": f"Bearer {key.reveal()}"}, self.name)
+            self._client = WarmClient(self.url, auth_headers(self.vendor, self.needs_key), self.name)
             self._loop = loop
         await self._client.warm()
         return self._client
@@ -77,9 +87,9 @@ class OpenAIBatchSTT:
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
-        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.url = server_url(model)
         self.emulator = is_loopback(self.url)
-        self._clients = WarmClients(self.url, model.vendor, VENDOR)
+        self._clients = WarmClients(self.url, model.vendor, VENDOR, model.needs_key)
         self._warm: WarmClient | None = None
         self._sync: httpx.Client | None = None
 
@@ -113,8 +123,8 @@ class OpenAIBatchSTT:
     def transcribe_text(self, audio16k: np.ndarray) -> str:
         """Float 16 kHz mono audio -> transcript, synchronously (the TTS intelligibility instrument)."""
         if self._sync is None:
-            key = require_key(self.model.vendor)
-            self._sync = httpx.Client(base_url=http_url(self.url), headers={"Authorization": f"Bearer {key.reveal()}"},
+            self._sync = httpx.Client(base_url=http_url(self.url), headers=auth_headers(self.model.vendor,
+                                                                                     self.model.needs_key),
                                       http2=True, timeout=HTTP_TIMEOUT_S)
         pcm = (np.clip(np.asarray(audio16k, dtype=np.float64), -1.0, 32767 / 32768) * 32768).astype("<i2")
         files = {"file": ("audio.wav", wav_bytes(pcm.tobytes(), 16000), "audio/wav")}

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from . import stamped_http
 from .base import ProviderError
-from .endpoints import WarmClient, base_url, http_errors, http_failure, is_loopback
+from .endpoints import WarmClient, http_errors, http_failure, is_loopback
 from .events import AUDIO, CLOSED, Timeline
-from .openai_batch import DEFAULT_URL, VENDOR, WarmClients
+from .openai_batch import VENDOR, WarmClients, server_url
 from .registry import ModelInfo
 
 PATH = "/v1/audio/speech"
@@ -29,9 +29,9 @@ DEFAULT_VOICE = "marin"
 class OpenAITTS:
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
-        self.url = base_url(model.vendor, DEFAULT_URL)
+        self.url = server_url(model)
         self.emulator = is_loopback(self.url)
-        self._clients = WarmClients(self.url, model.vendor, VENDOR)
+        self._clients = WarmClients(self.url, model.vendor, VENDOR, model.needs_key)
 
     async def connect(self, timeline: Timeline, voice: str | None = None) -> "OpenAITTSSession":
         client = await self._clients.get()

@@ -6,6 +6,10 @@ Each vendor states whether it publishes dated snapshots; where it does, an id th
 refused at load unless the entry says why that model has none, so a floating id cannot come back.
 Every entry carries the date and source of its last check against the vendor; its shutdown date
 retires it on the day (providers/lifecycle.py).
+
+Users add entries in files of the same format ([registry] files, providers/user_registry.py): they are
+merged over the package's by `from_layers`, under the same checks; replacing an entry takes an
+explicit `override = true`, and every entry remembers the file it came from (`origin`).
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ import datetime as dt
 import importlib
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import files
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import urlsplit
 
 from . import preference_configs
-from .keys import api_key
+from .keys import api_key, key_variable
 from .lifecycle import LifecycleError, Standing, current_day, standing
 
 BOARDS = ("stt", "tts", "s2s")
@@ -32,6 +38,13 @@ version), or a local engine (the id carries the installed version after '@')."""
 # over two APIs (a realtime WebSocket and a batch HTTP endpoint, say)
 _ID = re.compile(r"^[a-z0-9][a-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9._-]*(:[a-z0-9-]+)?(@[0-9][A-Za-z0-9.+-]*)?$")
 _FLOATING = re.compile(r"(^|[-_.:@/])latest$|^[^/]+/(default|stable|current)$", re.IGNORECASE)
+PACKAGE = "registry.toml"
+"""The origin of the package's own entries (a user file's entries carry its path)."""
+FAMILIES = {"openai-compatible": {"stt-batch": "voxwatch.providers.openai_batch:OpenAIBatchSTT",
+                                  "tts-stream": "voxwatch.providers.openai_tts:OpenAITTS"}}
+"""The protocol families a vendor may `speak` (a self-hosted server): the adapter that measures each
+protocol of the family, pointed at the vendor's base_url."""
+_TABLES = ("vendor", "model", "preference_options", "preference_config")
 
 
 class RegistryError(ValueError):
@@ -65,6 +78,8 @@ class ModelInfo:
     undated: str | None = None  # why this id names no dated snapshot although its vendor publishes them
     session_limit_unknown: str | None = None  # S2S: why no session limit is recorded (the vendor documents none)
     description: str | None = None  # what the entry is, where its id cannot say (a baseline that is no model)
+    origin: str = PACKAGE  # the registry file the entry came from: the package's, or a user file's path
+    base_url: str | None = None  # its vendor's registered server (a vendor that speaks a protocol family)
 
     @property
     def version(self) -> str | None:
@@ -95,6 +110,10 @@ class VendorInfo:
     source: str
     pattern: str | None = None  # dated: how a dated snapshot ends (a regex searched in the model name)
     note: str | None = None
+    speaks: str | None = None  # a protocol family (FAMILIES) its own server speaks, at base_url
+    base_url: str | None = None
+    key_env: str | None = None  # its key's variable, or "" for a server that takes none (None: the default name)
+    origin: str = PACKAGE
 
 
 _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": str, "status": str,
@@ -104,7 +123,9 @@ _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": s
 _OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
              "session_limit_unknown", "description"}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
-_VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str}
+_VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str,
+                  "speaks": str, "base_url": str, "key_env": str}
+_MAY_BE_EMPTY = {"key_env"}  # "" says the vendor's server takes no key
 _VENDOR_REQUIRED = {"name", "snapshots", "checked", "source"}
 
 
@@ -124,7 +145,7 @@ def _typed(entry: dict[str, Any], kinds: dict[str, type], required: set[str], wh
             raise RegistryError(f"{where}: {name} must be a date (YYYY-MM-DD, unquoted), got {value!r}")
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # TOML true is no number
             raise RegistryError(f"{where}: {name} must be {kind.__name__}, got {value!r}")
-        if kind is str and not value.strip():
+        if kind is str and not value.strip() and name not in _MAY_BE_EMPTY:
             raise RegistryError(f"{where}: {name} must not be empty")
 
 
@@ -174,8 +195,30 @@ def _parse_vendor(entry: dict[str, Any], where: str) -> VendorInfo:
             re.compile(entry["pattern"])
         except re.error as exc:
             raise RegistryError(f"{where}: pattern {entry['pattern']!r} is not a regular expression ({exc})") from None
+    _check_server(entry, where)
     return VendorInfo(entry["name"], entry["snapshots"], entry["checked"], entry["source"], entry.get("pattern"),
-                      entry.get("note"))
+                      entry.get("note"), entry.get("speaks"), entry.get("base_url", "").rstrip("/") or None,
+                      entry.get("key_env"))
+
+
+def _check_server(entry: dict[str, Any], where: str) -> None:
+    """A vendor's own server: the family it speaks goes with its base_url (an http(s) address that holds
+    no credentials: it is shown and stored), and its key obeys the key rule (providers/keys.py)."""
+    if ("speaks" in entry) != ("base_url" in entry):
+        raise RegistryError(f"{where}: speaks (the protocol family its server speaks) and base_url (where that "
+                            "server is) go together")
+    if "speaks" in entry and entry["speaks"] not in FAMILIES:
+        raise RegistryError(f"{where}: speaks must be one of {tuple(FAMILIES)}, got {entry['speaks']!r}")
+    if "base_url" in entry:
+        url = urlsplit(entry["base_url"])
+        if url.scheme not in ("http", "https") or not url.hostname or url.username or url.password or url.query:
+            raise RegistryError(f"{where}: base_url must be http(s)://host[:port][/path], without credentials or a "
+                                "query (a key comes from the environment only)")
+    key_env = entry.get("key_env")
+    if key_env is not None and key_env not in ("", key_variable(entry["name"])):
+        raise RegistryError(f"{where}: key_env {key_env!r}: API keys come from the environment only, as "
+                            f"VOXWATCH_<VENDOR>_API_KEY; vendor {entry['name']!r} reads "
+                            f"{key_variable(entry['name'])} (or key_env = \"\" for a server that takes no key)")
 
 
 def _versioning_error(m: ModelInfo, vendor: VendorInfo | None) -> str | None:
@@ -196,6 +239,89 @@ def _versioning_error(m: ModelInfo, vendor: VendorInfo | None) -> str | None:
         return (f"{m.id} is a floating alias: {m.vendor} publishes dated snapshots (a name matching "
                 f"{vendor.pattern!r}); pin one, or say in `undated` why this model has none")
     return None
+
+
+def _key_error(m: ModelInfo, vendor: VendorInfo | None) -> str | None:
+    if vendor is not None and vendor.key_env == "" and m.needs_key:
+        return (f"{m.id} says needs_key = true, but its vendor {m.vendor!r} says key_env = \"\" (a server that "
+                "takes no key)")
+    return None
+
+
+def _tables(text: str, source: str) -> dict[str, Any]:
+    """A registry file's tables, or an error naming the file."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RegistryError(f"{source}: {exc}") from None
+    unknown = set(data) - set(_TABLES)
+    if unknown:
+        raise RegistryError(f"{source}: unknown table(s) {sorted(unknown)}; the file holds [[vendor]], [[model]], "
+                            "[[preference_options]] and [[preference_config]]")
+    for table in _TABLES:
+        if table in data and not (isinstance(data[table], list) and all(isinstance(e, dict) for e in data[table])):
+            raise RegistryError(f"{source}: {table} must be an array of tables ([[{table}]])")
+    return data
+
+
+def _entries(data: dict[str, Any], table: str, source: str) -> list[tuple[dict[str, Any], str, bool]]:
+    """Each entry of a table with where it is ("<file> model #3") and whether it says `override = true`."""
+    out = []
+    for i, entry in enumerate(data.get(table, [])):
+        where, entry = f"{source} {table} #{i + 1}", dict(entry)
+        override = entry.pop("override", False)
+        if not isinstance(override, bool):
+            raise RegistryError(f"{where}: override must be true or false, got {override!r}")
+        out.append((entry, where, override))
+    return out
+
+
+def _no_duplicates(source: str, kind: str, names: list[str]) -> None:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise RegistryError(f"{source}: duplicate {kind}(s) {dupes}")
+
+
+def _merge(found: dict[str, Any], wheres: dict[str, str], name: str, item: Any, where: str, override: bool,
+           kind: str) -> None:
+    """Add an entry, or replace an earlier file's only when it says so: no entry silently shadows another."""
+    if name in found and not override:
+        raise RegistryError(f"{where}: {kind} {name!r} is already registered ({wheres[name]}); set override = true "
+                            "in this entry to replace that one")
+    if name not in found and override:
+        raise RegistryError(f"{where}: override = true, but no earlier registry file registers {kind} {name!r}")
+    found[name], wheres[name] = item, where
+
+
+def _with_adapter(entry: dict[str, Any], vendors: dict[str, VendorInfo], where: str) -> dict[str, Any]:
+    """A model of a vendor that speaks a protocol family is measured by that family's adapter: it may
+    leave `adapter` out, and may not name another (that one would not use the vendor's base_url)."""
+    name = entry.get("vendor")
+    vendor = vendors.get(name) if isinstance(name, str) else None  # a wrong type is _typed's to report
+    if vendor is None or vendor.speaks is None:
+        return entry
+    adapters = FAMILIES[vendor.speaks]
+    adapter = adapters.get(entry.get("protocol"))
+    if adapter is None:
+        raise RegistryError(f"{where}: vendor {vendor.name!r} speaks {vendor.speaks}, which voxwatch measures over "
+                            f"{', '.join(adapters)}; protocol {entry.get('protocol')!r} is not one of them")
+    if entry.setdefault("adapter", adapter) != adapter:
+        raise RegistryError(f"{where}: vendor {vendor.name!r} speaks {vendor.speaks}: its {entry['protocol']} "
+                            f"adapter is {adapter} (leave adapter out), not {entry['adapter']!r}")
+    return entry
+
+
+def _package_text() -> str:
+    return files("voxwatch.providers").joinpath(PACKAGE).read_text()
+
+
+def _user_text(path: Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+        raise RegistryError(f"{path}: cannot read this registry file ({reason}), named in [registry] files or "
+                            "VOXWATCH_REGISTRY_FILES") from None
 
 
 class Registry:
@@ -221,38 +347,58 @@ class Registry:
         return model.standing(self.day)
 
     @classmethod
-    def from_toml(cls, text: str, source: str = "registry.toml", today: dt.date | None = None) -> "Registry":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise RegistryError(f"{source}: {exc}") from None
-        unknown = set(data) - {"model", "vendor", "preference_options", "preference_config"}
-        if unknown:
-            raise RegistryError(f"{source}: unknown table(s) {sorted(unknown)}; the file holds [[vendor]], [[model]], "
-                                "[[preference_options]] and [[preference_config]]")
-        models = [_parse(e, f"{source} model #{i + 1}") for i, e in enumerate(data.get("model", []))]
-        vendors = [_parse_vendor(e, f"{source} vendor #{i + 1}") for i, e in enumerate(data.get("vendor", []))]
-        for kind, names in (("id", [m.id for m in models]), ("vendor", [v.name for v in vendors])):
-            dupes = sorted({n for n in names if names.count(n) > 1})
-            if dupes:
-                raise RegistryError(f"{source}: duplicate {kind}(s) {dupes}")
-        by_vendor = {v.name: v for v in vendors}
-        ids = {m.id for m in models}
-        for m in models:
-            problem = _versioning_error(m, by_vendor.get(m.vendor))
+    def from_toml(cls, text: str, source: str = PACKAGE, today: dt.date | None = None) -> "Registry":
+        return cls.from_layers([(source, _tables(text, source))], today)
+
+    @classmethod
+    def from_layers(cls, layers: Sequence[tuple[str, dict[str, Any]]], today: dt.date | None = None) -> "Registry":
+        """The entries of each (origin, tables), in order, merged (a later file adds ids and vendors, and
+        replaces one only where its entry says `override = true`), then checked together."""
+        vendors: dict[str, VendorInfo] = {}
+        vendor_where: dict[str, str] = {}
+        for source, data in layers:
+            found = [(_parse_vendor(e, w), w, o) for e, w, o in _entries(data, "vendor", source)]
+            _no_duplicates(source, "vendor", [v.name for v, _, _ in found])
+            for v, where, override in found:
+                _merge(vendors, vendor_where, v.name, replace(v, origin=source), where, override, "vendor")
+        models: dict[str, ModelInfo] = {}
+        model_where: dict[str, str] = {}
+        for source, data in layers:
+            found = [(_parse(_with_adapter(e, vendors, w), w), w, o) for e, w, o in _entries(data, "model", source)]
+            _no_duplicates(source, "id", [m.id for m, _, _ in found])
+            for m, where, override in found:
+                vendor = vendors.get(m.vendor)
+                m = replace(m, origin=source, base_url=vendor.base_url if vendor else None)
+                _merge(models, model_where, m.id, m, where, override, "id")
+        for m in models.values():
+            problem = _versioning_error(m, vendors.get(m.vendor)) or _key_error(m, vendors.get(m.vendor))
             if problem:
-                raise RegistryError(f"{source}: {problem}")
-            if m.successor is not None and (m.successor not in ids or m.successor == m.id):
-                raise RegistryError(f"{source}: the successor of {m.id}, {m.successor!r}, is not another registered id")
-        registry = cls(models, vendors, today)
+                raise RegistryError(f"{m.origin}: {problem}")
+            if m.successor is not None and (m.successor not in models or m.successor == m.id):
+                raise RegistryError(f"{m.origin}: the successor of {m.id}, {m.successor!r}, is not another "
+                                    "registered id")
+        registry = cls(list(models.values()), list(vendors.values()), today)
+        (source, data), *users = layers
+        for user, tables in users:
+            if set(tables) & {"preference_options", "preference_config"}:
+                raise RegistryError(f"{user}: [[preference_options]] and [[preference_config]] are the package "
+                                    "registry's (the preference board's); a user file adds vendors and models")
         registry.preference_options, registry.preference_configs = preference_configs.parse(
             data.get("preference_options", []), data.get("preference_config", []), registry.models, source,
             RegistryError)
         return registry
 
     @classmethod
-    def default(cls, today: dt.date | None = None) -> "Registry":
-        return cls.from_toml(files("voxwatch.providers").joinpath("registry.toml").read_text(), "registry.toml", today)
+    def default(cls, today: dt.date | None = None, files: Sequence[Path] | None = None) -> "Registry":
+        """The package's registry with the user's files over it: `files`, else those the configuration
+        names ([registry] files or VOXWATCH_REGISTRY_FILES; voxwatch.config.registry_files)."""
+        if files is None:
+            from voxwatch.config import registry_files  # the configuration reads this module's errors
+
+            files = registry_files()
+        package = (PACKAGE, _tables(_package_text(), PACKAGE))
+        return cls.from_layers([package, *((str(path), _tables(_user_text(path), str(path))) for path in files)],
+                               today)
 
     def resolve(self, model_id: str) -> ModelInfo:
         """The exact model for an id; floating aliases and unknown ids raise RegistryError. A cascade id

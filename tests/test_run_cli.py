@@ -198,7 +198,8 @@ def _providers(day: str) -> tuple[dict[str, dict[str, str]], dict[str, str], str
     out = run_cli("providers", "list", env={"VOXWATCH_TODAY": day}).stdout
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("id "))
-    names = ["id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor", "session limit"]
+    names = ["id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor", "session limit",
+             "source file"]
     starts = [lines[header].index(n) for n in names] + [None]
     table = {}
     for line in lines[header + 1:lines.index("", header)]:

@@ -27,7 +27,7 @@ from voxwatch.observation import FIELDS
 from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
 from voxwatch.providers.lifecycle import WARNING_DAYS
-from voxwatch.providers.registry import Registry, RegistryError
+from voxwatch.providers.registry import PACKAGE, Registry, RegistryError
 from voxwatch.preference.cli import ERRORS as PREFERENCE_ERRORS
 from voxwatch.scenarios_cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
 from voxwatch.progress import Progress, add_progress, wanted
@@ -67,7 +67,7 @@ def _interrupt(signum, frame) -> None:
 def cmd_run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     cfg = _config(args)
-    registry = Registry.default()
+    registry = Registry.default(files=cfg.registry_files)
     models = _names(args.models) if args.models else None
     if models is None and args.board:  # one board: its configured models only
         models = list(cfg.boards[args.board].models)
@@ -162,7 +162,7 @@ def cmd_leaderboard(args) -> int:
     cfg = _config(args)
     only = row_filter(args)
     ranked = replace(only, models=())  # a model's rank is its place among every model of its board
-    registry = Registry.default()
+    registry = Registry.default(files=cfg.registry_files)
     if args.format == "json":
         return _leaderboard_json(args, cfg, registry, only)
     store = open_store(cfg.store_url, create=False)
@@ -280,17 +280,17 @@ def cmd_providers_list(args) -> int:
     """Every id with its board, status on the day (retired, or retiring soon), key, and when and where it
     was last checked against its vendor; then each entry's source, the exclusions and the vendors'
     versioning statements."""
-    registry = Registry.default()
+    registry = Registry.default(files=_config(args).registry_files)
     models = sorted(registry.models.values(), key=lambda m: (m.board, m.id))
     header = ("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
-              "session limit", "source")
+              "session limit", "source file", "source")
     table = []
     for m in models:
         key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
         table.append((m.id, m.board, m.protocol, registry.standing(m).label, key, str(m.checked),
                       m.deprecated and str(m.deprecated), m.shutdown and str(m.shutdown), m.successor,
                       f"{m.session_limit_s} s" if m.session_limit_s else
-                      ("not documented" if m.session_limit_unknown else None), m.source or ""))
+                      ("not documented" if m.session_limit_unknown else None), _origin(m.origin), m.source or ""))
     if args.format != "table":  # the rows only; their source is a column
         listing.emit(header, table, args.format)
         return 0
@@ -307,7 +307,17 @@ def cmd_providers_list(args) -> int:
     print("\n".join(aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
                                f"checked {v.checked}", v.source + (f"; {v.note}" if v.note else ""))
                               for v in sorted(registry.vendors.values(), key=lambda v: v.name)])))
+    servers = [v for v in sorted(registry.vendors.values(), key=lambda v: v.name) if v.speaks or v.origin != PACKAGE]
+    if servers:
+        print("\nvendors from your registry files (source file, protocol family, server, key):")
+        print("\n".join(_aligned([(f"  {v.name}", _origin(v.origin), v.speaks or "-", v.base_url or "-",
+                                   "none" if v.key_env == "" else key_variable(v.name)) for v in servers])))
     return 0
+
+
+def _origin(origin: str) -> str:
+    """Where a registry entry came from: the package's registry.toml, or the user file's path."""
+    return f"{PACKAGE} (package)" if origin == PACKAGE else origin
 
 
 def cmd_datasets_list(args) -> int:
@@ -372,7 +382,7 @@ def cmd_serve(args) -> int:
         open_store(url, create=False).close()
     limits = Limits(renders=args.renders, queue_wait_s=args.queue_wait, fresh_within_s=args.fresh_within)
     return serve(url, args.host, args.port, limits, args.access_log, cfg.recordings_dir, cfg.store_url,
-                 cfg.preference_outputs_dir, cfg.datasets_dir)
+                 cfg.preference_outputs_dir, cfg.datasets_dir, Registry.default(files=cfg.registry_files))
 
 
 def _region_config(args) -> config_mod.Config:
@@ -399,7 +409,7 @@ def cmd_tick(args) -> int:
     cfg = _region_config(args)
     models = _names(args.models) if args.models else None
     datasets = _names(args.datasets) if args.datasets else None
-    registry, known = Registry.default(), _catalog(cfg).names()
+    registry, known = Registry.default(files=cfg.registry_files), _catalog(cfg).names()
     for m in models or []:
         registry.resolve(m)  # an unknown or floating id stops here, before anything is queued
     for d in datasets or []:

@@ -211,6 +211,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "scenarios": {"dir": _text},
     "preference": {"prompts_dir": _text, "outputs_dir": _text, "gold_pass_share": _fraction,
                    "gold_min_answers": _positive_int},
+    "registry": {"files": _names},
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
     "boards.s2s": {**_BOARD_KEYS, "conversation_models": _names, "scenarios": _names, "conversation_turns": _turns,
@@ -280,6 +281,7 @@ class Config:
     preference_outputs_dir: Path = Path("var/preference/outputs")  # the outputs' and gold pairs' audio
     preference_gold_pass_share: float = 0.8  # a rater passing fewer of their gold pairs is careless (preference/gold.py)
     preference_gold_min_answers: int = 2  # ... when they answered at least this many
+    registry_files: tuple[Path, ...] = ()  # the user's registry files, merged over the package's (absolute)
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -385,7 +387,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
     """The default, overlaid by the file (path, $VOXWATCH_CONFIG or ./voxwatch.toml), then the environment."""
     env = os.environ if environ is None else environ
     merged = {name: dict(keys) for name, keys in _defaults().items()}
-    chosen = path or env.get("VOXWATCH_CONFIG") or ("voxwatch.toml" if Path("voxwatch.toml").is_file() else None)
+    chosen = _chosen(path, env)
     source = str(chosen) if chosen else "default.toml"
     where: dict[tuple[str, str], str] = {}  # where each value not from default.toml came from
     if chosen:
@@ -438,7 +440,39 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         preference_outputs_dir=Path(values["preference"]["outputs_dir"]),
         preference_gold_pass_share=values["preference"]["gold_pass_share"],
         preference_gold_min_answers=values["preference"]["gold_min_answers"],
+        registry_files=_registry_paths(values["registry"]["files"], where.get(("registry", "files"), source)),
     )
+
+
+def _chosen(path: str | Path | None, env: Mapping[str, str]) -> str | Path | None:
+    """The config file: the one given, else $VOXWATCH_CONFIG, else ./voxwatch.toml if there is one."""
+    return path or env.get("VOXWATCH_CONFIG") or ("voxwatch.toml" if Path("voxwatch.toml").is_file() else None)
+
+
+def _registry_paths(names: tuple[str, ...], origin: str) -> tuple[Path, ...]:
+    """[registry] files as absolute paths: relative to the config file that names them, or to the working
+    directory when the environment does (so a worker started elsewhere reads the same files)."""
+    base = Path.cwd() if origin.startswith("environment ") or origin == "default.toml" else Path(origin).parent
+    return tuple((base / Path(name).expanduser()).resolve() for name in names)
+
+
+def registry_files(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The user registry files alone, as `load` reads them (VOXWATCH_REGISTRY_FILES, else the config
+    file's [registry] files), for `Registry.default()`, which has no configuration in hand: the
+    rest of the configuration is not checked here."""
+    env = os.environ if environ is None else environ
+    var = env_name("registry", "files")
+    if var in env:
+        origin, raw = f"environment {var}", _env_value(env[var], [])
+    else:
+        chosen = _chosen(path, env)
+        if not chosen:
+            return ()
+        origin, raw = str(chosen), _read_toml(chosen).get("registry", {})
+    try:
+        return _registry_paths(_names(raw.get("files", []) if isinstance(raw, dict) else raw), origin)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{origin}: [registry] files: {exc}") from None
 
 
 _BOARD_FIELDS = ("models", "datasets", "conversation_models", "scenarios", "conversation_turns", "personas",

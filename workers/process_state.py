@@ -42,7 +42,7 @@ class ProcessState:
     def __init__(self, config: Config) -> None:
         preload.numerics()  # before the first measurement, not inside it
         self.config, self.pid = config, os.getpid()
-        self.registry = Registry.default()
+        self.registry = Registry.default(files=config.registry_files)
         self.catalog = Catalog([bundled_root(), config.datasets_dir])
         self.ledger = Ledger(config.broker.url, config.broker.queue_prefix)
         self._datasets: dict[str, Dataset] = {}

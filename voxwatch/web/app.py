@@ -150,13 +150,15 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
 
 def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False,
           recordings_dir: Path | None = None, ratings_store_url: str | None = None,
-          preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None) -> int:
+          preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None,
+          registry: Registry | None = None) -> int:
     """Run the app until interrupted; the log names the store with its password hidden. No Server
     header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
     costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(store_url, limits=limits, recordings_dir=recordings_dir, ratings_store_url=ratings_store_url,
-                     preference_outputs_dir=preference_outputs_dir, datasets_dir=datasets_dir)
+    app = create_app(store_url, registry, limits=limits, recordings_dir=recordings_dir,
+                     ratings_store_url=ratings_store_url, preference_outputs_dir=preference_outputs_dir,
+                     datasets_dir=datasets_dir)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,
