@@ -152,7 +152,7 @@ def _extract(entry: RemoteEntry, paths: dict[str, Path], chosen: list[Utterance]
             if f.name in wanted:
                 shutil.copyfile(paths[f.name], out / _local_name(wanted.pop(f.name)))
             continue
-        pins = {m.path: m.sha256 for m in f.members}
+        pins = f.members
         for member, tar in _members(f, paths[f.name]):
             u = wanted.get(member.name)
             if u is None or not member.isfile():

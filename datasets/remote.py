@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
@@ -31,20 +31,13 @@ _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
-class Member:
-    """An archive member whose own sha256 is pinned: checked when it is taken out."""
-    path: str
-    sha256: str
-
-
-@dataclass(frozen=True)
 class RemoteFile:
     name: str  # the file's name in the download cache and in errors
     url: str
     sha256: str  # "" when no published checksum was found: fetch refuses it unless --pin
     md5: str = ""  # the source's own published md5, checked too when given
     size: int | None = None
-    members: tuple[Member, ...] = ()  # an archive's members whose sha256 is pinned too
+    members: dict[str, str] = field(default_factory=dict)  # archive member path -> its pinned sha256, checked when taken out
 
     @property
     def is_archive(self) -> bool:
@@ -135,9 +128,10 @@ def _file(raw: Any, where: str) -> RemoteFile:
         raise FetchError(f"{where} ({raw['name']}): sha256 is 64 lower-case hex digits (or \"\" when unknown), md5 32")
     if not str(raw["url"]).startswith(("https://", "http://")):
         raise FetchError(f"{where} ({raw['name']}): url must be http(s)")
-    members = tuple(Member(m["path"], m["sha256"]) for m in raw.get("members", []))
-    if any(not _SHA256.match(m.sha256) or not m.sha256 for m in members):
-        raise FetchError(f"{where} ({raw['name']}): each member needs its sha256")
+    members = {m.get("path"): m.get("sha256") for m in raw.get("members", []) if isinstance(m, dict)}
+    if len(members) != len(raw.get("members", [])) or not all(
+            isinstance(p, str) and isinstance(h, str) and h and _SHA256.match(h) for p, h in members.items()):
+        raise FetchError(f"{where} ({raw['name']}): members: each a distinct {{path, sha256}}")
     return RemoteFile(raw["name"], raw["url"], raw["sha256"], raw.get("md5", ""), raw.get("size"), members)
 
 
@@ -162,9 +156,8 @@ def _pinned(entry: RemoteEntry, pins: dict[tuple[str, str], str]) -> RemoteEntry
     used = [f.name for f in entry.files if not f.sha256 and (entry.name, f.name) in pins]
     if not used:
         return entry
-    new = tuple(RemoteFile(f.name, f.url, pins[(entry.name, f.name)], f.md5, f.size, f.members) if f.name in used else f
-                for f in entry.files)
-    return RemoteEntry(**{**entry.__dict__, "files": new, "pinned_by_user": tuple(used)})
+    new = tuple(replace(f, sha256=pins[(entry.name, f.name)]) if f.name in used else f for f in entry.files)
+    return replace(entry, files=new, pinned_by_user=tuple(used))
 
 
 def append_pin(user_file: Path, dataset: str, file: RemoteFile, sha256: str) -> None:
