@@ -295,3 +295,18 @@ def test_a_bad_fetch_catalog_entry_is_named(tmp_path: Path):
     bad.write_text(_entry("nc", "https://example.org/x.tar.gz", "").replace("CC-BY-4.0", "CC-BY-NC-4.0"))
     with pytest.raises(FetchError, match=r"fetch.toml: dataset 1 \(nc\): license 'CC-BY-NC-4.0'"):
         remote.load(bad)
+
+
+def test_the_tsv_layout_and_the_per_speaker_subset():
+    from voxwatch.datasets.layouts import choose, utterances
+
+    tsv = "7\t20.wav\tHello, \"world\".\thello world\t_\t100\tMALE\n7\t10.wav\tAgain.\tagain\t_\t90\tFEMALE\n8\t20.wav\tdup\t\t\t\t\nshort\n"
+    found = utterances("tsv", {"transcripts": "test.tsv", "audio_dir": "test", "speaker_column": 6}, {"test.tsv": tsv})
+    assert [(u.id, u.text, u.audio, u.speaker) for u in found] == [
+        ("10", "Again.", "test/10.wav", "FEMALE"), ("20", 'Hello, "world".', "test/20.wav", "MALE")]
+    libri = {"a/1/2/1-2.trans.txt": "1-2-0001 B\n1-2-0000 A\n", "a/3/4/3-4.trans.txt": "3-4-0000 C\n"}
+    found = utterances("librispeech", {}, libri)
+    assert [u.id for u in choose(found, {"per_speaker": 1})] == ["1-2-0000", "3-4-0000"]
+    assert [u.audio for u in choose(found, {"ids": ["3-4-0000"]})] == ["a/3/4/3-4-0000.flac"]
+    with pytest.raises(FetchError, match="not in the fetched transcripts: 9-9-9"):
+        choose(found, {"ids": ["9-9-9"]})
