@@ -24,7 +24,7 @@ from voxwatch.providers.local.espeak_engine import EspeakEngine
 from . import degrade
 from .audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
 from .catalog import bundled_root
-from .manifest import Clip, DatasetInfo, Prompt, read_info, read_records, write_info, write_records
+from .manifest import Clip, DatasetInfo, Prompt, file_stem, read_info, read_records, write_info, write_records
 from .starter_texts import STT_UTTERANCES, TTS_PROMPTS
 
 FAMILY = "stt-starter"
@@ -48,9 +48,9 @@ def _synthesize(engine: EspeakEngine, uid: str, text: str, voice: str, rate: int
 
 
 def _clip(folder: Path, uid: str, text: str, x: np.ndarray, start: float, end: float, **extra) -> Clip:
-    path = folder / "clips" / f"{uid}.wav"
+    path = folder / "clips" / f"{file_stem(uid)}.wav"
     write_wav(path, x)
-    return Clip(id=uid, utterance_id=uid, text=text, path=f"clips/{uid}.wav", sha256=file_sha256(path),
+    return Clip(id=uid, utterance_id=uid, text=text, path=f"clips/{path.name}", sha256=file_sha256(path),
                 duration_s=round(x.size / CATALOG_RATE, 4), sample_rate=CATALOG_RATE,
                 speech_start=start, speech_end=end, **extra)
 
@@ -77,20 +77,24 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
     return clips, audio
 
 
-def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np.ndarray]) -> None:
-    folder = root / f"{FAMILY}-{name}"
+def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np.ndarray], family: str = FAMILY,
+                   clean_name: str = f"{FAMILY}-clean", recipe: str = RECIPE) -> Path:
+    """`<family>-<name>`: every clean clip through the named transform, anchors carried (also
+    what `voxwatch datasets fetch` builds a fetched set's degraded conditions with)."""
+    folder = root / f"{family}-{name}"
     _func, params = degrade.TRANSFORMS[name]
     record = {"name": name, "params": {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}}
     clips = []
     for c in clean:
         d = degrade.apply(name, audio[c.utterance_id], c.speech_start, c.speech_end, c.utterance_id)
         clips.append(_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3), round(d.speech_end, 3),
-                           voice=c.voice, source_clip=f"{FAMILY}-clean/{c.id}", transform=record))
+                           voice=c.voice, source_clip=f"{clean_name}/{c.id}", transform=record))
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
-        name=folder.name, kind="audio", family=FAMILY, condition=name, recipe=RECIPE, sample_rate=CATALOG_RATE,
-        description=f"{FAMILY}-clean through the {name} transform {record['params']}; anchors carried from the clean clips",
+        name=folder.name, kind="audio", family=family, condition=name, recipe=recipe, sample_rate=CATALOG_RATE,
+        description=f"{clean_name} through the {name} transform {record['params']}; anchors carried from the clean clips",
         vad=_vad_record(), transform=record))
+    return folder
 
 
 def build_prompts(root: Path) -> None:

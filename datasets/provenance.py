@@ -18,9 +18,13 @@ from .manifest import DatasetInfo, ManifestError, read_info
 STARTER_RECIPE = "voxwatch.datasets.build_starter"
 """The bundled recipe's name (its version follows): every clip it makes is eSpeak NG speech."""
 IMPORT_RECIPE = "voxwatch datasets import"
+FETCH_RECIPE = "voxwatch datasets fetch"
+"""A public set `voxwatch datasets fetch` built (datasets/fetch.py): its dataset.json says whether the
+speech is recorded, and its license and homepage."""
 
 
-ORIGINS = {"synthesized": "synthesized speech (eSpeak NG), not recordings", "imported": "imported audio",
+ORIGINS = {"synthesized": "synthesized speech (eSpeak NG), not recordings", "recorded": "recorded human speech",
+           "imported": "imported audio",
            "text": "text prompts", "unknown": "data of unknown provenance"}
 """Each origin in words, for a page's one-line summary."""
 
@@ -28,7 +32,7 @@ ORIGINS = {"synthesized": "synthesized speech (eSpeak NG), not recordings", "imp
 @dataclass(frozen=True)
 class Provenance:
     dataset: str
-    origin: str  # "synthesized", "imported", "text" or "unknown"
+    origin: str  # "synthesized", "recorded", "imported", "text" or "unknown"
     condition: str | None
     text: str  # one sentence for the page
 
@@ -41,6 +45,13 @@ def describe(info: DatasetInfo) -> Provenance:
         through = f", through the {info.transform['name']} transform" if info.transform else ""
         return Provenance(info.name, "synthesized", info.condition,
                           f"{info.name}: synthesized speech (eSpeak NG, not recorded){through}")
+    if info.recipe.startswith(FETCH_RECIPE):
+        through = f", through the {info.transform['name']} transform" if info.transform else ""
+        recorded = info.extra.get("speech") == "recorded"
+        source = ", ".join(str(info.extra[k]) for k in ("license", "homepage") if info.extra.get(k))
+        return Provenance(info.name, "recorded" if recorded else "unknown", info.condition,
+                          f"{info.name}: {'recorded human speech' if recorded else 'fetched audio'}, "
+                          f"{info.description}{through}" + (f" ({source})" if source else ""))
     if info.recipe == IMPORT_RECIPE:
         return Provenance(info.name, "imported", info.condition, f"{info.name}: imported audio ({info.description})")
     return Provenance(info.name, "unknown", info.condition, f"{info.name}: {info.description} (recipe {info.recipe})")

@@ -374,3 +374,18 @@ def test_provenance_reads_the_recipe_of_each_kind_of_dataset(tmp_path):
     odd = describe(DatasetInfo(name="x", kind="audio", family="x", condition="clean", description="made by hand",
                                recipe="a lab's own"))
     assert odd.origin == "unknown" and "a lab's own" in odd.text
+
+
+def test_a_fetched_public_set_reads_as_recorded_speech_with_its_license():
+    from voxwatch.datasets.fetch import RECIPE
+    from voxwatch.datasets.manifest import DatasetInfo
+    from voxwatch.datasets.provenance import describe
+
+    extra = {"speech": "recorded", "license": "CC-BY-4.0", "homepage": "https://www.openslr.org/12"}
+    clean = describe(DatasetInfo(name="libri", kind="audio", family="libri", condition="clean",
+                                 description="LibriSpeech test-clean, 40 utterances", recipe=RECIPE, extra=extra))
+    assert clean.origin == "recorded" and "recorded human speech" in clean.text and "CC-BY-4.0" in clean.text
+    noisy = describe(DatasetInfo(name="libri-noise", kind="audio", family="libri", condition="noise",
+                                 description="LibriSpeech test-clean, 40 utterances", recipe=RECIPE,
+                                 transform={"name": "noise"}, extra=extra))
+    assert noisy.origin == "recorded" and "through the noise transform" in noisy.text

@@ -20,6 +20,7 @@ from pathlib import Path
 from voxwatch import config as config_mod
 from voxwatch import leaderboard, listing
 from voxwatch.datasets.audio import AudioError
+from voxwatch.datasets.download import FetchError
 from voxwatch.datasets.catalog import Catalog, IntegrityError, UnknownDataset, bundled_root
 from voxwatch.datasets.importer import DatasetImportError, import_dataset
 from voxwatch.datasets.manifest import ManifestError
@@ -41,7 +42,7 @@ from voxwatch.text import one_line
 from voxwatch.workers.runner import PlanError, plan_tick, resolve_instrument, run_tick
 
 USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
-               UnknownDataset, DatasetImportError, ModelIntegrityError, PlanError, RowsFileError) + SCENARIO_ERRORS \
+               UnknownDataset, DatasetImportError, FetchError, ModelIntegrityError, PlanError, RowsFileError) + SCENARIO_ERRORS \
     + PREFERENCE_ERRORS
 
 
@@ -310,7 +311,7 @@ def cmd_providers_list(args) -> int:
     servers = [v for v in sorted(registry.vendors.values(), key=lambda v: v.name) if v.speaks or v.origin != PACKAGE]
     if servers:
         print("\nvendors from your registry files (source file, protocol family, server, key):")
-        print("\n".join(_aligned([(f"  {v.name}", _origin(v.origin), v.speaks or "-", v.base_url or "-",
+        print("\n".join(aligned([(f"  {v.name}", _origin(v.origin), v.speaks or "-", v.base_url or "-",
                                    "none" if v.key_env == "" else key_variable(v.name)) for v in servers])))
     return 0
 
@@ -342,6 +343,34 @@ def cmd_datasets_import(args) -> int:
         print(f"warning: {len(done.truncated)} clip(s) were shorter than their headers say and were imported as they "
               f"are (--allow-truncated; recorded in dataset.json): {', '.join(done.truncated)}")
     print(f"measure it with: voxwatch run --datasets {args.name}")
+    return 0
+
+
+def cmd_datasets_fetch(args) -> int:
+    from voxwatch.datasets import remote
+    from voxwatch.datasets.download import Limits
+    from voxwatch.datasets.fetch import fetch
+
+    cfg = _config(args)
+    entries = remote.load(cfg.fetch_catalog)
+    if args.name is None:
+        table = [("name", "license", "speech", "files", "description")]
+        for e in sorted(entries.values(), key=lambda e: e.name):
+            pins = "pinned" if all(f.sha256 for f in e.files) else "needs --pin"
+            table.append((e.name, e.license, e.speech, f"{len(e.files)} ({pins})", e.description))
+        print("\n".join(aligned(table)))
+        return 0
+    if args.name not in entries:
+        raise UnknownDataset(f"{args.name!r} is not in the fetch catalog; `voxwatch datasets fetch` lists it")
+    entry = entries[args.name]
+    done = fetch(entry, cfg.datasets_dir, _catalog(cfg).names(), Limits(cfg.fetch_timeout_s, cfg.fetch_attempts),
+                 pin=args.pin)
+    for file, sha in done.pinned.items():
+        remote.append_pin(cfg.fetch_catalog, entry.name, next(f for f in entry.files if f.name == file), sha)
+        print(f"pinned {file} sha256 {sha} in {cfg.fetch_catalog}; check it against the source before you trust it")
+    print(f"fetched {done.clips} clips of {entry.name} ({entry.license}; cite: {entry.citation}) as "
+          f"{', '.join(f.name for f in done.folders)} into {cfg.datasets_dir}")
+    print(f"measure it with: voxwatch run --datasets {entry.name}")
     return 0
 
 
@@ -545,6 +574,13 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--allow-truncated", action="store_true",
                      help="import a file shorter than its header says as it is (refused otherwise)")
     imp.set_defaults(func=cmd_datasets_import)
+    fet = ds.add_parser("fetch", help="download a public speech set from the fetch catalog into the dataset catalog "
+                                      "(no NAME: list the fetch catalog)")
+    fet.add_argument("name", nargs="?", help="the fetch catalog entry (e.g. librispeech-test-clean-40)")
+    fet.add_argument("--pin", action="store_true",
+                     help="fetch files the catalog has no sha256 for, and record the sha256 of this first download "
+                          "in [datasets] fetch_catalog")
+    fet.set_defaults(func=cmd_datasets_fetch)
 
     db = sub.add_parser("db", help="the store's schema").add_subparsers(dest="action", required=True)
     for action, text in (("upgrade", "apply any schema migration the store lacks"),

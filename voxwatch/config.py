@@ -207,7 +207,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
                "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int,
                "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
-    "datasets": {"dir": _text},
+    "datasets": {"dir": _text, "fetch_catalog": _text, "fetch_timeout_s": _positive_float, "fetch_attempts": _positive_int},
     "scenarios": {"dir": _text},
     "preference": {"prompts_dir": _text, "outputs_dir": _text, "gold_pass_share": _fraction,
                    "gold_min_answers": _positive_int},
@@ -282,6 +282,9 @@ class Config:
     preference_gold_pass_share: float = 0.8  # a rater passing fewer of their gold pairs is careless (preference/gold.py)
     preference_gold_min_answers: int = 2  # ... when they answered at least this many
     registry_files: tuple[Path, ...] = ()  # the user's registry files, merged over the package's (absolute)
+    fetch_catalog: Path = Path("var/fetch-catalog.toml")  # your fetch entries and --pin records (datasets/remote.py)
+    fetch_timeout_s: float = 30.0  # `voxwatch datasets fetch`: a server silent this long is a timeout
+    fetch_attempts: int = 4  # ... tries per file, each resuming where the last stopped
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -441,6 +444,9 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         preference_gold_pass_share=values["preference"]["gold_pass_share"],
         preference_gold_min_answers=values["preference"]["gold_min_answers"],
         registry_files=_registry_paths(values["registry"]["files"], where.get(("registry", "files"), source)),
+        fetch_catalog=Path(values["datasets"]["fetch_catalog"]),
+        fetch_timeout_s=values["datasets"]["fetch_timeout_s"],
+        fetch_attempts=values["datasets"]["fetch_attempts"],
     )
 
 
