@@ -144,7 +144,7 @@ def test_answers_are_stored_in_the_pairs_terms_and_a_bad_form_stores_nothing(see
 
         page = client.get(f"/rate/{ann}/pair/{first}").text
         shown = re.findall(r'data-shown="(\w+)"', page)
-        assert shown == ["first", "second"]
+        assert shown == ["prompt", "first", "second"]  # the caller's request, then the replies in shown order
         for config in (pairs["b_first"].config_a, pairs["b_first"].config_b, "local/", "espeak"):
             assert config not in page  # the rater never sees a model or configuration
         assert re.findall(r'data-group="(\w+)"', page) == ["overall", "speech", "content", "delivery", "conditional"]
@@ -336,13 +336,18 @@ def test_in_chromium_a_rater_completes_their_pairs(kind: str, request, tmp_path,
                 pair_id = int(re.search(r"/pair/(\d+)$", browser.current_url).group(1))
                 seen.append(pair_id)
                 players = browser.find_elements(By.CSS_SELECTOR, "figure.player audio")
-                assert [p.find_element(By.XPATH, "..").get_attribute("data-shown") for p in players] == ["first", "second"]
-                for audio in players:  # the player loads its audio under the page's security policy
+                assert [p.find_element(By.XPATH, "..").get_attribute("data-shown") for p in players] == \
+                    ["prompt", "first", "second"]
+                for audio in players:  # each player loads its audio under the page's security policy
                     deadline = time.monotonic() + 20
                     while browser.execute_script("return arguments[0].readyState", audio) < 1 and \
                             time.monotonic() < deadline:
                         time.sleep(0.1)
-                    assert browser.execute_script("return arguments[0].duration", audio) == pytest.approx(0.25, abs=0.01)
+                    duration = browser.execute_script("return arguments[0].duration", audio)
+                    if audio is players[0]:  # the prompt: a spoken request of a second or more
+                        assert duration > 1.0
+                    else:
+                        assert duration == pytest.approx(0.25, abs=0.01)
                 rubrics = [f.get_attribute("data-rubric") for f in browser.find_elements(By.CSS_SELECTOR, "fieldset.rubric")]
                 prompt = next(p for p in s.pairs.values() if p.pair_id == pair_id).prompt_id
                 assert rubrics == [r.name for r in asked(TAGS[prompt], "clean")]
@@ -366,3 +371,19 @@ def test_in_chromium_a_rater_completes_their_pairs(kind: str, request, tmp_path,
             assert careless_raters(store, min_answers=1) == set()  # she passed both gold pairs
         finally:
             store.close()
+
+
+def test_the_rater_hears_the_callers_request_of_the_pairs_prompt(seeded: Seeded):
+    """The prompt's own WAV from the bundled set (the version the pair was made from), token-checked."""
+    from voxwatch.preference.prompt_catalog import PromptCatalog, bundled_root
+
+    ps = PromptCatalog([bundled_root()]).load(BUNDLED)
+    pair = seeded.pairs["b_first"]
+    with _client(seeded) as client:
+        page = client.get(f"/rate/{TOKENS['ann']}/pair/{pair.pair_id}").text
+        assert f'src="/rate/{TOKENS["ann"]}/audio/{pair.pair_id}/prompt.wav"' in page
+        heard = client.get(f"/rate/{TOKENS['ann']}/audio/{pair.pair_id}/prompt.wav")
+        assert heard.status_code == 200 and heard.headers["content-type"] == "audio/wav"
+        assert heard.content == ps.audio_path(ps.prompt(pair.prompt_id)).read_bytes()
+        assert client.get(f"/rate/not-a-token/audio/{pair.pair_id}/prompt.wav").status_code == 404
+        assert client.get(f"/rate/{TOKENS['ann']}/audio/{pair.pair_id}/caller.wav").status_code == 404

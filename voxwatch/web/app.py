@@ -33,6 +33,8 @@ from starlette.types import ASGIApp, Scope
 from voxwatch import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.preference.prompt_catalog import PromptCatalog
+from voxwatch.preference.prompt_catalog import bundled_root as prompts_root
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
@@ -98,12 +100,14 @@ RECORDINGS = "/recording/"
 
 def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits(),
                recordings_dir: Path | None = None, ratings_store_url: str | None = None,
-               preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None) -> Starlette:
+               preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None,
+               preference_prompts_dir: Path | None = None) -> Starlette:
     """The app for one store; nothing connects until the first request. `recordings_dir`, the folder
     a conversation row's `recording` is relative to: None shows no player and serves no recording.
     `ratings_store_url`: the store the rating pages write to (default: `store_url`), opened on first
     use; `preference_outputs_dir`: where the rated audio is (None: the rating pages play nothing);
-    `datasets_dir`: the imported datasets, whose provenance the boards state beside the bundled ones'."""
+    `datasets_dir`: the imported datasets, whose provenance the boards state beside the bundled ones';
+    `preference_prompts_dir`: the imported prompt sets, whose audio a rater hears beside the bundled set's."""
     preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
     source = open_source(store_url, registry)
@@ -145,20 +149,21 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     app.state.catalog = Catalog([bundled_root()] + ([datasets_dir] if datasets_dir else []))
     app.state.ratings = RatingStore(ratings_store_url or store_url)
     app.state.preference_outputs_dir = preference_outputs_dir
+    app.state.prompt_sets = PromptCatalog([prompts_root()] + ([preference_prompts_dir] if preference_prompts_dir else []))
     return app
 
 
 def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False,
           recordings_dir: Path | None = None, ratings_store_url: str | None = None,
           preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None,
-          registry: Registry | None = None) -> int:
+          registry: Registry | None = None, preference_prompts_dir: Path | None = None) -> int:
     """Run the app until interrupted; the log names the store with its password hidden. No Server
     header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
     costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(store_url, registry, limits=limits, recordings_dir=recordings_dir,
                      ratings_store_url=ratings_store_url, preference_outputs_dir=preference_outputs_dir,
-                     datasets_dir=datasets_dir)
+                     datasets_dir=datasets_dir, preference_prompts_dir=preference_prompts_dir)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,

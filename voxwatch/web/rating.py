@@ -37,6 +37,7 @@ from .source import StoreUnavailable, log
 EXPORT = "/api/v1/preference/ratings."
 """The ratings' CSV and JSONL export: ratings.csv, ratings.jsonl (rater ids, never tokens)."""
 SHOWN = ("first", "second")
+PROMPT = "prompt"  # the caller's request, played above the two replies
 SCALE = tuple((v, label) for v, label in zip(range(CMOS_MAX, CMOS_MIN - 1, -1), (
     "first much better", "first better", "first slightly better", "about the same", "second slightly better",
     "second better", "second much better")))
@@ -212,13 +213,28 @@ def _audio_path(store, pair: PairRow, shown: str) -> str | None:
     return output.audio_path if output is not None and output.status == "ok" else None
 
 
+def _prompt_audio(request: Request, prompt: PromptRow) -> Path:
+    """The prompt's WAV from its prompt set (bundled or imported), only the version the pair was made
+    from: a set whose pin differs is another set, and its audio is not this prompt's."""
+    try:
+        prompt_set = request.app.state.prompt_sets.load(prompt.prompt_set, verify=False)
+        path = prompt_set.audio_path(prompt_set.prompt(prompt.prompt_id))
+    except (KeyError, ValueError, OSError):
+        raise HTTPException(404, "This prompt's audio is not on this server.") from None
+    if prompt_set.pin != prompt.set_pin or not path.is_file():
+        raise HTTPException(404, "This prompt's audio is not on this server.")
+    return path
+
+
 async def rate_audio(request: Request) -> Response:
     """A pair's first or second audio, for a known token, only from inside [preference] outputs_dir."""
     rater = await _rater(request)
     shown = request.path_params["shown"]
-    if shown not in SHOWN:
-        raise HTTPException(404, "The audio is 'first' or 'second'.")
+    if shown not in SHOWN and shown != PROMPT:
+        raise HTTPException(404, "The audio is 'prompt', 'first' or 'second'.")
     view = await _view(request, rater)
+    if shown == PROMPT:
+        return FileResponse(_prompt_audio(request, view.prompt), media_type="audio/wav", headers=PRIVATE)
     folder: Path | None = request.app.state.preference_outputs_dir
     relative = await _call(request, "read an output from", lambda s: _audio_path(s, view.pair, shown))
     path = None
