@@ -389,3 +389,27 @@ def test_a_fetched_public_set_reads_as_recorded_speech_with_its_license():
                                  description="LibriSpeech test-clean, 40 utterances", recipe=RECIPE,
                                  transform={"name": "noise"}, extra=extra))
     assert noisy.origin == "recorded" and "through the noise transform" in noisy.text
+
+
+OTHER_PAGES = {"alerts": "/alerts", "preference": "/board/preference", "method": "/method", "api": "/api"}
+"""The pages with no board table of their own (test_web_pages.py measures the model page): each must
+still fit a phone, and gets its screenshot beside the boards'."""
+
+
+def test_the_other_pages_fit_both_widths_too(server: str, browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        for size, (width, height) in SIZES.items():
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == "phone"})
+            for page, path in OTHER_PAGES.items():
+                browser.get(server + path)
+                m = browser.execute_script("return {scrollWidth: document.documentElement.scrollWidth, "
+                                           "innerWidth: window.innerWidth, h1: document.querySelector('h1') "
+                                           "&& document.querySelector('h1').textContent}")
+                assert m["h1"], (page, size)  # the page rendered, not an error
+                assert m["scrollWidth"] <= m["innerWidth"], f"{page} at {size}: {m['scrollWidth']} px wide"
+                shot = ARTIFACTS / f"layout-{page}-{width}.png"
+                assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5_000
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
