@@ -211,7 +211,7 @@ def _check_server(entry: dict[str, Any], where: str) -> None:
         raise RegistryError(f"{where}: speaks must be one of {tuple(FAMILIES)}, got {entry['speaks']!r}")
     if "base_url" in entry:
         url = urlsplit(entry["base_url"])
-        if url.scheme not in ("http", "https") or not url.hostname or url.username or url.password or url.query:
+        if url.scheme not in ("http", "https") or not url.hostname or "@" in url.netloc or url.query:
             raise RegistryError(f"{where}: base_url must be http(s)://host[:port][/path], without credentials or a "
                                 "query (a key comes from the environment only)")
     key_env = entry.get("key_env")

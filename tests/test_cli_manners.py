@@ -16,6 +16,7 @@ from typing import Iterator
 import pytest
 
 from conftest import REPO, postgres_store_url, run_cli  # noqa: F401 (a fixture)
+from voxwatch.store.url import SQLITE, store_kind
 from voxwatch import __version__
 from voxwatch.cli import PIPE_CLOSED, parser
 from voxwatch.metrics import METHOD_VERSION
@@ -175,7 +176,7 @@ def test_the_store_filters_in_its_sql(filtered_stores):
         store = open_store(url, create=False)
         try:
             statements: list[str] = []
-            if url.startswith("sqlite"):
+            if store_kind(url) == SQLITE:
                 store._db.set_trace_callback(statements.append)
             assert _keys(store.observations(only=only)) == _keys(expected)
             assert _keys(store.observations(only=RowFilter(models=("espeak-ng/en-us-1.51",)))) == _keys(

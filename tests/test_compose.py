@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from conftest import POSTGRES_ADMIN, REPO, fresh_postgres, run_cli
+from voxwatch.store.url import POSTGRES, parse_store_url, store_kind
 from voxwatch.preference.rows import RatingRow
 from voxwatch.store import open_store
 from voxwatch.store.connection import connect
@@ -107,7 +108,8 @@ def test_the_web_app_reads_on_its_own_role_and_gets_no_vendor_key_nor_webhook():
     names = {name for name, _, _ in _references(web)}
     assert {"VOXWATCH_PG_WEB", "VOXWATCH_PG_WEB_PASSWORD"} <= names
     assert not {n for n in names if SECRET.search(n)} - {"VOXWATCH_PG_WEB_PASSWORD"}, names
-    assert env["VOXWATCH_STORE_URL"].startswith("postgresql://${VOXWATCH_PG_WEB:-voxwatch_web}:")
+    assert store_kind(env["VOXWATCH_STORE_URL"]) == POSTGRES
+    assert "//${VOXWATCH_PG_WEB:-voxwatch_web}:" in env["VOXWATCH_STORE_URL"]
     assert any(v.endswith(":/data:ro") for v in web["volumes"])  # plays recordings, writes nothing
     assert web["depends_on"] == {"db-roles": {"condition": "service_completed_successfully"}}
 
@@ -184,7 +186,7 @@ def test_compose_config_accepts_the_file_once_the_passwords_are_set_and_refuses_
 # ---------------------------------------------------------------- the roles
 
 def _run_roles(db: str, roles: dict[str, str]) -> subprocess.CompletedProcess:
-    admin = psycopg.conninfo.conninfo_to_dict(POSTGRES_ADMIN)
+    admin = parse_store_url(POSTGRES_ADMIN).conninfo
     env = {"PATH": os.environ["PATH"], "PGHOST": admin.get("host", "127.0.0.1"), "PGPORT": str(admin.get("port", 5432)),
            "PGUSER": admin.get("user", "postgres"), "PGDATABASE": db, **roles}
     return subprocess.run(["sh", str(REPO / "docker/postgres-roles.sh")], env=env, capture_output=True, text=True,

@@ -206,8 +206,9 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
     doc["rows"] = [r for r in doc["rows"] if only.keeps(argparse.Namespace(**r))]
     doc["notes"] = [n for n in doc["notes"] if (not only.models or n["model_id"] in only.models)
                     and (not only.datasets or n["dataset"] in only.datasets)]
-    doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
-               models=list(only.models))
+    if only != RowFilter():  # filtered: the document says how; unfiltered, it is the API's own
+        doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
+                   models=list(only.models))
     print(json.dumps(doc, indent=2))
     return 0
 
