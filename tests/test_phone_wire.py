@@ -23,6 +23,7 @@ from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S, MeasureContext, measur
 WIRED = {
     "deepgram": ("deepgram/nova-3", "listen", {"encoding": "mulaw", "sample_rate": 8000}),
     "assemblyai": ("assemblyai/universal-streaming-english", "stream", {"encoding": "pcm_mulaw", "sample_rate": 8000}),
+    "speechmatics": ("speechmatics/enhanced-en", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
 }
 PADDED = {"assemblyai"}  # sends 50 ms frames: the last is padded with mu-law silence (0xFF)
 
