@@ -2,7 +2,8 @@
 
 stt-starter-clean is synthesized with eSpeak NG in four voice and rate settings, resampled to
 16 kHz, padded with seeded silences over a faint noise floor, and loudness-normalised; each
-degraded set is a named transform of it (voxwatch.datasets.degrade). tts-prompts is text only.
+degraded set is a named transform of it (voxwatch.datasets.degrade), and stt-starter-phone-mulaw is
+it as a phone line carries it, stored as 8 kHz mu-law. tts-prompts is text only.
 eSpeak NG's frication noise is random, so a rebuild gives equivalent, not byte-identical, audio:
 the committed files and their sha256s are the reference; `--reanchor` refreshes anchors only.
 """
@@ -21,11 +22,12 @@ from voxwatch.integrity import file_sha256
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
-from . import degrade
+from . import degrade, mulaw
 from .audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
 from .catalog import bundled_root
 from .manifest import Clip, DatasetInfo, Prompt, file_stem, read_info, read_records, write_info, write_records
 from .starter_texts import STT_UTTERANCES, TTS_PROMPTS
+from .wire import PHONE_MULAW
 
 FAMILY = "stt-starter"
 RECIPE = "voxwatch.datasets.build_starter v1"
@@ -97,6 +99,37 @@ def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np
     return folder
 
 
+PHONE_LINE = "phone-mulaw"
+"""The phone condition as callers' audio reaches a voice agent: on the wire, not decoded (METHOD "Audio")."""
+
+
+def build_phone_line(root: Path, family: str = FAMILY, clean_name: str = f"{FAMILY}-clean",
+                     recipe: str = RECIPE) -> Path:
+    """`<family>-phone-mulaw`: every committed clean clip as a phone line carries it (degrade.phone_line),
+    stored as 8 kHz G.711 mu-law and sent as stored to providers that take it; anchors carried (the
+    band-pass is zero-phase and the resampler centred, so the words are where they were)."""
+    folder, clean_dir = root / f"{family}-{PHONE_LINE}", root / clean_name
+    record = {"name": PHONE_LINE, "params": {"rate": PHONE_MULAW.sample_rate, "band_hz": [300.0, 3400.0]}}
+    clips = []
+    for c in read_records(clean_dir / "manifest.jsonl", Clip):
+        pcm, _ = read_pcm16(clean_dir / c.path)
+        codes = degrade.phone_line(pcm.astype(np.float64) / 32767.0, PHONE_MULAW.sample_rate)
+        path = folder / "clips" / f"{file_stem(c.utterance_id)}.wav"
+        mulaw.write_wav(path, codes, PHONE_MULAW.sample_rate)
+        clips.append(Clip(id=c.id, utterance_id=c.utterance_id, text=c.text, path=f"clips/{path.name}",
+                          sha256=file_sha256(path), duration_s=round(codes.size / PHONE_MULAW.sample_rate, 4),
+                          sample_rate=PHONE_MULAW.sample_rate, speech_start=c.speech_start, speech_end=c.speech_end,
+                          voice=c.voice, source_clip=f"{clean_name}/{c.id}", transform=record))
+    write_records(folder / "manifest.jsonl", clips)
+    write_info(folder, DatasetInfo(
+        name=folder.name, kind="audio", family=family, condition=PHONE_LINE, recipe=recipe,
+        sample_rate=PHONE_MULAW.sample_rate, wire=PHONE_MULAW.as_record(),
+        description=f"{clean_name} as a phone line carries it: 8 kHz, 300-3400 Hz, G.711 mu-law, stored and sent as "
+                    "mu-law (never pooled with the 16 kHz conditions); anchors carried from the clean clips",
+        vad=_vad_record(), transform=record))
+    return folder
+
+
 def build_prompts(root: Path) -> None:
     folder = root / "tts-prompts"
     write_records(folder / "manifest.jsonl", [Prompt(id=p, text=t, category=c) for p, c, t in TTS_PROMPTS])
@@ -122,7 +155,7 @@ def reanchor(root: Path) -> int:
         new_clean[c.id] = replace(c, speech_start=anchors.speech_start, speech_end=anchors.speech_end)
     write_records(clean_dir / "manifest.jsonl", new_clean.values())
     changed = sum(new_clean[i] != old_clean[i] for i in old_clean)
-    for name in degrade.TRANSFORMS:
+    for name in (*degrade.TRANSFORMS, PHONE_LINE):
         folder = root / f"{FAMILY}-{name}"
         clips = []
         for c in read_records(folder / "manifest.jsonl", Clip):
@@ -130,7 +163,7 @@ def reanchor(root: Path) -> int:
             clips.append(replace(c, speech_start=round(src_new.speech_start + c.speech_start - src_old.speech_start, 3),
                                  speech_end=round(src_new.speech_end + c.speech_end - src_old.speech_end, 3)))
         write_records(folder / "manifest.jsonl", clips)
-    for folder in [clean_dir] + [root / f"{FAMILY}-{n}" for n in degrade.TRANSFORMS]:
+    for folder in [clean_dir] + [root / f"{FAMILY}-{n}" for n in (*degrade.TRANSFORMS, PHONE_LINE)]:
         info = read_info(folder)
         write_info(folder, replace(info, vad=_vad_record()))
     return changed
@@ -149,10 +182,11 @@ def main() -> None:
     clean, audio = build_clean(args.out)
     for name in degrade.TRANSFORMS:
         build_degraded(args.out, name, clean, audio)
+    build_phone_line(args.out)
     build_prompts(args.out)
     digest = hashlib.sha256(b"".join((args.out / d / "manifest.jsonl").read_bytes() for d in sorted(
         p.name for p in args.out.iterdir() if (p / "manifest.jsonl").is_file()))).hexdigest()
-    print(f"built {len(clean)} utterances x {1 + len(degrade.TRANSFORMS)} conditions and {len(TTS_PROMPTS)} prompts "
+    print(f"built {len(clean)} utterances x {2 + len(degrade.TRANSFORMS)} conditions and {len(TTS_PROMPTS)} prompts "
           f"in {args.out} (manifests sha256 {digest[:16]})")
 
 

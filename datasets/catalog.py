@@ -17,6 +17,7 @@ from .audio import CATALOG_RATE, AudioError, read_pcm16
 from voxwatch.integrity import file_sha256
 
 from .manifest import Clip, DatasetInfo, ManifestError, Prompt, read_info, read_records
+from .wire import Wire, wire_from
 
 
 class IntegrityError(ValueError):
@@ -53,6 +54,11 @@ class Dataset:
         return pcm
 
     @property
+    def wire(self) -> Wire | None:
+        """How the clips go over the wire (None: 16 kHz linear PCM)."""
+        return wire_from(self.info.wire, str(self.folder / "dataset.json"))
+
+    @property
     def duration_s(self) -> float:
         return sum(c.duration_s for c in self.clips)
 
@@ -87,6 +93,8 @@ class Catalog:
         if info.kind == "text":
             return Dataset(info, folder, manifest_sha, prompts=tuple(read_records(manifest, Prompt)))
         clips = tuple(read_records(manifest, Clip))
+        wire = wire_from(info.wire, str(folder / "dataset.json"))
+        rate = wire.sample_rate if wire is not None else CATALOG_RATE
         if verify:
             for clip in clips:
                 path = folder / clip.path
@@ -94,6 +102,6 @@ class Catalog:
                     raise IntegrityError(f"{path}: missing (listed in {manifest})")
                 if file_sha256(path) != clip.sha256:
                     raise IntegrityError(f"{path}: sha256 does not match {manifest}; refusing to measure {name}")
-                if clip.sample_rate != CATALOG_RATE:
-                    raise ManifestError(f"{manifest}: {clip.id} is {clip.sample_rate} Hz, the catalog is {CATALOG_RATE} Hz")
+                if clip.sample_rate != rate:
+                    raise ManifestError(f"{manifest}: {clip.id} is {clip.sample_rate} Hz, the dataset's clips are {rate} Hz")
         return Dataset(info, folder, manifest_sha, clips=clips)

@@ -15,7 +15,8 @@ from typing import Callable
 import numpy as np
 from scipy.signal import butter, fftconvolve, sosfiltfilt
 
-from .audio import normalize_loudness, resample
+from . import mulaw
+from .audio import normalize_loudness, resample, to_pcm16
 
 RATE = 16000
 
@@ -79,31 +80,17 @@ def noisegap(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
     return Degraded(y, start, end + gap.size / RATE)
 
 
-def _mulaw_encode(pcm: np.ndarray) -> np.ndarray:
-    """G.711 mu-law, segment by segment (bias 0x84, clip 32635)."""
-    x = pcm.astype(np.int32)
-    sign = (x < 0).astype(np.int32)
-    mag = np.minimum(np.abs(x), 32635) + 0x84
-    exponent = np.clip(np.floor(np.log2(mag)).astype(np.int32) - 7, 0, 7)
-    mantissa = (mag >> (exponent + 3)) & 0x0F
-    return (~((sign << 7) | (exponent << 4) | mantissa)) & 0xFF
-
-
-def _mulaw_decode(code: np.ndarray) -> np.ndarray:
-    c = ~code.astype(np.int32) & 0xFF
-    exponent, mantissa = (c >> 4) & 0x07, c & 0x0F
-    mag = (((mantissa << 3) + 0x84) << exponent) - 0x84
-    return np.where(c & 0x80, -mag, mag).astype(np.int16)
+def phone_line(x: np.ndarray, rate: int = mulaw.RATE, band_hz: tuple[float, float] = (300.0, 3400.0)) -> np.ndarray:
+    """What a phone line carries of 16 kHz audio: 8 kHz, the 300-3400 Hz band, G.711 mu-law codes."""
+    narrow = resample(x, RATE, rate)
+    sos = butter(4, band_hz, btype="bandpass", fs=rate, output="sos")
+    return mulaw.encode(to_pcm16(sosfiltfilt(sos, narrow)))
 
 
 def phonecodec(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
                rate: int = 8000, band_hz: tuple[float, float] = (300.0, 3400.0)) -> Degraded:
-    """A phone call: 8 kHz, 300-3400 Hz band, G.711 mu-law, back to 16 kHz."""
-    narrow = resample(x, RATE, rate)
-    sos = butter(4, band_hz, btype="bandpass", fs=rate, output="sos")
-    narrow = sosfiltfilt(sos, narrow)
-    pcm = np.clip(np.round(narrow * 32767), -32768, 32767).astype(np.int16)
-    decoded = _mulaw_decode(_mulaw_encode(pcm)).astype(np.float64) / 32768.0
+    """A phone call heard back at 16 kHz: the phone line's audio decoded and upsampled."""
+    decoded = mulaw.decode(phone_line(x, rate, band_hz)).astype(np.float64) / 32768.0
     y = resample(decoded, rate, RATE)[: x.size]
     return Degraded(normalize_loudness(y), start, end)
 

@@ -57,6 +57,7 @@ class DatasetInfo:
     vad: dict[str, Any] | None = None
     transform: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    wire: dict[str, Any] | None = None  # how its clips are sent and stored, when not 16 kHz PCM (datasets.wire)
 
 
 def file_stem(item_id: str) -> str:

@@ -6,12 +6,14 @@ Protocol facts followed (AssemblyAI streaming AsyncAPI spec and the assemblyai-p
   Headers as the official SDK sends them: `AssemblyAI-Version: 2025-05-12`
   (AssemblyAI/assemblyai-python-sdk assemblyai/streaming/v3/_base.py `_build_headers`, and its
   tests/unit/test_streaming.py, @ 530eca5a, 2026-08-14).
-- Audio goes as binary frames of pcm_s16le; each frame must hold 50 to 1000 ms of audio (close code
+- Audio goes as binary frames of pcm_s16le, or for the phone condition pcm_mulaw at 8000 Hz (the
+  `encoding` values of AssemblyAI's streaming docs, "PCM16 or Mu-law", and of its SDKs' streaming
+  types); each frame must hold 50 to 1000 ms of audio (close code
   3007 otherwise). The harness writes 20 ms chunks, so this adapter batches them and sends once
   50 ms are buffered: the first audio reaches AssemblyAI 40 ms after t0 and every later sample up
   to 40 ms late, a cost of the protocol that every AssemblyAI caller with 20 ms frames pays, and
   which the latencies measured here therefore include. The remainder at the end is padded with
-  silence to 50 ms.
+  silence to 50 ms (mu-law's silence is 0xFF, not zero bytes).
 - `Turn` messages carry `turn_order`, `end_of_turn`, `turn_is_formatted`, `transcript` (the turn's
   finalized words only) and `words` (each with `word_is_final`). A Turn with `end_of_turn: false`
   is a partial: its text is all its words, final or not, which is what a caller would display. The
@@ -38,6 +40,7 @@ Protocol facts followed (AssemblyAI streaming AsyncAPI spec and the assemblyai-p
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from urllib.parse import urlencode
 
@@ -62,9 +65,21 @@ def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError
     return closed("AssemblyAI", exc, during)
 
 
+ENCODINGS = {"mulaw": ("pcm_mulaw", b"\xff")}
+"""Each wire encoding voxwatch sends (datasets.wire): AssemblyAI's name for it and one sample of silence."""
+
+
 class AssemblyAISTT:
     sample_rate = 16000
     format_turns = False  # see the module docstring: the final is the first, unformatted, end of turn
+    encoding, silence = "pcm_s16le", b"\x00\x00"
+    wire_encodings = tuple(ENCODINGS)
+
+    def on_wire(self, wire) -> "AssemblyAISTT":
+        """A copy that declares the wire format (the phone line's 8 kHz mu-law) in its query."""
+        wired = copy.copy(self)
+        (wired.encoding, wired.silence), wired.sample_rate = ENCODINGS[wire.encoding], wire.sample_rate
+        return wired
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
@@ -74,7 +89,7 @@ class AssemblyAISTT:
     async def connect(self, timeline: Timeline) -> "AssemblyAISession":
         """Open the session and wait for `Begin`, so session set-up stays outside the clocks."""
         key = require_key(self.model.vendor)
-        query = urlencode({"sample_rate": self.sample_rate, "encoding": "pcm_s16le",
+        query = urlencode({"sample_rate": self.sample_rate, "encoding": self.encoding,
                            "format_turns": str(self.format_turns).lower(), "speech_model": self.model.vendor_model})
         ws = await open_websocket(f"{self.url}/v3/ws?{query}",
                                   {"Authorization": key.reveal(), "AssemblyAI-Version": API_VERSION}, "AssemblyAI",
@@ -95,7 +110,7 @@ class AssemblyAISTT:
         except ProviderError:
             await ws.close()
             raise
-        return AssemblyAISession(ws, timeline, self.sample_rate)
+        return AssemblyAISession(ws, timeline, self.sample_rate, self.silence)
 
 
 def _raise_for_error(data: dict) -> None:
@@ -104,9 +119,9 @@ def _raise_for_error(data: dict) -> None:
 
 
 class AssemblyAISession:
-    def __init__(self, ws, timeline: Timeline, sample_rate: int) -> None:
-        self.ws, self.timeline = ws, timeline
-        self.min_bytes = sample_rate * MIN_CHUNK_MS // 1000 * 2
+    def __init__(self, ws, timeline: Timeline, sample_rate: int, silence: bytes = b"\x00\x00") -> None:
+        self.ws, self.timeline, self.silence = ws, timeline, silence
+        self.min_bytes = sample_rate * MIN_CHUNK_MS // 1000 * len(silence)
         self._buffer = bytearray()
         self._finalized: set[int] = set()  # turn_order values whose final has arrived
         self._open_turn = False  # a turn has words and no final yet
@@ -177,7 +192,7 @@ class AssemblyAISession:
     async def end_audio(self) -> None:
         """Send what is buffered (padded with silence to 50 ms), then ForceEndpoint."""
         if self._buffer:
-            chunk = bytes(self._buffer) + bytes(max(0, self.min_bytes - len(self._buffer)))
+            chunk = bytes(self._buffer) + self.silence * (max(0, self.min_bytes - len(self._buffer)) // len(self.silence))
             self._buffer = bytearray()
             await self._send(chunk)
         self._forced = True

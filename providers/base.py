@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from typing import TYPE_CHECKING
+
 from .events import Timeline
+
+if TYPE_CHECKING:
+    from voxwatch.datasets.wire import Wire
 
 
 FAILURE_STATUSES = ("error", "auth_error", "rate_limited", "server_error", "malformed", "disconnected")
@@ -55,6 +60,17 @@ class STTStream(Protocol):
     sample_rate: int
 
     async def connect(self, timeline: Timeline) -> STTStreamSession: ...
+
+
+def on_wire(adapter, wire: Wire):
+    """The adapter set to send `wire` audio (a dataset's wire format, such as the phone line's 8 kHz
+    mu-law), or None when its protocol does not take it as voxwatch speaks it. An adapter that does
+    lists the encodings in `wire_encodings` and makes a copy set for one in `on_wire(wire)`: the
+    copy's session then takes that encoding's bytes in `send_audio`, and declares it to the vendor
+    in the vendor's own terms."""
+    if wire.encoding not in getattr(adapter, "wire_encodings", ()):
+        return None
+    return adapter.on_wire(wire)
 
 
 class STTBatch(Protocol):

@@ -3,7 +3,9 @@
 Protocol facts followed (developers.deepgram.com/docs/finalize, /docs/close-stream,
 /docs/understand-endpointing-interim-results; deepgram/deepgram-docs fern/docs/finalize.mdx and
 close-stream.mdx):
-- Binary frames carry linear16 PCM; auth `Authorization: Token <key>`. `Results` messages carry
+- Binary frames carry linear16 PCM, or for the phone condition G.711 mu-law as the query declares
+  it (`encoding=mulaw&sample_rate=8000`: developers.deepgram.com/docs/encoding, /docs/sample-rate;
+  raw audio needs both parameters); auth `Authorization: Token <key>`. `Results` messages carry
   `channel.alternatives[0].transcript`; `is_final` marks a finalized segment (finals come per
   segment: the hypothesis is the joined segments, TTFS the last worded one's arrival), interim
   results otherwise; `speech_final` marks the segment Deepgram's endpointing closed.
@@ -23,6 +25,7 @@ speech, whichever of the two brought it.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from urllib.parse import urlencode
 
@@ -39,17 +42,29 @@ DEFAULT_URL = "wss://api.deepgram.com"
 CLOSE_WAIT_S = 2.0
 
 
+ENCODINGS = {"mulaw": "mulaw"}
+"""Each wire encoding voxwatch sends (datasets.wire) and Deepgram's name for it."""
+
+
 class DeepgramSTT:
     sample_rate = 16000
+    encoding = "linear16"
+    wire_encodings = tuple(ENCODINGS)
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
 
+    def on_wire(self, wire) -> "DeepgramSTT":
+        """A copy that declares the wire format (the phone line's 8 kHz mu-law) in its query."""
+        wired = copy.copy(self)
+        wired.encoding, wired.sample_rate = ENCODINGS[wire.encoding], wire.sample_rate
+        return wired
+
     async def connect(self, timeline: Timeline) -> "DeepgramSession":
         key = require_key(self.model.vendor)
-        query = urlencode({"model": self.model.id.split("/", 1)[1], "encoding": "linear16",
+        query = urlencode({"model": self.model.id.split("/", 1)[1], "encoding": self.encoding,
                            "sample_rate": self.sample_rate, "channels": 1, "interim_results": "true"})
         ws = await open_websocket(f"{self.url}/v1/listen?{query}", {"Authorization": f"Token {key.reveal()}"},
                                   "Deepgram", clock=timeline.clock)

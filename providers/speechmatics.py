@@ -13,7 +13,9 @@ protocol guides, and the speechmatics-python-sdk `rt` client):
   (e.g. `wss://global.rt.speechmatics.com` for every worker).
 - The path is `/v2`; auth `Authorization: Bearer <key>`; a refused key is
   HTTP 401 on the handshake (or an `Error` of type `not_authorised` with close code 4001).
-- The client sends `StartRecognition` (`audio_format` raw pcm_s16le at the sample rate;
+- The client sends `StartRecognition` (`audio_format` raw pcm_s16le at the sample rate, or for the
+  phone condition raw `mulaw` at 8000: docs.speechmatics.com/speech-to-text/realtime/input lists
+  `pcm_f32le`, `pcm_s16le` and `mulaw` for raw audio, with a mandatory `sample_rate`;
   `transcription_config` with `language`, `model` (`enhanced` | `standard`, which replaced the
   deprecated `operating_point`), `enable_partials`, `max_delay`) and must wait for
   `RecognitionStarted` before sending audio; `Info` messages may come first.
@@ -36,6 +38,7 @@ with `max_delay_mode` flexible and partials on.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 
@@ -76,11 +79,23 @@ def closed_error(exc: websockets.ConnectionClosed, during: str) -> ProviderError
     return closed("Speechmatics", exc, during)
 
 
+ENCODINGS = {"mulaw": "mulaw"}
+"""Each wire encoding voxwatch sends (datasets.wire) and Speechmatics' name for it (one byte a sample)."""
+
+
 class SpeechmaticsSTT:
     """`<model>-<language>` ids, e.g. `speechmatics/enhanced-en`: the realtime model and the language pack."""
 
     sample_rate = 16000
     per_region = True  # Registry.create passes the worker's region: the endpoint follows it
+    encoding, bytes_per_sample = "pcm_s16le", 2
+    wire_encodings = tuple(ENCODINGS)
+
+    def on_wire(self, wire) -> "SpeechmaticsSTT":
+        """A copy that declares the wire format (the phone line's 8 kHz mu-law) in its audio_format."""
+        wired = copy.copy(self)
+        wired.encoding, wired.bytes_per_sample, wired.sample_rate = ENCODINGS[wire.encoding], 1, wire.sample_rate
+        return wired
 
     def __init__(self, model: ModelInfo, region: str | None = None) -> None:
         self.model = model
@@ -96,7 +111,7 @@ class SpeechmaticsSTT:
         try:
             await ws.send(json.dumps({
                 "message": "StartRecognition",
-                "audio_format": {"type": "raw", "encoding": "pcm_s16le", "sample_rate": self.sample_rate},
+                "audio_format": {"type": "raw", "encoding": self.encoding, "sample_rate": self.sample_rate},
                 "transcription_config": {"language": self.language, "model": self.model_name, "enable_partials": True,
                                          "max_delay": MAX_DELAY_S, "max_delay_mode": "flexible"}}))
             while True:
@@ -116,12 +131,13 @@ class SpeechmaticsSTT:
         except ProviderError:
             await ws.close()
             raise
-        return SpeechmaticsSession(ws, timeline, self.sample_rate)
+        return SpeechmaticsSession(ws, timeline, self.sample_rate, self.bytes_per_sample)
 
 
 class SpeechmaticsSession:
-    def __init__(self, ws, timeline: Timeline, sample_rate: int) -> None:
+    def __init__(self, ws, timeline: Timeline, sample_rate: int, bytes_per_sample: int = 2) -> None:
         self.ws, self.timeline, self.sample_rate = ws, timeline, sample_rate
+        self.bytes_per_sample = bytes_per_sample
         self._sent_chunks = 0  # the server numbers AudioAdded seq_no from 1 in the order it reads them
         self._sent_bytes = 0
         self._forced = False
@@ -178,7 +194,7 @@ class SpeechmaticsSession:
         """ForceEndOfUtterance: finalize everything sent so far, keeping the session open."""
         self._forced = True
         await self._send(json.dumps({"message": "ForceEndOfUtterance",
-                                     "timestamp": self._sent_bytes / 2 / self.sample_rate}))
+                                     "timestamp": self._sent_bytes / self.bytes_per_sample / self.sample_rate}))
 
     async def wait_final(self) -> None:
         """Return once the forced utterance has ended (its finals are in) or the stream closed."""

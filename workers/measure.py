@@ -34,7 +34,7 @@ from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
 from voxwatch.observation import Observation
 from voxwatch.text import safe_text
-from voxwatch.providers.base import HarnessFault, ProviderError
+from voxwatch.providers.base import HarnessFault, ProviderError, on_wire
 from voxwatch.providers.close_codes import closed
 from voxwatch.providers.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
@@ -132,12 +132,15 @@ def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
 async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext,
                        wait) -> tuple[bytes, Timeline]:
     """What a caller does (STT stream and S2S alike): connect, speak the clip in real time, end the
-    turn, then wait (`wait(session)`) for the provider's answer within the time limit."""
+    turn, then wait (`wait(session)`) for the provider's answer within the time limit. A dataset with
+    a wire format (the phone line's mu-law) is sent in it; the PCM is returned either way."""
     pcm = audio_sent(dataset, clip)
+    wire = dataset.wire
+    sent, bytes_per_sample = (wire.encode(pcm), wire.bytes_per_sample) if wire is not None else (pcm, 2)
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
     try:
-        await paced_send(session, pcm, clip.sample_rate, ctx.chunk_ms, timeline)
+        await paced_send(session, sent, clip.sample_rate, ctx.chunk_ms, timeline, bytes_per_sample)
         row.pacing_error_ms = pacing_error_ms(timeline)
         await session.end_audio()
         await asyncio.wait_for(wait(session), ctx.timeout_s)
@@ -279,6 +282,12 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
         harness = HARNESSES.get(model.protocol)
         if harness is None:
             return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
+        if isinstance(item, Clip) and dataset.wire is not None:
+            adapter = on_wire(adapter, dataset.wire)
+            if adapter is None:
+                return _fail(row, "excluded", f"{model.id}'s protocol does not take {dataset.wire.label} audio "
+                                              f"as voxwatch speaks it; {dataset.name} is sent only as {dataset.wire.label}",
+                             ctx)
         # a local engine needs the CPU a busy poll would take, and its events come from threads
         async with busy_poll if model.region != "local" else contextlib.nullcontext():
             with gc_paused, on_the_clock:

@@ -22,8 +22,9 @@ PHASES = 32
 """Start phases per chunk period: 0.625 ms apart at 20 ms chunks."""
 
 
-def chunk_pcm(pcm16: bytes, sample_rate: int, chunk_ms: int) -> list[bytes]:
-    step = sample_rate * chunk_ms // 1000 * 2
+def chunk_pcm(pcm16: bytes, sample_rate: int, chunk_ms: int, bytes_per_sample: int = 2) -> list[bytes]:
+    """The audio in chunk_ms pieces (int16 PCM by default; mu-law is one byte a sample)."""
+    step = sample_rate * chunk_ms // 1000 * bytes_per_sample
     return [pcm16[i:i + step] for i in range(0, len(pcm16), step)]
 
 
@@ -56,14 +57,16 @@ class _Phases:
 phases = _Phases()
 
 
-async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, timeline: Timeline) -> int:
-    """Write every chunk on its deadline, marking CHUNK_SENT (with the deadline) as each write returns."""
-    chunks = chunk_pcm(pcm16, sample_rate, chunk_ms)
+async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, timeline: Timeline,
+                     bytes_per_sample: int = 2) -> int:
+    """Write every chunk on its deadline, marking CHUNK_SENT (with the deadline) as each write returns.
+    `pcm16` is the audio as sent: int16 PCM, or a dataset's wire encoding (`bytes_per_sample`)."""
+    chunks = chunk_pcm(pcm16, sample_rate, chunk_ms, bytes_per_sample)
     period = chunk_ms * 1_000_000
     with phases.start(timeline.clock(), period) as t0:
         for k, chunk in enumerate(chunks):
             deadline = t0 + k * period
             await sleep_until(deadline, timeline.clock)
             await session.send_audio(chunk)
-            timeline.mark(CHUNK_SENT, n_samples=len(chunk) // 2, deadline_ns=deadline)
+            timeline.mark(CHUNK_SENT, n_samples=len(chunk) // bytes_per_sample, deadline_ns=deadline)
     return len(chunks)

@@ -11,8 +11,9 @@ frame's arrival (this emulator's t0) it sends partial `Turn`s (`end_of_turn: fal
 far, all but the newest final) on the STTScenario cadence from `first_partial_ms` after the start
 of speech, and the end-of-turn `Turn` `final_ms` after the end of speech; with `format_turns=true`
 a formatted copy of the final follows `FORMAT_DELAY_MS` later. `ForceEndpoint` does not move the
-scenario's timing (the scenario is the truth); `Terminate` flushes a final (and formatted copy)
-not yet sent, then `Termination` and a normal close.
+scenario's timing (the scenario is the truth); `Terminate` notes the encoding, rate and every byte
+received (ledger `seen:stream`), flushes a final (and formatted copy) not yet sent, then
+`Termination` and a normal close.
 
 A stream's scenario keys (anchors, transcripts, jitter) are the sha256 of its first harness chunk:
 AssemblyAI's clients batch 20 ms chunks into 50 ms frames, so the key is the prefix of the first
@@ -35,7 +36,7 @@ import websockets
 from voxwatch.clock import sleep_until
 
 from .faults import break_off, breaks, websocket_refusal
-from .ledger import record
+from .ledger import record, saw
 from .scenario import STTScenario, scenario_for
 
 PATH = "/v3/ws"
@@ -86,6 +87,7 @@ class _Stream:
     def __init__(self, bytes_per_ms: int, format_turns: bool) -> None:
         self.bytes_per_ms, self.format_turns = bytes_per_ms, format_turns
         self.audio_bytes = 0
+        self.audio = bytearray()  # every frame received, for the ledger
         self.first_frame_ns: int | None = None
         self.transcript = ""
         self.words: list[str] = []
@@ -137,6 +139,7 @@ class AssemblyAIEmulator:
                     if stream.too_fast(len(message), arrived):
                         await _close_mid_audio(ws, 4029, "Client sent audio too fast")
                         return
+                    stream.audio += message
                     if stream.speaker is None:
                         stream.speaker = asyncio.create_task(self._speak(ws, arrived, message, stream))
                     continue
@@ -146,6 +149,7 @@ class AssemblyAIEmulator:
                     await ws.close(4100, "Endpoint received invalid JSON")
                     return
                 if kind == "Terminate":
+                    saw(self, "stream", {"encoding": encoding, "sample_rate": rate, "audio": stream.audio.hex()})
                     await self._flush(ws, stream)
                     audio_s = int(stream.audio_bytes / stream.bytes_per_ms / 1000)
                     await ws.send(json.dumps({"type": "Termination", "audio_duration_seconds": audio_s,

@@ -1,7 +1,9 @@
 """A loopback emulator of Deepgram's live transcription (`/v1/listen`) and Aura text-to-speech
 (`/v1/speak`) WebSockets, both on one port as Deepgram serves them on one host.
 
-Both check `Authorization: Token <key>`. `/v1/listen` takes linear16 binary frames; sends interim
+Both check `Authorization: Token <key>`. `/v1/listen` takes binary frames in the query's
+`encoding` (linear16, or mulaw for the phone condition) at its `sample_rate`, and notes what it
+received with them (ledger `seen:listen`) when the stream closes; it sends interim
 `Results` (`is_final: false`) on a cadence from `first_partial_ms` after the start of speech, and
 the final `final_ms` after the end of speech: `from_finalize` when a `Finalize` had arrived, else
 `speech_final` (endpointing closed it). A `Finalize` that finds the final already sent (nothing
@@ -31,11 +33,12 @@ import websockets
 from voxwatch.clock import sleep_until
 
 from .faults import break_off, breaks, websocket_refusal
-from .ledger import record
+from .ledger import record, saw
 from .scenario import STTScenario, TTSScenario, scenario_for
 from .speech import ChunkCache
 
 LISTEN, SPEAK = "/v1/listen", "/v1/speak"
+LISTEN_ENCODINGS = ("linear16", "mulaw")  # of Deepgram's raw encodings, the ones voxwatch sends
 
 
 def _results(text: str, is_final: bool, from_finalize: bool = False) -> str:
@@ -72,12 +75,19 @@ class DeepgramEmulator:
     # --- /v1/listen ---
 
     async def _listen_session(self, ws) -> None:
+        query = parse_qs(urlsplit(ws.request.path).query)
+        encoding, rate = query.get("encoding", [""])[0], query.get("sample_rate", [""])[0]
+        if encoding not in LISTEN_ENCODINGS or not rate.isdigit():
+            await ws.close(1008, "DATA-0000: raw audio needs encoding (linear16 or mulaw here) and sample_rate")
+            return
         finalized = asyncio.Event()
         final_sent = asyncio.Event()
         sender: asyncio.Task | None = None
+        audio = bytearray()
         try:
             async for message in ws:
                 if isinstance(message, bytes):
+                    audio += message
                     if sender is None:
                         sender = asyncio.create_task(self._transcribe(ws, time.perf_counter_ns(), message, finalized,
                                                                       final_sent))
@@ -88,6 +98,7 @@ class DeepgramEmulator:
                     if final_sent.is_set() and self.stt.empty_finalize_reply:
                         await ws.send(_results("", True, from_finalize=True))
                 elif kind == "CloseStream":
+                    saw(self, "listen", {"encoding": encoding, "sample_rate": int(rate), "audio": audio.hex()})
                     if sender is not None:
                         await sender  # the results still pending go first
                     await ws.send(json.dumps({"type": "Metadata", "request_id": str(uuid.uuid4()), "channels": 1}))

@@ -9,8 +9,9 @@ the words not yet final on the STTScenario cadence from `first_partial_ms` after
 speech; transcripts of four words or more get a first-half `AddTranscript` segment mid-speech, as
 Speechmatics finalizes segments as it goes; the last segment's `AddTranscript` goes `final_ms`
 after the end of speech. `ForceEndOfUtterance` is answered with `EndOfUtterance` after that final
-(at once, with an empty `AddTranscript` first, once the final is out); `EndOfStream` flushes a
-final not yet sent, then `EndOfTranscript` and a normal close.
+(at once, with an empty `AddTranscript` first, once the final is out); `EndOfStream` notes the
+audio_format and every byte received (ledger `seen:stream`), flushes a final not yet sent, then
+`EndOfTranscript` and a normal close.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import websockets
 from voxwatch.clock import sleep_until
 
 from .faults import break_off, breaks, websocket_refusal
-from .ledger import record
+from .ledger import record, saw
 from .scenario import STTScenario, scenario_for
 
 MODELS = ("enhanced", "standard")
@@ -112,8 +113,10 @@ class SpeechmaticsEmulator:
                                       "language_pack_info": {"adapted": False, "itn": True, "language_description":
                                                              "English", "word_delimiter": " ",
                                                              "writing_direction": "left-to-right"}}))
+            fmt, audio = start["audio_format"], bytearray()
             async for message in ws:
                 if isinstance(message, bytes):
+                    audio += message
                     seq_no += 1
                     if stream.speaker is None:
                         stream.speaker = asyncio.create_task(self._speak(ws, time.perf_counter_ns(), message, stream))
@@ -130,6 +133,8 @@ class SpeechmaticsEmulator:
                         await ws.send(_transcript("AddTranscript", []))
                         await ws.send(_end_of_utterance(0.0))
                 elif kind == "EndOfStream":
+                    saw(self, "stream", {"encoding": fmt["encoding"], "sample_rate": fmt["sample_rate"],
+                                         "audio": audio.hex()})
                     await self._flush(ws, stream)
                     await ws.send(json.dumps({"message": "EndOfTranscript"}))
                     await ws.close()
