@@ -2,10 +2,12 @@
 published by the leaderboard (SQLite and Postgres alike) as missed over tagged entities of the rows."""
 
 import asyncio
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 
 from voxwatch import leaderboard
@@ -16,6 +18,8 @@ from voxwatch.providers.events import FINAL, REQUEST_SENT, RESPONSE
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.workers.measure import MeasureContext, measure_item
+
+from test_web import seeded_store, serving
 
 BATCH = Registry.default().resolve("faster-whisper/tiny.en@1.2.1")
 
@@ -110,3 +114,14 @@ def test_few_tagged_clips_give_no_entity_error_rate(tmp_path: Path, store_url: s
     assert board and all(r.entity_error_rate is None and r.entity_error_rate_ci is None for r in board)
     assert "pooled" in leaderboard.format_table(board, "30d")
     store.close()
+
+
+def test_the_api_and_the_web_board_show_the_same_entity_error_rate(tmp_path: Path):
+    rows = _rows()
+    with seeded_store(rows) as url, serving(url, tmp_path / "serve.log") as base:
+        api = httpx.get(f"{base}/api/v1/leaderboard", params={"board": "stt"}).json()["rows"]
+        page = httpx.get(f"{base}/board/stt").text
+    assert api and all(r["entity_error_rate"] == pytest.approx(_direct(rows)) and r["entities"] == 18 for r in api)
+    shown = re.findall(r'data-field="entity_error_rate" data-value="([^"]+)">entities missed: ([\d.]+)% of 18<', page)
+    assert len(shown) == 1 and float(shown[0][0]) == pytest.approx(_direct(rows))
+    assert float(shown[0][1]) == pytest.approx(100 * _direct(rows), abs=0.1)
