@@ -5,7 +5,8 @@ stt-starter-clean is synthesized with eSpeak NG in four voice and rate settings,
 degraded set is a named transform of it (voxwatch.datasets.degrade), and stt-starter-phone-mulaw is
 it as a phone line carries it, stored as 8 kHz mu-law. tts-prompts is text only.
 eSpeak NG's frication noise is random, so a rebuild gives equivalent, not byte-identical, audio:
-the committed files and their sha256s are the reference; `--reanchor` refreshes anchors only.
+the committed files and their sha256s are the reference; `--reanchor` refreshes anchors only,
+`--retag` the entity tags (starter_texts.STT_ENTITIES) only.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from . import degrade, mulaw
 from .audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
 from .catalog import bundled_root
 from .manifest import Clip, DatasetInfo, Prompt, file_stem, read_info, read_records, write_info, write_records
-from .starter_texts import STT_UTTERANCES, TTS_PROMPTS
+from .starter_texts import STT_ENTITIES, STT_UTTERANCES, TTS_PROMPTS
 from .wire import PHONE_MULAW
 
 FAMILY = "stt-starter"
@@ -49,6 +50,12 @@ def _synthesize(engine: EspeakEngine, uid: str, text: str, voice: str, rate: int
     return x + rng.standard_normal(x.size) * 10 ** (FLOOR_DBFS / 20)
 
 
+def entities_of(uid: str) -> tuple[dict[str, str], ...] | None:
+    """The starter utterance's tagged entities as a manifest holds them (None: none tagged)."""
+    tagged = STT_ENTITIES.get(uid)
+    return tuple({"type": t, "text": span} for t, span in tagged) if tagged else None
+
+
 def _clip(folder: Path, uid: str, text: str, x: np.ndarray, start: float, end: float, **extra) -> Clip:
     path = folder / "clips" / f"{file_stem(uid)}.wav"
     write_wav(path, x)
@@ -68,7 +75,8 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
         anchors = speech_anchors(to_pcm16(x))
         if anchors is None:
             raise RuntimeError(f"{uid}: the VAD found no speech in the synthesized clip")
-        clips.append(_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end, voice=f"espeak-ng/{voice}@{rate}wpm"))
+        clips.append(_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end, voice=f"espeak-ng/{voice}@{rate}wpm",
+                           entities=entities_of(uid)))
         audio[uid] = x
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
@@ -90,7 +98,7 @@ def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np
     for c in clean:
         d = degrade.apply(name, audio[c.utterance_id], c.speech_start, c.speech_end, c.utterance_id)
         clips.append(_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3), round(d.speech_end, 3),
-                           voice=c.voice, source_clip=f"{clean_name}/{c.id}", transform=record))
+                           voice=c.voice, source_clip=f"{clean_name}/{c.id}", transform=record, entities=c.entities))
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=family, condition=name, recipe=recipe, sample_rate=CATALOG_RATE,
@@ -169,11 +177,27 @@ def reanchor(root: Path) -> int:
     return changed
 
 
+def retag(root: Path) -> int:
+    """Rewrite the entity tags of every starter manifest from STT_ENTITIES, audio and anchors untouched
+    (entities are text metadata: no clip is re-synthesized). Returns how many clips changed."""
+    changed = 0
+    for folder in [root / f"{FAMILY}-clean"] + [root / f"{FAMILY}-{n}" for n in degrade.TRANSFORMS]:
+        old = read_records(folder / "manifest.jsonl", Clip)
+        new = [replace(c, entities=entities_of(c.utterance_id)) for c in old]
+        changed += sum(a != b for a, b in zip(old, new))
+        write_records(folder / "manifest.jsonl", new)
+    return changed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=bundled_root())
     parser.add_argument("--reanchor", action="store_true", help="only recompute VAD anchors of the existing clips")
+    parser.add_argument("--retag", action="store_true", help="only rewrite the entity tags of the existing clips")
     args = parser.parse_args()
+    if args.retag:
+        print(f"retagged {retag(args.out)} clips' entities in {args.out}")
+        return
     if args.reanchor:
         print(f"re-anchored {reanchor(args.out)} of the clean clips' anchors in {args.out}")
         return

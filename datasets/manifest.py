@@ -13,6 +13,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from voxwatch.metrics.entities import ENTITY_TYPES
+
 SCHEMA_VERSION = 1
 _NOT_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -35,6 +37,29 @@ class Clip:
     voice: str | None = None
     source_clip: str | None = None
     transform: dict[str, Any] | None = None
+    entities: tuple[dict[str, str], ...] | None = None  # METHOD "Entity accuracy": spans of `text` to get right
+
+    def __post_init__(self) -> None:
+        if self.entities is not None:
+            object.__setattr__(self, "entities", checked_entities(self.entities, self.text))
+
+
+def checked_entities(entities: Any, text: str) -> tuple[dict[str, str], ...]:
+    """A clip's tagged entities, each {"type": one of ENTITY_TYPES, "text": a substring of the
+    reference}, as a tuple; ValueError says which entity is wrong and why."""
+    if not isinstance(entities, (list, tuple)):
+        raise ValueError(f"entities: expected a list, got {type(entities).__name__}")
+    out = []
+    for i, e in enumerate(entities):
+        where = f"entities[{i}]"
+        if not isinstance(e, dict) or set(e) != {"type", "text"}:
+            raise ValueError(f"{where}: expected an object with exactly \"type\" and \"text\", got {e!r}"[:200])
+        if e["type"] not in ENTITY_TYPES:
+            raise ValueError(f"{where}: type {e['type']!r} is not one of {', '.join(ENTITY_TYPES)}")
+        if not isinstance(e["text"], str) or not e["text"].strip() or e["text"] not in text:
+            raise ValueError(f"{where}: text {e['text']!r} is not a span of the reference text {text!r}")
+        out.append({"type": e["type"], "text": e["text"]})
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -74,7 +99,10 @@ def _from_record(cls, record: dict[str, Any], where: str):
         raise ManifestError(f"{where}: " + "; ".join(
             p for p in (f"unknown field(s) {sorted(unknown)}" if unknown else "",
                         f"missing field(s) {sorted(missing)}" if missing else "") if p))
-    return cls(**record)
+    try:
+        return cls(**record)
+    except ValueError as exc:  # a field's own check (Clip.entities)
+        raise ManifestError(f"{where}: {exc}") from None
 
 
 def read_info(folder: Path) -> DatasetInfo:

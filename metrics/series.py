@@ -8,7 +8,8 @@ CLI and the alert summaries all call `series_rows`; the Grafana SQL is tested ag
 Floors: a statistic is n/a (None) below its floor. Means, max and standard deviation need
 MIN_N values, and so does p50; a tail percentile q also needs at least TAIL_N values beyond it
 (p95: 100, p99: 500), since a p95 of 20 values is their largest but one. Rates need MIN_ATTEMPTS
-attempts; pooled WER needs MIN_N scored clips. Intervals (95 %) respect how the rows were drawn:
+attempts; pooled WER needs MIN_N scored clips, the entity error rate MIN_N scored clips with tags.
+Intervals (95 %) respect how the rows were drawn:
 they cluster by utterance and tick (metrics/clustered.py), never treating rows as independent,
 and need rows from MIN_CLUSTERS ticks and utterances.
 """
@@ -98,6 +99,9 @@ class MetricRow:
     mean_ci: tuple[float, float] | None = None
     error_rate_ci: tuple[float, float] | None = None
     timeout_rate_ci: tuple[float, float] | None = None
+    entity_error_rate: float | None = None
+    entities: int = 0  # tagged entities in the clips the entity error rate pools
+    entity_error_rate_ci: tuple[float, float] | None = None
 
 
 def flat(row: MetricRow) -> dict:
@@ -160,6 +164,13 @@ def pooled_wer(errors: Sequence[int], words: Sequence[int]) -> float | None:
     return int(np.sum(errors)) / total if len(errors) >= MIN_N and total > 0 else None
 
 
+def entity_error_rate(missed: Sequence[int], total: Sequence[int]) -> float | None:
+    """sum(missed) / sum(tagged) entities over the scored clips with tags (METHOD "Entity accuracy"),
+    pooled like WER; None below MIN_N such clips or no entities."""
+    entities = int(np.sum(total)) if len(total) else 0
+    return int(np.sum(missed)) / entities if len(total) >= MIN_N and entities > 0 else None
+
+
 def clip_wers(errors: Sequence[int], words: Sequence[int]) -> np.ndarray:
     """Each scored clip's own WER (clips with no reference words have none): for distributions only."""
     e, w = np.asarray(errors, dtype=np.float64), np.asarray(words, dtype=np.float64)
@@ -180,6 +191,8 @@ class SeriesData:
     values: dict[str, Sequence[float | None]]
     errors: Sequence[int | None]
     words: Sequence[int | None]
+    entities_missed: Sequence[int | None] = ()
+    entities_total: Sequence[int | None] = ()  # both empty, or one entry per row (None: untagged or not scored)
 
 
 def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -195,6 +208,18 @@ def scored_clips(statuses: np.ndarray, errors: Sequence[int | None],
     errors_or_nan = np.asarray(errors, dtype=np.float64)
     scored = (statuses == "ok") & ~np.isnan(words_or_nan) & ~np.isnan(errors_or_nan)
     return scored, errors_or_nan[scored].astype(np.int64), words_or_nan[scored].astype(np.int64)
+
+
+def entity_clips(statuses: np.ndarray, missed: Sequence[int | None],
+                 total: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows count towards the entity error rate (ok, scored, at least one tagged entity), and
+    their missed and tagged entities."""
+    if not len(total):
+        none = np.zeros(statuses.size, dtype=bool)
+        return none, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    total_or_nan, missed_or_nan = np.asarray(total, dtype=np.float64), np.asarray(missed, dtype=np.float64)
+    tagged = (statuses == "ok") & (np.nan_to_num(total_or_nan) > 0) & ~np.isnan(missed_or_nan)
+    return tagged, missed_or_nan[tagged].astype(np.int64), total_or_nan[tagged].astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -233,7 +258,11 @@ def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData)
     scored, errors, words = scored_clips(statuses, data.errors, data.words)
     wer = pooled_wer(errors, words)
     per_clip = clip_wers(errors, words)
+    tagged, missed, entities = entity_clips(statuses, data.entities_missed, data.entities_total)
+    eer = entity_error_rate(missed, entities)
     series = dict(
+        entity_error_rate=eer, entities=int(entities.sum()),
+        entity_error_rate_ci=_wer_ci(eer, missed, entities, everything.subset(tagged)),
         attempts=int(attempted.sum()), error_rate=rates["error_rate"], timeout_rate=rates["timeout_rate"],
         inaudible_rate=rates["inaudible_rate"], error_rate_ci=rate_ci(hits["error_rate"], attempts),
         timeout_rate_ci=rate_ci(hits["timeout_rate"], attempts),
@@ -261,6 +290,7 @@ def _clustered_enough(d: Design) -> bool:
 
 
 def _wer_ci(wer: float | None, errors: np.ndarray, words: np.ndarray, d: Design) -> tuple[float, float] | None:
+    """A pooled ratio's interval (WER's, and the entity error rate's: missed over tagged entities)."""
     if wer is None or not _clustered_enough(d):
         return None
     v = ratio_variance(d, errors, words)

@@ -46,7 +46,9 @@ def build(rows: Iterable[Observation], registry: Registry | None = None) -> list
             statuses=[r.status for r in members], utterances=[r.clip_id for r in members],
             ticks=[r.run_id for r in members], values=values,
             errors=[r.substitutions + r.deletions + r.insertions if s else None for r, s in zip(members, scored)],
-            words=[r.ref_words if s else None for r, s in zip(members, scored)])))
+            words=[r.ref_words if s else None for r, s in zip(members, scored)],
+            entities_missed=[r.entities_missed if good else None for r, good in zip(members, ok)],
+            entities_total=[r.entities_total if good else None for r, good in zip(members, ok)])))
     return exclude(out, registry)
 
 
@@ -96,7 +98,7 @@ def _ordered(rows: list[MetricRow], ranked: dict) -> list[MetricRow]:
 
 
 TABLE_HEADER = ("rank", "model", "dataset", "region", "method", "metric", "n", "mean", "p50 [95% CI]", "p95", "max",
-                "errors", "timeouts", "inaudible", "pooled WER [95% CI]")
+                "errors", "timeouts", "inaudible", "pooled WER [95% CI]", "entity errors [95% CI]")
 
 
 def standings(registry: Registry | None, model_ids: Iterable[str]) -> dict[str, Standing]:
@@ -109,7 +111,7 @@ def standings(registry: Registry | None, model_ids: Iterable[str]) -> dict[str, 
 def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *, span: str | None = None,
                  models: Collection[str] = ()) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
-    first line (attempts, rates, pooled WER), its region, method version and rank (metrics.ranking);
+    first line (attempts, rates, pooled WER, entity error rate), its region, method version and rank (metrics.ranking);
     under each board, a line for every model of it that is retired or retires soon. `span` names
     the rows' time span when it is not the rolling window; `models` shows only theirs, ranked
     among all the rows (a model's rank is its place on the board)."""
@@ -134,13 +136,15 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
             rank = ranked.get(series_id(r))
             wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} words)"
                    if r.pooled_wer is not None else "n/a")
+            entity = (_num(r.entity_error_rate, True) + _ci(r.entity_error_rate_ci, True) + f" ({r.entities} entities)"
+                      if r.entity_error_rate is not None else "n/a")
             series = (str(rank) if rank else "-", r.model_id, r.dataset, r.region, f"v{r.method_version}")
             places = _PLACES.get(r.metric, 1)
             table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean, places=places),
                           _num(r.p50, places=places) + _ci(r.p50_ci, places=places), _num(r.p95, places=places),
                           _num(r.max, places=places),
-                          *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer)
-                            if first else ("",) * 4)))
+                          *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer,
+                             entity) if first else ("",) * 5)))
         widths = [max(len(row[i]) for row in table if not isinstance(row, str)) for i in range(len(TABLE_HEADER))]
         for k, row in enumerate(table):
             if isinstance(row, str):

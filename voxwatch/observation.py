@@ -64,6 +64,10 @@ class Observation:
     deletions: int | None = None
     insertions: int | None = None
     ref_words: int | None = None
+    # entity accuracy (per clip, METHOD "Entity accuracy"): the clip's tagged entities and those missed;
+    # None when the clip has no tags or was not scored
+    entities_total: int | None = None
+    entities_missed: int | None = None
     instrument_id: str | None = None
     instrument_error: str | None = None
     # versions
@@ -85,7 +89,8 @@ _OPTIONAL = {f.name for f in fields(Observation) if "None" in str(f.type)}
 _REQUIRED = {f.name for f in fields(Observation) if f.default is MISSING}
 _TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
 _INT64 = 2 ** 63
-_AT_LEAST = {"attempt": 1, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "retry_after_s": 0,
+_AT_LEAST = {"attempt": 1, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
+             "entities_missed": 0, "retry_after_s": 0,
              "started_at": 0}
 _VOCABULARY = {"status": STATUSES, "board": BOARDS}
 

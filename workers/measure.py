@@ -15,7 +15,7 @@ import time
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Sequence
 
 import numpy as np
 import websockets
@@ -31,6 +31,7 @@ from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms,
                                        stt_stream_metrics, tts_metrics)
 from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
+from voxwatch.metrics.entities import entity_errors
 from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
 from voxwatch.observation import Observation
 from voxwatch.text import safe_text
@@ -113,14 +114,17 @@ def _http_facts(row: Observation, timeline: Timeline) -> None:
         row.reason = "timed over a cold connection (it includes connection set-up); latency not recorded"
 
 
-def _score(row: Observation, reference: str, hypothesis: str) -> None:
-    """WER parts of the hypothesis as it will be stored: made safe first (voxwatch.text), so the stored
-    words are the scored ones."""
+def _score(row: Observation, reference: str, hypothesis: str, entities: Sequence[dict] | None = None) -> None:
+    """WER parts (and, for a tagged clip, entity counts) of the hypothesis as it will be stored: made
+    safe first (voxwatch.text), so the stored words are the scored ones."""
     hypothesis = safe_text(hypothesis) if hypothesis else hypothesis
     parts = word_errors(reference, hypothesis)
     row.hypothesis = hypothesis
     row.substitutions, row.deletions, row.insertions, row.ref_words = (
         parts.substitutions, parts.deletions, parts.insertions, parts.ref_words)
+    if entities is not None:
+        counted = entity_errors(entities, hypothesis)
+        row.entities_total, row.entities_missed = counted.total, counted.missed
 
 
 def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
@@ -159,7 +163,7 @@ async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, r
             raise asyncio.TimeoutError("the stream closed without a final transcript")
         row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = (m.ttfs_ms, m.first_partial_ms,
                                                                            m.first_partial_from_t0_ms)
-        _score(row, clip.text, m.hypothesis)
+        _score(row, clip.text, m.hypothesis, clip.entities)
     return compute
 
 
@@ -174,7 +178,7 @@ async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, ro
         m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
         row.latency_ms, row.rtf = m.latency_ms, m.rtf
         _http_facts(row, timeline)
-        _score(row, clip.text, m.hypothesis)
+        _score(row, clip.text, m.hypothesis, clip.entities)
     return compute
 
 

@@ -1,0 +1,85 @@
+"""Entity accuracy (METHOD "Entity accuracy"): did the transcript keep the order numbers, dates,
+amounts and names a voice agent must act on?
+
+WER counts "4 5 2 7 1" against "four five two seven one" as five errors; an agent reading either
+gets the same order number. So an entity is compared on a canonical form instead of word by word:
+both sides go through the WER normalizer (which already turns spelled numbers into digits), then
+runs of digits are joined ("4 5 2 7 1" and "45271" agree), currency signs, decimal points and
+ordinal suffixes dropped ("$12.50", "$12 50" and "1250" agree; "14th" is "14"), and runs of single
+letters joined (a spelled "S M I T H" is "smith"). An entity is found when its canonical tokens
+appear, in order and adjacent, among the hypothesis' canonical tokens; a date or a time when all
+its tokens but fillers appear in any order ("fourteenth of March" and "March 14th" agree).
+The entity error rate of a set of clips is missed entities over tagged entities, pooled like WER.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from .wer import normalize
+
+ENTITY_TYPES = ("number", "amount", "date", "time", "name", "address")
+"""What a manifest may tag: digit strings (order, tracking, account numbers), currency amounts,
+dates, times of day, people's names and addresses."""
+UNORDERED_TYPES = frozenset({"date", "time"})
+"""Types said in either order ("March 14th", "the 14th of March"): matched as a set of tokens."""
+FILLERS = frozenset({"the", "of", "on", "at", "in"})
+"""Words a date or time may be said with or without."""
+
+_SMALL = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+          "seven": "7", "eight": "8", "nine": "9"}  # the normalizer leaves a lone "one" (and 1) a word
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
+_MONEY = re.compile(r"^[$£€]?(\d+)(?:\.(\d+))?$")
+
+
+@dataclass(frozen=True)
+class EntityErrors:
+    """One clip's tagged entities and how many of them the hypothesis missed."""
+    total: int
+    missed: int
+
+
+def _token(word: str) -> str:
+    word = _SMALL.get(word, word)
+    ordinal = _ORDINAL.match(word)
+    if ordinal:
+        return ordinal.group(1)
+    money = _MONEY.match(word)
+    if money:
+        whole, cents = money.groups()
+        return whole + (cents if cents and int(cents) else "")
+    return word
+
+
+def canonical_tokens(text: str) -> list[str]:
+    """The text as compared: normalized, digit runs joined, single-letter runs joined."""
+    out: list[str] = []
+    spelling = False  # is the last token a run of single letters?
+    for word in (_token(w) for w in normalize(text).split()):
+        letter = len(word) == 1 and word.isalpha()
+        if word.isdigit() and out and out[-1].isdigit():
+            out[-1] += word
+        elif letter and spelling:
+            out[-1] += word
+        else:
+            out.append(word)
+        spelling = letter
+    return out
+
+
+def found(entity_type: str, entity_text: str, hypothesis: Sequence[str]) -> bool:
+    """Whether an entity (its type and reference text) is in the hypothesis' canonical tokens."""
+    wanted = canonical_tokens(entity_text)
+    if entity_type in UNORDERED_TYPES:
+        return set(wanted) - FILLERS <= set(hypothesis)
+    n = len(wanted)
+    return n > 0 and any(list(hypothesis[i:i + n]) == wanted for i in range(len(hypothesis) - n + 1))
+
+
+def entity_errors(entities: Iterable[Mapping[str, str]], hypothesis: str) -> EntityErrors:
+    """Tagged entities and those the hypothesis missed, for one clip."""
+    tokens = canonical_tokens(hypothesis)
+    tagged = list(entities)
+    return EntityErrors(len(tagged), sum(not found(e["type"], e["text"], tokens) for e in tagged))
