@@ -181,7 +181,7 @@ def retag(root: Path) -> int:
     """Rewrite the entity tags of every starter manifest from STT_ENTITIES, audio and anchors untouched
     (entities are text metadata: no clip is re-synthesized). Returns how many clips changed."""
     changed = 0
-    for folder in [root / f"{FAMILY}-clean"] + [root / f"{FAMILY}-{n}" for n in degrade.TRANSFORMS]:
+    for folder in sorted(root.glob(f"{FAMILY}-*")):  # clean, each degraded set, the phone line's mu-law
         old = read_records(folder / "manifest.jsonl", Clip)
         new = [replace(c, entities=entities_of(c.utterance_id)) for c in old]
         changed += sum(a != b for a, b in zip(old, new))
