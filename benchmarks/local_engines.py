@@ -4,7 +4,9 @@ On the bundled stt-starter-clean and stt-starter-phonecodec sets and, when ../sh
 is present beside the checkout (or VOXWATCH_SPEECH_DIR names it), on real human speech grouped
 by subset. Whisper tiny.en is timed per clip (real-time factor = decode time / audio duration);
 pocketsphinx decodes each clip as fast as it can (offline, unpaced), so its figure is accuracy
-and decode speed, not streaming latency. Prints a table; the last line is one JSON object.
+and decode speed, not streaming latency. With --streaming, the streaming Whisper's method
+(faster-whisper/tiny.en-streaming: LocalAgreement-2 on a growing buffer re-decoded every second of
+audio) is run on each clip the same way, unpaced: its WER and its decode time per second of audio. Prints a table; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from voxwatch.datasets.audio import CATALOG_RATE, normalize_loudness, read_mono, resample, to_pcm16
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.wer import WordErrors, pooled_wer, word_errors
+from voxwatch.providers.local.whisper_streaming_stt import GrowingBuffer
 from voxwatch.providers.local.whisper_stt import WhisperTiny
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,6 +46,17 @@ def decode_pocketsphinx(decoder, pcm: np.ndarray) -> str:
     decoder.end_utt()
     hyp = decoder.hyp()
     return hyp.hypstr if hyp is not None else ""
+
+
+def decode_streaming(whisper: WhisperTiny, x: np.ndarray) -> str:
+    """The streaming method on one clip, fed in 20 ms chunks as fast as it decodes."""
+    buffer = GrowingBuffer(whisper)
+    pcm = to_pcm16(x).tobytes()
+    for i in range(0, len(pcm), 640):
+        buffer.add(pcm[i:i + 640])
+        if buffer.due():
+            buffer.step()
+    return buffer.finish()
 
 
 def corpora(limit_real: int) -> dict[str, list[tuple[str, np.ndarray]]]:
@@ -68,6 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit-real", type=int, default=1000, help="at most this many real clips")
     parser.add_argument("--no-pocketsphinx", action="store_true")
+    parser.add_argument("--streaming", action="store_true", help="also the streaming Whisper's method")
     args = parser.parse_args()
     whisper = WhisperTiny.get()
     decoder = None if args.no_pocketsphinx else pocketsphinx_decoder()
@@ -76,7 +91,8 @@ def main() -> None:
     for name, items in corpora(args.limit_real).items():
         w_parts: list[WordErrors] = []
         p_parts: list[WordErrors] = []
-        w_time = p_time = audio_s = 0.0
+        s_parts: list[WordErrors] = []
+        w_time = p_time = s_time = audio_s = 0.0
         for text, x in items:
             audio_s += x.size / CATALOG_RATE
             start = time.perf_counter()
@@ -88,14 +104,22 @@ def main() -> None:
                 hyp = decode_pocketsphinx(decoder, to_pcm16(x))
                 p_time += time.perf_counter() - start
                 p_parts.append(word_errors(text, hyp))
+            if args.streaming:
+                start = time.perf_counter()
+                hyp = decode_streaming(whisper, x.astype(np.float32))
+                s_time += time.perf_counter() - start
+                s_parts.append(word_errors(text, hyp))
         row = {"clips": len(items), "audio_s": round(audio_s, 1), "whisper_wer": round(pooled_wer(w_parts), 4),
                "whisper_rtf": round(w_time / audio_s, 4)}
         if decoder is not None:
             row.update(pocketsphinx_wer=round(pooled_wer(p_parts), 4), pocketsphinx_rtf=round(p_time / audio_s, 4))
+        if args.streaming:
+            row.update(streaming_wer=round(pooled_wer(s_parts), 4), streaming_rtf=round(s_time / audio_s, 4))
         results[name] = row
         print(f"{name:40} {row['clips']:5d} {row['audio_s']:8.1f} {100 * row['whisper_wer']:11.1f}% "
               f"{row['whisper_rtf']:12.3f} " + (f"{100 * row['pocketsphinx_wer']:10.1f}% {row['pocketsphinx_rtf']:11.3f}"
-                                                 if decoder is not None else ""))
+                                                 if decoder is not None else "")
+              + (f" streaming {100 * row['streaming_wer']:.1f}% RTF {row['streaming_rtf']:.3f}" if args.streaming else ""))
     print(json.dumps({"benchmark": "local_engines", "cores": os.cpu_count(), "results": results}))
 
 

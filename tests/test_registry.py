@@ -54,6 +54,7 @@ def test_default_registry_has_the_local_engines_with_versions():
     registry = Registry.default()
     local = {m.id: m.board for m in registry.models.values() if not m.needs_key}
     assert local == {"pocketsphinx/en-us@5.1.1": "stt", "faster-whisper/tiny.en@1.2.1": "stt",
+                     "faster-whisper/tiny.en-streaming@1.2.1": "stt",
                      "espeak-ng/en-us@1.52.0": "tts", "local/cascade-scripted-baseline": "s2s"}
     engines = {name for name, v in registry.vendors.items() if v.snapshots == "engine"}
     assert all(m.version for m in registry.models.values() if m.vendor in engines)

@@ -56,6 +56,20 @@ class WhisperTiny:
                                                  without_timestamps=True)
             return " ".join(s.text.strip() for s in segments).strip()
 
+    def timed_words(self, audio16k: np.ndarray, offset_s: float = 0.0,
+                    prompt: str | None = None) -> tuple[list[tuple[float, float, str]], list[float]]:
+        """Greedy decode with word timestamps, for a streaming buffer that starts `offset_s` into the
+        stream: its words as (start, end, text) and its segments' ends, in stream seconds."""
+        with self._lock:
+            segments, _ = self._model.transcribe(np.asarray(audio16k, dtype=np.float32), language="en", beam_size=1,
+                                                 vad_filter=False, condition_on_previous_text=False,
+                                                 word_timestamps=True, initial_prompt=prompt or None)
+            words, ends = [], []
+            for segment in segments:
+                words += [(offset_s + w.start, offset_s + w.end, w.word) for w in segment.words or ()]
+                ends.append(offset_s + segment.end)
+            return words, ends
+
 
 class WhisperBatchSTT:
     sample_rate = 16000
