@@ -38,20 +38,24 @@ class GrowingBuffer:
 
     def __init__(self, engine: WhisperTiny, interval_s: float = DECODE_INTERVAL_S, trim_s: float = TRIM_S) -> None:
         self.engine, self.interval_s, self.trim_s = engine, interval_s, trim_s
-        self.audio = np.zeros(0, dtype=np.float32)
+        self.audio = np.zeros(0, dtype=np.float32)  # as of the last decode
         self.offset_s = 0.0  # stream time of the buffer's first sample
         self.new_samples = 0
+        self._pending: list[bytes] = []  # chunks since the last decode, joined onto `audio` once per decode
         self.policy = LocalAgreement()
 
     def add(self, pcm16: bytes) -> None:
-        samples = np.frombuffer(pcm16, dtype="<i2").astype(np.float32) / 32768.0
-        self.audio = np.concatenate([self.audio, samples])
-        self.new_samples += samples.size
+        """Take a chunk (every 20 ms): only kept, so a chunk costs nothing however long the buffer."""
+        self._pending.append(pcm16)
+        self.new_samples += len(pcm16) // 2
 
     def due(self) -> bool:
         return self.new_samples >= self.interval_s * SAMPLE_RATE
 
     def _decode(self) -> tuple[list[Word], list[float]]:
+        if self._pending:
+            samples = np.frombuffer(b"".join(self._pending), dtype="<i2").astype(np.float32) / 32768.0
+            self.audio, self._pending = np.concatenate([self.audio, samples]), []
         self.new_samples = 0
         before = [w.text.strip() for w in self.policy.committed if w.end <= self.offset_s]
         prompt = " ".join(before)[-PROMPT_CHARS:]
