@@ -104,6 +104,9 @@ def test_streams_partials_then_an_accurate_final_without_blocking_the_loop():
         assert finals[0].t_ns > partials[-1].t_ns
     parts = [word_errors(c.text, t.of(FINAL)[0].text) for c, t in zip(clips, timelines)]
     assert pooled_wer(parts) < 0.35, [t.of(FINAL)[0].text for t in timelines]  # pocketsphinx: ~0.9 on these
-    # decoding happens in the decoder process: the loop keeps its 10 ms ticks (generous on 2 busy cores)
-    late = sorted(((round(x, 3), i) for i, x in enumerate(lateness_s)), reverse=True)[:8]
-    assert len(lateness_s) > 100 and np.median(lateness_s) < 0.02 and max(lateness_s) < 0.1, (len(lateness_s), late)
+    # decoding happens in the decoder process, not on the loop: there, every decode (one a second of
+    # audio, a dozen here, each as long as a decode takes) would make a 10 ms tick that late. A busy
+    # machine stalls any loop now and then, so a stall or two is allowed; a stall per decode is not.
+    stalls = [round(x, 3) for x in lateness_s if x >= 0.1]
+    assert len(lateness_s) > 100 and np.median(lateness_s) < 0.02, (len(lateness_s), np.median(lateness_s))
+    assert len(stalls) <= 2, stalls
