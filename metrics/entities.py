@@ -28,8 +28,7 @@ UNORDERED_TYPES = frozenset({"date", "time"})
 FILLERS = frozenset({"the", "of", "on", "at", "in"})
 """Words a date or time may be said with or without."""
 
-_SMALL = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-          "seven": "7", "eight": "8", "nine": "9"}  # the normalizer leaves a lone "one" (and 1) a word
+_LONE_ONE = {"one": "1"}  # the normalizer spells every other digit as digits, but leaves a lone "one" (and 1) a word
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 _MONEY = re.compile(r"^[$£€]?(\d+)(?:\.(\d+))?$")
 
@@ -42,7 +41,7 @@ class EntityErrors:
 
 
 def _token(word: str) -> str:
-    word = _SMALL.get(word, word)
+    word = _LONE_ONE.get(word, word)
     ordinal = _ORDINAL.match(word)
     if ordinal:
         return ordinal.group(1)
