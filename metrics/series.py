@@ -239,11 +239,8 @@ def attempt_figures(statuses: Sequence[str], errors: Sequence[int | None],
     status = np.asarray(statuses, dtype=object)
     attempted, hits = rate_hits(status)
     _, e, w = scored_clips(status, errors, words)
-    return AttemptFigures(int(attempted.sum()), *(rate(int(h.sum()), h.size) for h in hits.values()),
-                          pooled_wer(e, w), int(w.size))
-
-
-assert tuple(RATES) == ("error_rate", "timeout_rate", "inaudible_rate")  # attempt_figures fills them in this order
+    return AttemptFigures(attempts=int(attempted.sum()), pooled_wer=pooled_wer(e, w), wer_clips=int(w.size),
+                          **{name: rate(int(h.sum()), h.size) for name, h in hits.items()})
 
 
 def series_rows(key: tuple[str, str, str, str, str, str, str], data: SeriesData) -> list[MetricRow]:
