@@ -17,6 +17,7 @@ from .audio import CATALOG_RATE, AudioError, read_pcm16
 from voxwatch.integrity import file_sha256
 
 from .manifest import Clip, DatasetInfo, ManifestError, Prompt, read_info, read_records
+from .mulaw import wav_codes
 from .wire import Wire, wire_from
 
 
@@ -52,6 +53,11 @@ class Dataset:
         if rate != clip.sample_rate:
             raise AudioError(f"{path}: sample rate {rate}, manifest says {clip.sample_rate}")
         return pcm
+
+    def wire_bytes(self, clip: Clip) -> bytes:
+        """A wire-format clip's bytes as stored (the phone line's mu-law codes): what goes on the wire,
+        never decoded and encoded again."""
+        return wav_codes(self.folder / clip.path)
 
     @property
     def wire(self) -> Wire | None:

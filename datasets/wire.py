@@ -31,10 +31,6 @@ class Wire:
     def as_record(self) -> dict[str, Any]:
         return {"encoding": self.encoding, "sample_rate": self.sample_rate}
 
-    def encode(self, pcm16: bytes) -> bytes:
-        """The clip's int16 PCM (its decoded file) as the bytes sent."""
-        return mulaw.to_wire(pcm16)
-
     @property
     def label(self) -> str:
         return f"{self.sample_rate // 1000} kHz {self.encoding}"

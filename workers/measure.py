@@ -127,10 +127,14 @@ def _score(row: Observation, reference: str, hypothesis: str, entities: Sequence
         row.entities_total, row.entities_missed = counted.total, counted.missed
 
 
+def _sent_samples(clip: Clip) -> int:
+    """A caller speaks the clip up to 100 ms after the end of speech (METHOD "Shared VAD anchors")."""
+    return int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))
+
+
 def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
-    """What a caller sends: the clip trimmed to 100 ms after the end of speech (METHOD "Shared VAD anchors")."""
-    pcm = dataset.audio(clip)
-    return pcm[: int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))].tobytes()
+    """What a caller sends, as int16 PCM: the clip trimmed to 100 ms after the end of speech."""
+    return dataset.audio(clip)[:_sent_samples(clip)].tobytes()
 
 
 async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext,
@@ -140,7 +144,8 @@ async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, 
     a wire format (the phone line's mu-law) is sent in it; the PCM is returned either way."""
     pcm = audio_sent(dataset, clip)
     wire = dataset.wire
-    sent, bytes_per_sample = (wire.encode(pcm), wire.bytes_per_sample) if wire is not None else (pcm, 2)
+    sent, bytes_per_sample = (pcm, 2) if wire is None else \
+        (dataset.wire_bytes(clip)[:_sent_samples(clip) * wire.bytes_per_sample], wire.bytes_per_sample)
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
     try:
