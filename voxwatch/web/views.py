@@ -15,7 +15,7 @@ from itertools import groupby
 
 from voxwatch import leaderboard
 from voxwatch.metrics.series import MetricRow
-from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics import METHOD_VERSION, ranking
 from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_title, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
@@ -111,10 +111,11 @@ def method_notes(source: Source, rows: list[MetricRow], window: str) -> list[Met
     return notes
 
 
-def dataset_tables(rows: list[MetricRow], notes: list[MethodNote]) -> list[DatasetTable]:
-    """The board as one table per dataset, each protocol's series in rank order (metrics.ranking)."""
+def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
+                   ranked: dict[ranking.SeriesId, int | None]) -> list[DatasetTable]:
+    """The board as one table per dataset, each protocol's series in rank order. `ranked`: the ranks
+    metrics.ranking gave over every series of the window, so rows a filter left out change none."""
     by_key = {(n.model_id, n.dataset, n.region): n.text for n in notes}
-    ranked = ranks(rows, METHOD_VERSION)
     tables: dict[str, DatasetTable] = {}
     for key, members in groupby(rows, key=series_id):
         members = list(members)
