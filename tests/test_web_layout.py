@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import httpx
@@ -25,7 +26,8 @@ from voxwatch.store.connection import connect
 from voxwatch.web.source import open_source
 
 from conftest import REPO
-from test_web import ROWS, browser, expected_board, server, store  # noqa: F401 (the module's fixtures)
+from test_web import (DAY, NOW, ROWS, browser, expected_board, seeded_store, server,  # noqa: F401 (the module's fixtures)
+                      serving, store)
 
 ARTIFACTS = REPO / "var" / "test-artifacts"
 PAGES = {"overview": "/", "stt": "/board/stt", "tts": "/board/tts", "s2s": "/board/s2s"}
@@ -241,6 +243,42 @@ def test_sorting_by_name_and_back_to_rank(server):
     assert httpx.get(f"{server}/board/stt", params={"order": "up"}).status_code == 400
 
 
+class _FullRanks(HTMLParser):
+    """The rank cell of each series in a board's full tables (table.board, "All metrics"), by
+    (model, dataset, region, method)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ranks: dict[tuple, str] = {}
+        self._dataset: str | None = None
+        self._series: tuple | None = None
+        self._key: tuple | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "table" and a.get("class") == "board":
+            self._dataset = a["data-dataset"]
+        elif tag == "tbody" and a.get("class") == "series" and self._dataset:
+            self._series = (a["data-model"], self._dataset, a["data-region"], a["data-method"])
+        elif tag == "td" and a.get("data-field") == "rank" and self._series:
+            self._key = self._series
+            self.ranks[self._key] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._key = None
+
+    def handle_data(self, data: str) -> None:
+        if self._key is not None:
+            self.ranks[self._key] += data.strip()
+
+
+def full_ranks(server: str, path: str, **params: str) -> dict[tuple, str]:
+    p = _FullRanks()
+    p.feed(httpx.get(server + path, params=params).text)
+    return p.ranks
+
+
 def _series(tables: list[dict]) -> set[tuple]:
     return {(r["data-model"], t["data-dataset"], r["data-region"], r["data-method"]) for t in tables for r in t["rows"]}
 
@@ -264,6 +302,10 @@ def test_filters_keep_only_the_matching_series_and_never_rerank(server):
             for r in t["rows"]:
                 key = (r["data-model"], t["data-dataset"], r["data-region"], r["data-method"])
                 assert r["cells"]["rank"]["text"] == ranks[key]  # the published rank, not one among the few
+        full = full_ranks(server, "/board/stt", **{name: value})
+        assert set(full) == want, name
+        for key, rank in full.items():  # the full tables too: the published rank
+            assert rank == (ranks[key].strip() or "-"), (name, key)
     both = parsed(server, "/", region="us-east", vendor="deepgram").tables
     assert _series(both) == {s for s in expected if s[2] == "us-east" and s[0].startswith("deepgram/")}
     day = parsed(server, "/board/stt", window="24h").tables
@@ -274,6 +316,25 @@ def test_filters_keep_only_the_matching_series_and_never_rerank(server):
     assert '<form class="filter-form" method="get">' in form
     for name in ("window", "dataset", "condition", "region", "vendor", "q"):
         assert f'name="{name}"' in form
+
+
+def test_a_filter_never_reranks_the_full_tables_either(tmp_path):
+    """A filter that hides a clearly faster series leaves the slower one its published rank 2 in the
+    ranked table and in the full ("All metrics") table alike, never 1 among the few left."""
+    template = next(r for r in ROWS if r.status == "ok" and r.protocol == "stt-stream" and r.method_version == METHOD_VERSION)
+    rows = [replace(template, model_id=model_id, vendor=model_id.split("/")[0], region="us-east",
+                    dataset="stt-starter-clean", run_id=f"{model_id}-{i // 5}", clip_id=f"clip{i}",
+                    started_at=NOW - (0.5 + i * 0.5) * DAY, ttfs_ms=base + 7.0 * (i % 5), first_partial_ms=base / 2)
+            for model_id, base in (("deepgram/nova-3", 200.0), ("openai/gpt-4o-transcribe:realtime", 900.0))
+            for i in range(30)]
+    slower = ("openai/gpt-4o-transcribe:realtime", "stt-starter-clean", "us-east", METHOD_VERSION)
+    with seeded_store(rows) as url, serving(url, tmp_path / "serve.log") as base:
+        published = {(r["data-model"], t["data-dataset"], r["data-region"], r["data-method"]): r["cells"]["rank"]["text"]
+                     for t in parsed(base, "/board/stt").tables for r in t["rows"]}
+        assert published[slower] == "2"
+        ranked = parsed(base, "/board/stt", vendor="openai").tables
+        assert [(r["data-model"], r["cells"]["rank"]["text"]) for t in ranked for r in t["rows"]] == [(slower[0], "2")]
+        assert full_ranks(base, "/board/stt", vendor="openai") == {slower: "2"}
 
 
 # --- charts, freshness, provenance, alerts ----------------------------------------------------------

@@ -14,7 +14,6 @@ from voxwatch.metrics.series import MetricRow
 
 from . import views
 from .chart import PALETTE, Line, Marker, line_chart, swatch
-from .daily import DailyFigures
 
 SUMMARY_WINDOW = "30d"
 CONNECT = "connect_ms"
@@ -133,19 +132,12 @@ def metric_charts(h: views.History) -> list[Chart]:
 
 def _figure_charts(h: views.History, kind: str, title: str, fields: tuple[tuple[str, bool], ...]) -> list[Chart]:
     """One chart per dataset of daily figures (as %), a line per series and field; none where no day has a value."""
-    def key(f: DailyFigures) -> tuple:
-        return f.dataset, f.region, f.method_version, f.instrument or ""
-
     out = []
-    ordered = sorted(h.figures, key=lambda f: (key(f), f.day))
-    for dataset, rows in groupby(ordered, key=lambda f: f.dataset):
-        series = [_Series(region, method, instrument or None,
+    for dataset, group in groupby(views.figure_series(h), key=lambda s: s["dataset"]):
+        series = [_Series(s["region"], s["method_version"], s["instrument"],
                           [(name.replace("_", " ") if len(fields) > 1 else "", dashed,
-                            [(f.day, 100 * getattr(f.figures, name)) for f in days
-                             if getattr(f.figures, name) is not None])
-                           for name, dashed in fields])
-                  for (_, region, method, instrument), days in groupby(rows, key=key)
-                  for days in [list(days)]]
+                            [(p["day"], 100 * p[name]) for p in s["points"] if p[name] is not None])
+                           for name, dashed in fields]) for s in group]
         chart = _draw(Chart(kind, fields[0][0], dataset, title.format(dataset=dataset), "%"), series, h)
         if chart.svg:
             out.append(chart)

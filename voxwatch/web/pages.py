@@ -81,7 +81,8 @@ def board_page(request: Request) -> Response:
     entries = [e for s in context["sections"] for t in s.tables for e in t.entries]
     kept = {series_id(e.row) for e in entries}
     shown = [r for r in rows if series_id(r) in kept]  # the full tables show the series the filters keep
-    tables = views.dataset_tables(shown, views.method_notes(source, shown, window))
+    tables = views.dataset_tables(shown, views.method_notes(source, shown, window),
+                                  {series_id(e.row): e.rank for e in entries})  # the ranks above: never re-ranked
     alerts = {(e.row.model_id, e.row.dataset, e.row.region, e.row.method_version): e.alerts
               for e in entries if e.alerts}
     conversations = conversation_views.conversation_board(source, window) if board == "s2s" else None

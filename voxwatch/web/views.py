@@ -15,12 +15,12 @@ from itertools import groupby
 
 from voxwatch import leaderboard
 from voxwatch.metrics.series import MetricRow
-from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_title, ranks, series_id, why_unranked
+from voxwatch.metrics import METHOD_VERSION, ranking
+from voxwatch.metrics.ranking import rank_order, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.lifecycle import Standing
-from voxwatch.providers.registry import BOARDS, ModelInfo, Registry, RegistryError
+from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
 from .daily import DailyFigures, DailyPoint
 from .source import Alert, AlertsUnavailable, SeriesId, Source
@@ -111,10 +111,11 @@ def method_notes(source: Source, rows: list[MetricRow], window: str) -> list[Met
     return notes
 
 
-def dataset_tables(rows: list[MetricRow], notes: list[MethodNote]) -> list[DatasetTable]:
-    """The board as one table per dataset, each protocol's series in rank order (metrics.ranking)."""
+def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
+                   ranked: dict[ranking.SeriesId, int | None]) -> list[DatasetTable]:
+    """The board as one table per dataset, each protocol's series in rank order. `ranked`: the ranks
+    metrics.ranking gave over every series of the window, so rows a filter left out change none."""
     by_key = {(n.model_id, n.dataset, n.region): n.text for n in notes}
-    ranked = ranks(rows, METHOD_VERSION)
     tables: dict[str, DatasetTable] = {}
     for key, members in groupby(rows, key=series_id):
         members = list(members)
@@ -148,43 +149,6 @@ def leaderboard_document(source: Source, registry: Registry, window: str, board:
         "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
                    "changes": [{"from": a, "to": b, "on": day} for a, b, day in n.changes]} for n in notes],
     }
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """A series' ranked metric line with its rank (None: shown, not ranked, for the reason given)."""
-    row: MetricRow
-    rank: int | None
-    unranked: str | None
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """One ranking: a dataset's series of one protocol, in rank order (unranked last)."""
-    dataset: str
-    protocol: str
-    members: list[Ranked]
-
-    @property
-    def title(self) -> str:
-        return ranking_title(self.dataset, self.protocol)
-
-
-def overview(rows: list[MetricRow]) -> dict[str, list[Ranking]]:
-    """Per board, one ranking per dataset and protocol (stream and batch apart), each series' ranked
-    metric line in rank order."""
-    ranked = ranks(rows, METHOD_VERSION)
-    groups: dict[tuple[str, str, str], list[Ranked]] = {}
-    for r in rows:
-        if r.metric == ranked_metric(r.protocol):
-            groups.setdefault((r.board, r.dataset, r.protocol), []).append(
-                Ranked(r, ranked.get(series_id(r)), why_unranked(r, METHOD_VERSION)))
-    out: dict[str, list[Ranking]] = {b: [] for b in BOARDS}
-    for (board, dataset, protocol), members in sorted(groups.items(), key=lambda g: (
-            g[0][0], g[0][1], METRIC_ORDER.get(ranked_metric(g[0][2]) or "", len(METRIC_ORDER)))):
-        members.sort(key=lambda x: rank_order(x.row, x.rank))
-        out[board].append(Ranking(dataset, protocol, members))
-    return out
 
 
 def model_standing(registry: Registry, model_id: str) -> Standing | None:
