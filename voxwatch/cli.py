@@ -193,11 +193,16 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
     from voxwatch.web.source import StoreUnavailable, open_source
     from voxwatch.web.views import leaderboard_document
 
+    span = None
+    if only.since is not None or only.until is not None:  # the span's rows, every model's (ranks need them all)
+        store = open_store(cfg.store_url, create=False)
+        try:
+            span = leaderboard.from_store(store, args.window, registry, replace(only, models=()))
+        finally:
+            store.close()
     source = open_source(cfg.store_url, registry)
     try:
-        if only.since is not None or only.until is not None:
-            source = _SpanSource(source, cfg.store_url, registry, replace(only, models=()))
-        doc = leaderboard_document(source, registry, args.window, None, None)
+        doc = leaderboard_document(source, registry, args.window, None, None, span)
     except StoreUnavailable as exc:
         print(f"voxwatch: error: {one_line(exc.detail)}", file=sys.stderr)
         return 2
@@ -211,23 +216,6 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
                    models=list(only.models))
     print(json.dumps(doc, indent=2))
     return 0
-
-
-class _SpanSource:
-    """A web Source whose leaderboard is a span's rows from the store; everything else is the source's."""
-
-    def __init__(self, source, url: str, registry: Registry, only: RowFilter) -> None:
-        self._source, self._url, self._registry, self._only = source, url, registry, only
-
-    def leaderboard(self, window: str):
-        store = open_store(self._url, create=False)
-        try:
-            return leaderboard.from_store(store, window, self._registry, self._only)
-        finally:
-            store.close()
-
-    def __getattr__(self, name: str):
-        return getattr(self._source, name)
 
 
 def cmd_export(args) -> int:

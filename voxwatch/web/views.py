@@ -134,10 +134,11 @@ def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
 
 
 def leaderboard_document(source: Source, registry: Registry, window: str, board: str | None,
-                         dataset: str | None) -> dict:
+                         dataset: str | None, rows: list[MetricRow] | None = None) -> dict:
     """The JSON of a board (the API's /leaderboard and the board's ?format=json): each row with its
-    model's status on the registry's day (a retired model's rows stay, marked retired)."""
-    rows = board_rows(source, window, board, dataset)
+    model's status on the registry's day (a retired model's rows stay, marked retired). `rows`: the
+    board's rows when the caller computed them (the CLI over a span of its own), else the source's."""
+    rows = board_rows(source, window, board, dataset) if rows is None else rows
     notes = method_notes(source, rows, window)
     ranked = ranks(rows, METHOD_VERSION)
     standing = leaderboard.standings(registry, {r.model_id for r in rows})
