@@ -199,7 +199,8 @@ class PreferenceRows:
         `where` names each row in an error (a file's line), else "rating <n>"."""
         m, added = self.MARK, 0
         with self._cursor("write ratings to") as cur:
-            prompts: dict[int, tuple[list[str], str]] = {}
+            prompts: dict[int, tuple[list[str], str]] = {}  # per pair: its prompt's tags and condition
+            raters: set[int] = set()  # found in the store: a file's many lines per rater ask once
             for n, row in enumerate(rows, 1):
                 label = where[n - 1] if where is not None else f"rating {n}"
                 what = f"{label} (rater {row.rater_id}, pair {row.pair_id}, {row.rubric})"
@@ -212,9 +213,11 @@ class PreferenceRows:
                     if found is None:
                         raise RatingError(f"{what}: no pair {row.pair_id} (with its prompt) in the store")
                     prompts[row.pair_id] = (json.loads(found[0]), found[1])
-                cur.execute(f"SELECT 1 FROM {RATERS} WHERE rater_id = {m}", (row.rater_id,))
-                if cur.fetchone() is None:
-                    raise RatingError(f"{what}: no rater {row.rater_id} in the store")
+                if row.rater_id not in raters:
+                    cur.execute(f"SELECT 1 FROM {RATERS} WHERE rater_id = {m}", (row.rater_id,))
+                    if cur.fetchone() is None:
+                        raise RatingError(f"{what}: no rater {row.rater_id} in the store")
+                    raters.add(row.rater_id)
                 try:
                     check_rating(row.rubric, row.cmos, *prompts[row.pair_id])
                 except RatingError as exc:
