@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import Any, Iterable, Sequence
 
 from ..preference.rows import (SIDES, OutputRow, PairRow, PromptRow, RaterRow, RatingRow, names)
-from ..preference.rubrics import RatingError, check_rating
+from ..preference.rubrics import CMOS_MAX, CMOS_MIN, RatingError, check_rating
 
 PROMPTS, OUTPUTS, PAIRS, RATERS, RATINGS = ("preference_prompts", "preference_outputs", "preference_pairs",
                                            "preference_raters", "preference_ratings")
@@ -27,7 +27,7 @@ _CONSTRAINTS = {
     OUTPUTS: ["UNIQUE (prompt_set, prompt_id, config_id)"],
     PAIRS: ["CHECK (shown_first IN ('a', 'b'))"],
     RATERS: ["UNIQUE (token_sha256)"],
-    RATINGS: ["UNIQUE (rater_id, pair_id, rubric)", "CHECK (cmos BETWEEN -3 AND 3)",
+    RATINGS: ["UNIQUE (rater_id, pair_id, rubric)", f"CHECK (cmos BETWEEN {CMOS_MIN} AND {CMOS_MAX})",
               "CHECK (shown_first IN ('a', 'b'))", f"FOREIGN KEY (rater_id) REFERENCES {RATERS} (rater_id)",
               f"FOREIGN KEY (pair_id) REFERENCES {PAIRS} (pair_id)"],
 }
