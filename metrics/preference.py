@@ -14,10 +14,11 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
+from voxwatch.preference.rubrics import CMOS_MAX  # the scale a rating is answered on: defined with the rubrics
+
 ELO_BASE = 1000.0
 ELO_SCALE = 400.0 / np.log(10.0)
 """Elo points per unit of strength (a logit): 400 points is a 10:1 odds of preference."""
-CMOS_MAX = 3
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ well under 0.001 logit and matters only where a configuration never loses (or ne
 CATEGORIES = 2 * CMOS_MAX + 1
 _CUT_SIGN = np.array([-1, -1, -1, 1, 1, 1])
 _CUT_T = np.array([2, 1, 0, 0, 1, 2])  # cut-point j is _CUT_SIGN[j] * t[_CUT_T[j]]
+_ABOVE = np.minimum(np.arange(CATEGORIES), 5)  # the cut-point above each category (the top's: +inf)
+_BELOW = np.maximum(np.arange(CATEGORIES) - 1, 0)  # and below it (the bottom's: -inf)
 MAX_ITER = 100
 
 
@@ -121,13 +123,27 @@ def _thresholds(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class _Problem:
-    """The cells with weight, coded over the present configurations, and their sum-zero basis."""
+    """The cells with weight, coded over the present configurations, their sum-zero basis, and what
+    every Newton step reuses: each cell's (configuration, category) codes and the basis of all the
+    parameters (free strengths, gamma, u) in (strengths, gamma, u)."""
     a: np.ndarray
     b: np.ndarray
     first: np.ndarray
     category: np.ndarray
     counts: np.ndarray
     z: np.ndarray
+    a_category: np.ndarray
+    b_category: np.ndarray
+    basis: np.ndarray
+
+
+def _problem(a: np.ndarray, b: np.ndarray, first: np.ndarray, category: np.ndarray, counts: np.ndarray,
+             k: int) -> _Problem:
+    z = sum_zero_basis(k)
+    basis = np.zeros((k + 4, k + 3))
+    basis[:k, :k - 1] = z
+    basis[k:, k - 1:] = np.eye(4)
+    return _Problem(a, b, first, category, counts, z, a * CATEGORIES + category, b * CATEGORIES + category, basis)
 
 
 def _by_config(index: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
@@ -163,11 +179,21 @@ def _loglik_parts(theta: np.ndarray, q: _Problem, ridge: float, with_derivatives
     huu = du * (1 - 2 * fu) / p - au * au
     hll = -dl * (1 - 2 * fl) / p - al * al
     hul = -au * al
-    gu, gl = dcut[np.minimum(q.category, 5)], dcut[np.maximum(q.category - 1, 0)]
+    # a cell's cut-points are its category's: the u-derivatives are summed per category (and per
+    # configuration and category) first, and meet the 7 x 3 derivatives of the cut-points once
+    above, below = dcut[_ABOVE], dcut[_BELOW]
+
+    def per_category(v: np.ndarray) -> np.ndarray:
+        return np.bincount(q.category, weights=v, minlength=CATEGORIES)
+
+    def per_config_category(v: np.ndarray) -> np.ndarray:
+        return (np.bincount(q.a_category, weights=v, minlength=k * CATEGORIES)
+                - np.bincount(q.b_category, weights=v, minlength=k * CATEGORIES)).reshape(k, CATEGORIES)
+
     # upper = c_k - eta and lower = c_(k-1) - eta: eta's derivatives enter with a minus
     e = n * (au + al)
     grad = np.concatenate([-(_by_config(q.a, e, k) - _by_config(q.b, e, k)), [-np.sum(e * q.first)],
-                           np.sum((n * au)[:, None] * gu + (n * al)[:, None] * gl, axis=0)])
+                           above.T @ per_category(n * au) + below.T @ per_category(n * al)])
     hxx = n * (huu + hll + 2 * hul)
     pair = np.bincount(q.a * k + q.b, weights=hxx, minlength=k * k).reshape(k, k)
     pair = pair + pair.T
@@ -176,18 +202,15 @@ def _loglik_parts(theta: np.ndarray, q: _Problem, ridge: float, with_derivatives
     side = hxx * q.first
     hess[:k, k] = hess[k, :k] = _by_config(q.a, side, k) - _by_config(q.b, side, k)
     hess[k, k] = np.sum(hxx)
-    mixed = n[:, None] * ((huu + hul)[:, None] * gu + (hll + hul)[:, None] * gl)
-    for m in range(3):
-        hess[:k, k + 1 + m] = -(_by_config(q.a, mixed[:, m], k) - _by_config(q.b, mixed[:, m], k))
-        hess[k, k + 1 + m] = -np.sum(mixed[:, m] * q.first)
+    wu, wl = n * (huu + hul), n * (hll + hul)  # a cell's mixed derivative: wu * d(upper) + wl * d(lower)
+    hess[:k, k + 1:] = -(per_config_category(wu) @ above + per_config_category(wl) @ below)
+    hess[k, k + 1:] = -(per_category(wu * q.first) @ above + per_category(wl * q.first) @ below)
     hess[k + 1:, :k + 1] = hess[:k + 1, k + 1:].T
-    hess[k + 1:, k + 1:] = (np.einsum("i,ij,ik->jk", n * huu, gu, gu) + np.einsum("i,ij,ik->jk", n * hll, gl, gl)
-                            + np.einsum("i,ij,ik->jk", n * hul, gu, gl) + np.einsum("i,ij,ik->jk", n * hul, gl, gu)
-                            + np.diag(grad[k + 1:]))  # d2 t / du2 = dt / du: the chain rule's second term
-    basis = np.zeros((k + 4, k + 3))
-    basis[:k, :free] = q.z
-    basis[k:, free:] = np.eye(4)
-    grad, hess = basis.T @ grad, basis.T @ hess @ basis
+    cross = (above.T * per_category(n * hul)) @ below
+    # + diag(grad): d2 t / du2 = dt / du, the chain rule's second term
+    hess[k + 1:, k + 1:] = ((above.T * per_category(n * huu)) @ above + (below.T * per_category(n * hll)) @ below
+                            + cross + cross.T + np.diag(grad[k + 1:]))
+    grad, hess = q.basis.T @ grad, q.basis.T @ hess @ q.basis
     grad[:free] -= ridge * beta
     hess[:free, :free] -= ridge * np.eye(free)
     return value, grad, hess
@@ -214,8 +237,8 @@ def fit_cells(c: Cells, counts: np.ndarray, ridge: float = RIDGE, start: Ordinal
     used = counts > 0
     k = int(present.sum())
     index = np.cumsum(present) - 1
-    q = _Problem(index[c.a[used]], index[c.b[used]], c.first[used].astype(np.float64), c.category[used],
-                 counts[used], sum_zero_basis(k))
+    q = _problem(index[c.a[used]], index[c.b[used]], c.first[used].astype(np.float64), c.category[used],
+                 counts[used], k)
     n = q.counts
     if start is not None and np.array_equal(start.present, present):
         theta = start.params.copy()
@@ -242,7 +265,7 @@ def fit_cells(c: Cells, counts: np.ndarray, ridge: float = RIDGE, start: Ordinal
         theta = candidate
         value, grad, hess = _loglik_parts(theta, q, ridge, True)
     strength = np.full(c.configs, np.nan)
-    strength[present] = sum_zero_basis(k) @ theta[:k - 1]
+    strength[present] = q.z @ theta[:k - 1]
     t = np.cumsum(np.exp(theta[k:]))
     return OrdinalFit(strength, float(theta[k - 1]), (float(t[0]), float(t[1]), float(t[2])), theta, present,
                       iterations, converged)

@@ -10,6 +10,7 @@ import argparse
 import secrets
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -206,22 +207,23 @@ def cmd_raters_add(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_raters_list(args: argparse.Namespace, cfg: Config) -> int:
-    from .gold import store_gold_scores
+    from .gold import gold_scores
 
     store = _store(cfg, create=False)
     try:
-        raters = store.preference_raters()
-        ratings = store.preference_ratings()
-        scores = store_gold_scores(store, cfg.preference_gold_pass_share, cfg.preference_gold_min_answers)
+        raters, ratings, pairs = store.preference_raters(), store.preference_ratings(), store.preference_pairs()
     finally:
         store.close()
+    scores = gold_scores(pairs, ratings, [r.rater_id for r in raters], cfg.preference_gold_pass_share,
+                         cfg.preference_gold_min_answers)
+    answered = Counter(x.rater_id for x in ratings)
+    pairs_rated = Counter(rater_id for rater_id, _ in {(x.rater_id, x.pair_id) for x in ratings})
     table = []
     for r in raters:
-        mine = [x for x in ratings if x.rater_id == r.rater_id]
         s = scores[r.rater_id]
         verdict = ("yes" if s.careless else "no") if s.answered >= cfg.preference_gold_min_answers else "too few gold"
-        table.append((r.rater_id, r.label or None, len({x.pair_id for x in mine}), len(mine), s.answered, s.passed,
-                      verdict))
+        table.append((r.rater_id, r.label or None, pairs_rated[r.rater_id], answered[r.rater_id], s.answered,
+                      s.passed, verdict))
     listing.emit(("rater", "label", "pairs", "ratings", "gold", "passed", "careless"), table, args.format)
     if args.format != "table":
         return 0

@@ -25,7 +25,7 @@ import numpy as np
 
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.preference import Ratings, ratings, regroup
-from voxwatch.metrics.preference_bootstrap import RESAMPLES, SEED, Board, board, by_category, by_group, by_rubric
+from voxwatch.metrics.preference_bootstrap import RESAMPLES, SEED, Board, by_category, by_group, by_rubric
 from voxwatch.metrics.preference_engines import agreement
 from voxwatch.metrics.ranking import interval_ranks
 from voxwatch.metrics.rubric_clusters import rubric_clusters
@@ -152,16 +152,17 @@ def snapshot(stored: StoredRatings, resamples: int = RESAMPLES, seed: int = SEED
         doc["clusters_reason"] = "no ratings yet"
         return doc
     sections = doc["sections"]
+    rubric_boards = by_rubric(r, resamples, seed)  # the headline rubric's is the configuration board: fitted once
     for by in ("model", "config", "voice", "thinking"):
         if by == "config":
-            sections.append(section(by, HEADLINE_RUBRIC, TITLES[by], board(overall, resamples, seed), overall))
+            sections.append(section(by, HEADLINE_RUBRIC, TITLES[by], rubric_boards[HEADLINE_RUBRIC], overall))
             continue
         groups = group_of(overall.configs, by)
         grouped = regroup(overall, groups)
         if _fittable(grouped):
             sections.append(section(by, HEADLINE_RUBRIC, TITLES[by], by_group(overall, groups, resamples, seed),
                                     grouped))
-    for name, b in by_rubric(r, resamples, seed).items():
+    for name, b in rubric_boards.items():
         sections.append(section("rubric", name, f"Rubric: {name}", b, r.of_rubric(name)))
     for facet in FACETS:
         label = np.array([stored.facets[facet][p] for p in overall.prompts])[overall.prompt]

@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import Any, Iterable, Sequence
 
 from ..preference.rows import (SIDES, OutputRow, PairRow, PromptRow, RaterRow, RatingRow, names)
-from ..preference.rubrics import RatingError, check_rating
+from ..preference.rubrics import CMOS_MAX, CMOS_MIN, RatingError, check_rating
 
 PROMPTS, OUTPUTS, PAIRS, RATERS, RATINGS = ("preference_prompts", "preference_outputs", "preference_pairs",
                                            "preference_raters", "preference_ratings")
@@ -27,7 +27,7 @@ _CONSTRAINTS = {
     OUTPUTS: ["UNIQUE (prompt_set, prompt_id, config_id)"],
     PAIRS: ["CHECK (shown_first IN ('a', 'b'))"],
     RATERS: ["UNIQUE (token_sha256)"],
-    RATINGS: ["UNIQUE (rater_id, pair_id, rubric)", "CHECK (cmos BETWEEN -3 AND 3)",
+    RATINGS: ["UNIQUE (rater_id, pair_id, rubric)", f"CHECK (cmos BETWEEN {CMOS_MIN} AND {CMOS_MAX})",
               "CHECK (shown_first IN ('a', 'b'))", f"FOREIGN KEY (rater_id) REFERENCES {RATERS} (rater_id)",
               f"FOREIGN KEY (pair_id) REFERENCES {PAIRS} (pair_id)"],
 }
@@ -199,7 +199,8 @@ class PreferenceRows:
         `where` names each row in an error (a file's line), else "rating <n>"."""
         m, added = self.MARK, 0
         with self._cursor("write ratings to") as cur:
-            prompts: dict[int, tuple[list[str], str]] = {}
+            prompts: dict[int, tuple[list[str], str]] = {}  # per pair: its prompt's tags and condition
+            raters: set[int] = set()  # found in the store: a file's many lines per rater ask once
             for n, row in enumerate(rows, 1):
                 label = where[n - 1] if where is not None else f"rating {n}"
                 what = f"{label} (rater {row.rater_id}, pair {row.pair_id}, {row.rubric})"
@@ -212,9 +213,11 @@ class PreferenceRows:
                     if found is None:
                         raise RatingError(f"{what}: no pair {row.pair_id} (with its prompt) in the store")
                     prompts[row.pair_id] = (json.loads(found[0]), found[1])
-                cur.execute(f"SELECT 1 FROM {RATERS} WHERE rater_id = {m}", (row.rater_id,))
-                if cur.fetchone() is None:
-                    raise RatingError(f"{what}: no rater {row.rater_id} in the store")
+                if row.rater_id not in raters:
+                    cur.execute(f"SELECT 1 FROM {RATERS} WHERE rater_id = {m}", (row.rater_id,))
+                    if cur.fetchone() is None:
+                        raise RatingError(f"{what}: no rater {row.rater_id} in the store")
+                    raters.add(row.rater_id)
                 try:
                     check_rating(row.rubric, row.cmos, *prompts[row.pair_id])
                 except RatingError as exc:
