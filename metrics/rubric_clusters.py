@@ -136,10 +136,11 @@ def rubric_clusters(r: Ratings, clusters: int = 2, resamples: int = 1000, splits
     projected = np.array([halo_removed(d, halo)[0] for d in draws])
     deviation = projected - projected.mean(axis=0)
     noise = np.einsum("bik,bjk->ij", deviation, deviation) / (max(resamples - 1, 1) * m.shape[1])
-    found = partition(corrected_correlation(residual, noise), clusters)
+    correlation = corrected_correlation(residual, noise)
+    found = partition(correlation, clusters)
     reliability = float(np.mean([_cluster(d, noise, clusters) == found for d in draws]))
     chance = float(np.mean([_cluster(d - m, noise, clusters) == found for d in draws]))
-    return RubricClusters(r.rubrics, found, corrected_correlation(residual, noise), reliability, chance,
+    return RubricClusters(r.rubrics, found, correlation, reliability, chance,
                           split_half(r, fits, keep, noise, clusters, splits, seed))
 
 
