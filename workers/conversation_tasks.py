@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 
-import redis
 from celery import Task as CeleryTask
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.log import get_task_logger
@@ -31,7 +30,7 @@ from .celery_app import app, current_config, queue_name
 from .job import ConversationJob
 from .process_state import state
 from .schedule import slot_run_id
-from .tasks import DRAIN_S, PLAN_ERRORS, _first_plan_of_slot, drain_spool, finish_run, task_failure
+from .tasks import DRAIN_S, PLAN_ERRORS, _first_plan_of_slot, count, counted_before, drain_spool, task_failure
 
 log = get_task_logger(__name__)
 BOARD = "s2s-conversations"  # names the conversation runs' slots apart from the s2s board's ticks
@@ -102,17 +101,10 @@ def converse(self, run_id: str, model: str, scenario: str, pin: str, turns: int,
     config = current_config()
     st = state(config)
     job = ConversationJob(run_id, model, scenario, pin, turns, persona)
-    try:
-        done, unfinished = st.ledger.is_done(run_id, job.key), st.ledger.needs_finishing(run_id)
-    except redis.RedisError:  # hold it: the store keeps one conversation per id
-        done = unfinished = False
-    if done:  # redelivered after it was stored and counted: nothing to hold
-        if unfinished:
-            finish_run(st, run_id)
+    if counted_before(st, run_id, job.key):  # redelivered after it was stored and counted: nothing to hold
         return "stored before"
     if _stored(st, job.key):  # redelivered after it was stored, before it was counted
-        if conversation.count(st, job, failed=False):
-            finish_run(st, run_id)
+        count(st, run_id, job.key, failed=False)
         return "stored before"
     budget = (self.request.timelimit or (None, None))[1] or config.broker.conversation_soft_time_limit_s  # the message's
     try:
@@ -140,5 +132,4 @@ def _record(st, job: ConversationJob, held: conversation.Held, drain_until: floa
     stored = conversation.record_rows(st, job, held)
     if stored and drain_until is not None:
         drain_spool(st, drain_until)
-    if conversation.count(st, job, failed=held.row.status != "ok"):
-        finish_run(st, job.run_id)
+    count(st, job.run_id, job.key, failed=held.row.status != "ok")

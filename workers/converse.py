@@ -11,10 +11,8 @@ Redis per conversation and finished from the store's turns (workers/reconcile.py
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
-import redis
 from celery.utils.log import get_task_logger
 
 from voxwatch.conversation_rows import ConversationRow
@@ -25,6 +23,7 @@ from voxwatch.store.spool import keep_conversation
 
 from .job import ConversationJob
 from .process_state import SAFETY_S, ProcessState
+from .tasks import note_spooled
 
 log = get_task_logger(__name__)
 
@@ -72,19 +71,5 @@ def record_rows(st: ProcessState, job: ConversationJob, held: Held) -> bool:
     if path is None:
         return True
     log.warning("conversation %s: the store refused it (%s); spooled to %s", job.key, refused, path)
-    try:
-        st.ledger.add_note(job.run_id, f"store refused a conversation ({refused}); spooled to {path} "
-                                       f"on {socket.gethostname()}")
-    except redis.RedisError:
-        pass  # the note is bookkeeping; the spool file is the conversation
+    note_spooled(st, job.run_id, f"a conversation ({refused})", path)
     return False
-
-
-def count(st: ProcessState, job: ConversationJob, failed: bool) -> bool:
-    """Count the conversation once in Redis; True when it was its run's last."""
-    try:
-        return st.ledger.complete(job.run_id, job.key, failed=failed)
-    except redis.RedisError as exc:
-        log.warning("run %s: Redis did not count conversation %s (%s); the reconciler finishes the run from the "
-                    "store", job.run_id, job.key, exc)
-        return False

@@ -22,11 +22,13 @@ WORKER_EVERY_S = 5.0
 
 
 def touch(path: str | Path) -> None:
-    """Mark the file fresh now (made, with its folder, if missing)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch()
-    os.utime(path)  # touch() leaves an existing file's time alone on some filesystems
+    """Mark the file fresh now: one utime once it exists (made, with its folder, the first time)."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
 
 
 def age_s(path: str | Path, now: float | None = None) -> float | None:

@@ -15,6 +15,7 @@ import multiprocessing.process as mp_process
 import random
 import socket
 import time
+from pathlib import Path
 
 import redis
 from billiard import process as billiard_process
@@ -213,13 +214,7 @@ def measure(self, run_id: str, seed: int, model: str, dataset: str, item: str, m
     st = state(config)
     started = time.monotonic()
     job = Job(run_id, seed, model, dataset, item, manifest_sha256, attempt)
-    try:
-        done, unfinished = st.ledger.is_done(run_id, job.key), st.ledger.needs_finishing(run_id)
-    except redis.RedisError:  # measure it: the store keeps one row per key
-        done = unfinished = False
-    if done:  # redelivered after its row was stored: nothing to measure
-        if unfinished:
-            finish_run(st, run_id)
+    if counted_before(st, run_id, job.key):  # redelivered after its row was stored: nothing to measure
         return "stored before"
     try:
         row = st.measure(job, budget_s=config.broker.soft_time_limit_s)
@@ -240,19 +235,51 @@ def record(st: ProcessState, job: Job, row: Observation, drain_until: float | No
     spooled = writer.flush()
     if spooled is None and drain_until is not None and time.monotonic() < drain_until:
         drain_spool(st, drain_until)
+    if spooled is not None:
+        note_spooled(st, job.run_id, f"rows ({writer.last_error})", spooled)
     try:
-        if spooled is not None:
-            st.ledger.add_note(job.run_id, f"store refused rows ({writer.last_error}); spooled to {spooled} "
-                                           f"on {socket.gethostname()}")
         if row.status == "rate_limited":
             st.ledger.hold_vendor(st.config.region, row.vendor, row.retry_after_s or st.config.default_backoff_s)
-        last = st.ledger.complete(job.run_id, job.key, failed=row.status != "ok")
     except redis.RedisError as exc:
-        log.warning("run %s: Redis did not count %s (%s); the reconciler finishes the run from the store",
-                    job.run_id, job.key, exc)
+        _not_counted(job.run_id, job.key, exc)
+        return
+    count(st, job.run_id, job.key, failed=row.status != "ok")
+
+
+def counted_before(st: ProcessState, run_id: str, key: str) -> bool:
+    """True when Redis counted this key already (a task redelivered after its rows were stored and
+    counted): there is nothing to do but finish its run, if that is still owed. False when Redis
+    cannot say: do it again, the store keeps one row (conversation) per key."""
+    try:
+        done, unfinished = st.ledger.is_done(run_id, key), st.ledger.needs_finishing(run_id)
+    except redis.RedisError:
+        return False
+    if done and unfinished:
+        finish_run(st, run_id)
+    return done
+
+
+def count(st: ProcessState, run_id: str, key: str, failed: bool) -> None:
+    """Count the key once in Redis (a measure task's row, a converse task's conversation) and finish
+    the run on its last; when Redis cannot count it, the reconciler finishes the run from the store."""
+    try:
+        last = st.ledger.complete(run_id, key, failed=failed)
+    except redis.RedisError as exc:
+        _not_counted(run_id, key, exc)
         return
     if last:
-        finish_run(st, job.run_id)
+        finish_run(st, run_id)
+
+
+def _not_counted(run_id: str, key: str, exc: redis.RedisError) -> None:
+    log.warning("run %s: Redis did not count %s (%s); the reconciler finishes the run from the store", run_id, key, exc)
+
+
+def note_spooled(st: ProcessState, run_id: str, what: str, path: Path) -> None:
+    """Say on the run's record what the store refused and where it is safe on this host; the note is
+    bookkeeping (the spool file is the rows), so Redis refusing it changes nothing."""
+    with contextlib.suppress(redis.RedisError):
+        st.ledger.add_note(run_id, f"store refused {what}; spooled to {path} on {socket.gethostname()}")
 
 
 def finish_run(st: ProcessState, run_id: str) -> None:
