@@ -45,16 +45,24 @@ def clustered_rate(hits: Sequence[bool], conversations: Sequence[str]) -> Rate:
     return Rate(rate(int(x.sum()), int(x.size)), int(x.sum()), int(x.size), rate_ci(x, d))
 
 
-def _verdicts(scores: Iterable[ConversationScore], dimensions: Sequence[str]) -> tuple[list[bool], list[str]]:
+def decided_items(turns: Iterable[tuple[str, Mapping[str, bool | None]]],
+                  dimensions: Sequence[str] = DIMENSIONS) -> tuple[list[bool], list[str]]:
+    """The items a pass rate counts: each decided (not None) verdict of `dimensions` on each turn,
+    given as (its conversation, {dimension: passed}), labelled with its conversation. Instruction
+    adherence is their share over every dimension (the board, and the alert on stored turn rows)."""
     hits, labels = [], []
-    for c in scores:
-        for turn in c.turns:
-            for dim in dimensions:
-                v = turn.verdicts.get(dim)
-                if v is not None and v.passed is not None:
-                    hits.append(bool(v.passed))
-                    labels.append(c.conversation_id)
+    for conversation, verdicts in turns:
+        for dim in dimensions:
+            passed = verdicts.get(dim)
+            if passed is not None:
+                hits.append(bool(passed))
+                labels.append(conversation)
     return hits, labels
+
+
+def _verdicts(scores: Iterable[ConversationScore], dimensions: Sequence[str]) -> tuple[list[bool], list[str]]:
+    return decided_items(((c.conversation_id, {d: v.passed for d, v in turn.verdicts.items()})
+                          for c in scores for turn in c.turns), dimensions)
 
 
 def instruction_adherence(scores: Sequence[ConversationScore]) -> Rate:

@@ -22,6 +22,7 @@ import numpy as np
 from voxwatch.config import Alerts
 from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.metrics.clustered import design
+from voxwatch.metrics.conversation_aggregate import decided_items
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.metrics.specs import for_protocol
 
@@ -121,22 +122,20 @@ def judge_conversations(c: ConversationSeries, turns: list[tuple], recent_from: 
     adherence over every decided turn-dimension, and V2V over the turns that have one, each labelled
     with its conversation, recent when its conversation started at or after recent_from."""
     column = {name: i for i, name in enumerate(CONVERSATION_TURN_COLUMNS)}
-    passed, labels, recent = [], [], []
+    windows = {}
+    for when in (True, False):  # recent, then baseline: adherence's items as metrics defines them
+        chosen = [t for t in turns if (t[column["started_at"]] >= recent_from) == when]
+        windows[when] = decided_items((t[column["conversation_id"]], {d: t[column[d]] for d in DIMENSIONS})
+                                      for t in chosen)
+    (p_now, lab_now), (p_before, lab_before) = windows[True], windows[False]
+    yield Check("adherence_drop", "instruction_adherence", c.series,
+                adherence_drop(p_now, lab_now, p_before, lab_before, rules))
     v2v, v2v_labels, v2v_recent = [], [], []
     for t in turns:
-        conversation, is_recent = t[column["conversation_id"]], t[column["started_at"]] >= recent_from
-        for dim in DIMENSIONS:
-            if t[column[dim]] is not None:
-                passed.append(bool(t[column[dim]]))
-                labels.append(conversation)
-                recent.append(is_recent)
         if t[column["v2v_ms"]] is not None:
             v2v.append(t[column["v2v_ms"]])
-            v2v_labels.append(conversation)
-            v2v_recent.append(is_recent)
-    p, lab, now = np.asarray(passed, dtype=bool), np.asarray(labels, dtype=object), np.asarray(recent, dtype=bool)
-    yield Check("adherence_drop", "instruction_adherence", c.series,
-                adherence_drop(p[now], lab[now], p[~now], lab[~now], rules))
+            v2v_labels.append(t[column["conversation_id"]])
+            v2v_recent.append(t[column["started_at"]] >= recent_from)
     v, vlab, vnow = (np.asarray(v2v, dtype=np.float64), np.asarray(v2v_labels, dtype=object),
                      np.asarray(v2v_recent, dtype=bool))
     yield Check("conversation_latency", "v2v_ms", c.series,
