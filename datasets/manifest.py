@@ -34,10 +34,11 @@ class Clip:
     sample_rate: int
     speech_start: float
     speech_end: float
-    voice: str | None = None
+    voice: str | None = None  # the speaker (a recording's speaker id, or the synthesizer's voice)
     source_clip: str | None = None
     transform: dict[str, Any] | None = None
     entities: tuple[dict[str, str], ...] | None = None  # METHOD "Entity accuracy": spans of `text` to get right
+    accent: str | None = None  # the speaker's accent, as the dataset's maker describes it (free text)
 
     def __post_init__(self) -> None:
         if self.entities is not None:
@@ -83,6 +84,7 @@ class DatasetInfo:
     transform: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     wire: dict[str, Any] | None = None  # how its clips are sent and stored, when not 16 kHz PCM (datasets.wire)
+    language: str = "en"  # what is spoken (or to be spoken): a BCP 47 tag; boards never pool two languages
 
 
 def file_stem(item_id: str) -> str:

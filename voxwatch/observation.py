@@ -38,6 +38,9 @@ class Observation:
     family: str | None = None
     utterance_id: str | None = None
     voice: str | None = None
+    language: str | None = None  # the dataset's language (BCP 47)
+    speaker: str | None = None  # the clip's speaker (Clip.voice), per-clip metadata boards filter on
+    accent: str | None = None  # the clip's speaker's accent (Clip.accent)
     dataset_manifest_sha256: str | None = None
     seed: int | None = None
     emulator: bool = False

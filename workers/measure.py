@@ -92,6 +92,7 @@ def _base_row(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: Meas
         board=model.board, vendor=model.vendor, protocol=model.protocol, region=ctx.region,
         started_at=time.time(), status="ok", condition=dataset.info.condition, family=dataset.info.family,
         utterance_id=clip.utterance_id if clip else item.id, voice=model.voice if model.board == "tts" else None,
+        language=dataset.info.language, speaker=clip.voice if clip else None, accent=clip.accent if clip else None,
         dataset_manifest_sha256=dataset.manifest_sha256, seed=ctx.seed, emulator=ctx.emulator,
         reference=item.text, method_version=METHOD_VERSION, runner_version=__version__,
         normalizer=NORMALIZER_NAME, normalizer_version=NORMALIZER_VERSION, vad=VAD_NAME, vad_version=VAD_VERSION,
