@@ -19,7 +19,10 @@ session (streaming STT) and a speech-to-speech conversation (S2S).
   only if the server closes the session before the turn completes. Set-up is stricter: the only
   event sent before `session.updated` is the `session.update`, so an error then refuses it.
 - Input audio: `input_audio_buffer.append` with base64 little-endian pcm16 mono at 24 kHz - the
-  only PCM rate the API takes (`audio.input.format` `{"type": "audio/pcm", "rate": 24000}`).
+  only PCM rate the API takes (`audio.input.format` `{"type": "audio/pcm", "rate": 24000}`) - or
+  G.711 at 8 kHz, `{"type": "audio/pcmu"}` (mu-law) or `audio/pcma` (A-law), no rate: the formats
+  of openai-python src/openai/types/realtime/realtime_audio_formats.py. The phone condition's
+  mu-law codes go as stored, as `audio/pcmu` (datasets.wire).
   `audio.input.turn_detection: null` turns server VAD off, so the client ends the turn with
   `input_audio_buffer.commit` (answered by `input_audio_buffer.committed`): the final is forced
   when the audio ends.
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import json
 from urllib.parse import urlencode
 
@@ -67,6 +71,8 @@ from .stamped import received
 
 API_RATE = 24000
 PCM_24K = {"type": "audio/pcm", "rate": API_RATE}
+ENCODINGS = {"mulaw": {"type": "audio/pcmu"}}
+"""Each wire encoding voxwatch sends (datasets.wire) and the Realtime API's input format for it."""
 DEFAULT_VOICE = "marin"
 TRANSCRIPT_DELTA = "conversation.item.input_audio_transcription.delta"
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
@@ -146,16 +152,16 @@ class _Session(ReaderSession):
     """What both session types share: 24 kHz appends, the turn's own requests, one reader task, its
     error (recoverable errors kept aside), closing."""
 
-    def __init__(self, ws, timeline: Timeline) -> None:
+    def __init__(self, ws, timeline: Timeline, upsampler: Upsampler | None = None) -> None:
         self.timeline = timeline
-        self._upsampler = Upsampler()
+        self._upsampler = upsampler  # None: send_audio's bytes are already in the session's input format
         self._kept: ProviderError | None = None  # the last recoverable error, while the session stays open
         self._requests: set[str] = set()  # the event_ids of the turn's own requests
         self._closing = False
         super().__init__(ws)
 
     async def send_audio(self, pcm16: bytes) -> None:
-        audio = self._upsampler.push(pcm16)
+        audio = self._upsampler.push(pcm16) if self._upsampler is not None else pcm16
         if audio:
             await self._send({"type": "input_audio_buffer.append", "audio": base64.b64encode(audio).decode()})
 
@@ -224,24 +230,32 @@ class _Session(ReaderSession):
 
 class OpenAIRealtimeSTT:
     sample_rate = 16000  # what send_audio takes; sent upsampled to the API's 24 kHz
+    input_format: dict | None = None  # None: 16 kHz PCM upsampled to PCM_24K; else a wire format, sent as is
+    wire_encodings = tuple(ENCODINGS)
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
 
+    def on_wire(self, wire) -> "OpenAIRealtimeSTT":
+        """A copy that declares the wire format (the phone line's 8 kHz mu-law) as the session's input format."""
+        wired = copy.copy(self)
+        wired.input_format, wired.sample_rate = ENCODINGS[wire.encoding], wire.sample_rate
+        return wired
+
     async def connect(self, timeline: Timeline) -> "RealtimeTranscription":
         session = {"type": "transcription", "audio": {"input": {
-            "format": PCM_24K, "transcription": {"model": self.model.vendor_model, "language": "en"},
-            "turn_detection": None}}}
+            "format": self.input_format or PCM_24K,
+            "transcription": {"model": self.model.vendor_model, "language": "en"}, "turn_detection": None}}}
         ws = await _open(self.url, {"intent": "transcription"}, self.model.vendor, session, timeline)
-        return RealtimeTranscription(ws, timeline)
+        return RealtimeTranscription(ws, timeline, Upsampler() if self.input_format is None else None)
 
 
 class RealtimeTranscription(_Session):
-    def __init__(self, ws, timeline: Timeline) -> None:
+    def __init__(self, ws, timeline: Timeline, upsampler: Upsampler | None) -> None:
         self._text: dict[str, str] = {}
-        super().__init__(ws, timeline)
+        super().__init__(ws, timeline, upsampler)
 
     def _on(self, kind: str, data: dict, at: int) -> bool:
         if kind == TRANSCRIPT_DELTA:
@@ -291,7 +305,7 @@ class OpenAIRealtimeS2S:
 class RealtimeConversation(_Session):
     def __init__(self, ws, timeline: Timeline) -> None:
         self._offset = 0
-        super().__init__(ws, timeline)
+        super().__init__(ws, timeline, Upsampler())
 
     def _on(self, kind: str, data: dict, at: int) -> bool:
         if kind in AUDIO_DELTAS:

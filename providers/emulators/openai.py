@@ -11,8 +11,9 @@
 - `/v1/realtime` WebSocket, GA interface: `?intent=transcription` opens a transcription session
   (STTScenario), `?model=<id>` a speech-to-speech session (S2SScenario). Both open with
   `session.created`, answer `session.update` with `session.updated` (or an `error` event when the
-  session type or the 24 kHz `audio/pcm` input format is wrong), take base64 pcm16 in
-  `input_audio_buffer.append`, and answer `input_audio_buffer.commit` with
+  session type or the input format is wrong: 24 kHz `audio/pcm`, or for transcription also 8 kHz
+  G.711 mu-law `audio/pcmu`), take base64 audio in that format in `input_audio_buffer.append`
+  (a transcription session notes what it received, `seen:realtime`, at each commit), and answer `input_audio_buffer.commit` with
   `input_audio_buffer.committed` (an `error` when the buffer is empty).
   Transcription: as the service does with turn detection off, nothing is transcribed until the
   commit; then `conversation.item.input_audio_transcription.delta` events (a word each, every
@@ -91,12 +92,15 @@ from voxwatch.clock import sleep_until
 
 from .chat import ChatScenario, ChatStream, problem
 from .faults import break_off, breaks, http_refusal
-from .ledger import record
+from .ledger import record, saw
 from .scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
 from .speech import ChunkCache, b64
 from .stamped_h11 import record_at_write
 
 RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
+PCM_FORMAT = {"type": "audio/pcm", "rate": RATE}
+PCMU_FORMAT = {"type": "audio/pcmu"}  # G.711 mu-law, 8 kHz (openai-python types/realtime/realtime_audio_formats.py)
+MULAW_RATE = 8000
 ERROR_ON_APPEND = 5  # mid_session_error: the append that draws it
 SESSION_EXPIRED = "Your session hit the maximum duration of 60 minutes."
 UNFINISHED = {  # response status -> its status_details
@@ -228,6 +232,7 @@ class _Realtime:
         self.ws, self.s, self.emulator = ws, scenario, emulator
         self.t0: int | None = None
         self.first: bytes = b""
+        self.received: list[bytes] = []  # every append's audio, as decoded
         self.buffered = 0
         self.appends = 0
         self.last_item: str | None = None
@@ -241,18 +246,27 @@ class _Realtime:
         await self.send({"type": "error", "error": {**_error_body(message, "invalid_request_error", code),
                                                     "event_id": (cause or {}).get("event_id")}})
 
+    keeps_audio = False  # whether each append's audio is kept for the ledger (a transcription turn's)
+    input_formats = (PCM_FORMAT,)  # what audio.input.format may be, and so what each append carries
+    input_format = PCM_FORMAT
+
     def config(self) -> dict:
         return {"object": "realtime.session", "type": self.session_type, "id": _id("sess"),
-                "audio": {"input": {"format": {"type": "audio/pcm", "rate": RATE}}}}
+                "audio": {"input": {"format": self.input_format}}}
 
     def valid(self, session: dict) -> str | None:
-        """Why a session.update is refused, or None."""
+        """Why a session.update is refused, or None (an accepted input format is the session's from then on)."""
         if session.get("type") != self.session_type:
             return f"session.type must be '{self.session_type}' on this connection"
         fmt = ((session.get("audio") or {}).get("input") or {}).get("format")
-        if fmt is not None and fmt != {"type": "audio/pcm", "rate": RATE}:
-            return "audio.input.format must be audio/pcm at 24000 Hz"
+        if fmt is not None and fmt not in self.input_formats:
+            return "audio.input.format must be one of " + ", ".join(json.dumps(f) for f in self.input_formats)
+        self.input_format = fmt or self.input_format
         return None
+
+    @property
+    def bytes_per_second(self) -> int:
+        return RATE * 2 if self.input_format == PCM_FORMAT else MULAW_RATE  # G.711: one byte a sample at 8 kHz
 
     async def run(self) -> None:
         await self.send({"type": "session.created", "session": self.config()})
@@ -291,6 +305,8 @@ class _Realtime:
                 return False
             if self.t0 is None:
                 self.t0, self.first = arrived, audio
+            if self.keeps_audio:
+                self.received.append(audio)
             self.buffered += len(audio)
             self.appends += 1
             if self.appends == ERROR_ON_APPEND:
@@ -337,6 +353,8 @@ class _Realtime:
 
 class _Transcription(_Realtime):
     session_type = "transcription"
+    input_formats = (PCM_FORMAT, PCMU_FORMAT)
+    keeps_audio = True
 
     def valid(self, session: dict) -> str | None:
         problem = super().valid(session)
@@ -344,7 +362,9 @@ class _Transcription(_Realtime):
         return problem or (None if model else "audio.input.transcription.model is required")
 
     async def committed(self, item: str, arrived: int, n_bytes: int) -> None:
-        self.tasks.append(asyncio.create_task(self._transcribe(item, arrived, n_bytes / 2 / RATE)))
+        saw(self.emulator, "realtime", {"format": self.input_format, "audio": b"".join(self.received).hex()})
+        self.received = []
+        self.tasks.append(asyncio.create_task(self._transcribe(item, arrived, n_bytes / self.bytes_per_second)))
 
     async def _transcribe(self, item: str, committed_at: int, seconds: float) -> None:
         s: STTScenario = self.s
@@ -388,12 +408,12 @@ class _Conversation(_Realtime):
     def config(self) -> dict:
         config = super().config()
         config["model"] = self.model
-        config["audio"]["output"] = {"format": {"type": "audio/pcm", "rate": RATE}, "voice": "marin"}
+        config["audio"]["output"] = {"format": PCM_FORMAT, "voice": "marin"}
         return config
 
     def valid(self, session: dict) -> str | None:
         fmt = ((session.get("audio") or {}).get("output") or {}).get("format")
-        if fmt is not None and fmt != {"type": "audio/pcm", "rate": RATE}:
+        if fmt is not None and fmt != PCM_FORMAT:
             return "audio.output.format must be audio/pcm at 24000 Hz"
         return super().valid(session)
 
