@@ -27,7 +27,9 @@ at 24 kHz, no header), sent chunked as it is generated, gzip-encoded when the re
 STT, `GET /v1/speech-to-text/realtime?model_id=scribe_v2_realtime&audio_format=pcm_16000&commit_strategy=manual`:
 the server opens with `session_started`; audio goes up as `{"message_type": "input_audio_chunk",
 "audio_base_64", "commit": false, "sample_rate"}`; the same message with `"commit": true` and no
-audio commits the segment (manual strategy: the final is forced). `partial_transcript` and
+audio commits the segment (manual strategy: the final is forced). `audio_format` is `pcm_<rate>`
+(8000-48000) or `ulaw_8000`, G.711 mu-law (elevenlabs-python src/elevenlabs/realtime/scribe.py
+`AudioFormat`): the phone condition's codes go as stored, declared `ulaw_8000`, `sample_rate` 8000. `partial_transcript` and
 `committed_transcript` carry `text`; an error is a message whose `message_type` names it
 (`auth_error`, `quota_exceeded`, `rate_limited`, `transcriber_error`, ...) with an `error` text.
 The client ends the session by closing the WebSocket.
@@ -38,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import copy
 import json
 from urllib.parse import quote, urlencode
 
@@ -230,18 +233,30 @@ class ElevenLabsHTTPSession:
 # --- STT: Scribe v2 Realtime ---
 
 
+STT_ENCODINGS = {"mulaw": "ulaw_8000"}
+"""Each wire encoding voxwatch sends (datasets.wire) and Scribe's audio_format for it."""
+
+
 class ElevenLabsRealtimeSTT:
     sample_rate = 16000
+    audio_format = "pcm_16000"
+    wire_encodings = tuple(STT_ENCODINGS)
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
 
+    def on_wire(self, wire) -> "ElevenLabsRealtimeSTT":
+        """A copy that declares the wire format (the phone line's 8 kHz mu-law) as its audio_format."""
+        wired = copy.copy(self)
+        wired.audio_format, wired.sample_rate = STT_ENCODINGS[wire.encoding], wire.sample_rate
+        return wired
+
     async def connect(self, timeline: Timeline) -> "ScribeSession":
         """Open the session and wait for `session_started`, before t0."""
         key = require_key(self.model.vendor)
-        query = urlencode({"model_id": self.model.vendor_model, "audio_format": f"pcm_{self.sample_rate}",
+        query = urlencode({"model_id": self.model.vendor_model, "audio_format": self.audio_format,
                            "commit_strategy": "manual", "language_code": "en"})
         ws = await open_websocket(f"{self.url}/v1/speech-to-text/realtime?{query}", {"xi-api-key": key.reveal()},
                                   VENDOR, clock=timeline.clock)

@@ -24,6 +24,7 @@ WIRED = {
     "deepgram": ("deepgram/nova-3", "listen", {"encoding": "mulaw", "sample_rate": 8000}),
     "assemblyai": ("assemblyai/universal-streaming-english", "stream", {"encoding": "pcm_mulaw", "sample_rate": 8000}),
     "speechmatics": ("speechmatics/enhanced-en", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
+    "elevenlabs": ("elevenlabs/scribe_v2_realtime", "stream", {"audio_format": "ulaw_8000", "sample_rate": 8000}),
     "openai": ("openai/gpt-4o-transcribe:realtime", "realtime", {"format": {"type": "audio/pcmu"}}),
 }
 PADDED = {"assemblyai"}  # sends 50 ms frames: the last is padded with mu-law silence (0xFF)

@@ -41,7 +41,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from voxwatch.clock import sleep_until
 
 from .faults import break_off, breaks, http_refusal
-from .ledger import record
+from .ledger import record, saw
 from .scenario import STTScenario, TTSScenario, scenario_for
 from .speech import ChunkCache, b64
 from .stamped_h11 import record_at_write
@@ -69,6 +69,10 @@ class _Inactive(Exception):
 def _abort(receive) -> None:
     """Drop the connection under uvicorn without a close frame or the rest of the body (the disconnect fault)."""
     receive.__self__.transport.abort()
+
+
+STT_FORMATS = {"ulaw_8000": 8000}
+"""Scribe's audio formats other than pcm_<rate>: G.711 mu-law at 8 kHz."""
 
 
 def _pcm_rate(output_format: str | None) -> int | None:
@@ -238,14 +242,21 @@ class ElevenLabsEmulator:
         query = ws.query_params
         manual = query.get("commit_strategy", "manual") == "manual"
         audio_format = query.get("audio_format", "pcm_16000")
+        rate = STT_FORMATS.get(audio_format) or _pcm_rate(audio_format)
+        if rate is None:
+            await ws.send_text(json.dumps({"message_type": "input_error",
+                                           "error": f"Unsupported audio_format {audio_format[:40]!r}."}))
+            await ws.close(1008)
+            return
         await ws.send_text(json.dumps({"message_type": "session_started", "session_id": uuid.uuid4().hex, "config": {
-            "sample_rate": _pcm_rate(audio_format), "audio_format": audio_format,
+            "sample_rate": rate, "audio_format": audio_format,
             "language_code": query.get("language_code"), "model_id": query.get("model_id"),
             "commit_strategy": "manual" if manual else "vad", "include_timestamps": False}}))
         committed, final_sent = asyncio.Event(), asyncio.Event()
         if not manual:
             committed.set()
         speaker: asyncio.Task | None = None
+        received: list[bytes] = []  # the segment's audio, noted (seen:stream) when it is committed
         try:
             while True:
                 message = json.loads(await ws.receive_text())
@@ -255,9 +266,13 @@ class ElevenLabsEmulator:
                                                    "error": "Expected an input_audio_chunk message."}))
                     continue
                 audio = base64.b64decode(message.get("audio_base_64") or "")
+                received.append(audio)
                 if audio and speaker is None:
                     speaker = asyncio.create_task(self._transcribe(ws, arrived, audio, committed, final_sent))
                 if message.get("commit"):
+                    saw(self, "stream", {"audio_format": audio_format, "sample_rate": message.get("sample_rate"),
+                                         "audio": b"".join(received).hex()})
+                    received = []
                     if final_sent.is_set() or speaker is None:
                         await ws.send_text(json.dumps({"message_type": "committed_transcript", "text": ""}))
                     committed.set()
