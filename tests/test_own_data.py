@@ -275,3 +275,20 @@ def test_text_import_refuses_a_taken_name_and_a_missing_file(vox, tmp_path: Path
     _refused(vox("datasets", "import-text", str(tmp_path / "p.txt"), "--name", "tts-prompts"), "already exists")
     _refused(vox("datasets", "import-text", str(tmp_path / "p.txt"), "--name", "../up"), "dataset name")
     assert _catalog_left(tmp_path) == []
+
+
+def test_the_docs_example_manifest_imports_as_documented(vox, tmp_path: Path):
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "DATASETS.md").read_text()
+    example = doc.split("A manifest with conditions:\n\n```\n", 1)[1].split("```", 1)[0]
+    source = tmp_path / "mine"
+    for line in example.splitlines():
+        path = source / json.loads(line)["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(STARTER / _starter("u001").path, path)
+    (source / "manifest.jsonl").write_text(example)
+    assert vox("datasets", "import", str(source), "--name", "calls")[0] == 0
+    catalog = Catalog([tmp_path / "catalog"])
+    clean, car = catalog.load("calls"), catalog.load("calls-car")
+    assert [(c.id, c.utterance_id, c.voice, c.accent) for c in clean.clips + car.clips] == [
+        ("q1", "q1", "ann", "Scottish"), ("c1", "q1", "ann", "Scottish")]
+    assert (clean.info.condition, car.info.condition, car.info.family) == ("clean", "car", "calls")
