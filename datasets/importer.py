@@ -30,7 +30,7 @@ from . import degrade as degrade_mod
 from .audio import CATALOG_RATE, AudioError, decode_mono, normalize_loudness, probe, resample, to_pcm16, write_wav
 from .build_starter import build_degraded_family, vad_record
 from .import_manifest import CLEAN, DatasetImportError, Entry, read_manifest
-from .manifest import Clip, DatasetInfo, file_stem, read_records, write_info, write_records
+from .manifest import Clip, DatasetInfo, file_stem, write_info, write_records
 
 __all__ = ["DatasetImportError", "Imported", "Member", "degrade_names", "import_dataset", "staged"]
 
@@ -46,7 +46,6 @@ class Member:
     folder: Path
     condition: str
     clips: int
-    duration_s: float
 
 
 @dataclass(frozen=True)
@@ -85,10 +84,10 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
                 sample_rate=CATALOG_RATE, description=f"imported from {source.resolve()}"
                 + (f", recorded in condition {condition}" if condition not in (PLAIN, CLEAN) else ""),
                 vad=vad_record(), extra={"truncated": short} if short else {}))
-            members.append(Member(dest_root / ds_name, condition, len(clips), sum(c.duration_s for c in clips)))
+            members.append(Member(dest_root / ds_name, condition, len(clips)))
             clean = clean or clips
         for folder, t in zip(build_degraded_family(work, name, clean, degrade, family=name, recipe=RECIPE), degrade):
-            members.append(Member(dest_root / folder.name, t, len(clean), _duration(work / folder.name)))
+            members.append(Member(dest_root / folder.name, t, len(clean)))
         move_into_place([work / m.folder.name for m in members], dest_root, DatasetImportError)
         shutil.rmtree(work, ignore_errors=True)
     return Imported(dest_root / name, clean, truncated, members)
@@ -139,10 +138,6 @@ def _convert(entries: list[Entry], folder: Path, allow_truncated: bool) -> tuple
                           sample_rate=CATALOG_RATE, speech_start=anchors.speech_start,
                           speech_end=anchors.speech_end, voice=e.speaker, accent=e.accent, entities=e.entities))
     return clips, truncated
-
-
-def _duration(folder: Path) -> float:
-    return sum(c.duration_s for c in read_records(folder / "manifest.jsonl", Clip))
 
 
 def move_into_place(folders: list[Path], dest_root: Path, error: type[Exception]) -> list[Path]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def import_text(source: Path, name: str, dest_root: Path, existing: list[str]) -
             name=name, kind="text", family=name, condition=CONDITION, recipe=RECIPE,
             description=f"{len(prompts)} prompts imported from {source.resolve()}"))
         move_into_place([folder], dest_root, DatasetImportError)
-        work.rmdir()
+        shutil.rmtree(work, ignore_errors=True)
     return ImportedText(dest_root / name, prompts)
 
 
