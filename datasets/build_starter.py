@@ -16,6 +16,7 @@ import hashlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -37,7 +38,8 @@ TRAIL_S = 0.5
 FLOOR_DBFS = -72.0
 
 
-def _vad_record() -> dict:
+def vad_record() -> dict:
+    """The shared VAD's name, version and parameters, as every dataset.json records them."""
     return {"name": VAD_NAME, "version": VAD_VERSION, "params": VAD_PARAMS.as_record()}
 
 
@@ -82,7 +84,7 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=FAMILY, condition="clean", recipe=RECIPE, sample_rate=CATALOG_RATE,
         description=f"{len(clips)} caller utterances to voice agents, eSpeak NG {engine.version}, "
-                    f"{len(VOICES)} voice/rate settings, 16 kHz mono, -20 dBFS RMS", vad=_vad_record(),
+                    f"{len(VOICES)} voice/rate settings, 16 kHz mono, -20 dBFS RMS", vad=vad_record(),
         extra={"voices": [f"{v}@{r}wpm" for v, r in VOICES]}))
     return clips, audio
 
@@ -98,13 +100,26 @@ def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np
     for c in clean:
         d = degrade.apply(name, audio[c.utterance_id], c.speech_start, c.speech_end, c.utterance_id)
         clips.append(_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3), round(d.speech_end, 3),
-                           voice=c.voice, source_clip=f"{clean_name}/{c.id}", transform=record, entities=c.entities))
+                           voice=c.voice, accent=c.accent, source_clip=f"{clean_name}/{c.id}", transform=record,
+                           entities=c.entities))
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=family, condition=name, recipe=recipe, sample_rate=CATALOG_RATE,
         description=f"{clean_name} through the {name} transform {record['params']}; anchors carried from the clean clips",
-        vad=_vad_record(), transform=record))
+        vad=vad_record(), transform=record))
     return folder
+
+
+def build_degraded_family(root: Path, clean_name: str, clean: list[Clip], transforms: Iterable[str], family: str,
+                          recipe: str) -> list[Path]:
+    """`<family>-<transform>` for each named transform of the clean clips stored in root/clean_name, read
+    back as stored (what `voxwatch datasets fetch` and `voxwatch datasets import --degrade` build)."""
+    transforms = list(transforms)
+    if not transforms:
+        return []
+    audio = {c.utterance_id: read_pcm16(root / clean_name / c.path)[0].astype(np.float64) / 32767.0 for c in clean}
+    return [build_degraded(root, t, clean, audio, family=family, clean_name=clean_name, recipe=recipe)
+            for t in transforms]
 
 
 PHONE_LINE = "phone-mulaw"
@@ -134,7 +149,7 @@ def build_phone_line(root: Path, family: str = FAMILY, clean_name: str = f"{FAMI
         sample_rate=PHONE_MULAW.sample_rate, wire=PHONE_MULAW.as_record(),
         description=f"{clean_name} as a phone line carries it: 8 kHz, 300-3400 Hz, G.711 mu-law, stored and sent as "
                     "mu-law (never pooled with the 16 kHz conditions); anchors carried from the clean clips",
-        vad=_vad_record(), transform=record))
+        vad=vad_record(), transform=record))
     return folder
 
 
@@ -173,7 +188,7 @@ def reanchor(root: Path) -> int:
         write_records(folder / "manifest.jsonl", clips)
     for folder in [clean_dir] + [root / f"{FAMILY}-{n}" for n in (*degrade.TRANSFORMS, PHONE_LINE)]:
         info = read_info(folder)
-        write_info(folder, replace(info, vad=_vad_record()))
+        write_info(folder, replace(info, vad=vad_record()))
     return changed
 
 

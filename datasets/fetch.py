@@ -17,14 +17,11 @@ import tarfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
-from .audio import read_pcm16
-from .build_starter import build_degraded
+from .build_starter import build_degraded_family
 from .download import FetchError, Limits, Wanted, download
-from .importer import import_dataset, staged
+from .importer import import_dataset, move_into_place, staged
 from .layouts import Utterance, choose, is_transcript, utterances
-from .manifest import Clip, file_stem, read_info, write_info
+from .manifest import file_stem, read_info, write_info
 from .remote import RemoteEntry, RemoteFile
 from voxwatch.integrity import file_sha256
 
@@ -74,16 +71,9 @@ def fetch(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limi
         info = read_info(clean.folder)
         write_info(clean.folder, replace(info, family=entry.name, condition="clean", recipe=RECIPE,
                                          description=entry.description, extra={**info.extra, **entry.record(verified)}))
-        folders = [clean.folder] + _degraded(entry, built, clean.clips)
-        moved = []
-        try:
-            for folder in folders:
-                folder.rename(dest_root / folder.name)
-                moved.append(dest_root / folder.name)
-        except OSError:
-            for done in moved:
-                shutil.rmtree(done, ignore_errors=True)
-            raise
+        folders = [clean.folder] + build_degraded_family(built, entry.name, clean.clips, entry.degraded,
+                                                          family=entry.name, recipe=RECIPE)
+        moved = move_into_place(folders, dest_root, FetchError)
         shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)  # built: the downloads have done their job
     _remove_if_empty(cache)
@@ -96,14 +86,6 @@ def _remove_if_empty(cache: Path) -> None:
             folder.rmdir()
         except OSError:  # not empty, or not there
             pass
-
-
-def _degraded(entry: RemoteEntry, root: Path, clips: list[Clip]) -> list[Path]:
-    if not entry.degraded:
-        return []
-    audio = {c.utterance_id: read_pcm16(root / entry.name / c.path)[0].astype(np.float64) / 32767.0 for c in clips}
-    return [build_degraded(root, t, clips, audio, family=entry.name, clean_name=entry.name, recipe=RECIPE)
-            for t in entry.degraded]
 
 
 def _local_name(u: Utterance) -> str:

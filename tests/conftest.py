@@ -60,6 +60,33 @@ def store_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
 
 
+@pytest.fixture
+def cli(monkeypatch, tmp_path: Path, capsys):
+    """`voxwatch ARGS` in-process, in an empty folder, with no VOXWATCH_* variable but `env`:
+    (exit code, stdout, stderr)."""
+    from voxwatch.cli import main as cli_main
+
+    for name in list(os.environ):
+        if name.startswith("VOXWATCH_"):
+            monkeypatch.delenv(name)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+
+    def call(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        with monkeypatch.context() as m:
+            for name, value in (env or {}).items():
+                m.setenv(name, value)
+            capsys.readouterr()
+            try:
+                code = cli_main(list(argv))
+            except SystemExit as exc:  # argparse
+                code = exc.code
+            out = capsys.readouterr()
+        return code, out.out, out.err
+    return call
+
+
 def tone(sample_rate: int, onset_s: float, duration_s: float, total_s: float, freq: float = 220.0,
          amplitude: float = 0.3) -> np.ndarray:
     """Silence, then a sine that starts sharply at onset_s."""

@@ -9,7 +9,6 @@ parser and handlers as the installed command) except where a real process is the
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sqlite3
 import time
@@ -22,7 +21,6 @@ from starlette.testclient import TestClient
 
 import hostile_corpus as corpus
 from conftest import fresh_postgres, run_cli
-from voxwatch.cli import main
 from voxwatch.datasets.catalog import Catalog
 from voxwatch.datasets.manifest import file_stem
 from voxwatch.metrics.wer import word_errors
@@ -41,31 +39,6 @@ def test_the_corpus_is_large_and_every_case_is_named_once():
     cases = AUDIO + FOLDERS + CONFIGS + OPTIONS + ROWS
     assert len(cases) + len(corpus.PROVIDER_TEXTS) >= 100
     assert len({c.id for c in cases}) == len(cases)
-
-
-@pytest.fixture
-def cli(monkeypatch, tmp_path: Path, capsys):
-    """`voxwatch ARGS` in-process, in an empty folder, with no VOXWATCH_* variable but `env`:
-    (exit code, stdout, stderr)."""
-    for name in list(os.environ):
-        if name.startswith("VOXWATCH_"):
-            monkeypatch.delenv(name)
-    work = tmp_path / "cwd"
-    work.mkdir()
-    monkeypatch.chdir(work)
-
-    def call(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        with monkeypatch.context() as m:
-            for name, value in (env or {}).items():
-                m.setenv(name, value)
-            capsys.readouterr()
-            try:
-                code = main(list(argv))
-            except SystemExit as exc:  # argparse
-                code = exc.code
-            out = capsys.readouterr()
-        return code, out.out, out.err
-    return call
 
 
 def refused(code: int, err: str, expect: tuple[str, ...]) -> None:

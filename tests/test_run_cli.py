@@ -107,7 +107,8 @@ def test_bring_your_own_audio_then_measure_it(tmp_path: Path, store_url: str):
     out = run_cli("datasets", "import", str(source), "--name", "my-calls", env=env).stdout
     assert "imported 3 clips" in out
     listing = run_cli("datasets", "list", env=env).stdout
-    assert any(line.split()[:4] == ["my-calls", "audio", "imported", "3"] for line in listing.splitlines())
+    assert any(line.split()[:6] == ["my-calls", "audio", "my-calls", "imported", "en", "3"]
+               for line in listing.splitlines())
     manifest = [json.loads(l) for l in (tmp_path / "catalog" / "my-calls" / "manifest.jsonl").read_text().splitlines()]
     assert all(m["sample_rate"] == 16000 and 0.3 < m["speech_start"] < m["speech_end"] for m in manifest)
     run_cli("run", "--datasets", "my-calls", "--models", PS, "--sample-size", "10", "--store", store_url,

@@ -22,7 +22,8 @@ from voxwatch import leaderboard, listing
 from voxwatch.datasets.audio import AudioError
 from voxwatch.datasets.download import FetchError
 from voxwatch.datasets.catalog import Catalog, IntegrityError, UnknownDataset, bundled_root
-from voxwatch.datasets.importer import DatasetImportError, import_dataset
+from voxwatch.datasets.degrade import TRANSFORMS
+from voxwatch.datasets.importer import DatasetImportError, degrade_names, import_dataset
 from voxwatch.datasets.manifest import ManifestError
 from voxwatch.observation import FIELDS
 from voxwatch.providers.keys import key_variable
@@ -317,21 +318,37 @@ def cmd_datasets_list(args) -> int:
     for name in catalog.names():
         ds = catalog.load(name, verify=False)
         minutes = round(ds.duration_s / 60, 1) if ds.info.kind == "audio" else None
-        table.append((name, ds.info.kind, ds.info.condition, len(ds.items), minutes, ds.info.description))
-    listing.emit(("name", "kind", "condition", "items", "minutes", "description"), table, args.format)
+        table.append((name, ds.info.kind, ds.info.family, ds.info.condition, ds.info.language, len(ds.items), minutes,
+                      ds.info.description))
+    listing.emit(("name", "kind", "family", "condition", "language", "items", "minutes", "description"), table,
+                 args.format)
     return 0
 
 
 def cmd_datasets_import(args) -> int:
     cfg = _config(args)
+    degrade = degrade_names(args.degrade) if args.degrade else ()
     done = import_dataset(Path(args.dir), args.name, cfg.datasets_dir, _catalog(cfg).names(),
-                          allow_truncated=args.allow_truncated)
+                          allow_truncated=args.allow_truncated, degrade=degrade)
     minutes = sum(c.duration_s for c in done.clips) / 60
     print(f"imported {len(done.clips)} clips ({minutes:.1f} min) as {args.name} into {done.folder}")
+    if len(done.members) > 1:
+        print(f"family {args.name}: " + ", ".join(f"{m.folder.name} ({m.condition}, {m.clips} clips)"
+                                                  for m in done.members))
     if done.truncated:
         print(f"warning: {len(done.truncated)} clip(s) were shorter than their headers say and were imported as they "
               f"are (--allow-truncated; recorded in dataset.json): {', '.join(done.truncated)}")
-    print(f"measure it with: voxwatch run --datasets {args.name}")
+    print(f"measure it with: voxwatch run --datasets {','.join(m.folder.name for m in done.members)}")
+    return 0
+
+
+def cmd_datasets_import_text(args) -> int:
+    from voxwatch.datasets.text_import import import_text
+
+    cfg = _config(args)
+    done = import_text(Path(args.file), args.name, cfg.datasets_dir, _catalog(cfg).names())
+    print(f"imported {len(done.prompts)} prompts as {args.name} into {done.folder}")
+    print(f"measure it with: voxwatch run --board tts --datasets {args.name}")
     return 0
 
 
@@ -563,7 +580,14 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--name", required=True, help="the dataset's name in the catalog (what --datasets takes)")
     imp.add_argument("--allow-truncated", action="store_true",
                      help="import a file shorter than its header says as it is (refused otherwise)")
+    imp.add_argument("--degrade", metavar="all|T,...",
+                     help="also build NAME-<transform> from the clean clips for every transform (all) or those named "
+                          f"({', '.join(TRANSFORMS)}), paired by utterance id")
     imp.set_defaults(func=cmd_datasets_import)
+    txt = ds.add_parser("import-text", help="import prompts for the TTS board from a .txt (one a line) or a .jsonl")
+    txt.add_argument("file", help="a .txt file (one prompt a non-blank line) or a .jsonl of {id, text, category} lines")
+    txt.add_argument("--name", required=True, help="the dataset's name in the catalog (what --datasets takes)")
+    txt.set_defaults(func=cmd_datasets_import_text)
     fet = ds.add_parser("fetch", help="download a public speech set from the fetch catalog into the dataset catalog "
                                       "(no NAME: list the fetch catalog)")
     fet.add_argument("name", nargs="?", help="the fetch catalog entry (e.g. librispeech-test-clean-40)")
