@@ -194,7 +194,7 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
     from voxwatch.web.views import leaderboard_document
 
     span = None
-    if only.since is not None or only.until is not None:  # the span's rows, every model's (ranks need them all)
+    if only.since is not None or only.until is not None or only.by_clip:  # the span's (or clips') rows, every model's
         store = open_store(cfg.store_url, create=False)
         try:
             span = leaderboard.from_store(store, args.window, registry, replace(only, models=()))
@@ -213,7 +213,7 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
                     and (not only.datasets or n["dataset"] in only.datasets)]
     if only != RowFilter():  # filtered: the document says how; unfiltered, it is the API's own
         doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
-                   models=list(only.models))
+                   models=list(only.models), speakers=list(only.speakers), accents=list(only.accents))
     print(json.dumps(doc, indent=2))
     return 0
 
