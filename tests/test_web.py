@@ -663,12 +663,17 @@ def test_a_store_that_is_down_is_a_503_that_names_no_secret(tmp_path):
     assert "cannot read the leaderboard" in text and secret not in text
 
 
-def test_the_sqlite_store_serves_the_same_board(server, tmp_path):
-    url = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
+def sqlite_store(folder: Path, rows: list[Observation]) -> str:
+    """The URL of a new SQLite store in `folder` holding `rows`."""
+    url = f"sqlite:///{folder / 'voxwatch.sqlite'}"
     s = open_store(url)
-    s.add(ROWS)
+    s.add(rows)
     s.close()
-    with serving(url, tmp_path / "serve.log") as base:
+    return url
+
+
+def test_the_sqlite_store_serves_the_same_board(server, tmp_path):
+    with serving(sqlite_store(tmp_path, ROWS), tmp_path / "serve.log") as base:
         sqlite_doc = httpx.get(f"{base}/api/v1/leaderboard").json()
         pg_doc = httpx.get(f"{server}/api/v1/leaderboard").json()
         assert sqlite_doc["rows"] == pg_doc["rows"] and sqlite_doc["notes"] == pg_doc["notes"]

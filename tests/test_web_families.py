@@ -29,7 +29,7 @@ from voxwatch.observation import Observation
 from conftest import REPO, run_cli
 from family_seed import (ACCENT, CLEAN, CLIPPING, FAMILY, HAND, LOST, MODELS, NOISE, SPEAKER, UTTERANCES,
                          family_rows)
-from test_web import browser, seeded_store, serving  # noqa: F401 (the module's fixtures)
+from test_web import browser, seeded_store, serving, sqlite_store  # noqa: F401 (the module's fixtures)
 
 ROWS = family_rows()
 ARTIFACTS = REPO / "var" / "test-artifacts"
@@ -253,3 +253,13 @@ def test_the_family_page_fits_a_phone(server, browser):
     assert m["innerWidth"] == 390 and m["tables"] == 2
     assert m["scrollWidth"] <= m["innerWidth"], f"the family page is {m['scrollWidth']} px wide at 390 px"
     assert 0 <= m["diffLeft"] and m["diffRight"] <= 390, m  # the difference is seen without scrolling the table
+
+
+def test_the_sqlite_store_serves_the_same_family_and_accent_board(server, tmp_path):
+    with serving(sqlite_store(tmp_path, ROWS), tmp_path / "serve.log") as base:
+        for path, params in (("/api/v1/families/" + FAMILY, {}), ("/api/v1/families/" + HAND, {}),
+                             ("/api/v1/leaderboard", {"board": "stt", "accent": "us"})):
+            lite, pg = (httpx.get(b + path, params=params).json() for b in (base, server))
+            assert lite["rows"] == pg["rows"] and lite["rows"], path
+        page = httpx.get(f"{base}/board/stt").text
+        assert re.search(r'<select name="accent">.*?<option>scottish</option><option>us</option>', page, re.S)
