@@ -177,7 +177,7 @@ def cmd_leaderboard(args) -> int:
                                      only.until, only.models)
     finally:
         store.close()
-    span = span_text(only)
+    span = span_text(only, args.window)
     if args.format == "table":
         print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models))
         if board is not None:

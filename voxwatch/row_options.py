@@ -41,11 +41,15 @@ def row_filter(args) -> RowFilter:
                      accents=args.accent)
 
 
-def span_text(only: RowFilter) -> str | None:
-    """How a board heading names a span of the user's (None: the rolling window)."""
+def span_text(only: RowFilter, window: str) -> str | None:
+    """How a board heading names a span of the user's, and the speakers' or accents' clips it is
+    computed from (None: the rolling window over every clip)."""
     parts = [f"since {shown(only.since)}" if only.since is not None else "",
              f"until {shown(only.until)}" if only.until is not None else ""]
-    return " ".join(p for p in parts if p) or None
+    span = " ".join(p for p in parts if p) or (f"rolling {window}" if only.by_clip else "")
+    clips = [f"{what} {', '.join(values)}" for what, values in (("speaker", only.speakers), ("accent", only.accents))
+             if values]
+    return (span + (f", clips of {' and '.join(clips)} only" if clips else "")) or None
 
 
 def _moment(text: str) -> float:
