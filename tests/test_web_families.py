@@ -200,7 +200,7 @@ def test_an_accent_board_is_the_series_of_that_accents_rows(server, store):
     assert doc["accent"] == "scottish" and doc["speaker"] is None
     by_key = {(r["model_id"], r["dataset"], r["metric"]): r for r in doc["rows"]}
     page = httpx.get(f"{server}/board/stt", params={"accent": "scottish"}).text
-    assert "computed from the rows of accent" in page
+    assert "computed only from the rows of clips with accent <strong>scottish</strong>" in page
     for model_id, (_, metric) in MODELS.items():
         for dataset in (CLEAN, NOISE, CLIPPING):
             rows = _accent_rows("scottish", model_id, dataset)
@@ -252,11 +252,16 @@ def test_the_family_page_fits_a_phone(server, browser):
             "return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, "
             "tables: document.querySelectorAll('table.family').length, diffRight: d.right, diffLeft: d.left}")
         assert browser.save_screenshot(str(ARTIFACTS / "layout-family-390.png"))
+        browser.get(f"{server}/board/stt?accent=scottish")  # the filter form with its speaker and accent
+        board = browser.execute_script("return {scrollWidth: document.documentElement.scrollWidth, "
+                                       "accent: document.querySelector('select[name=accent]').value}")
+        assert browser.save_screenshot(str(ARTIFACTS / "layout-stt-accent-390.png"))
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert m["innerWidth"] == 390 and m["tables"] == 2
     assert m["scrollWidth"] <= m["innerWidth"], f"the family page is {m['scrollWidth']} px wide at 390 px"
     assert 0 <= m["diffLeft"] and m["diffRight"] <= 390, m  # the difference is seen without scrolling the table
+    assert board == {"scrollWidth": 390, "accent": "scottish"}, board
 
 
 def test_the_sqlite_store_serves_the_same_family_and_accent_board(server, tmp_path):
