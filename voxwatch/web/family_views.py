@@ -111,7 +111,6 @@ def lines(view: FamilyView) -> list[dict]:
              "condition": c.condition, **asdict(c.figures)} for s in view.series for c in s.comparisons]
 
 
-
 def document(view: FamilyView) -> dict:
     """The API's JSON of a family (/api/v1/families/<family>)."""
     return {"family": view.family, "window": view.window, "region": view.region, "generated_at": time.time(),
