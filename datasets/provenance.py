@@ -10,7 +10,7 @@ from a synthesis, so the page says "imported" and names no more).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .catalog import Catalog
 from .manifest import DatasetInfo, ManifestError, read_info
@@ -35,10 +35,15 @@ class Provenance:
     origin: str  # "synthesized", "recorded", "imported", "text" or "unknown"
     condition: str | None
     text: str  # one sentence for the page
+    family: str | None = None  # the clean dataset and its degraded conditions share it (dataset.json)
 
 
 def describe(info: DatasetInfo) -> Provenance:
     """A catalogued dataset's provenance, from its recipe, kind and transform."""
+    return replace(_described(info), family=info.family or None)
+
+
+def _described(info: DatasetInfo) -> Provenance:
     if info.kind == "text":
         return Provenance(info.name, "text", info.condition, f"{info.name}: text prompts, {info.description}")
     if info.recipe.startswith(STARTER_RECIPE):
@@ -66,3 +71,16 @@ def lookup(catalog: Catalog, name: str) -> Provenance:
         return describe(read_info(folder))
     except ManifestError:
         return Provenance(name, "unknown", None, f"{name}: its dataset.json cannot be read; provenance unknown")
+
+
+def families(catalog: Catalog) -> dict[str, dict[str, str | None]]:
+    """Each family of the catalog's readable datasets: its datasets and their conditions, by name."""
+    out: dict[str, dict[str, str | None]] = {}
+    for name, folder in sorted(catalog.folders().items()):
+        try:
+            info = read_info(folder)
+        except ManifestError:
+            continue
+        if info.family:
+            out.setdefault(info.family, {})[name] = info.condition
+    return out

@@ -140,6 +140,21 @@ def ratio_variance(d: Design, numerator: np.ndarray, denominator: np.ndarray) ->
     return _combine(d, one_way)
 
 
+def influence_variance(d: Design, influence: np.ndarray) -> Variance:
+    """The multiway variance of an estimate given each row's influence on it (its first-order
+    change per unit of the row's weight, summing to zero): per factor, the sum over clusters of
+    the cluster's influence squared, the cluster bootstrap's first-order variance. What
+    `ratio_variance` is for one ratio (influence: residual over total), for any smooth function
+    of row totals, such as the difference of two pooled WERs (metrics/degradation.py)."""
+    x = np.asarray(influence, dtype=np.float64)
+
+    def one_way(code: np.ndarray, size: int) -> float:
+        s = np.bincount(code, weights=x)
+        return _canonical_sum(s * s)
+
+    return _combine(d, one_way)
+
+
 def _canonical_sum(x: np.ndarray) -> float:
     """A sum in sorted order: the same bits whatever order the rows or clusters come in (a store's
     row order, or its labels' sort order), so every store prints the same last digit."""

@@ -494,7 +494,8 @@ def test_the_api_matches_its_openapi_document(server):
              "/api/v1/models/{model_id}/history": "/api/v1/models/deepgram/nova-3/history?dataset=stt-starter-clean",
              "/api/v1/alerts": "/api/v1/alerts", "/api/v1/health": "/api/v1/health",
              "/api/v1/openapi.json": "/api/v1/openapi.json", "/api/v1/conversations": "/api/v1/conversations?window=7d",
-             "/api/v1/preference": "/api/v1/preference?by=model"}
+             "/api/v1/preference": "/api/v1/preference?by=model",
+             "/api/v1/families/{family}": "/api/v1/families/stt-starter"}  # test_web_families.py checks its numbers
     # one conversation's path needs a stored conversation: test_web_conversations.py checks it against this
     # document; the ratings exports are CSV and JSONL from the ratings store: test_web_rating.py reads them
     assert set(spec["paths"]) == set(calls) | {"/api/v1/conversations/{conversation_id}",
@@ -650,7 +651,8 @@ def test_a_store_that_is_down_is_a_503_that_names_no_secret(tmp_path):
     with serving(f"postgresql://voxwatch:{secret}@127.0.0.1:{closed}/voxwatch", log) as base:
         for path in ("/", "/board/stt", "/model/deepgram/nova-3", "/alerts", "/api/v1/leaderboard",
                      "/conversation/conv-1", "/recording/conv-1.wav", "/api/v1/conversations",
-                     "/api/v1/conversations/conv-1"):
+                     "/api/v1/conversations/conv-1", "/board/stt/family/stt-starter", "/api/v1/families/stt-starter",
+                     "/board/stt?accent=us"):
             response = httpx.get(base + path)
             assert response.status_code == 503, path
             assert "cannot be reached" in response.text and secret not in response.text, path
@@ -661,12 +663,17 @@ def test_a_store_that_is_down_is_a_503_that_names_no_secret(tmp_path):
     assert "cannot read the leaderboard" in text and secret not in text
 
 
-def test_the_sqlite_store_serves_the_same_board(server, tmp_path):
-    url = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
+def sqlite_store(folder: Path, rows: list[Observation]) -> str:
+    """The URL of a new SQLite store in `folder` holding `rows`."""
+    url = f"sqlite:///{folder / 'voxwatch.sqlite'}"
     s = open_store(url)
-    s.add(ROWS)
+    s.add(rows)
     s.close()
-    with serving(url, tmp_path / "serve.log") as base:
+    return url
+
+
+def test_the_sqlite_store_serves_the_same_board(server, tmp_path):
+    with serving(sqlite_store(tmp_path, ROWS), tmp_path / "serve.log") as base:
         sqlite_doc = httpx.get(f"{base}/api/v1/leaderboard").json()
         pg_doc = httpx.get(f"{server}/api/v1/leaderboard").json()
         assert sqlite_doc["rows"] == pg_doc["rows"] and sqlite_doc["notes"] == pg_doc["notes"]

@@ -178,7 +178,7 @@ def cmd_leaderboard(args) -> int:
                                      only.until, only.models)
     finally:
         store.close()
-    span = span_text(only)
+    span = span_text(only, args.window)
     if args.format == "table":
         print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models))
         if board is not None:
@@ -195,7 +195,7 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
     from voxwatch.web.views import leaderboard_document
 
     span = None
-    if only.since is not None or only.until is not None:  # the span's rows, every model's (ranks need them all)
+    if only.since is not None or only.until is not None or only.by_clip:  # the span's (or clips') rows, every model's
         store = open_store(cfg.store_url, create=False)
         try:
             span = leaderboard.from_store(store, args.window, registry, replace(only, models=()))
@@ -214,7 +214,7 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
                     and (not only.datasets or n["dataset"] in only.datasets)]
     if only != RowFilter():  # filtered: the document says how; unfiltered, it is the API's own
         doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
-                   models=list(only.models))
+                   models=list(only.models), speakers=list(only.speakers), accents=list(only.accents))
     print(json.dumps(doc, indent=2))
     return 0
 

@@ -185,12 +185,12 @@ def from_store(store, window: str, registry: Registry | None = None, only: RowFi
     selects (its since, when given, replaces the window's start).
 
     A store that keeps the aggregates current as rows arrive (Postgres) is read as is for a rolling
-    window; otherwise (SQLite, or a span of the user's) they are computed here from the rows the
-    store's SQL selects.
+    window; otherwise (SQLite, a span of the user's, or some speakers' or accents' clips) they are
+    computed here, by the same metrics.series, from the rows the store's SQL selects.
     """
     only = only or RowFilter()
     precomputed = getattr(store, "aggregates", None)
-    if precomputed is not None and only.since is None and only.until is None:
+    if precomputed is not None and only.since is None and only.until is None and not only.by_clip:
         return exclude([r for r in precomputed(window, since(window)) if only.keeps(r)], registry)
     start = since(window) if only.since is None else only.since
     return build(store.observations(only=replace(only, since=start)), registry)

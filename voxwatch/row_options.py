@@ -1,4 +1,5 @@
-"""The options that choose which observations a reader reads: --board --dataset --model --since --until.
+"""The options that choose which observations a reader reads: --board --dataset --model --since --until,
+and the clips' --speaker and --accent.
 
 `voxwatch leaderboard` and `voxwatch export` take them; they become a store.RowFilter, which the
 store puts in its SQL, so a filtered read never reads the rest of the rows.
@@ -27,19 +28,28 @@ def add_row_filters(p: argparse.ArgumentParser) -> None:
                    help="only rows started at or after this: an ISO date or time (2026-05-01, 2026-05-01T12:00Z; "
                         "UTC when no zone) or an age (7d, 24h, 30m)")
     p.add_argument("--until", type=_moment, metavar="WHEN", help="only rows started before this (as --since)")
+    p.add_argument("--speaker", type=_listed("speaker"), default=(),
+                   help="only clips of these speakers, comma-separated (a board's statistics over their clips alone)")
+    p.add_argument("--accent", type=_listed("accent"), default=(),
+                   help="only clips of speakers with these accents, comma-separated")
 
 
 def row_filter(args) -> RowFilter:
     if args.since is not None and args.until is not None and args.since >= args.until:
         raise ConfigError(f"--since ({shown(args.since)}) must be before --until ({shown(args.until)})")
-    return RowFilter(args.since, args.until, args.board, args.dataset, args.model)
+    return RowFilter(args.since, args.until, args.board, args.dataset, args.model, speakers=args.speaker,
+                     accents=args.accent)
 
 
-def span_text(only: RowFilter) -> str | None:
-    """How a board heading names a span of the user's (None: the rolling window)."""
+def span_text(only: RowFilter, window: str) -> str | None:
+    """How a board heading names a span of the user's, and the speakers' or accents' clips it is
+    computed from (None: the rolling window over every clip)."""
     parts = [f"since {shown(only.since)}" if only.since is not None else "",
              f"until {shown(only.until)}" if only.until is not None else ""]
-    return " ".join(p for p in parts if p) or None
+    span = " ".join(p for p in parts if p) or (f"rolling {window}" if only.by_clip else "")
+    clips = [f"{what} {', '.join(values)}" for what, values in (("speaker", only.speakers), ("accent", only.accents))
+             if values]
+    return (span + (f", clips of {' and '.join(clips)} only" if clips else "")) or None
 
 
 def _moment(text: str) -> float:

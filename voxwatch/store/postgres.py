@@ -225,16 +225,8 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
                                                              (list(run_ids),)).fetchall())
 
     def observations(self, since: float | None = None, only: RowFilter | None = None) -> Iterator[Observation]:
-        only = only or RowFilter(since=since)
-        where, args = only.where("%s")
-        sql = f"SELECT {_COLS} FROM observations" + where
-        if only.since is not None or only.until is not None:  # a span: found through its runs (docs/STORE.md)
-            sql = f"SELECT {_COLS} FROM observations_during(%s, %s)" + where
-            args = [-INF if only.since is None else only.since, INF if only.until is None else only.until, *args]
         try:
-            with self._connect().cursor() as cur:
-                for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):
-                    yield Observation(*row)
+            yield from stream_observations(self._connect(), only or RowFilter(since=since))
         except psycopg.Error as exc:
             raise self.error("cannot read observations from", exc) from None
 
@@ -255,6 +247,19 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
         for conn in (self._db, self._lookups):
             if conn is not None:
                 conn.close()
+
+
+def stream_observations(conn: psycopg.Connection, only: RowFilter) -> Iterator[Observation]:
+    """The rows `only` selects, in time order, on a connection: the store's, or the web app's own
+    read-only one (which must not open a PostgresStore: that migrates)."""
+    where, args = only.where("%s")
+    sql = f"SELECT {_COLS} FROM observations" + where
+    if only.since is not None or only.until is not None:  # a span: found through its runs (docs/STORE.md)
+        sql = f"SELECT {_COLS} FROM observations_during(%s, %s)" + where
+        args = [-INF if only.since is None else only.since, INF if only.until is None else only.until, *args]
+    with conn.cursor() as cur:
+        for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):
+            yield Observation(*row)
 
 
 def read_conversations(cur: psycopg.Cursor, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:

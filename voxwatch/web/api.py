@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 
 from starlette.exceptions import HTTPException
@@ -13,7 +14,7 @@ from voxwatch.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import BOARDS
 
-from . import conversation_views, openapi, pages, preference_views, views
+from . import conversation_views, family_views, openapi, pages, preference_views, views
 from .params import choice, text
 from .source import log
 
@@ -21,7 +22,8 @@ def leaderboard(request: Request) -> JSONResponse:
     board = choice(request, "board", BOARDS, None)
     window = choice(request, "window", WINDOWS, "30d")
     return JSONResponse(views.leaderboard_document(request.app.state.source, request.app.state.registry, window, board,
-                                                   text(request, "dataset")))
+                                                   text(request, "dataset"), speaker=text(request, "speaker"),
+                                                   accent=text(request, "accent")))
 
 
 def models(request: Request) -> JSONResponse:
@@ -61,6 +63,17 @@ def conversation(request: Request) -> JSONResponse:
     return JSONResponse(conversation_views.conversation_document(view))
 
 
+def family(request: Request) -> Response:
+    """A dataset family's clean-vs-degraded lines (the page's numbers); ?format=csv: as CSV."""
+    fmt = choice(request, "format", ("json", "csv"), "json")
+    view = pages.requested_family(request)
+    if fmt == "csv":
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", view.family)
+        return Response(family_views.to_csv(view), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="voxwatch-family-{name}-{view.window}.csv"'})
+    return JSONResponse(family_views.document(view))
+
+
 HEALTH = "/api/v1/health"
 
 
@@ -85,6 +98,7 @@ routes = [
     Route("/alerts", alerts),
     Route("/conversations", conversations),
     Route("/conversations/{conversation_id}", conversation),
+    Route("/families/{family}", family),
     Route("/preference", preference_views.api),
     Route("/health", health),
     Route("/openapi.json", openapi_json),

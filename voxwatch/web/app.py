@@ -126,6 +126,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/", pages.overview_page),
             Route("/board/preference", preference_views.page),  # before /board/{board}
             Route("/board/{board}", pages.board_page),
+            Route("/board/stt/family/{family}", pages.family_page),
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),
             Route("/method", site_pages.method_page),

@@ -5,7 +5,8 @@ newest measurement, each dataset's provenance, the firing alerts).
 Nothing here computes a statistic: each line is the series' ranked-metric MetricRow (and its
 connect_ms row) as the leaderboard made it, ranked by metrics.ranking over every series of the
 window, so a filter hides lines but never changes a rank (the rank is the one the API and CLI
-publish). Sorting is a presentation order: by the chosen column, lines without a value last, ties
+publish). A speaker or accent is not such a filter: it selects the board (the leaderboard over
+those clips' rows, ranked among them), as the API's and CLI's own speaker and accent do. Sorting is a presentation order: by the chosen column, lines without a value last, ties
 in rank order (metrics.ranking.rank_order), so one query always gives one order.
 """
 
@@ -54,6 +55,8 @@ class Filters:
     region: str | None = None
     vendor: str | None = None
     q: str | None = None  # part of a model id, any case
+    speaker: str | None = None  # the board over this speaker's clips (computed from those rows)
+    accent: str | None = None  # the board over clips of this accent
     sort: str = "rank"
     order: str = "asc"
 
@@ -79,7 +82,8 @@ def filters(request: Request) -> Filters:
     """The page's Filters from its query; a bad window, sort or order is a 400 that lists the choices."""
     return Filters(window=choice(request, "window", WINDOWS, "30d"), dataset=text(request, "dataset"),
                    condition=text(request, "condition"), region=text(request, "region"),
-                   vendor=text(request, "vendor"), q=text(request, "q"),
+                   vendor=text(request, "vendor"), q=text(request, "q"), speaker=text(request, "speaker"),
+                   accent=text(request, "accent"),
                    sort=choice(request, "sort", SORTS, "rank"), order=choice(request, "order", ORDERS, "asc"))
 
 
@@ -143,6 +147,8 @@ class Options:
     conditions: list[str]
     regions: list[str]
     vendors: list[str]
+    speakers: list[str] = field(default_factory=list)  # the board's clips' speakers and accents in the window
+    accents: list[str] = field(default_factory=list)
 
 
 def options(rows: Iterable[MetricRow], vendor: Callable[[str], str], provenance: Callable[[str], Provenance]) -> Options:

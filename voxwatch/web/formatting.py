@@ -40,6 +40,19 @@ def wer_interval(ci: tuple[float, float] | None) -> str:
     return NA if ci is None else f"[{wer(ci[0])}, {wer(ci[1])}]"
 
 
+def points(v: float | None) -> str:
+    """A difference in percentage points (degraded minus clean WER), signed, to 0.01."""
+    return NA if v is None else f"{v:+.2f} pp"
+
+
+def points_interval(ci: tuple[float, float] | None) -> str:
+    return NA if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
+
+
+def signed_ms(v: float | None) -> str:
+    return NA if v is None else f"{v:+.1f} ms"
+
+
 def rate_interval(ci: tuple[float, float] | None) -> str:
     return NA if ci is None else f"[{pct(ci[0])}, {pct(ci[1])}]"
 
@@ -118,7 +131,7 @@ def query(**params: str | None) -> str:
     return "?" + urlencode(kept) if kept else "?"
 
 
-FILTERS = {"value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when, "age": age,
+FILTERS = {"points": points, "points_interval": points_interval, "signed_ms": signed_ms, "value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when, "age": age,
            "alert_value": alert_value, "p_value": p_value, "stat": stat, "stat_interval": stat_interval,
            "verdict": verdict, "mark": mark, "model_name": model_name}
 GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query, "conversation_url": conversation_url,

@@ -14,6 +14,7 @@ import time
 from typing import Hashable
 
 from voxwatch.metrics.series import MetricRow
+from voxwatch.store.row_filter import RowFilter
 
 from .freshness import Freshness
 from .source import Source
@@ -31,10 +32,10 @@ class MemoSource:
     def __getattr__(self, name: str):
         return getattr(self._source, name)
 
-    def leaderboard(self, window: str) -> list[MetricRow]:
+    def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         version = self._freshness.latest
-        if version is None:
-            return self._source.leaderboard(window)
+        if version is None or only is not None:  # a board over some clips: computed for its page alone
+            return self._source.leaderboard(window, only)
         with self._guard:
             lock = self._locks.setdefault(window, threading.Lock())
         with lock:  # one computation per window at a time: a second render waits for it, then shares it

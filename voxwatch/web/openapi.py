@@ -13,11 +13,13 @@ from voxwatch import __version__
 from voxwatch.conversation_board import BOARD_KEY_FIELDS
 from voxwatch.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import BoardSummary, Percentiles, Rate
+from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.preference.board_format import BREAKDOWNS, ROW_FIELDS
 from voxwatch.providers.registry import BOARDS, STATUSES
 
+from .family_views import SERIES_FIELDS
 from .source import Alert
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -95,10 +97,23 @@ def document() -> dict:
         "Leaderboard": _obj({
             "board": {"type": ["string", "null"], "enum": [*BOARDS, None]},
             "window": {"type": "string", "enum": list(WINDOWS)},
-            "dataset": _NULLABLE_STRING, "generated_at": {"type": "number", "description": "unix seconds"},
+            "dataset": _NULLABLE_STRING,
+            "speaker": {**_NULLABLE_STRING, "description": "the board over this speaker's clips only (null: every clip)"},
+            "accent": {**_NULLABLE_STRING, "description": "the board over clips of this accent only (null: every clip)"},
+            "generated_at": {"type": "number", "description": "unix seconds"},
             "method_version": {**_STRING, "description": "the method version this server measures with"},
             "status_date": _STATUS_DATE,
             "rows": _array(_ref("LeaderboardRow")), "notes": _array(_ref("MethodNote"))}),
+        "FamilyLine": _obj({**{name: _STRING for name in SERIES_FIELDS},
+                            **_dataclass_schema(Degradation)["properties"]}),
+        "FamilyCondition": _obj({"dataset": _STRING, "condition": _STRING}),
+        "Family": _obj({"family": _STRING, "window": {"type": "string", "enum": list(WINDOWS)},
+                        "region": _NULLABLE_STRING, "generated_at": {"type": "number", "description": "unix seconds"},
+                        "method_version": _STRING,
+                        "min_paired_utterances": {"type": "integer", "description": "fewest paired utterances for a "
+                                                  "WER difference (null under it, with the reason)"},
+                        "clean_datasets": _array(_STRING), "conditions": _array(_ref("FamilyCondition")),
+                        "regions": _array(_STRING), "rows": _array(_ref("FamilyLine"))}),
         "Exclusion": _obj({"metric": _STRING, "reason": _STRING}),
         "Model": _obj({"model_id": _STRING, "board": {"type": "string", "enum": list(BOARDS)},
                        "datasets": _array(_STRING), "regions": _array(_STRING), "method_versions": _array(_STRING),
@@ -151,7 +166,10 @@ def document() -> dict:
         "/api/v1/leaderboard": _get(
             "The rolling leaderboard: one row per series (model, dataset, region, method version, instrument) and "
             "headline metric", _json(_ref("Leaderboard"), "The board's rows."),
-            [_query("board", "only this board", {"type": "string", "enum": list(BOARDS)}), window, dataset], bad),
+            [_query("board", "only this board", {"type": "string", "enum": list(BOARDS)}), window, dataset,
+             _query("speaker", "the board over this speaker's clips only: every statistic and rank computed from "
+                    "those rows", _STRING),
+             _query("accent", "the board over clips of this accent only, as speaker", _STRING)], bad),
         "/api/v1/models": _get("Every model with rows in the last 30 days",
                                _json(_ref("Models"), "The models.")),
         "/api/v1/models/{model_id}/history": _get(
@@ -162,6 +180,19 @@ def document() -> dict:
               "description": "the exact model id; its '/' stays unescaped, e.g. /api/v1/models/deepgram/nova-3/history"},
              _query("metric", "only this headline metric", {"type": "string", "enum": headline}), dataset],
             {**bad, "404": _json(_ref("Error"), "No such model.")}),
+        "/api/v1/families/{family}": {"get": {
+            "summary": "A dataset family's clean against degraded conditions: per STT series (model, region, method "
+                       "version) and degraded condition, pooled WER on the utterances measured in both, their "
+                       "difference in points with its 95 % interval, and the headline latency's p50 on each side",
+            "parameters": [{"name": "family", "in": "path", "required": True, "schema": _STRING,
+                            "description": "the family's name (a dataset.json's family, e.g. stt-starter)"},
+                           window, _query("region", "only this region", _STRING),
+                           _query("format", "csv: the lines as CSV, the interval as wer_diff_ci_low and _high",
+                                  {"type": "string", "enum": ["json", "csv"], "default": "json"})],
+            "responses": {"200": {"description": "The family's lines.", "content": {
+                "application/json": {"schema": _ref("Family")},
+                "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad,
+                "404": _json(_ref("Error"), "No such family: not in the catalog, and no STT row of the window.")}}},
         "/api/v1/alerts": _get("Regression alerts: firing, pending, and those resolved in the last 7 days",
                                _json(_ref("Alerts"), "The alerts; available is false on a store without them.")),
         "/api/v1/conversations": {"get": {

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
+from urllib.parse import quote, urlencode
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -13,11 +15,11 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from voxwatch import leaderboard
 from voxwatch.conversations.scenario import DIMENSIONS
 from voxwatch.leaderboard import WINDOWS
-from voxwatch.datasets.provenance import ORIGINS, Provenance, lookup
+from voxwatch.datasets.provenance import ORIGINS, Provenance, families, lookup
 from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
-from . import board_views, conversation_views, model_views, views
+from . import board_views, conversation_views, family_views, model_views, views
 from .params import choice, text
 from .source import Conversation
 
@@ -46,8 +48,14 @@ def _page_context(request: Request, rows: list, board: str | None) -> dict:
 
     sections = board_views.ranked_sections(rows, f, vendor, provenance, views.alerts(source).alerts)
     shown = sorted({t.dataset for s in sections for t in s.tables})
+    options = board_views.options(rows, vendor, provenance)
+    if board is not None:
+        options = replace(options, **source.clip_values(board, leaderboard.since(f.window)))
+    members = families(request.app.state.catalog)
     return {"f": f, "windows": list(WINDOWS), "window": f.window, "sorts": list(board_views.SORTS),
-            "options": board_views.options(rows, vendor, provenance), "sections": sections,
+            "options": options, "sections": sections,
+            "family_links": {d: p.family for d in shown if (p := provenance(d)).family
+                             and len(set(members.get(p.family, {}).values())) > 1},
             "charts": {(t.board, t.protocol, t.dataset): board_views.charts(t) for s in sections for t in s.tables},
             "provenance": [provenance(d) for d in shown], "newest": source.newest(board), "now": time.time(), "origin_words": ORIGINS,
             "na_reason": views.na_reason, "field_na": views.field_na}
@@ -67,15 +75,17 @@ def board_page(request: Request) -> Response:
     dataset = text(request, "dataset")
     fmt = choice(request, "format", ("html", "csv", "json"), "html")
     source = request.app.state.source
+    speaker, accent = text(request, "speaker"), text(request, "accent")
+    clips = views.clip_filter(speaker, accent)
     if fmt != "html":
         name = "-".join(["voxwatch", board, window] + ([re.sub(r"[^A-Za-z0-9._-]", "_", dataset)] if dataset else []))
         disposition = {"Content-Disposition": f'attachment; filename="{name}.{fmt}"'}
         if fmt == "csv":
-            return Response(leaderboard.format_csv(views.board_rows(source, window, board, dataset)),
+            return Response(leaderboard.format_csv(views.board_rows(source, window, board, dataset, clips)),
                             media_type="text/csv; charset=utf-8", headers=disposition)
-        return JSONResponse(views.leaderboard_document(source, request.app.state.registry, window, board, dataset),
-                            headers=disposition)
-    rows = views.board_rows(source, window, board)
+        return JSONResponse(views.leaderboard_document(source, request.app.state.registry, window, board, dataset,
+                                                       speaker=speaker, accent=accent), headers=disposition)
+    rows = views.board_rows(source, window, board, clips=clips)
     context = _page_context(request, rows, board)
     f = context["f"]
     entries = [e for s in context["sections"] for t in s.tables for e in t.entries]
@@ -139,3 +149,24 @@ def alerts_page(request: Request) -> Response:
     view = views.alerts(request.app.state.source)
     groups = {state: [a for a in view.alerts if a.state == state] for state in ("firing", "pending", "resolved")}
     return _render(request, "alerts.html", view=view, groups=groups, resolved_days=views.RESOLVED_SHOWN_S // 86400)
+
+
+def requested_family(request: Request) -> family_views.FamilyView:
+    """The family the path names over the query's window and region; a 404 for a family that neither
+    this server's dataset catalog nor any STT row of the window has."""
+    family = request.path_params["family"]
+    window = choice(request, "window", WINDOWS, "30d")
+    view = family_views.family_view(request.app.state.source, family, window, text(request, "region"))
+    if not view.regions and family not in families(request.app.state.catalog):
+        raise HTTPException(404, f"no dataset family {family!r}: neither in this server's dataset catalog nor "
+                                 f"measured on the STT board in the last {window}")
+    return view
+
+
+def family_page(request: Request) -> Response:
+    view = requested_family(request)
+    api = "/api/v1/families/" + quote(view.family, safe="")
+    params = {k: v for k, v in (("window", view.window), ("region", view.region)) if v}
+    return _render(request, "family.html", view=view, windows=list(WINDOWS),
+                   min_paired=family_views.MIN_PAIRED_UTTERANCES,
+                   api_url=api + "?" + urlencode(params), csv_url=api + "?" + urlencode({**params, "format": "csv"}))

@@ -1,5 +1,6 @@
 """What the web app reads from a store: the leaderboard, daily history, method start dates, alerts,
-conversations and the newest preference fit.
+conversations, the newest preference fit, and the rows of a family or of some speakers' or accents'
+clips (the clean-vs-degraded page and a filtered board compute from rows: no aggregate holds them).
 
 One interface over both stores. The leaderboard comes from leaderboard.from_store, the code
 `voxwatch leaderboard` runs (Postgres: the precomputed `aggregates` table; SQLite: computed from
@@ -17,7 +18,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Iterable, Iterator, Protocol
 
 import psycopg
 import psycopg.errors
@@ -32,8 +33,9 @@ from voxwatch.redaction import redact_url, scrub
 from voxwatch.store import StoreError, aggregates, layout, open_store
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
-from voxwatch.store.postgres import PostgresStore, read_conversations
+from voxwatch.store.postgres import PostgresStore, read_conversations, stream_observations
 from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
+from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.url import SQLITE, StoreURL, parse_store_url
 
 from .daily import HEADLINE, HISTORY_SQL, Daily, daily
@@ -44,6 +46,14 @@ SeriesId = tuple[str, str, str, str]
 """model_id, dataset, region, method_version: the rows a method-version note is about."""
 Conversation = tuple[ConversationRow, list[TurnRow]]
 """A stored conversation with its turns, in order."""
+ClipValues = dict[str, list[str]]
+"""{"speakers": [...], "accents": [...]}: the per-clip metadata present, sorted."""
+
+
+def clip_values(pairs: Iterable[tuple[str | None, str | None]]) -> ClipValues:
+    """The distinct speakers and accents of (speaker, accent) pairs, sorted, unknown (None) left out."""
+    pairs = list(pairs)
+    return {"speakers": sorted({s for s, _ in pairs if s}), "accents": sorted({a for _, a in pairs if a})}
 
 
 class StoreUnavailable(RuntimeError):
@@ -61,7 +71,14 @@ class AlertsUnavailable(RuntimeError):
 class Source(Protocol):
     kind: str  # "postgres" | "sqlite"
 
-    def leaderboard(self, window: str) -> list[MetricRow]: ...
+    def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
+        """The window's leaderboard; over the clips `only` selects (speakers, accents) when given."""
+
+    def observations(self, only: RowFilter) -> list[Observation]:
+        """The rows `only` selects, in time order, none measured against an emulator."""
+
+    def clip_values(self, board: str, since: float) -> ClipValues:
+        """The speakers and accents of a board's rows since `since` (what its filter form offers)."""
 
     def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]: ...
 
@@ -105,6 +122,12 @@ def _instrument(board: str, instrument_id: str | None) -> str | None:
 
 
 _FIRST_SEEN_SQL = layout.series_sql("f.started_at") + " LIMIT 1"
+_CLIP_CONTEXTS = "ARRAY(SELECT ref FROM obs_contexts WHERE board = %(board)s AND emulator IS NOT TRUE)"
+_CLIP_VALUES_SQL = ("SELECT DISTINCT f.speaker, f.accent FROM obs_facts f WHERE f.run_id_ref = ANY(ARRAY("
+                    f"SELECT DISTINCT run_id_ref FROM obs_spans WHERE context_ref = ANY({_CLIP_CONTEXTS}) "
+                    f"AND last_at >= %(since)s)) AND f.context_ref = ANY({_CLIP_CONTEXTS}) AND f.started_at >= %(since)s")
+"""The speakers and accents of a board's real rows since a time: the fact rows of the board's runs,
+found through the spans as a series' are (layout.series_sql), narrow columns only."""
 _NEWEST_SQL = ("SELECT max(s.last_at) FROM obs_spans s JOIN obs_contexts c ON c.ref = s.context_ref "
                "WHERE c.emulator IS NOT TRUE AND (%(board)s::text IS NULL OR c.board = %(board)s)")
 """The newest real row's start: the last row of each run and context is kept in obs_spans (small)."""
@@ -162,9 +185,18 @@ class PostgresSource:
         """What leaderboard.from_store reads from a store that keeps its aggregates current."""
         return aggregates.read(self._conn(), window, since)
 
-    def leaderboard(self, window: str) -> list[MetricRow]:
+    def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         with self._reading("the leaderboard"):
-            return leaderboard.from_store(self, window, self._registry)
+            return leaderboard.from_store(self, window, self._registry, only)
+
+    def observations(self, only: RowFilter) -> list[Observation]:
+        """What leaderboard.from_store reads for a board over some clips, and the family page's rows."""
+        with self._reading("the observations") as conn:
+            return [r for r in stream_observations(conn, only) if not r.emulator]
+
+    def clip_values(self, board: str, since: float) -> ClipValues:
+        with self._reading("the speakers and accents") as conn:
+            return clip_values(conn.execute(_CLIP_VALUES_SQL, {"since": since, "board": board}).fetchall())
 
     def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]:
         out = {}
@@ -277,9 +309,16 @@ class SQLiteSource:
         finally:
             store.close()
 
-    def leaderboard(self, window: str) -> list[MetricRow]:
+    def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         with self._store("the leaderboard") as store:
-            return leaderboard.from_store(store, window, self._registry)
+            return leaderboard.from_store(store, window, self._registry, only)
+
+    def observations(self, only: RowFilter) -> list[Observation]:
+        with self._store("the observations") as store:
+            return [r for r in store.observations(only=only) if not r.emulator]
+
+    def clip_values(self, board: str, since: float) -> ClipValues:
+        return clip_values((r.speaker, r.accent) for r in self.observations(RowFilter(since=since, boards=(board,))))
 
     def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]:
         wanted, out = set(series), {}

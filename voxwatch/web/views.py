@@ -21,6 +21,7 @@ from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
+from voxwatch.store.row_filter import RowFilter
 
 from .daily import DailyFigures, DailyPoint
 from .source import Alert, AlertsUnavailable, SeriesId, Source
@@ -86,8 +87,18 @@ class MethodNote:
         return f"method changed {steps}: series not pooled"
 
 
-def board_rows(source: Source, window: str, board: str | None = None, dataset: str | None = None) -> list[MetricRow]:
-    rows = source.leaderboard(window)
+def clip_filter(speaker: str | None, accent: str | None) -> RowFilter | None:
+    """The rows of one speaker's or one accent's clips (a board over them is computed from those rows
+    by metrics.series, as every board is); None: every clip (the stored aggregates)."""
+    if not speaker and not accent:
+        return None
+    return RowFilter(speakers=(speaker,) if speaker else (), accents=(accent,) if accent else ())
+
+
+def board_rows(source: Source, window: str, board: str | None = None, dataset: str | None = None,
+               clips: RowFilter | None = None) -> list[MetricRow]:
+    """A board's leaderboard rows (of one dataset), over every clip or over the clips `clips` selects."""
+    rows = source.leaderboard(window) if clips is None else source.leaderboard(window, clips)
     return [r for r in rows if (board is None or r.board == board) and (dataset is None or r.dataset == dataset)]
 
 
@@ -134,16 +145,19 @@ def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
 
 
 def leaderboard_document(source: Source, registry: Registry, window: str, board: str | None,
-                         dataset: str | None, rows: list[MetricRow] | None = None) -> dict:
+                         dataset: str | None, rows: list[MetricRow] | None = None, speaker: str | None = None,
+                         accent: str | None = None) -> dict:
     """The JSON of a board (the API's /leaderboard and the board's ?format=json): each row with its
     model's status on the registry's day (a retired model's rows stay, marked retired). `rows`: the
-    board's rows when the caller computed them (the CLI over a span of its own), else the source's."""
-    rows = board_rows(source, window, board, dataset) if rows is None else rows
+    board's rows when the caller computed them (the CLI over a span of its own), else the source's,
+    over one speaker's or accent's clips when given (ranked among those rows)."""
+    rows = board_rows(source, window, board, dataset, clip_filter(speaker, accent)) if rows is None else rows
     notes = method_notes(source, rows, window)
     ranked = ranks(rows, METHOD_VERSION)
     standing = leaderboard.standings(registry, {r.model_id for r in rows})
     return {
-        "board": board, "window": window, "dataset": dataset, "generated_at": time.time(),
+        "board": board, "window": window, "dataset": dataset, "speaker": speaker, "accent": accent,
+        "generated_at": time.time(),
         "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(),
         "rows": [{**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
                   "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id))} for r in rows],

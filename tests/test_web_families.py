@@ -1,0 +1,274 @@
+"""The clean-vs-degraded page of a dataset family (issue #19) and the STT board's speaker and accent
+filters, served by `voxwatch serve` from a Postgres store seeded with tests/family_seed.py's rows.
+
+Every number is checked three ways: the page's cells, the API's JSON (and CSV) and
+metrics.degradation run here on the rows this file selects from the seed, paired by utterance; the
+hand-computed family's numbers are written out. The accent board's figures are computed here from
+that accent's rows with numpy. The page's layout is read in headless Chromium at 390 px.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from html import unescape
+from html.parser import HTMLParser
+from typing import Iterator
+
+import httpx
+import jsonschema
+import numpy as np
+import pytest
+
+from voxwatch.metrics.clustered import design, quantile_interval
+from voxwatch.metrics.degradation import Side, degradation
+from voxwatch.observation import Observation
+
+from conftest import REPO, run_cli
+from family_seed import (ACCENT, CLEAN, CLIPPING, FAMILY, HAND, LOST, MODELS, NOISE, SPEAKER, UTTERANCES,
+                         family_rows)
+from test_web import browser, seeded_store, serving, sqlite_store  # noqa: F401 (the module's fixtures)
+
+ROWS = family_rows()
+ARTIFACTS = REPO / "var" / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[str]:
+    with seeded_store(ROWS) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def server(store: str, tmp_path_factory) -> Iterator[str]:
+    with serving(store, tmp_path_factory.mktemp("families") / "serve.log") as base:
+        yield base
+
+
+def _side(model_id: str, dataset: str) -> Side:
+    """One model's rows of one dataset as metrics.degradation reads them, selected here from the seed."""
+    rows = [r for r in ROWS if (r.model_id, r.dataset) == (model_id, dataset)]
+    metric = MODELS[model_id][1]
+    ok = [r.status == "ok" for r in rows]
+    return Side([r.utterance_id for r in rows], [r.run_id for r in rows], [r.status for r in rows],
+                [r.substitutions + r.deletions + r.insertions if good else None for r, good in zip(rows, ok)],
+                [r.ref_words if good else None for r, good in zip(rows, ok)],
+                [getattr(r, metric) if good else None for r, good in zip(rows, ok)])
+
+
+class _FamilyTables(HTMLParser):
+    """Each table.family's rows: (dataset, model) -> {field: data-value or text}."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.cells: dict[tuple[str, str], dict[str, str]] = {}
+        self._table: str | None = None
+        self._row: dict | None = None
+        self._field: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "table" and "family" in (a.get("class") or "").split():
+            self._table = a["data-dataset"]
+        elif tag == "tr" and self._table and "data-model" in a:
+            self._row = self.cells.setdefault((self._table, a["data-model"]), {})
+        elif tag == "td" and self._row is not None and "data-field" in a:
+            self._field = a["data-field"]
+            self._row[self._field] = a.get("data-value", "")
+            for k in ("data-low", "data-high"):
+                if k in a:
+                    self._row[f"{self._field}_{k[5:]}"] = a[k]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._field = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._field and self._row is not None and self._row[self._field] == "" and data.strip():
+            self._row[self._field] = data.strip()
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    return a is None and b is None or (a is not None and b is not None and a == pytest.approx(b, rel=1e-9, abs=1e-9))
+
+
+def test_the_page_the_api_the_csv_and_the_metric_agree(server):
+    doc = httpx.get(f"{server}/api/v1/families/{FAMILY}").json()
+    page = httpx.get(f"{server}/board/stt/family/{FAMILY}")
+    assert page.status_code == 200
+    cells = _FamilyTables()
+    cells.feed(page.text)
+    lines = {(r["dataset"], r["model_id"]): r for r in doc["rows"]}
+    assert set(lines) == {(d, m) for d in (NOISE, CLIPPING) for m in MODELS} == set(cells.cells)
+    assert doc["clean_datasets"] == [CLEAN] and doc["min_paired_utterances"] == 10
+    csv_rows = list(csv.DictReader(io.StringIO(httpx.get(f"{server}/api/v1/families/{FAMILY}?format=csv").text)))
+    assert len(csv_rows) == len(lines)
+    for (dataset, model_id), line in lines.items():
+        expected = degradation(_side(model_id, CLEAN), _side(model_id, dataset))
+        for name in ("clean_wer", "degraded_wer", "wer_diff_points", "clean_latency_p50", "degraded_latency_p50",
+                     "latency_diff_ms"):
+            assert _close(line[name], getattr(expected, name)), (dataset, model_id, name)
+        assert line["paired_utterances"] == expected.paired_utterances and line["reason"] == expected.reason
+        assert (line["wer_diff_ci"] is None) == (expected.wer_diff_ci is None)
+        if expected.wer_diff_ci:
+            assert all(_close(a, b) for a, b in zip(line["wer_diff_ci"], expected.wer_diff_ci))
+        shown = cells.cells[(dataset, model_id)]
+        assert int(shown["paired_utterances"]) == line["paired_utterances"]
+        for name in ("clean_wer", "degraded_wer", "clean_latency_p50", "degraded_latency_p50", "latency_diff_ms"):
+            assert float(shown[name]) == pytest.approx(line[name], rel=1e-12), name
+        if line["wer_diff_points"] is None:
+            assert shown["wer_diff_na"] == f"n/a: {line['reason']}"
+        else:
+            assert float(shown["wer_diff_points"]) == pytest.approx(line["wer_diff_points"], rel=1e-12)
+            assert [float(shown["wer_diff_ci_low"]), float(shown["wer_diff_ci_high"])] == pytest.approx(line["wer_diff_ci"])
+        row = next(r for r in csv_rows if (r["dataset"], r["model_id"]) == (dataset, model_id))
+        assert float(row["clean_wer"]) == pytest.approx(line["clean_wer"], rel=1e-12)
+        if line["wer_diff_points"] is None:
+            assert row["wer_diff_points"] == "" and row["reason"] == line["reason"]
+        else:
+            assert float(row["wer_diff_points"]) == pytest.approx(line["wer_diff_points"], rel=1e-12)
+        if line["wer_diff_ci"]:
+            assert float(row["wer_diff_ci_low"]) == pytest.approx(line["wer_diff_ci"][0], rel=1e-12)
+
+
+def test_the_lost_utterance_counts_on_neither_side_and_few_pairs_have_no_difference(server):
+    doc = httpx.get(f"{server}/api/v1/families/{FAMILY}").json()
+    for model_id in MODELS:
+        noise = next(r for r in doc["rows"] if (r["dataset"], r["model_id"]) == (NOISE, model_id))
+        assert noise["paired_utterances"] == len(UTTERANCES) - 1  # LOST timed out on every noise attempt
+        kept = [r for r in ROWS if r.model_id == model_id and r.dataset == CLEAN and r.status == "ok"
+                and r.utterance_id != LOST]
+        assert noise["clean_words"] == sum(r.ref_words for r in kept)  # not every clean word: LOST's are out
+        assert noise["clean_wer"] == pytest.approx(sum(r.substitutions + r.deletions + r.insertions for r in kept)
+                                                   / sum(r.ref_words for r in kept))
+        assert noise["wer_diff_points"] is not None and noise["wer_diff_ci"][0] < noise["wer_diff_points"]
+        clipped = next(r for r in doc["rows"] if (r["dataset"], r["model_id"]) == (CLIPPING, model_id))
+        assert clipped["paired_utterances"] == 6 and clipped["wer_diff_points"] is None
+        assert clipped["reason"] == "6 paired utterances, fewer than 10"
+
+
+def test_a_hand_computed_family(server):
+    """a: 1 error in 10 words clean, 3 degraded; b: 0 in 5, then 1; c: 5 in 5 clean, never ok degraded.
+    Three ticks: clean 3/45, degraded 12/45 on a and b; c's clean rows count nowhere."""
+    doc = httpx.get(f"{server}/api/v1/families/{HAND}").json()
+    (line,) = doc["rows"]
+    assert (line["paired_utterances"], line["clean_words"], line["degraded_words"]) == (2, 45, 45)
+    assert line["clean_wer"] == pytest.approx(3 / 45) and line["degraded_wer"] == pytest.approx(12 / 45)
+    assert line["clean_latency_p50"] == pytest.approx(160.0)  # a: 100, 110, 120; b: 200, 210, 220
+    assert line["degraded_latency_p50"] == pytest.approx(210.0) and line["latency_diff_ms"] == pytest.approx(50.0)
+    assert line["wer_diff_points"] is None and line["reason"] == "2 paired utterances, fewer than 10"
+    text = unescape(re.sub(r"<[^>]+>", " ", httpx.get(f"{server}/board/stt/family/{HAND}").text))
+    assert "6.67%" in text and "26.67%" in text and "n/a: 2 paired utterances, fewer than 10" in text
+
+
+def test_unknown_families_are_404_and_names_are_escaped(server):
+    page = httpx.get(f"{server}/board/stt/family/%3Cb%3Enope")
+    assert page.status_code == 404 and "no dataset family &#39;&lt;b&gt;nope&#39;" in page.text and "<b>nope" not in page.text
+    api = httpx.get(f"{server}/api/v1/families/%3Cb%3Enope")
+    assert api.status_code == 404 and api.json()["error"].startswith("no dataset family '<b>nope'")
+    assert httpx.get(f"{server}/api/v1/families/{FAMILY}?window=1y").status_code == 400
+    assert httpx.get(f"{server}/api/v1/families/{FAMILY}?format=xml").status_code == 400
+
+
+def test_the_region_filter_and_the_openapi_schema(server):
+    spec = httpx.get(f"{server}/api/v1/openapi.json").json()
+    doc = httpx.get(f"{server}/api/v1/families/{FAMILY}", params={"region": "us-east", "window": "7d"}).json()
+    jsonschema.validate(doc, {"$ref": "#/components/schemas/Family", "components": spec["components"]})
+    assert doc["regions"] == ["us-east"] and len(doc["rows"]) == 4
+    empty = httpx.get(f"{server}/api/v1/families/{FAMILY}", params={"region": "eu-west"}).json()
+    assert empty["rows"] == [] and empty["regions"] == ["us-east"]
+    assert "No model of the STT board" in httpx.get(f"{server}/board/stt/family/{FAMILY}?region=eu-west").text
+
+
+def test_the_board_links_each_family_dataset_to_its_page(server):
+    page = httpx.get(f"{server}/board/stt").text
+    links = set(re.findall(r'<a href="(/board/stt/family/[^"?]+)\?window=30d" data-family="([^"]+)"', page))
+    assert links == {(f"/board/stt/family/{FAMILY}", FAMILY)}  # hand-family is in no catalog: no page to link
+    assert httpx.get(server + next(iter(links))[0]).status_code == 200
+
+
+def _accent_rows(accent: str, model_id: str, dataset: str) -> list[Observation]:
+    return [r for r in ROWS if r.model_id == model_id and r.dataset == dataset and ACCENT.get(r.utterance_id) == accent]
+
+
+def test_an_accent_board_is_the_series_of_that_accents_rows(server, store):
+    doc = httpx.get(f"{server}/api/v1/leaderboard", params={"board": "stt", "accent": "scottish"}).json()
+    assert doc["accent"] == "scottish" and doc["speaker"] is None
+    by_key = {(r["model_id"], r["dataset"], r["metric"]): r for r in doc["rows"]}
+    page = httpx.get(f"{server}/board/stt", params={"accent": "scottish"}).text
+    assert "computed only from the rows of clips with accent <strong>scottish</strong>" in page
+    for model_id, (_, metric) in MODELS.items():
+        for dataset in (CLEAN, NOISE, CLIPPING):
+            rows = _accent_rows("scottish", model_id, dataset)
+            ok = [r for r in rows if r.status == "ok"]
+            v = np.array([getattr(r, metric) for r in ok])
+            got = by_key[(model_id, dataset, metric)]
+            assert got["attempts"] == len(rows) and got["n"] == v.size
+            assert got["p50"] == pytest.approx(np.percentile(v, 50))
+            assert list(got["p50_ci"]) == pytest.approx(list(quantile_interval(v, 50, design(
+                utterance=[r.clip_id for r in ok], tick=[r.run_id for r in ok]))))
+            assert got["pooled_wer"] == pytest.approx(sum(r.substitutions + r.deletions + r.insertions for r in ok)
+                                                      / sum(r.ref_words for r in ok))
+            cell = re.search(rf'<tr data-model="{re.escape(model_id)}"[^>]*data-dataset="{dataset}"[^>]*>.*?'
+                             r'data-field="p50" class="headline" data-value="([^"]+)"', page, re.S)
+            assert float(cell.group(1)) == pytest.approx(got["p50"], rel=1e-12)
+    unfiltered = httpx.get(f"{server}/api/v1/leaderboard", params={"board": "stt"}).json()["rows"]
+    nova = next(r for r in unfiltered if (r["model_id"], r["dataset"], r["metric"]) == ("deepgram/nova-3", CLEAN, "ttfs_ms"))
+    assert nova["n"] > by_key[("deepgram/nova-3", CLEAN, "ttfs_ms")]["n"]  # the accent's board is a subset
+    cli = json.loads(run_cli("leaderboard", "--store", store, "--format", "json", "--accent", "scottish").stdout)
+    assert {(r["model_id"], r["dataset"], r["metric"]): r["p50"] for r in cli["rows"]} == {
+        k: r["p50"] for k, r in by_key.items()}
+    assert cli["accents"] == ["scottish"]
+    table = run_cli("leaderboard", "--store", store, "--accent", "scottish", "--dataset", CLEAN).stdout
+    assert table.startswith("STT board - rolling 30d, clips of accent scottish only,")
+    nova_line = next(line for line in table.splitlines() if "deepgram/nova-3" in line and " ttfs_ms " in line)
+    assert f"{by_key[('deepgram/nova-3', CLEAN, 'ttfs_ms')]['p50']:.1f} [" in nova_line
+
+
+def test_the_board_offers_the_windows_speakers_and_accents(server):
+    page = httpx.get(f"{server}/board/stt").text
+    for name, values in (("speaker", SPEAKER), ("accent", ACCENT)):
+        select = re.search(rf'<select name="{name}">(.*?)</select>', page, re.S).group(1)
+        assert re.findall(r"<option>([^<]+)</option>", select) == sorted(set(values.values())), name
+    speaker = httpx.get(f"{server}/api/v1/leaderboard", params={"board": "stt", "speaker": "bob",
+                                                                "dataset": CLEAN}).json()
+    nova = next(r for r in speaker["rows"] if (r["model_id"], r["metric"]) == ("deepgram/nova-3", "ttfs_ms"))
+    assert nova["attempts"] == sum(1 for r in ROWS if (r.model_id, r.dataset) == ("deepgram/nova-3", CLEAN)
+                                   and SPEAKER.get(r.utterance_id) == "bob")
+
+
+def test_the_family_page_fits_a_phone(server, browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        browser.get(f"{server}/board/stt/family/{FAMILY}")
+        m = browser.execute_script(
+            "const d = document.querySelector('table.family td[data-field^=\"wer_diff\"]').getBoundingClientRect();"
+            "return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, "
+            "tables: document.querySelectorAll('table.family').length, diffRight: d.right, diffLeft: d.left}")
+        assert browser.save_screenshot(str(ARTIFACTS / "layout-family-390.png"))
+        browser.get(f"{server}/board/stt?accent=scottish")  # the filter form with its speaker and accent
+        board = browser.execute_script("return {scrollWidth: document.documentElement.scrollWidth, "
+                                       "accent: document.querySelector('select[name=accent]').value}")
+        assert browser.save_screenshot(str(ARTIFACTS / "layout-stt-accent-390.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert m["innerWidth"] == 390 and m["tables"] == 2
+    assert m["scrollWidth"] <= m["innerWidth"], f"the family page is {m['scrollWidth']} px wide at 390 px"
+    assert 0 <= m["diffLeft"] and m["diffRight"] <= 390, m  # the difference is seen without scrolling the table
+    assert board == {"scrollWidth": 390, "accent": "scottish"}, board
+
+
+def test_the_sqlite_store_serves_the_same_family_and_accent_board(server, tmp_path):
+    with serving(sqlite_store(tmp_path, ROWS), tmp_path / "serve.log") as base:
+        for path, params in (("/api/v1/families/" + FAMILY, {}), ("/api/v1/families/" + HAND, {}),
+                             ("/api/v1/leaderboard", {"board": "stt", "accent": "us"})):
+            lite, pg = (httpx.get(b + path, params=params).json() for b in (base, server))
+            assert lite["rows"] == pg["rows"] and lite["rows"], path
+        page = httpx.get(f"{base}/board/stt").text
+        assert re.search(r'<select name="accent">.*?<option>scottish</option><option>us</option>', page, re.S)
