@@ -56,11 +56,11 @@ from urllib.parse import urlencode
 import numpy as np
 import websockets
 
-from .base import ProviderError
+from .base import ProviderError, language_copy
 from .close_codes import close_code, closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
-from .openai_batch import DEFAULT_URL, VENDOR
+from .openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
 from .registry import ModelInfo
 from .ws_session import ReaderSession, settle, update_session
 from .stamped import received
@@ -224,15 +224,20 @@ class _Session(ReaderSession):
 
 class OpenAIRealtimeSTT:
     sample_rate = 16000  # what send_audio takes; sent upsampled to the API's 24 kHz
+    language = "en"  # audio.input.transcription.language (ISO 639-1)
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
 
+    def in_language(self, language: str) -> "OpenAIRealtimeSTT | None":
+        """A copy whose session names `language`, or None outside Whisper's list."""
+        return language_copy(self, language, WHISPER_LANGUAGES)
+
     async def connect(self, timeline: Timeline) -> "RealtimeTranscription":
         session = {"type": "transcription", "audio": {"input": {
-            "format": PCM_24K, "transcription": {"model": self.model.vendor_model, "language": "en"},
+            "format": PCM_24K, "transcription": {"model": self.model.vendor_model, "language": self.language},
             "turn_detection": None}}}
         ws = await _open(self.url, {"intent": "transcription"}, self.model.vendor, session, timeline)
         return RealtimeTranscription(ws, timeline)
