@@ -88,7 +88,7 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
 
 
 def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np.ndarray], family: str = FAMILY,
-                   clean_name: str = f"{FAMILY}-clean", recipe: str = RECIPE) -> Path:
+                   clean_name: str = f"{FAMILY}-clean", recipe: str = RECIPE, language: str = "en") -> Path:
     """`<family>-<name>`: every clean clip through the named transform, anchors carried (also
     what `voxwatch datasets fetch` builds a fetched set's degraded conditions with)."""
     folder = root / f"{family}-{name}"
@@ -103,7 +103,7 @@ def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=family, condition=name, recipe=recipe, sample_rate=CATALOG_RATE,
         description=f"{clean_name} through the {name} transform {record['params']}; anchors carried from the clean clips",
-        vad=_vad_record(), transform=record))
+        vad=_vad_record(), transform=record, language=language))
     return folder
 
 

@@ -72,7 +72,7 @@ def fetch(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limi
         built = work / "built"
         clean = import_dataset(source, entry.name, built, existing)
         info = read_info(clean.folder)
-        write_info(clean.folder, replace(info, family=entry.name, condition="clean", recipe=RECIPE,
+        write_info(clean.folder, replace(info, family=entry.name, condition="clean", recipe=RECIPE, language=entry.language,
                                          description=entry.description, extra={**info.extra, **entry.record(verified)}))
         folders = [clean.folder] + _degraded(entry, built, clean.clips)
         moved = []
@@ -102,7 +102,8 @@ def _degraded(entry: RemoteEntry, root: Path, clips: list[Clip]) -> list[Path]:
     if not entry.degraded:
         return []
     audio = {c.utterance_id: read_pcm16(root / entry.name / c.path)[0].astype(np.float64) / 32767.0 for c in clips}
-    return [build_degraded(root, t, clips, audio, family=entry.name, clean_name=entry.name, recipe=RECIPE)
+    return [build_degraded(root, t, clips, audio, family=entry.name, clean_name=entry.name, recipe=RECIPE,
+                           language=entry.language)
             for t in entry.degraded]
 
 

@@ -53,7 +53,7 @@ class _Entry:
 
 
 def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str],
-                   allow_truncated: bool = False) -> Imported:
+                   allow_truncated: bool = False, language: str = "en") -> Imported:
     if not _NAME.match(name):
         raise DatasetImportError(f"dataset name {name!r}: use lower-case letters, digits, '.', '_' or '-'")
     if name in existing:
@@ -85,7 +85,7 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
             name=name, kind="audio", family=name, condition="imported", recipe="voxwatch datasets import",
             sample_rate=CATALOG_RATE, description=f"imported from {source.resolve()}",
             vad={"name": VAD_NAME, "version": VAD_VERSION, "params": VAD_PARAMS.as_record()},
-            extra={"truncated": truncated} if truncated else {}))
+            extra={"truncated": truncated} if truncated else {}, language=language))
         try:
             work.rename(final)
         except OSError as exc:  # made meanwhile by someone else

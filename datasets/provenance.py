@@ -10,7 +10,10 @@ from a synthesis, so the page says "imported" and names no more).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from voxwatch.languages import is_english
+from voxwatch.metrics.wer import scorer_for
 
 from .catalog import Catalog
 from .manifest import DatasetInfo, ManifestError, read_info
@@ -35,10 +38,24 @@ class Provenance:
     origin: str  # "synthesized", "recorded", "imported", "text" or "unknown"
     condition: str | None
     text: str  # one sentence for the page
+    language: str | None = None  # the dataset's (None when unknown): its board section says it when not English
+    error_rate: str = "WER"  # "CER" where the language is scored by characters (METHOD "WER")
+
+    @property
+    def language_note(self) -> str | None:
+        """The language in words for a heading, when it is not English: "es", "ja, scored as CER"."""
+        if self.language is None or is_english(self.language):
+            return None
+        return self.language + (f", scored as {self.error_rate}" if self.error_rate != "WER" else "")
 
 
 def describe(info: DatasetInfo) -> Provenance:
-    """A catalogued dataset's provenance, from its recipe, kind and transform."""
+    """A catalogued dataset's provenance (from its recipe, kind and transform) and language."""
+    found = _describe(info)
+    return replace(found, language=info.language, error_rate=scorer_for(info.language).error_rate_label)
+
+
+def _describe(info: DatasetInfo) -> Provenance:
     if info.kind == "text":
         return Provenance(info.name, "text", info.condition, f"{info.name}: text prompts, {info.description}")
     if info.recipe.startswith(STARTER_RECIPE):

@@ -61,6 +61,14 @@ def _catalog(cfg: config_mod.Config) -> Catalog:
     return Catalog([bundled_root(), cfg.datasets_dir])
 
 
+def _languages(cfg: config_mod.Config, rows) -> dict[str, str | None]:
+    """Each dataset's language, from this machine's catalog (None for one it lacks), for board headings."""
+    from voxwatch.datasets.provenance import lookup
+
+    catalog = _catalog(cfg)
+    return {d: lookup(catalog, d).language for d in {r.dataset for r in rows}}
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -121,7 +129,7 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
         print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
     print()
     rows = leaderboard.from_store(store, "30d", registry)
-    print(leaderboard.format_table(rows, "30d", registry))
+    print(leaderboard.format_table(rows, "30d", registry, languages=_languages(cfg, rows)))
     if result.run.status == "failed":  # every row not ok: the run record says so, and so does the exit code
         print(f"voxwatch: every one of the {len(result.rows)} observations failed (run {result.run.run_id})",
               file=sys.stderr)
@@ -179,7 +187,8 @@ def cmd_leaderboard(args) -> int:
         store.close()
     span = span_text(only)
     if args.format == "table":
-        print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models))
+        print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models,
+                                       languages=_languages(cfg, rows)))
         if board is not None:
             print(f"\nS2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
@@ -325,7 +334,7 @@ def cmd_datasets_list(args) -> int:
 def cmd_datasets_import(args) -> int:
     cfg = _config(args)
     done = import_dataset(Path(args.dir), args.name, cfg.datasets_dir, _catalog(cfg).names(),
-                          allow_truncated=args.allow_truncated)
+                          allow_truncated=args.allow_truncated, language=args.language)
     minutes = sum(c.duration_s for c in done.clips) / 60
     print(f"imported {len(done.clips)} clips ({minutes:.1f} min) as {args.name} into {done.folder}")
     if done.truncated:
@@ -563,6 +572,9 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--name", required=True, help="the dataset's name in the catalog (what --datasets takes)")
     imp.add_argument("--allow-truncated", action="store_true",
                      help="import a file shorter than its header says as it is (refused otherwise)")
+    imp.add_argument("--language", default="en",
+                     help="what the clips speak, a BCP 47 tag (default en): it picks the WER normalizer and is "
+                          "declared to every provider that takes one")
     imp.set_defaults(func=cmd_datasets_import)
     fet = ds.add_parser("fetch", help="download a public speech set from the fetch catalog into the dataset catalog "
                                       "(no NAME: list the fetch catalog)")
