@@ -7,6 +7,7 @@ import asyncio
 import json
 import shutil
 
+import httpx
 import pytest
 from contract import KEY, REGISTRY
 
@@ -22,7 +23,7 @@ from voxwatch.observation import Observation
 from voxwatch.providers.base import in_language
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.ledger import Ledger, seen
-from voxwatch.providers.emulators.scenario import STTScenario
+from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.workers.measure import MeasureContext, measure_item
 
@@ -127,7 +128,7 @@ def test_each_adapter_takes_the_languages_its_vendor_documents():
     assert adapter._form()["language"] == "es"
 
 
-def test_espeak_speaks_a_spanish_prompt_set_and_the_english_instrument_does_not_score_it(tmp_path):
+def _spanish_prompts(tmp_path):
     folder = tmp_path / "tts-es"
     folder.mkdir()
     (folder / "dataset.json").write_text(json.dumps({
@@ -135,7 +136,11 @@ def test_espeak_speaks_a_spanish_prompt_set_and_the_english_instrument_does_not_
         "recipe": "test", "language": "es"}))
     (folder / "manifest.jsonl").write_text(json.dumps({"id": "p1", "text": "Su pedido llega el jueves.",
                                                        "category": "order"}) + "\n")
-    ds = Catalog([tmp_path]).load("tts-es")
+    return Catalog([tmp_path]).load("tts-es")
+
+
+def test_espeak_speaks_a_spanish_prompt_set_and_the_english_instrument_does_not_score_it(tmp_path):
+    ds = _spanish_prompts(tmp_path)
     model = REGISTRY.resolve("espeak-ng/en-us@1.52.0")
     heard = []
     ctx = MeasureContext(run_id="r", seed=1, region="local", timeout_s=20, instrument=lambda a: heard.append(a) or "x",
@@ -145,6 +150,18 @@ def test_espeak_speaks_a_spanish_prompt_set_and_the_english_instrument_does_not_
     assert row.voice == "es" and row.ttfa_ms is not None
     assert heard == [] and row.ref_words is None and row.substitutions is None
     assert "hears English only" in row.instrument_error and "es speech is not scored" in row.instrument_error
+
+
+def test_elevenlabs_tts_sends_language_code_and_its_emulator_checks_it(monkeypatch, tmp_path):
+    ds = _spanish_prompts(tmp_path)
+    with server.serve("elevenlabs", TTSScenario(api_key=KEY)) as url:
+        monkeypatch.setenv(vendor_variable("elevenlabs", "BASE_URL"), url)
+        monkeypatch.setenv(key_variable("elevenlabs"), KEY)
+        row = _measure("elevenlabs/eleven_flash_v2_5:http", ds, ds.prompts[0])
+        refused = httpx.post(f"{url}/v1/text-to-speech/v/stream?output_format=pcm_24000", headers={"xi-api-key": KEY},
+                             json={"text": "Habari", "model_id": "eleven_flash_v2_5", "language_code": "sw"})
+    assert row.status == "ok" and row.language == "es", row.reason
+    assert refused.status_code == 400 and refused.json()["detail"]["status"] == "unsupported_language"
 
 
 def _rows(dataset: str, language: str, errors: int, words: int) -> list[Observation]:
