@@ -25,6 +25,7 @@ from typing import Iterator
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
 from voxwatch.integrity import file_sha256
 from voxwatch.text import control_chars
+from voxwatch.languages import checked
 
 from .audio import CATALOG_RATE, AudioError, decode_mono, normalize_loudness, probe, resample, to_pcm16, write_wav
 from .manifest import Clip, DatasetInfo, ManifestError, file_stem, iter_jsonl, write_info, write_records
@@ -58,6 +59,10 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
         raise DatasetImportError(f"dataset name {name!r}: use lower-case letters, digits, '.', '_' or '-'")
     if name in existing:
         raise DatasetImportError(f"a dataset named {name!r} already exists; choose another --name")
+    try:
+        checked(language)
+    except ValueError as exc:
+        raise DatasetImportError(f"--language: {exc}") from None
     final = dest_root / name
     if final.exists() or final.is_symlink():
         raise DatasetImportError(f"{final} already exists (not a dataset voxwatch knows); remove it or choose another --name")

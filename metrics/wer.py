@@ -13,7 +13,7 @@ import jiwer
 from whisper_normalizer.basic import BasicTextNormalizer
 from whisper_normalizer.english import EnglishTextNormalizer
 
-from voxwatch.languages import ENGLISH, is_english, primary
+from voxwatch.languages import ENGLISH, checked, is_english, primary
 
 NORMALIZER_VERSION = version("whisper-normalizer")
 NORMALIZER_NAME = "whisper_normalizer.english.EnglishTextNormalizer"
@@ -63,9 +63,7 @@ def scorer_for(language: str | None = ENGLISH) -> Scoring:
     """The one scoring of a language (a BCP 47 tag; None or "" is English, as every row before v7)."""
     if not language or is_english(language):
         return _scoring(ENGLISH)
-    if not primary(language).isalpha():
-        raise ValueError(f"language {language!r} is not a BCP 47 tag (such as en, es, zh-Hans)")
-    return _scoring(primary(language))
+    return _scoring(primary(checked(language)))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from contract import KEY, REGISTRY
 
 from voxwatch import leaderboard
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.datasets.importer import import_dataset
+from voxwatch.datasets.importer import DatasetImportError, import_dataset
+from voxwatch.datasets.manifest import ManifestError, read_info
 from voxwatch.datasets.provenance import lookup
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.entities import entity_errors
@@ -63,9 +64,17 @@ def test_entities_in_another_language_do_not_crash_and_count_by_its_tokens():
     assert entity_errors([{"type": "name", "text": "東京"}], "京都です", "ja").missed == 1
 
 
-def test_a_bad_language_tag_is_refused_clearly():
+def test_a_bad_language_tag_is_refused_clearly(tmp_path):
     with pytest.raises(ValueError, match="not a BCP 47 tag"):
         scorer_for("1234")
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "dataset.json").write_text(json.dumps({"name": "bad", "kind": "text", "family": "bad", "condition": "text",
+                                                     "description": "", "recipe": "test", "language": "Spanish!"}))
+    with pytest.raises(ManifestError, match="'Spanish!' is not a BCP 47 tag"):
+        read_info(folder)
+    with pytest.raises(DatasetImportError, match="--language: language 'espanol 1'"):
+        import_dataset(tmp_path, "x", tmp_path / "out", [], language="espanol 1")
 
 
 @pytest.fixture(scope="module")

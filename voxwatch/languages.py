@@ -3,7 +3,18 @@ the scorer (metrics.wer), the adapters that declare it to a vendor, and the boar
 
 from __future__ import annotations
 
+import re
+
 ENGLISH = "en"
+_TAG = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
+
+
+def checked(tag: str) -> str:
+    """The tag itself, or ValueError naming it when it is not shaped like a BCP 47 tag (a language
+    subtag of 2-3 letters, then subtags): a typo in dataset.json must stop its load, not a run."""
+    if not isinstance(tag, str) or not _TAG.fullmatch(tag):
+        raise ValueError(f"language {tag!r} is not a BCP 47 tag (such as en, es-MX, zh-Hans)")
+    return tag
 
 
 def primary(tag: str) -> str:
