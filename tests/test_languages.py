@@ -133,6 +133,9 @@ def test_each_adapter_takes_the_languages_its_vendor_documents():
     assert not takes("deepgram/aura-2-thalia-en", "es") and takes("deepgram/aura-2-thalia-en", "en")
     assert not takes("pocketsphinx/en-us@5.1.1", "de")
     assert takes("openai/whisper-1", "yue") and not takes("openai/whisper-1", "xx")
+    gemini = "gemini/gemini-2.5-flash-native-audio-preview-12-2025"
+    assert takes(gemini, "es-US") and not takes(gemini, "sw")
+    assert not takes("openai/gpt-realtime-2.1", "es")  # an S2S vendor not yet checked for other languages
     adapter = in_language(REGISTRY.create(REGISTRY.resolve("openai/whisper-1")), "es-419")
     assert adapter._form()["language"] == "es"
 
