@@ -90,7 +90,7 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
 
 
 def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np.ndarray], family: str = FAMILY,
-                   clean_name: str = f"{FAMILY}-clean", recipe: str = RECIPE) -> Path:
+                   clean_name: str = f"{FAMILY}-clean", recipe: str = RECIPE, language: str = "en") -> Path:
     """`<family>-<name>`: every clean clip through the named transform, anchors carried (also
     what `voxwatch datasets fetch` builds a fetched set's degraded conditions with)."""
     folder = root / f"{family}-{name}"
@@ -106,20 +106,20 @@ def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=family, condition=name, recipe=recipe, sample_rate=CATALOG_RATE,
         description=f"{clean_name} through the {name} transform {record['params']}; anchors carried from the clean clips",
-        vad=vad_record(), transform=record))
+        vad=vad_record(), transform=record, language=language))
     return folder
 
 
 def build_degraded_family(root: Path, clean_name: str, clean: list[Clip], transforms: Iterable[str], family: str,
-                          recipe: str) -> list[Path]:
+                          recipe: str, language: str = "en") -> list[Path]:
     """`<family>-<transform>` for each named transform of the clean clips stored in root/clean_name, read
     back as stored (what `voxwatch datasets fetch` and `voxwatch datasets import --degrade` build)."""
     transforms = list(transforms)
     if not transforms:
         return []
     audio = {c.utterance_id: read_pcm16(root / clean_name / c.path)[0].astype(np.float64) / 32767.0 for c in clean}
-    return [build_degraded(root, t, clean, audio, family=family, clean_name=clean_name, recipe=recipe)
-            for t in transforms]
+    return [build_degraded(root, t, clean, audio, family=family, clean_name=clean_name, recipe=recipe,
+                           language=language) for t in transforms]
 
 
 PHONE_LINE = "phone-mulaw"

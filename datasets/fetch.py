@@ -69,10 +69,10 @@ def fetch(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limi
         built = work / "built"
         clean = import_dataset(source, entry.name, built, existing)
         info = read_info(clean.folder)
-        write_info(clean.folder, replace(info, family=entry.name, condition="clean", recipe=RECIPE,
+        write_info(clean.folder, replace(info, family=entry.name, condition="clean", recipe=RECIPE, language=entry.language,
                                          description=entry.description, extra={**info.extra, **entry.record(verified)}))
         folders = [clean.folder] + build_degraded_family(built, entry.name, clean.clips, entry.degraded,
-                                                          family=entry.name, recipe=RECIPE)
+                                                          family=entry.name, recipe=RECIPE, language=entry.language)
         moved = move_into_place(folders, dest_root, FetchError)
         shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)  # built: the downloads have done their job

@@ -25,6 +25,7 @@ from typing import Iterator
 
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.integrity import file_sha256
+from voxwatch.languages import checked
 
 from . import degrade as degrade_mod
 from .audio import CATALOG_RATE, AudioError, decode_mono, normalize_loudness, probe, resample, to_pcm16, write_wav
@@ -67,9 +68,13 @@ def degrade_names(text: str) -> tuple[str, ...]:
 
 
 def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str],
-                   allow_truncated: bool = False, degrade: tuple[str, ...] = ()) -> Imported:
+                   allow_truncated: bool = False, degrade: tuple[str, ...] = (), language: str = "en") -> Imported:
     if not _NAME.match(name):
         raise DatasetImportError(f"dataset name {name!r}: use lower-case letters, digits, '.', '_' or '-'")
+    try:
+        checked(language)
+    except ValueError as exc:
+        raise DatasetImportError(f"--language: {exc}") from None
     entries = read_manifest(source)
     plan = _plan(name, entries, degrade)
     refuse_taken([n for n, _c, _e in plan] + [f"{name}-{t}" for t in degrade], dest_root, existing)
@@ -83,10 +88,11 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
                 name=ds_name, kind="audio", family=name, condition=condition, recipe=RECIPE,
                 sample_rate=CATALOG_RATE, description=f"imported from {source.resolve()}"
                 + (f", recorded in condition {condition}" if condition not in (PLAIN, CLEAN) else ""),
-                vad=vad_record(), extra={"truncated": short} if short else {}))
+                vad=vad_record(), extra={"truncated": short} if short else {}, language=language))
             members.append(Member(dest_root / ds_name, condition, len(clips)))
             clean = clean or clips
-        for folder, t in zip(build_degraded_family(work, name, clean, degrade, family=name, recipe=RECIPE), degrade):
+        for folder, t in zip(build_degraded_family(work, name, clean, degrade, family=name, recipe=RECIPE,
+                                                                language=language), degrade):
             members.append(Member(dest_root / folder.name, t, len(clean)))
         move_into_place([work / m.folder.name for m in members], dest_root, DatasetImportError)
         shutil.rmtree(work, ignore_errors=True)

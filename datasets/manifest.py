@@ -13,6 +13,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from voxwatch.languages import checked
 from voxwatch.metrics.entities import ENTITY_TYPES
 
 SCHEMA_VERSION = 1
@@ -85,6 +86,9 @@ class DatasetInfo:
     extra: dict[str, Any] = field(default_factory=dict)
     wire: dict[str, Any] | None = None  # how its clips are sent and stored, when not 16 kHz PCM (datasets.wire)
     language: str = "en"  # what is spoken (or to be spoken): a BCP 47 tag; boards never pool two languages
+
+    def __post_init__(self) -> None:
+        checked(self.language)
 
 
 def file_stem(item_id: str) -> str:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from voxwatch.languages import is_english
+from voxwatch.metrics.wer import scorer_for
+
 from .catalog import Catalog
 from .manifest import DatasetInfo, ManifestError, read_info
 
@@ -36,11 +39,21 @@ class Provenance:
     condition: str | None
     text: str  # one sentence for the page
     family: str | None = None  # the clean dataset and its degraded conditions share it (dataset.json)
+    language: str | None = None  # the dataset's (None when unknown): its board section says it when not English
+    error_rate: str = "WER"  # "CER" where the language is scored by characters (METHOD "WER")
+
+    @property
+    def language_note(self) -> str | None:
+        """The language in words for a heading, when it is not English: "es", "ja, scored as CER"."""
+        if self.language is None or is_english(self.language):
+            return None
+        return self.language + (f", scored as {self.error_rate}" if self.error_rate != "WER" else "")
 
 
 def describe(info: DatasetInfo) -> Provenance:
-    """A catalogued dataset's provenance, from its recipe, kind and transform."""
-    return replace(_described(info), family=info.family or None)
+    """A catalogued dataset's provenance (from its recipe, kind and transform), family and language."""
+    return replace(_described(info), family=info.family or None, language=info.language,
+                   error_rate=scorer_for(info.language).error_rate_label)
 
 
 def _described(info: DatasetInfo) -> Provenance:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .wer import normalize
+from .wer import WORD, normalize, scorer_for
 
 ENTITY_TYPES = ("number", "amount", "date", "time", "name", "address")
 """What a manifest may tag: digit strings (order, tracking, account numbers), currency amounts,
@@ -52,12 +52,15 @@ def _token(word: str) -> str:
     return word
 
 
-def canonical_tokens(text: str) -> list[str]:
-    """The text as compared: normalized, digit runs joined, single-letter runs joined."""
+def canonical_tokens(text: str, language: str | None = "en") -> list[str]:
+    """The text as compared: normalized (the language's WER normalizer), digit runs joined,
+    single-letter runs joined. The English rules (spelled numbers, "$12.50") apply as written; in
+    another language the basic normalizer keeps digits as digits and words as words."""
     out: list[str] = []
     spelling = False  # is the last token a run of single letters?
-    for word in (_token(w) for w in normalize(text).split()):
-        letter = len(word) == 1 and word.isalpha()
+    by_words = scorer_for(language).unit == WORD  # by characters every token is a single letter
+    for word in (_token(w) for w in normalize(text, language).split()):
+        letter = by_words and len(word) == 1 and word.isalpha()
         if word.isdigit() and out and out[-1].isdigit():
             out[-1] += word
         elif letter and spelling:
@@ -68,17 +71,17 @@ def canonical_tokens(text: str) -> list[str]:
     return out
 
 
-def found(entity_type: str, entity_text: str, hypothesis: Sequence[str]) -> bool:
+def found(entity_type: str, entity_text: str, hypothesis: Sequence[str], language: str | None = "en") -> bool:
     """Whether an entity (its type and reference text) is in the hypothesis' canonical tokens."""
-    wanted = canonical_tokens(entity_text)
+    wanted = canonical_tokens(entity_text, language)
     if entity_type in UNORDERED_TYPES:
         return set(wanted) - FILLERS <= set(hypothesis)
     n = len(wanted)
     return n > 0 and any(list(hypothesis[i:i + n]) == wanted for i in range(len(hypothesis) - n + 1))
 
 
-def entity_errors(entities: Iterable[Mapping[str, str]], hypothesis: str) -> EntityErrors:
-    """Tagged entities and those the hypothesis missed, for one clip."""
-    tokens = canonical_tokens(hypothesis)
+def entity_errors(entities: Iterable[Mapping[str, str]], hypothesis: str, language: str | None = "en") -> EntityErrors:
+    """Tagged entities and those the hypothesis missed, for one clip in its dataset's language."""
+    tokens = canonical_tokens(hypothesis, language)
     tagged = list(entities)
-    return EntityErrors(len(tagged), sum(not found(e["type"], e["text"], tokens) for e in tagged))
+    return EntityErrors(len(tagged), sum(not found(e["type"], e["text"], tokens, language) for e in tagged))

@@ -46,7 +46,7 @@ from urllib.parse import urlencode
 
 import websockets
 
-from .base import HarnessFault, ProviderError
+from .base import HarnessFault, ProviderError, language_copy
 from .close_codes import closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
@@ -69,6 +69,13 @@ ENCODINGS = {"mulaw": ("pcm_mulaw", b"\xff")}
 """Each wire encoding voxwatch sends (datasets.wire): AssemblyAI's name for it and one sample of silence."""
 
 
+LANGUAGES = {"universal-streaming-english": frozenset({"en"}),
+             "universal-streaming-multilingual": frozenset({"en", "es", "fr", "de", "it", "pt"})}
+"""What each streaming model transcribes (assemblyai.com/docs/streaming/universal-streaming/
+multilingual-transcription). The v3 query takes no language for these models: the model is the
+choice (the multilingual one detects the language per utterance), so a language is only checked."""
+
+
 class AssemblyAISTT:
     sample_rate = 16000
     format_turns = False  # see the module docstring: the final is the first, unformatted, end of turn
@@ -85,6 +92,10 @@ class AssemblyAISTT:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
+
+    def in_language(self, language: str) -> "AssemblyAISTT | None":
+        """The adapter itself when its speech_model transcribes `language`, else None (nothing is sent)."""
+        return language_copy(self, language, LANGUAGES.get(self.model.vendor_model, frozenset({"en"})))
 
     async def connect(self, timeline: Timeline) -> "AssemblyAISession":
         """Open the session and wait for `Begin`, so session set-up stays outside the clocks."""

@@ -8,9 +8,10 @@ and status; voxwatch.metrics owns every number.
 
 from __future__ import annotations
 
-from typing import Protocol
+import copy
+from typing import TYPE_CHECKING, Collection, Protocol
 
-from typing import TYPE_CHECKING
+from voxwatch.languages import is_english, primary
 
 from .events import Timeline
 
@@ -71,6 +72,30 @@ def on_wire(adapter, wire: Wire):
     if wire.encoding not in getattr(adapter, "wire_encodings", ()):
         return None
     return adapter.on_wire(wire)
+
+
+def in_language(adapter, language: str):
+    """The adapter set for a dataset's `language` (a BCP 47 tag), or None when its model cannot take
+    it. An adapter whose vendor takes a language defines `in_language(language)`: a copy that declares
+    it to the vendor in the vendor's own terms (see `language_copy`), or None. An adapter without one
+    speaks English only (a local English model, an English voice, or a vendor voxwatch has not yet
+    checked for other languages): it is refused every other language, never sent one it would mishear."""
+    method = getattr(adapter, "in_language", None)
+    if method is None:
+        return adapter if is_english(language) else None
+    return method(language)
+
+
+def language_copy(adapter, language: str, taken: Collection[str] | None, attribute: str = "language"):
+    """A copy of `adapter` with `attribute` set to the language's primary subtag (the ISO 639 code
+    vendors' `language` parameters take), or None when it is not in `taken` (None: the vendor
+    documents no list, and refuses what it cannot take itself)."""
+    code = primary(language)
+    if taken is not None and code not in taken:
+        return None
+    copied = copy.copy(adapter)
+    setattr(copied, attribute, code)
+    return copied
 
 
 class STTBatch(Protocol):

@@ -1,7 +1,7 @@
 """Cartesia Sonic text-to-speech over the `/tts/websocket` WebSocket, as the vendor documents it.
 
 A generation request is one JSON message (model_id, transcript, voice, output_format, context_id,
-continue); audio comes back as `{"type": "chunk", "data": <base64 PCM>}` messages, then
+continue, language: the dataset's, an ISO 639-1 code); audio comes back as `{"type": "chunk", "data": <base64 PCM>}` messages, then
 `{"type": "done"}`; `{"type": "error"}` ends the context. Auth: `Authorization: Bearer <key>`
 with the `Cartesia-Version` header.
 """
@@ -14,7 +14,7 @@ import uuid
 
 import websockets
 
-from .base import ProviderError
+from .base import ProviderError, language_copy
 from .close_codes import closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
@@ -27,28 +27,37 @@ SAMPLE_RATE = 24000
 
 
 class CartesiaTTS:
+    language = "en"
+
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
+
+    def in_language(self, language: str) -> "CartesiaTTS":
+        """A copy whose requests name `language`: Sonic's voices speak every language it supports, and
+        its list was not confirmed here, so Cartesia refuses one it does not take itself (a failure row)."""
+        return language_copy(self, language, None)
 
     async def connect(self, timeline: Timeline, voice: str | None = None) -> "CartesiaSession":
         key = require_key(self.model.vendor)
         ws = await open_websocket(f"{self.url}/tts/websocket", {"Authorization": f"Bearer {key.reveal()}",
                                                                 "Cartesia-Version": API_VERSION}, "Cartesia",
                                   clock=timeline.clock)
-        return CartesiaSession(ws, timeline, self.model.id.split("/", 1)[1], voice or self.model.voice or "")
+        return CartesiaSession(ws, timeline, self.model.id.split("/", 1)[1], voice or self.model.voice or "",
+                               self.language)
 
 
 class CartesiaSession:
-    def __init__(self, ws, timeline: Timeline, model_id: str, voice_id: str) -> None:
+    def __init__(self, ws, timeline: Timeline, model_id: str, voice_id: str, language: str = "en") -> None:
         self.ws, self.timeline, self.model_id, self.voice_id = ws, timeline, model_id, voice_id
+        self.language = language
 
     async def synthesize(self, text: str) -> None:
         context = str(uuid.uuid4())
         await self.ws.send(json.dumps({
             "model_id": self.model_id, "transcript": text, "voice": {"mode": "id", "id": self.voice_id},
-            "language": "en", "context_id": context, "continue": False,
+            "language": self.language, "context_id": context, "continue": False,
             "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": SAMPLE_RATE}}))
         self.timeline.mark(REQUEST_SENT)
         offset = 0

@@ -16,6 +16,10 @@ close-stream.mdx):
 - `{"type": "CloseStream"}` makes Deepgram finish processing any cached audio, send those
   results, then a `Metadata` summary, and close: Metadata is the end of the results.
 
+The dataset's language goes as the `language` query parameter (developers.deepgram.com/docs/models:
+every model defaults to `language=en`); Nova-3's monolingual languages are Deepgram's changelog's
+(2025-08-15 to 2026-03-31), listed in LANGUAGES; any other language is refused before connecting.
+
 So the turn ends at whichever comes first: the `from_finalize` final, or the Metadata after
 CloseStream, which `end_audio` sends right after Finalize (this session carries one turn). Neither
 moves TTFS: it is the arrival of the last final with words, the segment covering the end of
@@ -31,7 +35,7 @@ from urllib.parse import urlencode
 
 import websockets
 
-from .base import ProviderError
+from .base import ProviderError, language_copy
 from .close_codes import closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
@@ -45,16 +49,27 @@ CLOSE_WAIT_S = 2.0
 ENCODINGS = {"mulaw": "mulaw"}
 """Each wire encoding voxwatch sends (datasets.wire) and Deepgram's name for it."""
 
+LANGUAGES = {"nova-3": frozenset({
+    "en", "es", "fr", "pt", "de", "nl", "sv", "da", "it", "tr", "no", "id", "bg", "cs", "fi", "hi", "hu", "ja",
+    "ko", "pl", "ru", "uk", "vi", "ca", "et", "el", "lv", "lt", "ms", "ro", "sk", "be", "bn", "bs", "hr", "kn",
+    "mk", "mr", "sr", "sl", "ta", "tl", "te", "zh"})}
+"""The `language` codes each model takes (Deepgram's Nova-3 changelog entries); a model not listed takes English."""
+
 
 class DeepgramSTT:
     sample_rate = 16000
     encoding = "linear16"
     wire_encodings = tuple(ENCODINGS)
+    language = "en"  # Deepgram's own default
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
+
+    def in_language(self, language: str) -> "DeepgramSTT | None":
+        """A copy whose query asks for `language`, or None when the model does not take it."""
+        return language_copy(self, language, LANGUAGES.get(self.model.vendor_model, frozenset({"en"})))
 
     def on_wire(self, wire) -> "DeepgramSTT":
         """A copy that declares the wire format (the phone line's 8 kHz mu-law) in its query."""
@@ -65,7 +80,8 @@ class DeepgramSTT:
     async def connect(self, timeline: Timeline) -> "DeepgramSession":
         key = require_key(self.model.vendor)
         query = urlencode({"model": self.model.id.split("/", 1)[1], "encoding": self.encoding,
-                           "sample_rate": self.sample_rate, "channels": 1, "interim_results": "true"})
+                           "sample_rate": self.sample_rate, "channels": 1, "interim_results": "true",
+                           "language": self.language})
         ws = await open_websocket(f"{self.url}/v1/listen?{query}", {"Authorization": f"Token {key.reveal()}"},
                                   "Deepgram", clock=timeline.clock)
         return DeepgramSession(ws, timeline)

@@ -48,7 +48,7 @@ import httpx
 import websockets
 
 from . import stamped_http
-from .base import ProviderError
+from .base import ProviderError, language_copy
 from .close_codes import closed
 from .endpoints import WarmClient, base_url, http_failure, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
@@ -102,10 +102,26 @@ def _mark_audio(timeline: Timeline, pcm: bytes, offset: int, at: int | None = No
     return offset + n
 
 
+TTS_LANGUAGES = {"eleven_flash_v2_5": frozenset(
+    "en ja zh de hi fr ko pt it es id nl tr fil pl sv bg ro ar cs el fi hr ms sk da ta uk ru hu no vi".split())}
+"""The `language_code` values each TTS model takes (ElevenLabs' models page: Flash v2.5's 32
+languages, ISO 639-1 but Filipino's `fil`); a model not listed speaks English only."""
+
+
+class _TTSLanguage:
+    """ElevenLabs TTS takes the language as `language_code` (the WebSocket's query, the HTTP body),
+    which makes Flash v2.5 speak that language (its voices are multilingual)."""
+    language: str | None = None
+
+    def in_language(self, language: str):
+        """A copy that sends `language_code`, or None when the model does not speak the language."""
+        return language_copy(self, language, TTS_LANGUAGES.get(self.model.vendor_model, frozenset({"en"})))
+
+
 # --- TTS over the stream-input WebSocket ---
 
 
-class ElevenLabsWebSocketTTS:
+class ElevenLabsWebSocketTTS(_TTSLanguage):
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
@@ -116,7 +132,8 @@ class ElevenLabsWebSocketTTS:
         key = require_key(self.model.vendor)
         voice_id = voice or self.model.voice or DEFAULT_VOICE
         query = urlencode({"model_id": self.model.vendor_model, "output_format": OUTPUT_FORMAT,
-                           "inactivity_timeout": INACTIVITY_TIMEOUT_S})
+                           "inactivity_timeout": INACTIVITY_TIMEOUT_S,
+                           **({"language_code": self.language} if self.language else {})})
         ws = await open_websocket(f"{self.url}/v1/text-to-speech/{quote(voice_id, safe='')}/stream-input?{query}",
                                   {"xi-api-key": key.reveal()}, VENDOR, clock=timeline.clock)
         try:
@@ -166,7 +183,7 @@ class ElevenLabsWebSocketSession:
 # --- TTS over HTTP streaming ---
 
 
-class ElevenLabsHTTPTTS:
+class ElevenLabsHTTPTTS(_TTSLanguage):
     """One warmed HTTP client per adapter, reused across items (a connection per item would time TLS)."""
 
     def __init__(self, model: ModelInfo) -> None:
@@ -184,7 +201,7 @@ class ElevenLabsHTTPTTS:
             self._client, self._loop = WarmClient(self.url, {"xi-api-key": key.reveal()}, VENDOR), loop
         await self._client.warm()
         return ElevenLabsHTTPSession(self._client, timeline, self.model.vendor_model,
-                                     voice or self.model.voice or DEFAULT_VOICE)
+                                     voice or self.model.voice or DEFAULT_VOICE, self.language)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -198,8 +215,10 @@ class ElevenLabsHTTPTTS:
 
 
 class ElevenLabsHTTPSession:
-    def __init__(self, client: WarmClient, timeline: Timeline, model_id: str, voice_id: str) -> None:
+    def __init__(self, client: WarmClient, timeline: Timeline, model_id: str, voice_id: str,
+                 language: str | None = None) -> None:
         self.client, self.timeline, self.model_id, self.voice_id = client, timeline, model_id, voice_id
+        self.language = language
 
     async def synthesize(self, text: str) -> None:
         cold = [False]
@@ -207,7 +226,9 @@ class ElevenLabsHTTPSession:
         path = f"/v1/text-to-speech/{quote(self.voice_id, safe='')}/stream"
         try:
             async with self.client.stream("POST", path, cold, params={"output_format": OUTPUT_FORMAT},
-                                          json={"text": text, "model_id": self.model_id}) as response:
+                                          json={"text": text, "model_id": self.model_id,
+                                                **({"language_code": self.language} if self.language else {})}
+                                          ) as response:
                 stamped_http.mark_exchange(self.timeline, response, cold[0])
                 if response.status_code != 200:
                     await response.aread()
@@ -241,6 +262,7 @@ class ElevenLabsRealtimeSTT:
     sample_rate = 16000
     audio_format = "pcm_16000"
     wire_encodings = tuple(STT_ENCODINGS)
+    language = "en"  # the query's language_code
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
@@ -253,11 +275,16 @@ class ElevenLabsRealtimeSTT:
         wired.audio_format, wired.sample_rate = STT_ENCODINGS[wire.encoding], wire.sample_rate
         return wired
 
+    def in_language(self, language: str) -> "ElevenLabsRealtimeSTT":
+        """A copy whose query's `language_code` is `language`: Scribe documents 90+ languages and no
+        list voxwatch can check against, so it refuses one it does not take itself (a failure row)."""
+        return language_copy(self, language, None)
+
     async def connect(self, timeline: Timeline) -> "ScribeSession":
         """Open the session and wait for `session_started`, before t0."""
         key = require_key(self.model.vendor)
         query = urlencode({"model_id": self.model.vendor_model, "audio_format": self.audio_format,
-                           "commit_strategy": "manual", "language_code": "en"})
+                           "commit_strategy": "manual", "language_code": self.language})
         ws = await open_websocket(f"{self.url}/v1/speech-to-text/realtime?{query}", {"xi-api-key": key.reveal()},
                                   VENDOR, clock=timeline.clock)
         session = ScribeSession(ws, timeline, self.sample_rate)

@@ -28,6 +28,8 @@ import re
 
 import websockets
 
+from voxwatch.languages import primary
+
 from .base import ProviderError
 from .close_codes import closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
@@ -109,6 +111,12 @@ def mark_audio(timeline: Timeline, content: dict, at: int, offset: int) -> int:
     return offset
 
 
+LIVE_LANGUAGES = frozenset("ar bn nl en fr de hi id it ja ko mr pl pt ro ru es ta te th tr uk vi".split())
+"""The Live API's 24 languages (docs.cloud.google.com/vertex-ai/generative-ai/docs/live-api/
+configure-language-voice: BCP 47 codes, en in two locales). Native-audio models take no language
+in the setup (`speechConfig.languageCode` is for the others): they speak the caller's."""
+
+
 class GeminiLiveS2S:
     sample_rate = INPUT_RATE
 
@@ -116,6 +124,10 @@ class GeminiLiveS2S:
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
+
+    def in_language(self, language: str) -> "GeminiLiveS2S | None":
+        """The adapter itself (nothing to declare) for a Live API language, None for another."""
+        return self if primary(language) in LIVE_LANGUAGES else None
 
     async def _open(self, timeline: Timeline, setup: dict, open_turn: bool) -> tuple[object, Secret]:
         """A socket with the session set up (before t0), and the key it was opened with."""

@@ -21,7 +21,7 @@ import httpx
 import numpy as np
 
 from . import stamped_http
-from .base import ProviderError
+from .base import ProviderError, language_copy
 from .endpoints import HTTP_TIMEOUT_S, WarmClient, base_url, http_failure, http_url, is_loopback, require_key
 from .events import FINAL, Timeline
 from .registry import ModelInfo
@@ -82,8 +82,18 @@ class WarmClients:
         return self._client
 
 
+WHISPER_LANGUAGES = frozenset(
+    "af am ar as az ba be bg bn bo br bs ca cs cy da de el en es et eu fa fi fo fr gl gu ha haw he hi hr ht hu hy id is "
+    "it ja jw ka kk km kn ko la lb ln lo lt lv mg mi mk ml mn mr ms mt my ne nl nn no oc pa pl ps pt ro ru sa sd si sk sl "
+    "sn so sq sr su sv sw ta te tg th tk tl tr tt uk ur uz vi yi yo zh yue".split())
+"""Whisper's languages (its tokenizer's codes): OpenAI's transcription `language` parameter takes
+these ISO 639 codes, and its speech models speak them (the Speech-to-text and Text-to-speech guides
+point to Whisper's list)."""
+
+
 class OpenAIBatchSTT:
     sample_rate = 16000
+    language: str | None = None  # the form's `language` (ISO 639-1), once a dataset's language is set
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
@@ -93,12 +103,17 @@ class OpenAIBatchSTT:
         self._warm: WarmClient | None = None
         self._sync: httpx.Client | None = None
 
+    def in_language(self, language: str) -> "OpenAIBatchSTT | None":
+        """A copy whose requests name `language` (the form's `language` field), or None outside Whisper's list."""
+        return language_copy(self, language, WHISPER_LANGUAGES)
+
     async def connect(self, timeline: Timeline) -> "OpenAIBatchSTT":
         self._warm = await self._clients.get()
         return self
 
     def _form(self) -> dict[str, str]:
-        return {"model": self.model.vendor_model, "response_format": "json"}
+        form = {"model": self.model.vendor_model, "response_format": "json"}
+        return form if self.language is None else {**form, "language": self.language}
 
     async def transcribe(self, pcm16: bytes, timeline: Timeline) -> None:
         # the multipart body is encoded before the clock starts, so the request goes out in one piece

@@ -60,11 +60,11 @@ from urllib.parse import urlencode
 import numpy as np
 import websockets
 
-from .base import ProviderError
+from .base import ProviderError, language_copy
 from .close_codes import close_code, closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
-from .openai_batch import DEFAULT_URL, VENDOR
+from .openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
 from .registry import ModelInfo
 from .ws_session import ReaderSession, settle, update_session
 from .stamped import received
@@ -232,6 +232,7 @@ class OpenAIRealtimeSTT:
     sample_rate = 16000  # what send_audio takes; sent upsampled to the API's 24 kHz
     input_format: dict | None = None  # None: 16 kHz PCM upsampled to PCM_24K; else a wire format, sent as is
     wire_encodings = tuple(ENCODINGS)
+    language = "en"  # audio.input.transcription.language (ISO 639-1)
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
@@ -244,10 +245,14 @@ class OpenAIRealtimeSTT:
         wired.input_format, wired.sample_rate = ENCODINGS[wire.encoding], wire.sample_rate
         return wired
 
+    def in_language(self, language: str) -> "OpenAIRealtimeSTT | None":
+        """A copy whose session names `language`, or None outside Whisper's list."""
+        return language_copy(self, language, WHISPER_LANGUAGES)
+
     async def connect(self, timeline: Timeline) -> "RealtimeTranscription":
         session = {"type": "transcription", "audio": {"input": {
             "format": self.input_format or PCM_24K,
-            "transcription": {"model": self.model.vendor_model, "language": "en"}, "turn_detection": None}}}
+            "transcription": {"model": self.model.vendor_model, "language": self.language}, "turn_detection": None}}}
         ws = await _open(self.url, {"intent": "transcription"}, self.model.vendor, session, timeline)
         return RealtimeTranscription(ws, timeline, Upsampler() if self.input_format is None else None)
 

@@ -44,6 +44,8 @@ import re
 
 import websockets
 
+from voxwatch.languages import primary
+
 from .base import ProviderError
 from .close_codes import closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
@@ -102,6 +104,11 @@ class SpeechmaticsSTT:
         self.url = base_url(model.vendor, endpoint_for(region))
         self.emulator = is_loopback(self.url)
         self.model_name, _, self.language = model.vendor_model.rpartition("-")
+
+    def in_language(self, language: str) -> "SpeechmaticsSTT | None":
+        """The adapter itself when `language` is its id's language pack (`enhanced-en` takes en), else None:
+        another language is another id, never this one's pack sent other speech."""
+        return self if primary(language) == self.language else None
 
     async def connect(self, timeline: Timeline) -> "SpeechmaticsSession":
         """Open the session and wait for `RecognitionStarted`, so set-up stays outside the clocks."""

@@ -62,6 +62,14 @@ def _catalog(cfg: config_mod.Config) -> Catalog:
     return Catalog([bundled_root(), cfg.datasets_dir])
 
 
+def _languages(cfg: config_mod.Config, rows) -> dict[str, str | None]:
+    """Each dataset's language, from this machine's catalog (None for one it lacks), for board headings."""
+    from voxwatch.datasets.provenance import lookup
+
+    catalog = _catalog(cfg)
+    return {d: lookup(catalog, d).language for d in {r.dataset for r in rows}}
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -122,7 +130,7 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
         print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
     print()
     rows = leaderboard.from_store(store, "30d", registry)
-    print(leaderboard.format_table(rows, "30d", registry))
+    print(leaderboard.format_table(rows, "30d", registry, languages=_languages(cfg, rows)))
     if result.run.status == "failed":  # every row not ok: the run record says so, and so does the exit code
         print(f"voxwatch: every one of the {len(result.rows)} observations failed (run {result.run.run_id})",
               file=sys.stderr)
@@ -180,7 +188,8 @@ def cmd_leaderboard(args) -> int:
         store.close()
     span = span_text(only, args.window)
     if args.format == "table":
-        print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models))
+        print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models,
+                                       languages=_languages(cfg, rows)))
         if board is not None:
             print(f"\nS2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
@@ -329,7 +338,7 @@ def cmd_datasets_import(args) -> int:
     cfg = _config(args)
     degrade = degrade_names(args.degrade) if args.degrade else ()
     done = import_dataset(Path(args.dir), args.name, cfg.datasets_dir, _catalog(cfg).names(),
-                          allow_truncated=args.allow_truncated, degrade=degrade)
+                          allow_truncated=args.allow_truncated, degrade=degrade, language=args.language)
     minutes = sum(c.duration_s for c in done.clips) / 60
     print(f"imported {len(done.clips)} clips ({minutes:.1f} min) as {args.name} into {done.folder}")
     if len(done.members) > 1:
@@ -583,6 +592,9 @@ def parser() -> argparse.ArgumentParser:
     imp.add_argument("--degrade", metavar="all|T,...",
                      help="also build NAME-<transform> from the clean clips for every transform (all) or those named "
                           f"({', '.join(TRANSFORMS)}), paired by utterance id")
+    imp.add_argument("--language", default="en",
+                     help="what the clips speak, a BCP 47 tag (default en): it picks the WER normalizer and is "
+                          "declared to every provider that takes one")
     imp.set_defaults(func=cmd_datasets_import)
     txt = ds.add_parser("import-text", help="import prompts for the TTS board from a .txt (one a line) or a .jsonl")
     txt.add_argument("file", help="a .txt file (one prompt a non-blank line) or a .jsonl of {id, text, category} lines")

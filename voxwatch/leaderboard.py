@@ -11,12 +11,14 @@ import csv
 import io
 import time
 from dataclasses import fields, replace
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Mapping
 
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import rank_order, ranking_title, ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, SeriesData, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS, for_protocol
+from voxwatch.metrics.wer import CHARACTER, scorer_for
+from voxwatch.languages import is_english
 from voxwatch.observation import Observation
 from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
@@ -108,13 +110,23 @@ def standings(registry: Registry | None, model_ids: Iterable[str]) -> dict[str, 
     return {m: registry.standing(registry.models[m]) for m in model_ids if m in registry.models}
 
 
+def _language_title(title: str, language: str | None) -> str:
+    """A ranking's heading with its dataset's language when that is not English (and CER where it
+    is scored by characters): every ranking is one dataset, so one language."""
+    if language is None or is_english(language):
+        return title
+    return f"{title} [language {language}, scored as {scorer_for(language).error_rate_label}]"
+
+
 def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *, span: str | None = None,
-                 models: Collection[str] = ()) -> str:
+                 models: Collection[str] = (), languages: Mapping[str, str | None] | None = None) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
     first line (attempts, rates, pooled WER, entity error rate), its region, method version and rank (metrics.ranking);
     under each board, a line for every model of it that is retired or retires soon. `span` names
     the rows' time span when it is not the rolling window; `models` shows only theirs, ranked
-    among all the rows (a model's rank is its place on the board)."""
+    among all the rows (a model's rank is its place on the board). `languages`: each dataset's
+    language (its DatasetInfo's), named in the heading of a ranking that is not English."""
+    languages = languages or {}
     shown = [r for r in rows if not models or r.model_id in models]
     if not shown:
         return f"No observations {span or 'in the last ' + window}. Run `voxwatch run` first."
@@ -132,9 +144,10 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
         for i, r in enumerate(mine):
             first = i == 0 or series_id(mine[i - 1]) != series_id(r)
             if i == 0 or (mine[i - 1].dataset, mine[i - 1].protocol) != (r.dataset, r.protocol):
-                table.append(ranking_title(r.dataset, r.protocol))
+                table.append(_language_title(ranking_title(r.dataset, r.protocol), languages.get(r.dataset)))
             rank = ranked.get(series_id(r))
-            wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} words)"
+            unit = "characters" if scorer_for(languages.get(r.dataset)).unit == CHARACTER else "words"
+            wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} {unit})"
                    if r.pooled_wer is not None else "n/a")
             entity = (_num(r.entity_error_rate, True) + _ci(r.entity_error_rate_ci, True) + f" ({r.entities} entities)"
                       if r.entity_error_rate is not None else "n/a")

@@ -32,10 +32,11 @@ from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms,
 from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.entities import entity_errors
-from voxwatch.metrics.wer import NORMALIZER_NAME, NORMALIZER_VERSION, word_errors
+from voxwatch.metrics.wer import scorer_for, word_errors
 from voxwatch.observation import Observation
 from voxwatch.text import safe_text
-from voxwatch.providers.base import HarnessFault, ProviderError, on_wire
+from voxwatch.languages import is_english
+from voxwatch.providers.base import HarnessFault, ProviderError, in_language, on_wire
 from voxwatch.providers.close_codes import closed
 from voxwatch.providers.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
@@ -87,6 +88,7 @@ async def _connect(connecting, timeline: Timeline, row: Observation, ctx: Measur
 
 def _base_row(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: MeasureContext) -> Observation:
     clip = item if isinstance(item, Clip) else None
+    scoring = scorer_for(dataset.info.language)
     return Observation(
         run_id=ctx.run_id, model_id=model.id, dataset=dataset.name, clip_id=item.id, attempt=ctx.attempt,
         board=model.board, vendor=model.vendor, protocol=model.protocol, region=ctx.region,
@@ -95,7 +97,7 @@ def _base_row(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: Meas
         language=dataset.info.language, speaker=clip.voice if clip else None, accent=clip.accent if clip else None,
         dataset_manifest_sha256=dataset.manifest_sha256, seed=ctx.seed, emulator=ctx.emulator,
         reference=item.text, method_version=METHOD_VERSION, runner_version=__version__,
-        normalizer=NORMALIZER_NAME, normalizer_version=NORMALIZER_VERSION, vad=VAD_NAME, vad_version=VAD_VERSION,
+        normalizer=scoring.normalizer, normalizer_version=scoring.normalizer_version, vad=VAD_NAME, vad_version=VAD_VERSION,
         vad_params=json.dumps(VAD_PARAMS.as_record(), sort_keys=True), onset_version=ONSET_VERSION,
     )
 
@@ -119,12 +121,12 @@ def _score(row: Observation, reference: str, hypothesis: str, entities: Sequence
     """WER parts (and, for a tagged clip, entity counts) of the hypothesis as it will be stored: made
     safe first (voxwatch.text), so the stored words are the scored ones."""
     hypothesis = safe_text(hypothesis) if hypothesis else hypothesis
-    parts = word_errors(reference, hypothesis)
+    parts = word_errors(reference, hypothesis, row.language)
     row.hypothesis = hypothesis
     row.substitutions, row.deletions, row.insertions, row.ref_words = (
         parts.substitutions, parts.deletions, parts.insertions, parts.ref_words)
     if entities is not None:
-        counted = entity_errors(entities, hypothesis)
+        counted = entity_errors(entities, hypothesis, row.language)
         row.entities_total, row.entities_missed = counted.total, counted.missed
 
 
@@ -209,6 +211,10 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
         if ctx.instrument is None:
             return
         row.instrument_id = ctx.instrument_id
+        if not is_english(row.language):  # the instrument's callable takes audio only: it hears English
+            row.instrument_error = (f"the intelligibility instrument {ctx.instrument_id} hears English only; "
+                                    f"{row.language} speech is not scored (WER null)")
+            return
         try:
             audio16k = resample(stream.samples, stream.sample_rate, 16000).astype(np.float32)
             text = await asyncio.to_thread(ctx.instrument, audio16k)
@@ -298,6 +304,11 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
                 return _fail(row, "excluded", f"{model.id}'s protocol does not take {dataset.wire.label} audio "
                                               f"as voxwatch speaks it; {dataset.name} is sent only as {dataset.wire.label}",
                              ctx)
+        adapter = in_language(adapter, dataset.info.language)
+        if adapter is None:
+            return _fail(row, "excluded", f"{model.id} does not take {dataset.info.language} as voxwatch speaks it; "
+                                          f"{dataset.name} is in {dataset.info.language}", ctx)
+        row.voice = getattr(adapter, "language_voice", None) or row.voice  # a TTS voice chosen by language
         # a local engine needs the CPU a busy poll would take, and its events come from threads
         async with busy_poll if model.region != "local" else contextlib.nullcontext():
             with gc_paused, on_the_clock:

@@ -1,7 +1,7 @@
 """A loopback emulator of Cartesia's TTS WebSocket (`/tts/websocket`).
 
-Checks `Authorization: Bearer <key>` and the `Cartesia-Version` header; for each generation
-request sends base64 `pcm_s16le` `chunk` messages at the requested sample rate - leading silence,
+Checks `Authorization: Bearer <key>` and the `Cartesia-Version` header, and that a request's
+`language` (English when absent) is an ISO 639-1 code; for each generation request sends base64 `pcm_s16le` `chunk` messages at the requested sample rate - leading silence,
 then the speech (a sharp-onset tone, or eSpeak NG saying the transcript) - the first `ttfb_ms` after the request arrived and the rest
 every `send_every_ms` (faster than real time; the speech `gaming_delay_ms` after the silence, when
 set), then a `done` message for the context.
@@ -53,9 +53,14 @@ class CartesiaEmulator:
             try:
                 rate = int(request["output_format"]["sample_rate"])
                 transcript = str(request["transcript"])
+                language = request.get("language", "en")
+                if not (isinstance(language, str) and language.isalpha() and 2 <= len(language) <= 3):
+                    raise ValueError("language")
             except (KeyError, TypeError, ValueError):
                 await ws.send(json.dumps({"type": "error", "done": True, "status_code": 400, "context_id": context,
-                                          "title": "Invalid request", "message": "missing transcript or output_format"}))
+                                          "title": "Invalid request",
+                                          "message": "missing transcript or output_format, or a language that is "
+                                                     "not an ISO 639-1 code"}))
                 continue
             s = self.scenario
             chunks, first_speech = await asyncio.to_thread(self._chunks.get, transcript, rate)

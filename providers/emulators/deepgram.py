@@ -2,8 +2,9 @@
 (`/v1/speak`) WebSockets, both on one port as Deepgram serves them on one host.
 
 Both check `Authorization: Token <key>`. `/v1/listen` takes binary frames in the query's
-`encoding` (linear16, or mulaw for the phone condition) at its `sample_rate`, and notes what it
-received with them (ledger `seen:listen`) when the stream closes; it sends interim
+`encoding` (linear16, or mulaw for the phone condition) at its `sample_rate`, in the `language`
+the query names (English when it names none, as Deepgram's default; a language the model does not
+take closes the stream with Deepgram's 1008 `DATA-0000`), and notes what it received with them (ledger `seen:listen`) when the stream closes; it sends interim
 `Results` (`is_final: false`) on a cadence from `first_partial_ms` after the start of speech, and
 the final `final_ms` after the end of speech: `from_finalize` when a `Finalize` had arrived, else
 `speech_final` (endpointing closed it). A `Finalize` that finds the final already sent (nothing
@@ -31,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 import websockets
 
 from voxwatch.clock import sleep_until
+from voxwatch.providers.deepgram import LANGUAGES
 
 from .faults import break_off, breaks, websocket_refusal
 from .ledger import record, saw
@@ -77,8 +79,12 @@ class DeepgramEmulator:
     async def _listen_session(self, ws) -> None:
         query = parse_qs(urlsplit(ws.request.path).query)
         encoding, rate = query.get("encoding", [""])[0], query.get("sample_rate", [""])[0]
+        model, language = query.get("model", ["nova-3"])[0], query.get("language", ["en"])[0]
         if encoding not in LISTEN_ENCODINGS or not rate.isdigit():
             await ws.close(1008, "DATA-0000: raw audio needs encoding (linear16 or mulaw here) and sample_rate")
+            return
+        if language not in LANGUAGES.get(model, {"en"}):
+            await ws.close(1008, f"DATA-0000: no {model} model for language {language}"[:120])
             return
         finalized = asyncio.Event()
         final_sent = asyncio.Event()
@@ -98,7 +104,8 @@ class DeepgramEmulator:
                     if final_sent.is_set() and self.stt.empty_finalize_reply:
                         await ws.send(_results("", True, from_finalize=True))
                 elif kind == "CloseStream":
-                    saw(self, "listen", {"encoding": encoding, "sample_rate": int(rate), "audio": audio.hex()})
+                    saw(self, "listen", {"encoding": encoding, "sample_rate": int(rate), "language": language,
+                                         "audio": audio.hex()})
                     if sender is not None:
                         await sender  # the results still pending go first
                     await ws.send(json.dumps({"type": "Metadata", "request_id": str(uuid.uuid4()), "channels": 1}))

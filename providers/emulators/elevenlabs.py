@@ -1,7 +1,8 @@
 """A loopback emulator of ElevenLabs' TTS (stream-input WebSocket and HTTP streaming) and Scribe
 v2 Realtime STT, on one port as the vendor serves them on one host (an ASGI app for uvicorn).
 
-Every endpoint checks the `xi-api-key` header (the stream-input WebSocket also takes the key as
+TTS takes an optional `language_code` (the WebSocket's query, the HTTP body) that the model must
+speak, else 400 `unsupported_language`. Every endpoint checks the `xi-api-key` header (the stream-input WebSocket also takes the key as
 `xi_api_key` in its first message). TTS sends `pcm_<rate>` audio (little-endian int16) - leading
 silence, then the speech (a sharp-onset tone or eSpeak NG) - the first chunk `ttfb_ms` after the
 text that triggers generation arrived (a `flush: true` message or the closing `{"text": ""}`; the
@@ -39,6 +40,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.clock import sleep_until
+from voxwatch.providers.elevenlabs import TTS_LANGUAGES
 
 from .faults import break_off, breaks, http_refusal
 from .ledger import record, saw
@@ -73,6 +75,13 @@ def _abort(receive) -> None:
 
 STT_FORMATS = {"ulaw_8000": 8000}
 """Scribe's audio formats other than pcm_<rate>: G.711 mu-law at 8 kHz."""
+
+def _language_refusal(model_id: str | None, language_code: str | None) -> JSONResponse | None:
+    """A TTS request's `language_code` (optional) must be one the model speaks (providers.elevenlabs TTS_LANGUAGES)."""
+    if language_code is None or language_code in TTS_LANGUAGES.get(model_id or "", frozenset({"en"})):
+        return None
+    return JSONResponse({"detail": {"status": "unsupported_language",
+                                    "message": f"Model {model_id} does not support language_code {language_code}."}}, 400)
 
 
 def _pcm_rate(output_format: str | None) -> int | None:
@@ -125,6 +134,7 @@ class ElevenLabsEmulator:
         key = ws.headers.get("xi-api-key")
         refusal = _refusal(key, self.tts)
         timeout = ws.query_params.get("inactivity_timeout", str(INACTIVITY_S))
+        refusal = refusal or _language_refusal(ws.query_params.get("model_id"), ws.query_params.get("language_code"))
         if refusal is None and not (timeout.isdigit() and 0 < int(timeout) <= MAX_INACTIVITY_S):
             refusal = JSONResponse({"detail": [{"loc": ["query", "inactivity_timeout"],
                                                 "msg": f"must be a whole number of seconds up to {MAX_INACTIVITY_S}"}]}, 422)
@@ -210,6 +220,9 @@ class ElevenLabsEmulator:
             text = str(body["text"])
         except (json.JSONDecodeError, KeyError, TypeError):
             return JSONResponse({"detail": [{"loc": ["body", "text"], "msg": "Field required"}]}, 422)
+        refusal = _language_refusal(body.get("model_id"), body.get("language_code"))
+        if refusal is not None:
+            return refusal
         rate = _pcm_rate(request.query_params.get("output_format", "mp3_44100"))
         if rate is None:
             return JSONResponse({"detail": {"status": "invalid_output_format",

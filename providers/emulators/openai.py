@@ -1,6 +1,7 @@
 """A loopback emulator of OpenAI's audio APIs, all on one host as the vendor serves them.
 
-- `POST /v1/audio/transcriptions` (multipart form: `file` (WAV), `model`, `response_format`):
+- `POST /v1/audio/transcriptions` (multipart form: `file` (WAV), `model`, `response_format`, optional
+  `language`, one of Whisper's ISO 639 codes, else a 400 as OpenAI answers an unknown one):
   answers `{"text": ...}` `final_ms` after the request body has arrived (STTScenario: the
   processing time of a batch request); transcript and jitter are keyed by the sha256 of the WAV's
   PCM samples.
@@ -89,6 +90,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.clock import sleep_until
+
+from voxwatch.providers.openai_batch import WHISPER_LANGUAGES
 
 from .chat import ChatScenario, ChatStream, problem
 from .faults import break_off, breaks, http_refusal
@@ -358,8 +361,11 @@ class _Transcription(_Realtime):
 
     def valid(self, session: dict) -> str | None:
         problem = super().valid(session)
-        model = (((session.get("audio") or {}).get("input") or {}).get("transcription") or {}).get("model")
-        return problem or (None if model else "audio.input.transcription.model is required")
+        transcription = ((session.get("audio") or {}).get("input") or {}).get("transcription") or {}
+        language = transcription.get("language")
+        if language is not None and language not in WHISPER_LANGUAGES:
+            return problem or f"audio.input.transcription.language {language!r} is not an ISO-639-1 code it takes"
+        return problem or (None if transcription.get("model") else "audio.input.transcription.model is required")
 
     async def committed(self, item: str, arrived: int, n_bytes: int) -> None:
         saw(self.emulator, "realtime", {"format": self.input_format, "audio": b"".join(self.received).hex()})
@@ -504,12 +510,16 @@ class OpenAIEmulator:
                 seconds = w.getnframes() / w.getframerate()
             model = form["model"].decode()
             response_format = form.get("response_format", b"json").decode()
+            language = form["language"].decode() if "language" in form else None
         except (KeyError, ValueError, EOFError, wave.Error, UnicodeDecodeError) as exc:
             return _json_error(400, f"could not read the request: {exc}")
         if model not in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-transcribe"):  # SDK AudioModel
             return _json_error(400, f"unknown model {model!r}", code="model_not_found")
         if response_format != "json":
             return _json_error(400, "this emulator answers response_format json only")
+        if language is not None and language not in WHISPER_LANGUAGES:
+            return _json_error(400, f"Invalid language {language!r}: language must be in ISO-639-1 format",
+                               code="invalid_language_format")
         s = self.stt
         text = s.transcript_for(pcm)
         at = arrived + int((s.final_ms + jitter_ms(pcm, s.jitter_ms)) * 1e6)

@@ -65,6 +65,11 @@ class EspeakEngine:
             self._on_chunk(np.ctypeslib.as_array(wav, shape=(n,)).copy())
         return 0
 
+    def has_voice(self, voice: str) -> bool:
+        """Whether eSpeak NG has a voice of that name (setting it is the library's only check)."""
+        with self._lock:
+            return self._lib.espeak_SetVoiceByName(voice.encode()) == 0
+
     def synthesize(self, text: str, voice: str, on_chunk: Callable[[np.ndarray], None],
                    rate_wpm: int | None = None, before_request: Callable[[], None] | None = None) -> None:
         """Synthesize text, calling on_chunk(int16 samples) for each chunk; blocks until done."""

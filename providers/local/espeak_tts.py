@@ -3,17 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 
 import numpy as np
+
+from voxwatch.languages import is_english, primary
 
 from ..events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from ..registry import ModelInfo
 from .espeak_engine import EspeakEngine
 
 
+ESPEAK_VOICES = {"zh": "cmn"}
+"""Where eSpeak NG names a language's voice other than by its ISO 639-1 code."""
+
+
 class EspeakTTS:
+    language_voice: str | None = None  # the voice for a dataset's language other than English
+
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
+
+    def in_language(self, language: str) -> "EspeakTTS | None":
+        """English as registered (the id's voice); another language spoken by eSpeak NG's voice of that
+        name (its voices are named by ISO 639 code: es, fr, de, cmn for Mandarin), None when it has none."""
+        if is_english(language):
+            return self
+        voice = ESPEAK_VOICES.get(primary(language), primary(language))
+        if not EspeakEngine.get().has_voice(voice):
+            return None
+        copied = copy.copy(self)
+        copied.language_voice = voice
+        return copied
 
     @staticmethod
     def installed_version() -> str:
@@ -21,7 +42,7 @@ class EspeakTTS:
 
     async def connect(self, timeline: Timeline, voice: str | None = None) -> "EspeakSession":
         engine = await asyncio.to_thread(EspeakEngine.get)
-        return EspeakSession(engine, timeline, voice or self.model.voice or "en-us")
+        return EspeakSession(engine, timeline, self.language_voice or voice or self.model.voice or "en-us")
 
 
 class EspeakSession:
