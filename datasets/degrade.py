@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.signal import butter, fftconvolve, sosfiltfilt
 
 from . import mulaw
 from .audio import normalize_loudness, resample, to_pcm16
@@ -56,6 +55,8 @@ def farfield(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
     direct_energy = np.sum(tail ** 2) * 10 ** (drr_db / 10)
     h = tail.copy()
     h[0] = np.sqrt(direct_energy)
+    from scipy.signal import fftconvolve  # here, so a one-shot CLI command starts without scipy (test_startup)
+
     y = fftconvolve(x, h)[: x.size]
     return Degraded(normalize_loudness(y), start, end)
 
@@ -83,6 +84,8 @@ def noisegap(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
 def phone_line(x: np.ndarray, rate: int = mulaw.RATE, band_hz: tuple[float, float] = (300.0, 3400.0)) -> np.ndarray:
     """What a phone line carries of 16 kHz audio: 8 kHz, the 300-3400 Hz band, G.711 mu-law codes."""
     narrow = resample(x, RATE, rate)
+    from scipy.signal import butter, sosfiltfilt  # here, as fftconvolve above
+
     sos = butter(4, band_hz, btype="bandpass", fs=rate, output="sos")
     return mulaw.encode(to_pcm16(sosfiltfilt(sos, narrow)))
 
