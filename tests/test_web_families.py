@@ -272,3 +272,19 @@ def test_the_sqlite_store_serves_the_same_family_and_accent_board(server, tmp_pa
             assert lite["rows"] == pg["rows"] and lite["rows"], path
         page = httpx.get(f"{base}/board/stt").text
         assert re.search(r'<select name="accent">.*?<option>scottish</option><option>us</option>', page, re.S)
+
+
+def test_an_accent_with_a_comma_is_one_accent_and_the_option_repeats():
+    """Accents are free text ("non-native English, Mandarin L1"): --accent takes its value whole."""
+    import argparse
+
+    from voxwatch.row_options import add_row_filters, row_filter
+
+    parser = argparse.ArgumentParser()
+    add_row_filters(parser)
+    only = row_filter(parser.parse_args(["--accent", "non-native English, Mandarin L1", "--accent", " scottish ",
+                                         "--speaker", "p1"]))
+    assert only.accents == ("non-native English, Mandarin L1", "scottish") and only.speakers == ("p1",)
+    assert row_filter(parser.parse_args([])).accents == ()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--accent", "  "])

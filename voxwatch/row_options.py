@@ -28,17 +28,19 @@ def add_row_filters(p: argparse.ArgumentParser) -> None:
                    help="only rows started at or after this: an ISO date or time (2026-05-01, 2026-05-01T12:00Z; "
                         "UTC when no zone) or an age (7d, 24h, 30m)")
     p.add_argument("--until", type=_moment, metavar="WHEN", help="only rows started before this (as --since)")
-    p.add_argument("--speaker", type=_listed("speaker"), default=(),
-                   help="only clips of these speakers, comma-separated (a board's statistics over their clips alone)")
-    p.add_argument("--accent", type=_listed("accent"), default=(),
-                   help="only clips of speakers with these accents, comma-separated")
+    p.add_argument("--speaker", type=_whole("speaker"), action="append", default=[],
+                   help="only clips of this speaker (repeat it for more; taken whole, commas and all): a board's "
+                        "statistics over their clips alone")
+    p.add_argument("--accent", type=_whole("accent"), action="append", default=[],
+                   help="only clips of speakers with this accent (repeat it for more; taken whole: an accent is free "
+                        "text such as 'non-native English, Mandarin L1')")
 
 
 def row_filter(args) -> RowFilter:
     if args.since is not None and args.until is not None and args.since >= args.until:
         raise ConfigError(f"--since ({shown(args.since)}) must be before --until ({shown(args.until)})")
-    return RowFilter(args.since, args.until, args.board, args.dataset, args.model, speakers=args.speaker,
-                     accents=args.accent)
+    return RowFilter(args.since, args.until, args.board, args.dataset, args.model, speakers=tuple(args.speaker),
+                     accents=tuple(args.accent))
 
 
 def span_text(only: RowFilter, window: str) -> str | None:
@@ -57,6 +59,16 @@ def _moment(text: str) -> float:
         return moment(text)
     except MomentError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _whole(what: str):
+    """One free-text value (a speaker, an accent), stripped; an empty one is refused."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"expected a {what}, got an empty value")
+        return text.strip()
+    parse.__name__ = what
+    return parse
 
 
 def _listed(what: str, known: tuple[str, ...] | None = None):
