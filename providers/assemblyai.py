@@ -46,7 +46,7 @@ from urllib.parse import urlencode
 
 import websockets
 
-from .base import HarnessFault, ProviderError, language_copy
+from .base import HarnessFault, ProviderError, takes_language
 from .close_codes import closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import CLOSED, FINAL, PARTIAL, Timeline
@@ -95,7 +95,7 @@ class AssemblyAISTT:
 
     def in_language(self, language: str) -> "AssemblyAISTT | None":
         """The adapter itself when its speech_model transcribes `language`, else None (nothing is sent)."""
-        return language_copy(self, language, LANGUAGES.get(self.model.vendor_model, frozenset({"en"})))
+        return takes_language(self, language, LANGUAGES.get(self.model.vendor_model, frozenset({"en"})))
 
     async def connect(self, timeline: Timeline) -> "AssemblyAISession":
         """Open the session and wait for `Begin`, so session set-up stays outside the clocks."""

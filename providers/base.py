@@ -89,13 +89,22 @@ def in_language(adapter, language: str):
 def language_copy(adapter, language: str, taken: Collection[str] | None, attribute: str = "language"):
     """A copy of `adapter` with `attribute` set to the language's primary subtag (the ISO 639 code
     vendors' `language` parameters take), or None when it is not in `taken` (None: the vendor
-    documents no list, and refuses what it cannot take itself)."""
+    documents no list, and refuses what it cannot take itself). The adapter itself when it is already
+    set for that language (English, almost always): measure_item asks once per item."""
     code = primary(language)
     if taken is not None and code not in taken:
         return None
+    if getattr(adapter, attribute, None) == code:
+        return adapter
     copied = copy.copy(adapter)
     setattr(copied, attribute, code)
     return copied
+
+
+def takes_language(adapter, language: str, taken: Collection[str]):
+    """The adapter itself when its model takes `language` but its protocol has nothing to declare it
+    with (the model is the choice, or it speaks the input's language), else None."""
+    return adapter if primary(language) in taken else None
 
 
 class STTBatch(Protocol):

@@ -50,7 +50,7 @@ import websockets
 from . import stamped_http
 from .base import ProviderError, language_copy
 from .close_codes import closed
-from .endpoints import WarmClient, base_url, http_failure, is_loopback, open_websocket, require_key
+from .endpoints import WarmClient, WarmClients, base_url, http_failure, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from .registry import ModelInfo
 from .stamped import received
@@ -111,7 +111,7 @@ languages, ISO 639-1 but Filipino's `fil`); a model not listed speaks English on
 class _TTSLanguage:
     """ElevenLabs TTS takes the language as `language_code` (the WebSocket's query, the HTTP body),
     which makes Flash v2.5 speak that language (its voices are multilingual)."""
-    language: str | None = None
+    language = "en"
 
     def in_language(self, language: str):
         """A copy that sends `language_code`, or None when the model does not speak the language."""
@@ -132,8 +132,7 @@ class ElevenLabsWebSocketTTS(_TTSLanguage):
         key = require_key(self.model.vendor)
         voice_id = voice or self.model.voice or DEFAULT_VOICE
         query = urlencode({"model_id": self.model.vendor_model, "output_format": OUTPUT_FORMAT,
-                           "inactivity_timeout": INACTIVITY_TIMEOUT_S,
-                           **({"language_code": self.language} if self.language else {})})
+                           "inactivity_timeout": INACTIVITY_TIMEOUT_S, "language_code": self.language})
         ws = await open_websocket(f"{self.url}/v1/text-to-speech/{quote(voice_id, safe='')}/stream-input?{query}",
                                   {"xi-api-key": key.reveal()}, VENDOR, clock=timeline.clock)
         try:
@@ -190,33 +189,25 @@ class ElevenLabsHTTPTTS(_TTSLanguage):
         self.model = model
         self.url = base_url(model.vendor, DEFAULT_URL)
         self.emulator = is_loopback(self.url)
-        self._client: WarmClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._clients = WarmClients(self.url, VENDOR, lambda: {"xi-api-key": require_key(model.vendor).reveal()})
 
     async def connect(self, timeline: Timeline, voice: str | None = None) -> "ElevenLabsHTTPSession":
-        """Create the client once (per event loop) and warm its connection before t0."""
-        key = require_key(self.model.vendor)
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client, self._loop = WarmClient(self.url, {"xi-api-key": key.reveal()}, VENDOR), loop
-        await self._client.warm()
-        return ElevenLabsHTTPSession(self._client, timeline, self.model.vendor_model,
+        """The client made once (per event loop), its connection warmed before t0."""
+        require_key(self.model.vendor)  # a missing key fails every item, not only the first
+        return ElevenLabsHTTPSession(await self._clients.get(), timeline, self.model.vendor_model,
                                      voice or self.model.voice or DEFAULT_VOICE, self.language)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._clients.aclose()
 
     def close(self) -> None:
-        """For the runner's synchronous clean-up: close the client on its loop if that loop still runs."""
-        if self._client is not None and self._loop is not None and self._loop.is_running():
-            self._loop.create_task(self.aclose())
+        """For the runner's synchronous clean-up."""
+        self._clients.close()
 
 
 class ElevenLabsHTTPSession:
     def __init__(self, client: WarmClient, timeline: Timeline, model_id: str, voice_id: str,
-                 language: str | None = None) -> None:
+                 language: str = "en") -> None:
         self.client, self.timeline, self.model_id, self.voice_id = client, timeline, model_id, voice_id
         self.language = language
 
@@ -227,8 +218,7 @@ class ElevenLabsHTTPSession:
         try:
             async with self.client.stream("POST", path, cold, params={"output_format": OUTPUT_FORMAT},
                                           json={"text": text, "model_id": self.model_id,
-                                                **({"language_code": self.language} if self.language else {})}
-                                          ) as response:
+                                                "language_code": self.language}) as response:
                 stamped_http.mark_exchange(self.timeline, response, cold[0])
                 if response.status_code != 200:
                     await response.aread()

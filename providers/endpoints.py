@@ -8,6 +8,7 @@ against a loopback address are labelled `emulator` and never reach a leaderboard
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import os
@@ -152,6 +153,36 @@ class WarmClient:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+class WarmClients:
+    """One warmed WarmClient per adapter and event loop (an httpx async client is bound to its loop).
+
+    An adapter holds one of these, not the client itself: the copies `on_wire` and `in_language`
+    make of an adapter for a dataset share it, so every item reuses one warm connection."""
+
+    def __init__(self, url: str, name: str, headers: Callable[[], dict[str, str]]) -> None:
+        self.url, self.name, self.headers = url, name, headers  # headers: read when a client is made (the key)
+        self._client: WarmClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def get(self) -> WarmClient:
+        """The client, warmed now (reusing its open connection, or opening one before any clock)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client, self._loop = WarmClient(self.url, self.headers(), self.name), loop
+        await self._client.warm()
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def close(self) -> None:
+        """For a runner's synchronous clean-up: close the client on its loop if that loop still runs."""
+        if self._client is not None and self._loop is not None and self._loop.is_running():
+            self._loop.create_task(self.aclose())
 
 
 def is_loopback(url: str) -> bool:

@@ -28,9 +28,7 @@ import re
 
 import websockets
 
-from voxwatch.languages import primary
-
-from .base import ProviderError
+from .base import ProviderError, takes_language
 from .close_codes import closed
 from .endpoints import base_url, is_loopback, open_websocket, require_key
 from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
@@ -127,7 +125,7 @@ class GeminiLiveS2S:
 
     def in_language(self, language: str) -> "GeminiLiveS2S | None":
         """The adapter itself (nothing to declare) for a Live API language, None for another."""
-        return self if primary(language) in LIVE_LANGUAGES else None
+        return takes_language(self, language, LIVE_LANGUAGES)
 
     async def _open(self, timeline: Timeline, setup: dict, open_turn: bool) -> tuple[object, Secret]:
         """A socket with the session set up (before t0), and the key it was opened with."""

@@ -12,7 +12,6 @@ intelligibility instrument.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import wave
@@ -22,7 +21,7 @@ import numpy as np
 
 from . import stamped_http
 from .base import ProviderError, language_copy
-from .endpoints import HTTP_TIMEOUT_S, WarmClient, base_url, http_failure, http_url, is_loopback, require_key
+from .endpoints import HTTP_TIMEOUT_S, WarmClient, WarmClients, base_url, http_failure, http_url, is_loopback, require_key
 from .events import FINAL, Timeline
 from .registry import ModelInfo
 
@@ -64,24 +63,6 @@ def server_url(model: ModelInfo) -> str:
     return base_url(model.vendor, model.base_url or DEFAULT_URL)
 
 
-class WarmClients:
-    """One warmed WarmClient per adapter and event loop (an httpx async client is bound to its loop)."""
-
-    def __init__(self, url: str, vendor: str, name: str, needs_key: bool = True) -> None:
-        self.url, self.vendor, self.name, self.needs_key = url, vendor, name, needs_key
-        self._client: WarmClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def get(self) -> WarmClient:
-        """The client, warmed now (reusing its open connection, or opening one before any clock)."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = WarmClient(self.url, auth_headers(self.vendor, self.needs_key), self.name)
-            self._loop = loop
-        await self._client.warm()
-        return self._client
-
-
 WHISPER_LANGUAGES = frozenset(
     "af am ar as az ba be bg bn bo br bs ca cs cy da de el en es et eu fa fi fo fr gl gu ha haw he hi hr ht hu hy id is "
     "it ja jw ka kk km kn ko la lb ln lo lt lv mg mi mk ml mn mr ms mt my ne nl nn no oc pa pl ps pt ro ru sa sd si sk sl "
@@ -93,13 +74,13 @@ point to Whisper's list)."""
 
 class OpenAIBatchSTT:
     sample_rate = 16000
-    language: str | None = None  # the form's `language` (ISO 639-1), once a dataset's language is set
+    language = "en"  # the form's `language` (ISO 639-1): the dataset's
 
     def __init__(self, model: ModelInfo) -> None:
         self.model = model
         self.url = server_url(model)
         self.emulator = is_loopback(self.url)
-        self._clients = WarmClients(self.url, model.vendor, VENDOR, model.needs_key)
+        self._clients = WarmClients(self.url, VENDOR, lambda: auth_headers(model.vendor, model.needs_key))
         self._warm: WarmClient | None = None
         self._sync: httpx.Client | None = None
 
@@ -112,8 +93,7 @@ class OpenAIBatchSTT:
         return self
 
     def _form(self) -> dict[str, str]:
-        form = {"model": self.model.vendor_model, "response_format": "json"}
-        return form if self.language is None else {**form, "language": self.language}
+        return {"model": self.model.vendor_model, "response_format": "json", "language": self.language}
 
     async def transcribe(self, pcm16: bytes, timeline: Timeline) -> None:
         # the multipart body is encoded before the clock starts, so the request goes out in one piece

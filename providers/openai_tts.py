@@ -15,10 +15,10 @@ speech is not documented. Raw reads (`aiter_raw`) would store the compressed byt
 from __future__ import annotations
 
 from . import stamped_http
-from .base import ProviderError, language_copy
-from .endpoints import WarmClient, http_errors, http_failure, is_loopback
+from .base import ProviderError, takes_language
+from .endpoints import WarmClient, WarmClients, http_errors, http_failure, is_loopback
 from .events import AUDIO, CLOSED, Timeline
-from .openai_batch import VENDOR, WHISPER_LANGUAGES, WarmClients, server_url
+from .openai_batch import VENDOR, WHISPER_LANGUAGES, auth_headers, server_url
 from .registry import ModelInfo
 
 PATH = "/v1/audio/speech"
@@ -31,12 +31,12 @@ class OpenAITTS:
         self.model = model
         self.url = server_url(model)
         self.emulator = is_loopback(self.url)
-        self._clients = WarmClients(self.url, model.vendor, VENDOR, model.needs_key)
+        self._clients = WarmClients(self.url, VENDOR, lambda: auth_headers(model.vendor, model.needs_key))
 
     def in_language(self, language: str) -> "OpenAITTS | None":
         """The speech API takes no language: it speaks the input's, in Whisper's languages (any voice).
-        A copy for one of those, None otherwise."""
-        return language_copy(self, language, WHISPER_LANGUAGES)
+        The adapter itself for one of those, None otherwise."""
+        return takes_language(self, language, WHISPER_LANGUAGES)
 
     async def connect(self, timeline: Timeline, voice: str | None = None) -> "OpenAITTSSession":
         client = await self._clients.get()

@@ -199,3 +199,13 @@ def test_the_board_heading_names_a_non_english_language_from_the_catalog(spanish
     found = lookup(Catalog([ds.folder.parent]), "stt-es")
     assert (found.language, found.error_rate, found.language_note) == ("es", "WER", "es")
     assert lookup(Catalog([bundled_root()]), "stt-starter-clean").language_note is None
+
+
+def test_an_adapter_set_for_a_language_shares_its_warm_client_and_english_needs_no_copy():
+    """measure_item sets the adapter for the dataset's language on every item: a copy must share the
+    adapter's warmed HTTP client (one connection for the run), and English (every adapter's default)
+    is the adapter itself."""
+    adapter = REGISTRY.create(REGISTRY.resolve("elevenlabs/eleven_flash_v2_5:http"))
+    assert in_language(adapter, "en") is adapter and in_language(adapter, "en-GB") is adapter
+    spanish = in_language(adapter, "es")
+    assert spanish is not adapter and spanish.language == "es" and spanish._clients is adapter._clients
