@@ -151,6 +151,16 @@ class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_
                     record[name] = bool(record[name])
             yield Observation(**record)
 
+    def clip_values(self, board: str, since: float) -> list[tuple[str | None, str | None]]:
+        """The distinct (speaker, accent) of a board's real rows since a time: two narrow columns, not
+        whole rows (what the board's filter form offers)."""
+        sql = ("SELECT DISTINCT speaker, accent FROM observations "
+               "WHERE board = ? AND started_at >= ? AND coalesce(emulator, 0) = 0")
+        try:
+            return self._db.execute(sql, (board, since)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the speakers and accents of {self.path}: {exc}") from None
+
     def newest_started_at(self, board: str | None = None) -> float | None:
         """When the newest row not measured against an emulator started (of one board): what the
         pages' "newest measurement" line shows."""

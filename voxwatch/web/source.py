@@ -318,7 +318,8 @@ class SQLiteSource:
             return [r for r in store.observations(only=only) if not r.emulator]
 
     def clip_values(self, board: str, since: float) -> ClipValues:
-        return clip_values((r.speaker, r.accent) for r in self.observations(RowFilter(since=since, boards=(board,))))
+        with self._store("the speakers and accents") as store:
+            return clip_values(store.clip_values(board, since))
 
     def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]:
         wanted, out = set(series), {}
