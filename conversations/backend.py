@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from voxwatch.metrics.conversation_match import call_matches, matches, perfect_pairing, record_matches
 from voxwatch.providers.conversation import ToolCall
 
-from .scenario import Scenario, Tool
+from voxwatch.conversations.scenario import Scenario, Tool
 
 State = dict[str, list[dict[str, Any]]]
 

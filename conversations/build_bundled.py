@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .catalog import bundled_root
-from .scenario_file import FILE, dump, load, read
-from .synthesis import synthesize_missing
+from voxwatch.conversations.catalog import bundled_root
+from voxwatch.conversations.scenario_file import FILE, dump, load, read
+from voxwatch.conversations.synthesis import synthesize_missing
 
 
 def build(folder: Path, force: bool = False) -> tuple[str, list[str], str]:

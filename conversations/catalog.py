@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from .scenario_file import FILE, LoadedScenario, load, read
+from voxwatch.conversations.scenario_file import FILE, LoadedScenario, load, read
 
 
 class UnknownScenario(KeyError):

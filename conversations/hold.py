@@ -13,9 +13,9 @@ from voxwatch.providers.conversation import ConversationStream
 from voxwatch.providers.keys import key_variable, model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
-from .persona import DEFAULT, Persona
-from .runner import ConversationRun, ConversationSettings, run_conversation, summary_line
-from .scenario_file import LoadedScenario
+from voxwatch.conversations.persona import DEFAULT, Persona
+from voxwatch.conversations.runner import ConversationRun, ConversationSettings, run_conversation, summary_line
+from voxwatch.conversations.scenario_file import LoadedScenario
 
 
 def first_turns(loaded: LoadedScenario, turns: int | None) -> tuple[LoadedScenario, bool]:
@@ -71,6 +71,6 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
 
 def _judge():
     """The configured judge (conversations/judge.py), or None: judged dimensions are then null."""
-    from .judge import Judge
+    from voxwatch.conversations.judge import Judge
 
     return Judge.from_env()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from voxwatch.datasets.importer import staged
 
-from .catalog import ScenarioCatalog
-from .scenario_file import FILE, LoadedScenario, check_audio, dump, load, read
-from .synthesis import synthesize_missing
+from voxwatch.conversations.catalog import ScenarioCatalog
+from voxwatch.conversations.scenario_file import FILE, LoadedScenario, check_audio, dump, load, read
+from voxwatch.conversations.synthesis import synthesize_missing
 
 
 class ScenarioImportError(ValueError):

@@ -27,7 +27,7 @@ from voxwatch.providers.chat_completions import ChatClient, ChatEndpoint
 from voxwatch.providers.conversation import ToolCall
 from voxwatch.providers.keys import Secret, scrub
 
-from .scenario import Scenario, Turn
+from voxwatch.conversations.scenario import Scenario, Turn
 
 BASE_URL_VARIABLE, MODEL_VARIABLE, KEY_VARIABLE = ("VOXWATCH_JUDGE_BASE_URL", "VOXWATCH_JUDGE_MODEL",
                                                    "VOXWATCH_JUDGE_API_KEY")

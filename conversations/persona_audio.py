@@ -30,9 +30,9 @@ from voxwatch.datasets.noises import generate
 from voxwatch.metrics.snr import noise_gain, speech_mask
 from voxwatch.metrics.vad import VAD_PARAMS, SpeechAnchors, speech_anchors
 
-from .persona import RECIPE, Persona, PersonaError, as_record
-from .scenario_file import LoadedScenario
-from .synthesis import RATE_WPM, RECORDED, engine_version, render
+from voxwatch.conversations.persona import RECIPE, Persona, PersonaError, as_record
+from voxwatch.conversations.scenario_file import LoadedScenario
+from voxwatch.conversations.synthesis import RATE_WPM, RECORDED, engine_version, render
 
 DEFAULT_CACHE = Path("var/personas")
 PEAK = 32767 * 10 ** (-1 / 20)  # a mix louder than -1 dBFS is turned down whole (the SNR unchanged)

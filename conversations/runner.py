@@ -40,11 +40,11 @@ from voxwatch.providers.keys import Secret, scrub
 from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S, failure_of
 from voxwatch.workers.pacer import paced_send
 
-from .backend import Backend, end_state_matches, scripted_result
-from .persona import DEFAULT, Persona
-from .persona_audio import pinned_audio, render_persona
-from .scenario import Scenario
-from .scenario_file import LoadedScenario
+from voxwatch.conversations.backend import Backend, end_state_matches, scripted_result
+from voxwatch.conversations.persona import DEFAULT, Persona
+from voxwatch.conversations.persona_audio import pinned_audio, render_persona
+from voxwatch.conversations.scenario import Scenario
+from voxwatch.conversations.scenario_file import LoadedScenario
 
 PAUSE_S = 0.5  # CONVERSATIONS.md: the next turn starts once the model has stopped speaking plus this
 TURN_TIMEOUT_S = 30.0  # the most a turn may take from the caller's last chunk to the model's finished reply

@@ -25,7 +25,7 @@ from voxwatch.datasets.audio import AudioError, probe
 from voxwatch.integrity import file_sha256
 from voxwatch.text import control_chars
 
-from .scenario import MATCHERS, SCENARIO_SCHEMA, Document, ExpectedCall, Scenario, Tool, Turn
+from voxwatch.conversations.scenario import MATCHERS, SCENARIO_SCHEMA, Document, ExpectedCall, Scenario, Tool, Turn
 
 FILE = "scenario.json"
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")

@@ -19,7 +19,7 @@ import numpy as np
 from voxwatch.datasets.audio import normalize_loudness, resample, to_pcm16, write_wav
 from voxwatch.integrity import file_sha256
 
-from .scenario import Scenario, Turn
+from voxwatch.conversations.scenario import Scenario, Turn
 
 RECIPE = "voxwatch.conversations.synthesis v1"
 RATE_WPM = 140

@@ -24,12 +24,12 @@ from voxwatch.integrity import file_sha256
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
-from . import degrade, mulaw
-from .audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
-from .catalog import bundled_root
-from .manifest import Clip, DatasetInfo, Prompt, file_stem, read_info, read_records, write_info, write_records
-from .starter_texts import STT_ENTITIES, STT_UTTERANCES, TTS_PROMPTS
-from .wire import PHONE_MULAW
+from voxwatch.datasets import degrade, mulaw
+from voxwatch.datasets.audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
+from voxwatch.datasets.catalog import bundled_root
+from voxwatch.datasets.manifest import Clip, DatasetInfo, Prompt, file_stem, read_info, read_records, write_info, write_records
+from voxwatch.datasets.starter_texts import STT_ENTITIES, STT_UTTERANCES, TTS_PROMPTS
+from voxwatch.datasets.wire import PHONE_MULAW
 
 FAMILY = "stt-starter"
 RECIPE = "voxwatch.datasets.build_starter v1"

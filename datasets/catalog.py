@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .audio import CATALOG_RATE, AudioError, read_pcm16
+from voxwatch.datasets.audio import CATALOG_RATE, AudioError, read_pcm16
 from voxwatch.integrity import file_sha256
 
-from .manifest import Clip, DatasetInfo, ManifestError, Prompt, read_info, read_records
-from .mulaw import wav_codes
-from .wire import Wire, wire_from
+from voxwatch.datasets.manifest import Clip, DatasetInfo, ManifestError, Prompt, read_info, read_records
+from voxwatch.datasets.mulaw import wav_codes
+from voxwatch.datasets.wire import Wire, wire_from
 
 
 class IntegrityError(ValueError):

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import mulaw
-from .audio import normalize_loudness, resample, to_pcm16
+from voxwatch.datasets import mulaw
+from voxwatch.datasets.audio import normalize_loudness, resample, to_pcm16
 
 RATE = 16000
 

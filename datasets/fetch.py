@@ -17,12 +17,12 @@ import tarfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .build_starter import build_degraded_family
-from .download import FetchError, Limits, Wanted, download
-from .importer import import_dataset, move_into_place, staged
-from .layouts import Utterance, choose, is_transcript, utterances
-from .manifest import file_stem, read_info, write_info
-from .remote import RemoteEntry, RemoteFile
+from voxwatch.datasets.build_starter import build_degraded_family
+from voxwatch.datasets.download import FetchError, Limits, Wanted, download
+from voxwatch.datasets.importer import import_dataset, move_into_place, staged
+from voxwatch.datasets.layouts import Utterance, choose, is_transcript, utterances
+from voxwatch.datasets.manifest import file_stem, read_info, write_info
+from voxwatch.datasets.remote import RemoteEntry, RemoteFile
 from voxwatch.integrity import file_sha256
 
 RECIPE = "voxwatch datasets fetch v1"

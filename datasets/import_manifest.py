@@ -22,7 +22,7 @@ from typing import Any
 
 from voxwatch.text import control_chars
 
-from .manifest import ManifestError, checked_entities, file_stem, iter_jsonl
+from voxwatch.datasets.manifest import ManifestError, checked_entities, file_stem, iter_jsonl
 
 MAX_ID_CHARS = 128
 CLEAN = "clean"

@@ -27,11 +27,11 @@ from voxwatch.metrics.vad import speech_anchors
 from voxwatch.integrity import file_sha256
 from voxwatch.languages import checked
 
-from . import degrade as degrade_mod
-from .audio import CATALOG_RATE, AudioError, decode_mono, normalize_loudness, probe, resample, to_pcm16, write_wav
-from .build_starter import build_degraded_family, vad_record
-from .import_manifest import CLEAN, DatasetImportError, Entry, read_manifest
-from .manifest import Clip, DatasetInfo, file_stem, write_info, write_records
+from voxwatch.datasets import degrade as degrade_mod
+from voxwatch.datasets.audio import CATALOG_RATE, AudioError, decode_mono, normalize_loudness, probe, resample, to_pcm16, write_wav
+from voxwatch.datasets.build_starter import build_degraded_family, vad_record
+from voxwatch.datasets.import_manifest import CLEAN, DatasetImportError, Entry, read_manifest
+from voxwatch.datasets.manifest import Clip, DatasetInfo, file_stem, write_info, write_records
 
 __all__ = ["DatasetImportError", "Imported", "Member", "degrade_names", "import_dataset", "staged"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from .download import FetchError
+from voxwatch.datasets.download import FetchError
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ SPEECH_BAND_HZ = (150.0, 4000.0)
 def pink(n: int, rate: int, rng: np.random.Generator) -> np.ndarray:
     """degrade.py's pink noise (imported here when first made: degrade brings scipy, and the CLI
     reads the kinds' names without it)."""
-    from .degrade import pink_noise
+    from voxwatch.datasets.degrade import pink_noise
 
     return pink_noise(n, rng)
 

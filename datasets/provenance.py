@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from voxwatch.languages import is_english
 from voxwatch.metrics.wer import scorer_for
 
-from .catalog import Catalog
-from .manifest import DatasetInfo, ManifestError, read_info
+from voxwatch.datasets.catalog import Catalog
+from voxwatch.datasets.manifest import DatasetInfo, ManifestError, read_info
 
 STARTER_RECIPE = "voxwatch.datasets.build_starter"
 """The bundled recipe's name (its version follows): every clip it makes is eSpeak NG speech."""

@@ -19,8 +19,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from . import degrade
-from .download import FetchError
+from voxwatch.datasets import degrade
+from voxwatch.datasets.download import FetchError
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 LAYOUTS = ("librispeech", "tsv")

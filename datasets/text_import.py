@@ -19,9 +19,9 @@ from pathlib import Path
 
 from voxwatch.text import control_chars
 
-from .import_manifest import MAX_ID_CHARS, DatasetImportError
-from .importer import move_into_place, refuse_taken, staged
-from .manifest import DatasetInfo, ManifestError, Prompt, iter_jsonl, write_info, write_records
+from voxwatch.datasets.import_manifest import MAX_ID_CHARS, DatasetImportError
+from voxwatch.datasets.importer import move_into_place, refuse_taken, staged
+from voxwatch.datasets.manifest import DatasetInfo, ManifestError, Prompt, iter_jsonl, write_info, write_records
 
 RECIPE = "voxwatch datasets import-text"
 CONDITION = "text"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import mulaw
-from .manifest import ManifestError
+from voxwatch.datasets import mulaw
+from voxwatch.datasets.manifest import ManifestError
 
 ENCODINGS = {"mulaw": mulaw.RATE}
 """Each wire encoding known, with the one sample rate it is sent at."""

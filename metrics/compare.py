@@ -14,7 +14,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from .clustered import Design, ratio_variance
+from voxwatch.metrics.clustered import Design, ratio_variance
 
 
 @dataclass(frozen=True)

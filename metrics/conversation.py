@@ -23,9 +23,9 @@ from typing import Mapping, Sequence
 from voxwatch.conversations.scenario import ExpectedCall, Scenario, Turn
 from voxwatch.providers.conversation import ModelTurn, ToolCall
 
-from .conversation_match import call_matches, call_mismatch, mismatched_args
-from .conversation_timing import TurnTiming
-from .wer import normalize
+from voxwatch.metrics.conversation_match import call_matches, call_mismatch, mismatched_args
+from voxwatch.metrics.conversation_timing import TurnTiming
+from voxwatch.metrics.wer import normalize
 
 NO_JUDGE = "no judge configured"
 JUDGED_DIMENSIONS = ("instruction_following", "kb_grounding", "state_tracking", "ambiguity_handling")

@@ -18,10 +18,10 @@ import numpy as np
 
 from voxwatch.conversations.scenario import DIMENSIONS
 
-from .clustered import design
-from .conversation import ConversationScore
-from .conversation_timing import silence_gap_latency
-from .series import percentile, present, quantile_ci, rate, rate_ci
+from voxwatch.metrics.clustered import design
+from voxwatch.metrics.conversation import ConversationScore
+from voxwatch.metrics.conversation_timing import silence_gap_latency
+from voxwatch.metrics.series import percentile, present, quantile_ci, rate, rate_ci
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .onset import detect_onset
-from .v2v import RECORDING_RATE, read_recording
-from .vad import SpeechAnchors, speech_anchors
+from voxwatch.metrics.onset import detect_onset
+from voxwatch.metrics.v2v import RECORDING_RATE, read_recording
+from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
 
 NO_RESPONSE_S = 10.0  # the runner's default no-response timeout; pass the one the conversation ran with
 LONG_SILENCE_S = 3.0  # a reply later than this leaves the caller wondering whether the line dropped

@@ -31,8 +31,8 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from .clustered import design, influence_variance, t_interval
-from .series import MIN_CLUSTERS, percentile, pooled_wer, present
+from voxwatch.metrics.clustered import design, influence_variance, t_interval
+from voxwatch.metrics.series import MIN_CLUSTERS, percentile, pooled_wer, present
 
 MIN_PAIRED_UTTERANCES = 10
 """Fewest utterances measured ok in both conditions for a difference (the alerts' WER pairing floor

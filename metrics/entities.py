@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .wer import WORD, normalize, scorer_for
+from voxwatch.metrics.wer import WORD, normalize, scorer_for
 
 ENTITY_TYPES = ("number", "amount", "date", "time", "name", "address")
 """What a manifest may tag: digit strings (order, tracking, account numbers), currency amounts,

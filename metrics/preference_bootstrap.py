@@ -23,9 +23,9 @@ from typing import Iterable
 
 import numpy as np
 
-from .clustered import LEVEL, bootstrap_variances, crossed_weights, design
-from .preference import Ratings, elo, regroup
-from .preference_ordinal import RIDGE, Cells, OrdinalFit, cells, fit_cells
+from voxwatch.metrics.clustered import LEVEL, bootstrap_variances, crossed_weights, design
+from voxwatch.metrics.preference import Ratings, elo, regroup
+from voxwatch.metrics.preference_ordinal import RIDGE, Cells, OrdinalFit, cells, fit_cells
 
 RESAMPLES = 1000
 SEED = 20261217

@@ -16,8 +16,8 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import spearmanr
 
-from .preference import CMOS_MAX, Ratings
-from .preference_ordinal import RIDGE, difference_rows, fit_ordinal, sum_zero_basis
+from voxwatch.metrics.preference import CMOS_MAX, Ratings
+from voxwatch.metrics.preference_ordinal import RIDGE, difference_rows, fit_ordinal, sum_zero_basis
 
 
 @dataclass(frozen=True)

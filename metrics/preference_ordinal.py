@@ -21,7 +21,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.special import expit
 
-from .preference import CMOS_MAX, Ratings
+from voxwatch.metrics.preference import CMOS_MAX, Ratings
 
 RIDGE = 0.01
 """lambda: a prior of sd 10 logits on each strength; it moves a fit of a few hundred ratings by

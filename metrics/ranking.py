@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-from .series import MetricRow
-from .specs import for_protocol
+from voxwatch.metrics.series import MetricRow
+from voxwatch.metrics.specs import for_protocol
 
 PROTOCOL_NAMES = {"stt-stream": "streaming STT", "stt-batch": "batch STT", "tts-stream": "streaming TTS",
                   "s2s": "speech to speech"}

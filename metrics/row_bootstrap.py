@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .series import MIN_N, present
+from voxwatch.metrics.series import MIN_N, present
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261129

@@ -23,9 +23,9 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
-from .preference import Ratings
-from .preference_bootstrap import SEED, clustered_weights
-from .preference_ordinal import RIDGE, cells, fit_cells
+from voxwatch.metrics.preference import Ratings
+from voxwatch.metrics.preference_bootstrap import SEED, clustered_weights
+from voxwatch.metrics.preference_ordinal import RIDGE, cells, fit_cells
 
 RELIABLE = 0.5
 """A partition is structure when at least half the resamples reproduce it, and chance does at most

@@ -22,8 +22,8 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from .clustered import Design, design, quantile_interval, rate_interval, ratio_variance, t_interval
-from .specs import for_protocol
+from voxwatch.metrics.clustered import Design, design, quantile_interval, rate_interval, ratio_variance, t_interval
+from voxwatch.metrics.specs import for_protocol
 
 WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 """The rolling windows every series is summarized over (30 d is the headline)."""

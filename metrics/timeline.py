@@ -13,7 +13,7 @@ import numpy as np
 from voxwatch.providers.events import (AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT,
                                       RESPONSE, Event, Timeline)
 
-from .onset import detect_onset
+from voxwatch.metrics.onset import detect_onset
 
 NS_PER_MS = 1_000_000
 

@@ -20,9 +20,9 @@ import soundfile as sf
 from voxwatch.datasets.audio import resample
 from voxwatch.providers.events import CHUNK_SENT, Timeline
 
-from .onset import detect_onset
-from .timeline import collect_audio, playout_starts_ns
-from .vad import VAD_PARAMS, speech_anchors
+from voxwatch.metrics.onset import detect_onset
+from voxwatch.metrics.timeline import collect_audio, playout_starts_ns
+from voxwatch.metrics.vad import VAD_PARAMS, speech_anchors
 
 RECORDING_RATE = VAD_PARAMS.sample_rate
 

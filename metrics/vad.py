@@ -18,7 +18,7 @@ from importlib.metadata import version
 import numpy as np
 import webrtcvad
 
-from .onset import detect_onset
+from voxwatch.metrics.onset import detect_onset
 
 VAD_NAME = "webrtcvad"
 VAD_VERSION = version("webrtcvad-wheels")

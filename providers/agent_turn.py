@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .base import ProviderError
-from .conversation import CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, HistoryItem, ModelTurn, ToolCall, ToolHandler
-from .events import CLOSED, Timeline
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.conversation import CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, HistoryItem, ModelTurn, ToolCall, ToolHandler
+from voxwatch.providers.events import CLOSED, Timeline
 
 ROTATION_MARGIN_S = 120.0
 """Rotate this long before a documented session limit: a turn (the caller's audio, the tool round

@@ -46,12 +46,12 @@ from urllib.parse import urlencode
 
 import websockets
 
-from .base import HarnessFault, ProviderError, takes_language
-from .close_codes import closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import CLOSED, FINAL, PARTIAL, Timeline
-from .registry import ModelInfo
-from .stamped import received
+from voxwatch.providers.base import HarnessFault, ProviderError, takes_language
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import CLOSED, FINAL, PARTIAL, Timeline
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.stamped import received
 
 DEFAULT_URL = "wss://streaming.assemblyai.com"
 MIN_CHUNK_MS = 50  # AssemblyAI takes 50-1000 ms of audio per binary message

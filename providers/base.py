@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Collection, Protocol
 
 from voxwatch.languages import is_english, primary
 
-from .events import Timeline
+from voxwatch.providers.events import Timeline
 
 if TYPE_CHECKING:
     from voxwatch.datasets.wire import Wire

@@ -14,12 +14,12 @@ import uuid
 
 import websockets
 
-from .base import ProviderError, language_copy
-from .close_codes import closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .registry import ModelInfo
-from .stamped import received
+from voxwatch.providers.base import ProviderError, language_copy
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.stamped import received
 
 DEFAULT_URL = "wss://api.cartesia.ai"
 API_VERSION = "2026-03-01"

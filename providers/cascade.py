@@ -25,16 +25,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .base import ProviderError
-from .cascade_ids import SCRIPTED, CascadeInfo
-from .chat_completions import (DEFAULT_URLS, ChatClient, ChatReply, call_message, endpoint_for, history_messages,
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.cascade_ids import SCRIPTED, CascadeInfo
+from voxwatch.providers.chat_completions import (DEFAULT_URLS, ChatClient, ChatReply, call_message, endpoint_for, history_messages,
                                output_message)
-from .conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup, HistoryItem, ModelTurn,
+from voxwatch.providers.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup, HistoryItem, ModelTurn,
                            ToolHandler)
-from .endpoints import base_url, is_loopback
-from .events import AUDIO, CLOSED, FINAL, REQUEST_SENT, Timeline
-from .registry import ModelInfo, Registry
-from .scripted_responder import ScriptedResponder
+from voxwatch.providers.endpoints import base_url, is_loopback
+from voxwatch.providers.events import AUDIO, CLOSED, FINAL, REQUEST_SENT, Timeline
+from voxwatch.providers.registry import ModelInfo, Registry
+from voxwatch.providers.scripted_responder import ScriptedResponder
 
 LLM_FIRST_TOKEN = "llm_first_token"  # on the turn's timeline: each chat completion's first token
 MAX_TOOL_ROUNDS = 8  # a model still calling tools after this many rounds ends its turn unanswered

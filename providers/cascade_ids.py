@@ -18,11 +18,11 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING
 
-from .keys import Secret, api_key
-from .registry import _FLOATING, _ID, ModelInfo, RegistryError
+from voxwatch.providers.keys import Secret, api_key
+from voxwatch.providers.registry import _FLOATING, _ID, ModelInfo, RegistryError
 
 if TYPE_CHECKING:
-    from .registry import Registry
+    from voxwatch.providers.registry import Registry
 
 PREFIX = "cascade/"
 SCRIPTED = "scripted-baseline"

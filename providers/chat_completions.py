@@ -28,12 +28,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from . import stamped_http
-from .base import ProviderError
-from .conversation import HistoryItem, ToolCall
-from .endpoints import WarmClient, base_url, http_errors, http_failure
-from .events import Timeline
-from .keys import Secret, api_key, vendor_variable
+from voxwatch.providers import stamped_http
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.conversation import HistoryItem, ToolCall
+from voxwatch.providers.endpoints import WarmClient, base_url, http_errors, http_failure
+from voxwatch.providers.events import Timeline
+from voxwatch.providers.keys import Secret, api_key, vendor_variable
 
 FIRST_TOKEN = "first_token"  # the arrival of the first delta with words or a call in it
 DONE = "[DONE]"

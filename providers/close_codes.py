@@ -20,8 +20,8 @@ from typing import Iterable
 
 import websockets
 
-from .base import HarnessFault, ProviderError
-from .keys import Secret, scrub
+from voxwatch.providers.base import HarnessFault, ProviderError
+from voxwatch.providers.keys import Secret, scrub
 
 ABNORMAL = 1006  # no close frame: the connection dropped
 RFC6455 = {

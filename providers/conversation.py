@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
-from .events import Timeline
+from voxwatch.providers.events import Timeline
 
 if TYPE_CHECKING:
     from voxwatch.conversations.scenario import Scenario

@@ -35,12 +35,12 @@ from urllib.parse import urlencode
 
 import websockets
 
-from .base import ProviderError, language_copy
-from .close_codes import closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import CLOSED, FINAL, PARTIAL, Timeline
-from .registry import ModelInfo
-from .stamped import received
+from voxwatch.providers.base import ProviderError, language_copy
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import CLOSED, FINAL, PARTIAL, Timeline
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.stamped import received
 
 DEFAULT_URL = "wss://api.deepgram.com"
 CLOSE_WAIT_S = 2.0

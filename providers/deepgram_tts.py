@@ -16,12 +16,12 @@ from urllib.parse import urlencode
 
 import websockets
 
-from .base import ProviderError
-from .close_codes import closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .registry import ModelInfo
-from .stamped import received
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.stamped import received
 
 VENDOR = "Deepgram"
 DEFAULT_URL = "wss://api.deepgram.com"

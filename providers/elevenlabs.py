@@ -47,13 +47,13 @@ from urllib.parse import quote, urlencode
 import httpx
 import websockets
 
-from . import stamped_http
-from .base import ProviderError, language_copy
-from .close_codes import closed
-from .endpoints import WarmClient, WarmClients, base_url, http_failure, is_loopback, open_websocket, require_key
-from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
-from .registry import ModelInfo
-from .stamped import received
+from voxwatch.providers import stamped_http
+from voxwatch.providers.base import ProviderError, language_copy
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import WarmClient, WarmClients, base_url, http_failure, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.stamped import received
 
 VENDOR = "ElevenLabs"
 DEFAULT_URL = "https://api.elevenlabs.io"  # wss:// for the WebSocket endpoints (endpoints.ws_url)

@@ -20,10 +20,10 @@ from urllib.parse import urlsplit
 import httpx
 import websockets
 
-from .base import ProviderError
-from .keys import Secret, api_key, vendor_variable
-from .stamped import StampedConnection, stamped_connection
-from .stamped_http import StampedTransport
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.keys import Secret, api_key, vendor_variable
+from voxwatch.providers.stamped import StampedConnection, stamped_connection
+from voxwatch.providers.stamped_http import StampedTransport
 
 HTTP_TIMEOUT_S = 60.0
 

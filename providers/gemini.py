@@ -28,14 +28,14 @@ import re
 
 import websockets
 
-from .base import ProviderError, takes_language
-from .close_codes import closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .keys import Secret
-from .registry import ModelInfo
-from .ws_session import ReaderSession, settle
-from .stamped import received
+from voxwatch.providers.base import ProviderError, takes_language
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.providers.keys import Secret
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.ws_session import ReaderSession, settle
+from voxwatch.providers.stamped import received
 
 DEFAULT_URL = "wss://generativelanguage.googleapis.com"
 PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
@@ -142,7 +142,7 @@ class GeminiLiveS2S:
     async def converse(self, timeline: Timeline, setup, history=()):
         """A multi-turn voice-agent session (providers/conversation.py), with `history` replayed:
         gemini_agent.py."""
-        from .gemini_agent import GeminiAgentSession, agent_setup
+        from voxwatch.providers.gemini_agent import GeminiAgentSession, agent_setup
 
         ws, key = await self._open(timeline, agent_setup(self.model, setup, bool(history)), open_turn=False)
         return await GeminiAgentSession(ws, timeline, key, self.model.session_limit_s).opened(history)

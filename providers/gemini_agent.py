@@ -51,13 +51,13 @@ from typing import Any, Sequence
 
 import websockets
 
-from .agent_turn import AgentTurns, TurnRecord, parse_call
-from .base import ProviderError
-from .conversation import AgentSetup, HistoryItem, ToolCall
-from .events import Timeline
-from .gemini import LiveSession, live_setup, mark_audio
-from .keys import Secret
-from .registry import ModelInfo
+from voxwatch.providers.agent_turn import AgentTurns, TurnRecord, parse_call
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.conversation import AgentSetup, HistoryItem, ToolCall
+from voxwatch.providers.events import Timeline
+from voxwatch.providers.gemini import LiveSession, live_setup, mark_audio
+from voxwatch.providers.keys import Secret
+from voxwatch.providers.registry import ModelInfo
 
 
 def agent_setup(model: ModelInfo, setup: AgentSetup, with_history: bool) -> dict:

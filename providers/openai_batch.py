@@ -19,11 +19,11 @@ import wave
 import httpx
 import numpy as np
 
-from . import stamped_http
-from .base import ProviderError, language_copy
-from .endpoints import HTTP_TIMEOUT_S, WarmClient, WarmClients, base_url, http_failure, http_url, is_loopback, require_key
-from .events import FINAL, Timeline
-from .registry import ModelInfo
+from voxwatch.providers import stamped_http
+from voxwatch.providers.base import ProviderError, language_copy
+from voxwatch.providers.endpoints import HTTP_TIMEOUT_S, WarmClient, WarmClients, base_url, http_failure, http_url, is_loopback, require_key
+from voxwatch.providers.events import FINAL, Timeline
+from voxwatch.providers.registry import ModelInfo
 
 DEFAULT_URL = "https://api.openai.com"
 PATH = "/v1/audio/transcriptions"

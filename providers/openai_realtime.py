@@ -60,14 +60,14 @@ from urllib.parse import urlencode
 import numpy as np
 import websockets
 
-from .base import ProviderError, language_copy
-from .close_codes import close_code, closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
-from .openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
-from .registry import ModelInfo
-from .ws_session import ReaderSession, settle, update_session
-from .stamped import received
+from voxwatch.providers.base import ProviderError, language_copy
+from voxwatch.providers.close_codes import close_code, closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
+from voxwatch.providers.openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.ws_session import ReaderSession, settle, update_session
+from voxwatch.providers.stamped import received
 
 API_RATE = 24000
 PCM_24K = {"type": "audio/pcm", "rate": API_RATE}
@@ -300,7 +300,7 @@ class OpenAIRealtimeS2S:
     async def converse(self, timeline: Timeline, setup, history=()):
         """A multi-turn voice-agent session (providers/conversation.py), with `history` replayed:
         openai_realtime_agent.py."""
-        from .openai_realtime_agent import RealtimeAgentSession, session_config
+        from voxwatch.providers.openai_realtime_agent import RealtimeAgentSession, session_config
 
         ws = await _open(self.url, {"model": self.model.vendor_model}, self.model.vendor,
                          session_config(setup, self.model.voice), timeline)

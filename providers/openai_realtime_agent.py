@@ -27,13 +27,13 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from .agent_turn import AgentTurns, TurnRecord, output_json, parse_call
-from .base import ProviderError
-from .close_codes import closed
-from .conversation import AgentSetup, HistoryItem, ToolCall
-from .events import Timeline
-from .openai_batch import VENDOR
-from .openai_realtime import (AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE, RealtimeConversation, Upsampler,
+from voxwatch.providers.agent_turn import AgentTurns, TurnRecord, output_json, parse_call
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.conversation import AgentSetup, HistoryItem, ToolCall
+from voxwatch.providers.events import Timeline
+from voxwatch.providers.openai_batch import VENDOR
+from voxwatch.providers.openai_realtime import (AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE, RealtimeConversation, Upsampler,
                               _unfinished, mark_audio_delta)
 
 CALLER_TRANSCRIPTION = "gpt-4o-transcribe"  # what the API heard the caller say (CALLER_TEXT)

@@ -14,12 +14,12 @@ speech is not documented. Raw reads (`aiter_raw`) would store the compressed byt
 
 from __future__ import annotations
 
-from . import stamped_http
-from .base import ProviderError, takes_language
-from .endpoints import WarmClient, WarmClients, http_errors, http_failure, is_loopback
-from .events import AUDIO, CLOSED, Timeline
-from .openai_batch import VENDOR, WHISPER_LANGUAGES, auth_headers, server_url
-from .registry import ModelInfo
+from voxwatch.providers import stamped_http
+from voxwatch.providers.base import ProviderError, takes_language
+from voxwatch.providers.endpoints import WarmClient, WarmClients, http_errors, http_failure, is_loopback
+from voxwatch.providers.events import AUDIO, CLOSED, Timeline
+from voxwatch.providers.openai_batch import VENDOR, WHISPER_LANGUAGES, auth_headers, server_url
+from voxwatch.providers.registry import ModelInfo
 
 PATH = "/v1/audio/speech"
 SAMPLE_RATE = 24000

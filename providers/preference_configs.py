@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .registry import ModelInfo
+    from voxwatch.providers.registry import ModelInfo
 
 NO_THINKING = "none"
 _OPTION_FIELDS = {"model": str, "voices": list, "thinking": list, "checked": dt.date, "source": str, "note": str}

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
-from . import preference_configs
-from .keys import api_key, key_variable
-from .lifecycle import LifecycleError, Standing, current_day, standing
+from voxwatch.providers import preference_configs
+from voxwatch.providers.keys import api_key, key_variable
+from voxwatch.providers.lifecycle import LifecycleError, Standing, current_day, standing
 
 BOARDS = ("stt", "tts", "s2s")
 PROTOCOLS = {"stt-stream": "stt", "stt-batch": "stt", "tts-stream": "tts", "s2s": "s2s"}
@@ -405,7 +405,7 @@ class Registry:
         (cascade_ids.py) is made from the registered ids it names."""
         if model_id in self.models:
             return self.models[model_id]
-        from .cascade_ids import is_cascade, resolve_cascade  # it builds on this module
+        from voxwatch.providers.cascade_ids import is_cascade, resolve_cascade  # it builds on this module
 
         if is_cascade(model_id):
             return resolve_cascade(model_id, self)

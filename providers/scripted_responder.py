@@ -18,9 +18,9 @@ from typing import Any, Sequence
 
 from voxwatch.conversations.scenario import Scenario
 
-from .chat_completions import ChatReply
-from .conversation import ToolCall
-from .events import Timeline
+from voxwatch.providers.chat_completions import ChatReply
+from voxwatch.providers.conversation import ToolCall
+from voxwatch.providers.events import Timeline
 
 try:  # the regular-expression parser (a module of its own before Python 3.11)
     from re import _parser as _sre

@@ -46,12 +46,12 @@ import websockets
 
 from voxwatch.languages import primary
 
-from .base import ProviderError
-from .close_codes import closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import CLOSED, FINAL, PARTIAL, Timeline
-from .registry import ModelInfo
-from .stamped import received
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import CLOSED, FINAL, PARTIAL, Timeline
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.stamped import received
 
 GLOBAL_URL = "wss://global.rt.speechmatics.com"
 REGIONAL_URLS = {"eu": "wss://eu.rt.speechmatics.com", "europe": "wss://eu.rt.speechmatics.com",

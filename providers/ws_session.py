@@ -8,9 +8,9 @@ from typing import Awaitable, Callable, TypeVar
 
 import websockets
 
-from .base import ProviderError
-from .close_codes import closed
-from .stamped import received
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.stamped import received
 
 T = TypeVar("T")
 

@@ -50,15 +50,15 @@ import json
 
 import websockets
 
-from .base import ProviderError
-from .close_codes import closed
-from .endpoints import base_url, is_loopback, open_websocket, require_key
-from .events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from .keys import Secret, scrub
-from .openai_batch import wav_bytes
-from .registry import ModelInfo
-from .stamped import received
-from .ws_session import ReaderSession, decode_event, settle, update_session
+from voxwatch.providers.base import ProviderError
+from voxwatch.providers.close_codes import closed
+from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.providers.keys import Secret, scrub
+from voxwatch.providers.openai_batch import wav_bytes
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.stamped import received
+from voxwatch.providers.ws_session import ReaderSession, decode_event, settle, update_session
 
 VENDOR = "Zhipu"
 DEFAULT_URL = "wss://open.bigmodel.cn"

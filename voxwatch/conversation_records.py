@@ -21,7 +21,7 @@ from voxwatch.providers.conversation import ToolCall
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.text import safe_text
 
-from .conversation_rows import ConversationRow, TurnRow
+from voxwatch.conversation_rows import ConversationRow, TurnRow
 
 
 def _json(value: Any) -> str:

@@ -15,7 +15,7 @@ import math
 import tomllib
 from importlib.resources import files
 
-from .metrics.series import MIN_N
+from voxwatch.metrics.series import MIN_N
 
 
 def tick_minutes() -> int:

@@ -16,11 +16,11 @@ import re
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import panel_interval, panel_units
-from .conversations.scenario import DIMENSIONS
-from .metrics.conversation_timing import SILENCE_GAP_MIN_S
-from .metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, SUCCEEDED, WINDOWS, percentile_floor
-from .metrics.specs import METRICS
+from voxwatch import panel_interval, panel_units
+from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
+from voxwatch.metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, SUCCEEDED, WINDOWS, percentile_floor
+from voxwatch.metrics.specs import METRICS
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)(?:\((.*?)\))?\s*\}\}")
 _HEADER = re.compile(r"^-- (?:target|annotation):.*$", re.M)

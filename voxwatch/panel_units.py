@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .metrics.specs import METRICS
+from voxwatch.metrics.specs import METRICS
 
 GRAFANA_UNITS = {"ms": "ms", "x": "suffix:x real time"}
 """Each unit of metrics/specs.py as Grafana's unit id (a custom suffix where Grafana has none)."""

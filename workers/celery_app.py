@@ -21,7 +21,7 @@ from celery.beat import PersistentScheduler
 
 from voxwatch.config import Config, ConfigError, load
 
-from . import broker_transport, heartbeat
+from voxwatch.workers import broker_transport, heartbeat
 
 broker_transport.install()  # a worker that loses Redis reconnects instead of crashing
 
@@ -52,7 +52,7 @@ def restore_interval(visibility_timeout_s: int) -> int:
 
 
 def settings(config: Config) -> dict[str, Any]:
-    from .schedule import beat_schedule
+    from voxwatch.workers.schedule import beat_schedule
 
     broker = config.broker
     return {

@@ -25,12 +25,12 @@ from voxwatch.conversations.scenario_file import ScenarioError
 from voxwatch.observation import RunRecord
 from voxwatch.store import StoreError
 
-from . import converse as conversation
-from .celery_app import app, current_config, queue_name
-from .job import ConversationJob
-from .process_state import state
-from .schedule import slot_run_id
-from .tasks import DRAIN_S, PLAN_ERRORS, _first_plan_of_slot, count, counted_before, drain_spool, task_failure
+from voxwatch.workers import converse as conversation
+from voxwatch.workers.celery_app import app, current_config, queue_name
+from voxwatch.workers.job import ConversationJob
+from voxwatch.workers.process_state import state
+from voxwatch.workers.schedule import slot_run_id
+from voxwatch.workers.tasks import DRAIN_S, PLAN_ERRORS, _first_plan_of_slot, count, counted_before, drain_spool, task_failure
 
 log = get_task_logger(__name__)
 BOARD = "s2s-conversations"  # names the conversation runs' slots apart from the s2s board's ticks

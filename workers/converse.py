@@ -21,9 +21,9 @@ from voxwatch.conversations.persona import find
 from voxwatch.providers.keys import model_secrets
 from voxwatch.store.spool import keep_conversation
 
-from .job import ConversationJob
-from .process_state import SAFETY_S, ProcessState
-from .tasks import note_spooled
+from voxwatch.workers.job import ConversationJob
+from voxwatch.workers.process_state import SAFETY_S, ProcessState
+from voxwatch.workers.tasks import note_spooled
 
 log = get_task_logger(__name__)
 

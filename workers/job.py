@@ -13,7 +13,7 @@ from typing import Any
 
 from voxwatch.conversation_tick import conversation_id
 
-from .runner import Task
+from voxwatch.workers.runner import Task
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from voxwatch.providers.events import CONNECT_START, CONNECTED, RESPONSE, Clock,
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.registry import ModelInfo
 
-from .pacer import paced_send
+from voxwatch.workers.pacer import paced_send
 
 TRIM_AFTER_SPEECH_S = 0.1
 CLOCK_FIELDS = ("connect_ms", "ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "latency_ms", "rtf",

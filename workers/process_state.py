@@ -26,10 +26,10 @@ from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.store import Store, StoreError, open_store
 from voxwatch.store.spool import SpoolingWriter
 
-from .coordination import Ledger
-from .job import Job
-from .measure import MeasureContext, failed_observation
-from .runner import PlanError, Task, create_adapter, load_instrument, measure_task
+from voxwatch.workers.coordination import Ledger
+from voxwatch.workers.job import Job
+from voxwatch.workers.measure import MeasureContext, failed_observation
+from voxwatch.workers.runner import PlanError, Task, create_adapter, load_instrument, measure_task
 
 SAFETY_S = 5.0  # the measurement must end this long (at most a fifth of it) before the soft time limit
 

@@ -29,7 +29,7 @@ from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store import Store, StoreError
 from voxwatch.store.spool import SpoolingWriter
 
-from .measure import MeasureContext, failed_observation, measure_item
+from voxwatch.workers.measure import MeasureContext, failed_observation, measure_item
 
 BOARD_KIND = {"stt": "audio", "s2s": "audio", "tts": "text"}
 

@@ -75,7 +75,7 @@ ScheduleEntry takes a new entry's last_run_at from the schedule; a stored entry 
 
 
 def beat_schedule(config: Config) -> dict[str, dict[str, Any]]:
-    from .celery_app import queue_name
+    from voxwatch.workers.celery_app import queue_name
 
     period = aligned(timedelta(minutes=config.every_minutes))
     entries: dict[str, dict[str, Any]] = {}

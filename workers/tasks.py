@@ -32,12 +32,12 @@ from voxwatch.providers.registry import RegistryError
 from voxwatch.store import StoreError
 from voxwatch.store.spool import SPOOLED, drain
 
-from .celery_app import app, current_config, queue_name
-from .job import Job
-from .process_state import ProcessState, close_state, state
-from .reconcile import finish_counted, reconcile
-from .runner import PlanError, plan_tick
-from .schedule import slot_of, slot_run_id
+from voxwatch.workers.celery_app import app, current_config, queue_name
+from voxwatch.workers.job import Job
+from voxwatch.workers.process_state import ProcessState, close_state, state
+from voxwatch.workers.reconcile import finish_counted, reconcile
+from voxwatch.workers.runner import PlanError, plan_tick
+from voxwatch.workers.schedule import slot_of, slot_run_id
 
 log = get_task_logger(__name__)
 DRAIN_S = 5.0  # how long a measure task may spend adding this host's spooled rows after storing its own

@@ -35,9 +35,9 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import break_off, breaks, websocket_refusal
-from .ledger import record, saw
-from .scenario import STTScenario, scenario_for
+from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
+from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.scenario import STTScenario, scenario_for
 
 PATH = "/v3/ws"
 MODELS = ("universal-streaming-english", "universal-streaming-multilingual", "u3-rt-pro", "whisper-rt")

@@ -18,10 +18,10 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import break_off, breaks, websocket_refusal
-from .ledger import record
-from .scenario import Scenarios, TTSScenario, scenario_for
-from .speech import ChunkCache, b64
+from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
+from voxwatch.providers.emulators.ledger import record
+from voxwatch.providers.emulators.scenario import Scenarios, TTSScenario, scenario_for
+from voxwatch.providers.emulators.speech import ChunkCache, b64
 
 
 class CartesiaEmulator:

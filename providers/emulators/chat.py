@@ -30,7 +30,7 @@ from starlette.responses import Response
 
 from voxwatch.clock import sleep_until
 
-from .faults import check
+from voxwatch.providers.emulators.faults import check
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,10 @@ import websockets
 from voxwatch.clock import sleep_until
 from voxwatch.providers.deepgram import LANGUAGES
 
-from .faults import break_off, breaks, websocket_refusal
-from .ledger import record, saw
-from .scenario import STTScenario, TTSScenario, scenario_for
-from .speech import ChunkCache
+from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
+from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario, scenario_for
+from voxwatch.providers.emulators.speech import ChunkCache
 
 LISTEN, SPEAK = "/v1/listen", "/v1/speak"
 LISTEN_ENCODINGS = ("linear16", "mulaw")  # of Deepgram's raw encodings, the ones voxwatch sends

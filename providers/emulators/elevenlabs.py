@@ -42,11 +42,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from voxwatch.clock import sleep_until
 from voxwatch.providers.elevenlabs import TTS_LANGUAGES
 
-from .faults import break_off, breaks, http_refusal
-from .ledger import record, saw
-from .scenario import STTScenario, TTSScenario, scenario_for
-from .speech import ChunkCache, b64
-from .stamped_h11 import record_at_write
+from voxwatch.providers.emulators.faults import break_off, breaks, http_refusal
+from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario, scenario_for
+from voxwatch.providers.emulators.speech import ChunkCache, b64
+from voxwatch.providers.emulators.stamped_h11 import record_at_write
 
 INVALID_KEY = {"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}
 INACTIVITY_S, MAX_INACTIVITY_S = 20, 180  # stream-input's inactivity_timeout: default, maximum

@@ -29,10 +29,10 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import break_off, breaks, websocket_refusal
-from .ledger import record
-from .scenario import ConversationScript, S2SScenario, jitter_ms, scenario_for
-from .speech import ChunkCache, b64
+from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
+from voxwatch.providers.emulators.ledger import record
+from voxwatch.providers.emulators.scenario import ConversationScript, S2SScenario, jitter_ms, scenario_for
+from voxwatch.providers.emulators.speech import ChunkCache, b64
 
 PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 RATE = 24000
@@ -87,7 +87,7 @@ class GeminiLiveEmulator:
 
     async def handle(self, ws) -> None:
         if isinstance(self.scenario, ConversationScript):  # the scripted multi-turn agent
-            from .gemini_agent import ScriptedGeminiAgent
+            from voxwatch.providers.emulators.gemini_agent import ScriptedGeminiAgent
 
             await ScriptedGeminiAgent(self, ws).run()
             return

@@ -31,10 +31,10 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop
-from .gemini import BAD_REQUEST, RATE, _field, _message
-from .ledger import record, saw
-from .scenario import ConversationScript, ScriptedTurn
+from voxwatch.providers.emulators.faults import drop
+from voxwatch.providers.emulators.gemini import BAD_REQUEST, RATE, _field, _message
+from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 
 GO_AWAY_LEAD_S = 0.5
 HEARD_LATE_S = 0.1  # heard_after_reply: the transcription this long after the reply's turnComplete

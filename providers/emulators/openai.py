@@ -93,12 +93,12 @@ from voxwatch.clock import sleep_until
 
 from voxwatch.providers.openai_batch import WHISPER_LANGUAGES
 
-from .chat import ChatScenario, ChatStream, problem
-from .faults import break_off, breaks, http_refusal
-from .ledger import record, saw
-from .scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
-from .speech import ChunkCache, b64
-from .stamped_h11 import record_at_write
+from voxwatch.providers.emulators.chat import ChatScenario, ChatStream, problem
+from voxwatch.providers.emulators.faults import break_off, breaks, http_refusal
+from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
+from voxwatch.providers.emulators.speech import ChunkCache, b64
+from voxwatch.providers.emulators.stamped_h11 import record_at_write
 
 RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
 PCM_FORMAT = {"type": "audio/pcm", "rate": RATE}
@@ -586,7 +586,7 @@ class OpenAIEmulator:
         if scenario is self.stt:
             await _Transcription(websocket, scenario, self).run()
         elif self._agent_audio is not None:  # the scripted multi-turn agent (openai_agent.py)
-            from .openai_agent import ScriptedConversation
+            from voxwatch.providers.emulators.openai_agent import ScriptedConversation
 
             await ScriptedConversation(websocket, scenario, self, params["model"], self._agent_audio).run()
         else:

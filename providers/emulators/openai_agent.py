@@ -30,10 +30,10 @@ import time
 
 from voxwatch.clock import sleep_until
 
-from .faults import drop
-from .ledger import record, saw
-from .openai import RATE, SESSION_EXPIRED, _Conversation, _id
-from .scenario import ConversationScript, ScriptedTurn
+from voxwatch.providers.emulators.faults import drop
+from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.openai import RATE, SESSION_EXPIRED, _Conversation, _id
+from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 
 HEARD_LATE_S = 0.1  # heard_after_reply: the transcription this long after the reply's response.done
 

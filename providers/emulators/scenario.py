@@ -8,7 +8,7 @@ from typing import AsyncIterator
 
 from voxwatch.clock import sleep_until
 
-from .faults import check
+from voxwatch.providers.emulators.faults import check
 
 
 def jitter_ms(key: bytes | str, spread_ms: float) -> float:

@@ -14,7 +14,7 @@ import socket
 import threading
 from typing import Iterator
 
-from .ledger import Ledger
+from voxwatch.providers.emulators.ledger import Ledger
 
 # kind -> "module:Class" under voxwatch.providers.emulators, imported in the emulator's process
 EMULATORS = {
@@ -90,7 +90,7 @@ def _run(kind: str, scenario, conn, with_ledger: bool) -> None:
         sock.listen(256)  # connections queue until uvicorn accepts them
         conn.send(("http", sock.getsockname()[1]))
         threading.Thread(target=_answer, args=(serving, conn), daemon=True).start()
-        from .stamped_h11 import StampedH11Protocol
+        from voxwatch.providers.emulators.stamped_h11 import StampedH11Protocol
 
         server = uvicorn.Server(uvicorn.Config(serving.asgi, log_level="warning", http=StampedH11Protocol,
                                                ws="websockets-sansio", interface="asgi3",

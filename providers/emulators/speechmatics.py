@@ -27,9 +27,9 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import break_off, breaks, websocket_refusal
-from .ledger import record, saw
-from .scenario import STTScenario, scenario_for
+from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
+from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.scenario import STTScenario, scenario_for
 
 MODELS = ("enhanced", "standard")
 ENCODINGS = ("pcm_s16le", "pcm_f32le", "mulaw")

@@ -50,10 +50,10 @@ import websockets
 
 from voxwatch.clock import sleep_until
 
-from .faults import break_off, breaks, websocket_refusal
-from .ledger import record
-from .scenario import S2SScenario, scenario_for
-from .speech import ChunkCache, b64
+from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
+from voxwatch.providers.emulators.ledger import record
+from voxwatch.providers.emulators.scenario import S2SScenario, scenario_for
+from voxwatch.providers.emulators.speech import ChunkCache, b64
 
 PATH = "/api/paas/v4/realtime"
 RATE = 24000  # pcm output

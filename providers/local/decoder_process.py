@@ -18,8 +18,8 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from ..events import CLOSED, FINAL, PARTIAL, Timeline
-from ..registry import ModelInfo
+from voxwatch.providers.events import CLOSED, FINAL, PARTIAL, Timeline
+from voxwatch.providers.registry import ModelInfo
 
 
 class ProcessDecoderSTT:

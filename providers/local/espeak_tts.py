@@ -9,9 +9,9 @@ import numpy as np
 
 from voxwatch.languages import is_english, primary
 
-from ..events import AUDIO, CLOSED, REQUEST_SENT, Timeline
-from ..registry import ModelInfo
-from .espeak_engine import EspeakEngine
+from voxwatch.providers.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.local.espeak_engine import EspeakEngine
 
 
 ESPEAK_VOICES = {"zh": "cmn"}

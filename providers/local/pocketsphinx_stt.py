@@ -9,7 +9,7 @@ from importlib.metadata import version
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from .decoder_process import ProcessDecoderSTT
+from voxwatch.providers.local.decoder_process import ProcessDecoderSTT
 
 SAMPLE_RATE = 16000
 

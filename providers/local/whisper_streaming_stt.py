@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .decoder_process import ProcessDecoderSTT
-from .local_agreement import LocalAgreement, Word
-from .whisper_stt import WhisperTiny
+from voxwatch.providers.local.decoder_process import ProcessDecoderSTT
+from voxwatch.providers.local.local_agreement import LocalAgreement, Word
+from voxwatch.providers.local.whisper_stt import WhisperTiny
 
 SAMPLE_RATE = 16000
 DECODE_INTERVAL_S = 1.0

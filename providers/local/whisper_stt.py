@@ -16,8 +16,8 @@ import numpy as np
 
 from voxwatch.integrity import file_sha256
 
-from ..events import FINAL, REQUEST_SENT, RESPONSE, Timeline
-from ..registry import ModelInfo
+from voxwatch.providers.events import FINAL, REQUEST_SENT, RESPONSE, Timeline
+from voxwatch.providers.registry import ModelInfo
 
 MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
 

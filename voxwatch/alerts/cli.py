@@ -11,9 +11,9 @@ from typing import Callable
 from voxwatch import listing
 from voxwatch.config import Config
 
-from . import store
-from .evaluate import run
-from .store import STATES, Alert
+from voxwatch.alerts import store
+from voxwatch.alerts.evaluate import run
+from voxwatch.alerts.store import STATES, Alert
 
 ConfigOf = Callable[[argparse.Namespace], Config]
 

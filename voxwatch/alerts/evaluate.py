@@ -26,12 +26,12 @@ from voxwatch.metrics.conversation_aggregate import decided_items
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.metrics.specs import for_protocol
 
-from . import store
-from .lifecycle import step
-from .notify import Delivery, deliver
-from .rules import (Finding, Scored, adherence_drop, conversation_latency_shift, latency_shift, rate_spike,
+from voxwatch.alerts import store
+from voxwatch.alerts.lifecycle import step
+from voxwatch.alerts.notify import Delivery, deliver
+from voxwatch.alerts.rules import (Finding, Scored, adherence_drop, conversation_latency_shift, latency_shift, rate_spike,
                     wer_shift)
-from .store import CONVERSATION_TURN_COLUMNS, Alert, ConversationSeries, Series, Values
+from voxwatch.alerts.store import CONVERSATION_TURN_COLUMNS, Alert, ConversationSeries, Series, Values
 
 _STARTED, _STATUS, _INSTRUMENT, _ERRORS, _WORDS, _TICK, _UTTERANCE, _FIRST_LATENCY = range(8)  # store.series_rows
 WHAT = {"adherence_drop": "instruction adherence drop", "conversation_latency": "conversation V2V regression"}

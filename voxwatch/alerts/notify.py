@@ -17,11 +17,11 @@ import psycopg
 from voxwatch.config import Alerts, Webhook
 from voxwatch.redaction import scrub
 
-from . import store
-from .store import Alert
+from voxwatch.alerts import store
+from voxwatch.alerts.store import Alert
 
 if TYPE_CHECKING:
-    from .evaluate import Transition
+    from voxwatch.alerts.evaluate import Transition
 
 log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({429}) | frozenset(range(500, 600))

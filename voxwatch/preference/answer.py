@@ -30,7 +30,7 @@ from voxwatch.providers.events import AUDIO, CHUNK_SENT, Timeline
 from voxwatch.providers.preference_configs import PreferenceConfig
 from voxwatch.workers.pacer import paced_send
 
-from .prompts import Prompt, PromptSet
+from voxwatch.preference.prompts import Prompt, PromptSet
 
 SIDE_KINDS = (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT)
 """The text events kept as the output's side streams (never rated)."""

@@ -13,8 +13,8 @@ from typing import Callable
 
 from voxwatch.config import Config
 
-from . import board_format
-from .board_format import BREAKDOWNS
+from voxwatch.preference import board_format
+from voxwatch.preference.board_format import BREAKDOWNS
 
 ConfigOf = Callable[[argparse.Namespace], Config]
 
@@ -52,8 +52,8 @@ def cmd_fit(args: argparse.Namespace, cfg: Config) -> int:
     from voxwatch.metrics.preference_bootstrap import RESAMPLES
     from voxwatch.store import open_store
 
-    from .gold import careless_raters
-    from .standings import fit
+    from voxwatch.preference.gold import careless_raters
+    from voxwatch.preference.standings import fit
 
     resamples = RESAMPLES if args.resamples is None else args.resamples
     if resamples < 2:

@@ -25,8 +25,8 @@ from voxwatch.datasets.audio import CATALOG_RATE, to_pcm16, write_wav
 from voxwatch.integrity import file_sha256
 from voxwatch.metrics.vad import speech_anchors
 
-from .prompt_catalog import BUNDLED, bundled_root
-from .prompts import Prompt, PromptSetInfo, load_prompt_set, write_prompt_set
+from voxwatch.preference.prompt_catalog import BUNDLED, bundled_root
+from voxwatch.preference.prompts import Prompt, PromptSetInfo, load_prompt_set, write_prompt_set
 
 RECIPE = "voxwatch.preference.build_prompts v1"
 VOICES = ("en-us", "en-gb-x-rp")

@@ -18,11 +18,11 @@ from voxwatch import listing
 from voxwatch.config import Config
 from voxwatch.providers.registry import Registry, RegistryError
 
-from .board_cli import FitError, register as register_board
-from .pairs import PairSettings, PairsError, make_pairs
-from .prompt_catalog import BUNDLED, PromptCatalog, UnknownPromptSet, bundled_root, import_prompt_set
-from .ratings_io import FORMATS, dumps, export_records, format_of, import_file
-from .rubrics import RatingError
+from voxwatch.preference.board_cli import FitError, register as register_board
+from voxwatch.preference.pairs import PairSettings, PairsError, make_pairs
+from voxwatch.preference.prompt_catalog import BUNDLED, PromptCatalog, UnknownPromptSet, bundled_root, import_prompt_set
+from voxwatch.preference.ratings_io import FORMATS, dumps, export_records, format_of, import_file
+from voxwatch.preference.rubrics import RatingError
 
 ConfigOf = Callable[[argparse.Namespace], Config]
 ERRORS = (UnknownPromptSet, RatingError, PairsError, FitError)
@@ -157,7 +157,7 @@ def _configs(registry: Registry, given: str | None):
 def cmd_generate(args: argparse.Namespace, cfg: Config) -> int:
     from dataclasses import replace
 
-    from .generate import GenerateSettings, generate
+    from voxwatch.preference.generate import GenerateSettings, generate
 
     registry = Registry.default()
     configs = _configs(registry, args.configs)
@@ -207,7 +207,7 @@ def cmd_raters_add(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_raters_list(args: argparse.Namespace, cfg: Config) -> int:
-    from .gold import gold_scores
+    from voxwatch.preference.gold import gold_scores
 
     store = _store(cfg, create=False)
     try:

@@ -27,9 +27,9 @@ from voxwatch.providers.registry import Registry
 from voxwatch.text import safe_text
 from voxwatch.workers.measure import failure_of
 
-from .answer import Answer, answer, prompt_audio, side_streams, voiced
-from .prompts import Prompt, PromptSet
-from .rows import OutputRow, PromptRow
+from voxwatch.preference.answer import Answer, answer, prompt_audio, side_streams, voiced
+from voxwatch.preference.prompts import Prompt, PromptSet
+from voxwatch.preference.rows import OutputRow, PromptRow
 
 NO_REPLY = "no finished reply within the time limit"
 REASON_CHARS = 500

@@ -23,10 +23,10 @@ from voxwatch.datasets.audio import read_pcm16, write_wav
 from voxwatch.datasets.manifest import file_stem
 from voxwatch.integrity import file_sha256
 
-from .design import Planned, assign
-from .generate import resolve_audio
-from .rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow, PairRow
-from .rubrics import CMOS_MAX
+from voxwatch.preference.design import Planned, assign
+from voxwatch.preference.generate import resolve_audio
+from voxwatch.preference.rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow, PairRow
+from voxwatch.preference.rubrics import CMOS_MAX
 
 BROKEN_KINDS = ("silence", "clipped-noise")
 

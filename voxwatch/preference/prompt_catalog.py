@@ -17,7 +17,7 @@ from pathlib import Path
 
 from voxwatch.datasets.importer import staged
 
-from .prompts import INFO, MANIFEST, PromptSet, PromptSetError, load_prompt_set
+from voxwatch.preference.prompts import INFO, MANIFEST, PromptSet, PromptSetError, load_prompt_set
 
 BUNDLED = "preference-starter"
 

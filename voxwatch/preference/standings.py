@@ -31,7 +31,7 @@ from voxwatch.metrics.ranking import interval_ranks
 from voxwatch.metrics.rubric_clusters import rubric_clusters
 from voxwatch.store.preference_fits import FitRow
 
-from .board_format import INTERVAL, ROW_FIELDS
+from voxwatch.preference.board_format import INTERVAL, ROW_FIELDS
 
 HEADLINE_RUBRIC = "overall"
 GROUPS = {"model": lambda m, t, v: m, "voice": lambda m, t, v: f"{m}|{v}", "thinking": lambda m, t, v: f"{m}|{t}"}

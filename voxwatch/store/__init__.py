@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Protocol, Sequence
 
-from ..conversation_rows import ConversationRow, TurnRow
-from ..observation import Observation, RunRecord
-from ..redaction import redact_url as redact  # how a store URL is shown in messages (the one scrubber's)
-from .row_filter import RowFilter
+from voxwatch.conversation_rows import ConversationRow, TurnRow
+from voxwatch.observation import Observation, RunRecord
+from voxwatch.redaction import redact_url as redact  # how a store URL is shown in messages (the one scrubber's)
+from voxwatch.store.row_filter import RowFilter
 
 
 class StoreError(RuntimeError):
@@ -54,13 +54,13 @@ def open_store(url: str, create: bool = True) -> Store:
     """The store a URL names (the one reading of it: `url.parse_store_url`). create=False (the
     read-only commands: leaderboard, export, serve) refuses a SQLite file that does not exist
     instead of making it and its folders (a mistyped path)."""
-    from .url import SQLITE, parse_store_url
+    from voxwatch.store.url import SQLITE, parse_store_url
 
     parsed = parse_store_url(url)
     if parsed.kind == SQLITE:
-        from .sqlite import SQLiteStore
+        from voxwatch.store.sqlite import SQLiteStore
 
         return SQLiteStore(parsed.path, create=create)
-    from .postgres import PostgresStore
+    from voxwatch.store.postgres import PostgresStore
 
     return PostgresStore(parsed)

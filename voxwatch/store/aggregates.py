@@ -19,10 +19,10 @@ from typing import Callable
 
 import psycopg
 
-from ..metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
-from ..metrics.specs import for_protocol
-from .layout import SERIES, series_sql
-from .migrations import AGGREGATE_EXTRA, HEADLINE, columns
+from voxwatch.metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
+from voxwatch.metrics.specs import for_protocol
+from voxwatch.store.layout import SERIES, series_sql
+from voxwatch.store.migrations import AGGREGATE_EXTRA, HEADLINE, columns
 
 Series = tuple[str, str, str, str]
 """What a refresh is keyed on (layout.SERIES: model, dataset, region, method version); board, protocol

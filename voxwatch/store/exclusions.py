@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import psycopg
 
-from ..providers.registry import Registry
+from voxwatch.providers.registry import Registry
 
 TABLE = "registry_exclusions"
 DDL = (f'CREATE TABLE {TABLE} (model_id text COLLATE "C" NOT NULL, metric text COLLATE "C" NOT NULL, '

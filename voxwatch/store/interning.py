@@ -17,8 +17,8 @@ from typing import Callable, Iterator, Sequence
 
 import psycopg
 
-from ..observation import Observation
-from .layout import DICTIONARIES, INLINE, KEY_NAMES, digest_of
+from voxwatch.observation import Observation
+from voxwatch.store.layout import DICTIONARIES, INLINE, KEY_NAMES, digest_of
 
 LOOKAHEAD = 5000
 """When a clip or context is missing, those of this many rows from there on (in key order) are looked

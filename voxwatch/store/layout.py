@@ -22,7 +22,7 @@ every Observation field, as before; `observations_during(a, b)` is the same for 
 
 from __future__ import annotations
 
-from ..observation import FIELDS, KEY
+from voxwatch.observation import FIELDS, KEY
 
 KEY_NAMES = KEY[:-1]
 """The key's strings, each stored as <field>_ref into obs_names; the last key field (attempt) is the row's own."""

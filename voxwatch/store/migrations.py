@@ -15,14 +15,14 @@ from typing import Callable, Iterator
 
 import psycopg
 
-from ..conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, TurnRow
-from ..metrics.series import MetricRow
-from ..metrics.specs import METRICS
-from ..observation import FIELDS, KEY, Observation, RunRecord
-from .exclusions import DDL as EXCLUSIONS_DDL
-from .preference import ddl as preference_ddl
-from .preference_fits import ddl as preference_fits_ddl
-from .layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
+from voxwatch.conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, TurnRow
+from voxwatch.metrics.series import MetricRow
+from voxwatch.metrics.specs import METRICS
+from voxwatch.observation import FIELDS, KEY, Observation, RunRecord
+from voxwatch.store.exclusions import DDL as EXCLUSIONS_DDL
+from voxwatch.store.preference import ddl as preference_ddl
+from voxwatch.store.preference_fits import ddl as preference_fits_ddl
+from voxwatch.store.layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
                      INLINE, KEY_NAMES, MEASURED_MODELS, derived_objects, digest_of)
 
 _TYPES = {"int": "bigint", "float": "double precision", "bool": "boolean", "str": 'text COLLATE "C"'}

@@ -16,19 +16,19 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import psycopg
 
-from ..conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
-from ..metrics.series import MetricRow
-from ..observation import FIELDS, RUN_FIELDS, Observation, RunRecord
-from ..providers.registry import Registry
-from . import StoreError, aggregates, exclusions, migrations
-from . import conversations as conv
-from . import preference, preference_fits
-from .connection import connect, database_error
-from .interning import Dictionaries, Spans
-from .layout import FACT_COLUMNS, FACT_REFS
-from .row_filter import RowFilter
-from .runs import unrecorded_run
-from .url import StoreURL, parse_store_url
+from voxwatch.conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
+from voxwatch.metrics.series import MetricRow
+from voxwatch.observation import FIELDS, RUN_FIELDS, Observation, RunRecord
+from voxwatch.providers.registry import Registry
+from voxwatch.store import StoreError, aggregates, exclusions, migrations
+from voxwatch.store import conversations as conv
+from voxwatch.store import preference, preference_fits
+from voxwatch.store.connection import connect, database_error
+from voxwatch.store.interning import Dictionaries, Spans
+from voxwatch.store.layout import FACT_COLUMNS, FACT_REFS
+from voxwatch.store.row_filter import RowFilter
+from voxwatch.store.runs import unrecorded_run
+from voxwatch.store.url import StoreURL, parse_store_url
 
 SMALL_BATCH = 16
 """Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed.

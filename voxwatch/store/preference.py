@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager
 from dataclasses import fields
 from typing import Any, Iterable, Sequence
 
-from ..preference.rows import (SIDES, OutputRow, PairRow, PromptRow, RaterRow, RatingRow, names)
-from ..preference.rubrics import CMOS_MAX, CMOS_MIN, RatingError, check_rating
+from voxwatch.preference.rows import (SIDES, OutputRow, PairRow, PromptRow, RaterRow, RatingRow, names)
+from voxwatch.preference.rubrics import CMOS_MAX, CMOS_MIN, RatingError, check_rating
 
 PROMPTS, OUTPUTS, PAIRS, RATERS, RATINGS = ("preference_prompts", "preference_outputs", "preference_pairs",
                                            "preference_raters", "preference_ratings")

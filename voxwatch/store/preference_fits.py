@@ -11,8 +11,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from ..preference.rows import names
-from .preference import column_types
+from voxwatch.preference.rows import names
+from voxwatch.store.preference import column_types
 
 FITS = "preference_fits"
 

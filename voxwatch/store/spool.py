@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..conversation_rows import ConversationRow, TurnRow, conversation_of_record, conversation_record
-from ..observation import Observation, from_record, made_safe
-from . import Store, StoreError
+from voxwatch.conversation_rows import ConversationRow, TurnRow, conversation_of_record, conversation_record
+from voxwatch.observation import Observation, from_record, made_safe
+from voxwatch.store import Store, StoreError
 
 SPOOLED = "unsaved-*.jsonl"
 Conversation = tuple[ConversationRow, list[TurnRow]]

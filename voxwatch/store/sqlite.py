@@ -8,13 +8,13 @@ from dataclasses import astuple, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from ..conversation_rows import ConversationRow, TurnRow, booleans
-from ..observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
-from . import StoreError
-from . import conversations as conv
-from . import preference, preference_fits
-from .row_filter import RowFilter
-from .runs import unrecorded_run
+from voxwatch.conversation_rows import ConversationRow, TurnRow, booleans
+from voxwatch.observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
+from voxwatch.store import StoreError
+from voxwatch.store import conversations as conv
+from voxwatch.store import preference, preference_fits
+from voxwatch.store.row_filter import RowFilter
+from voxwatch.store.runs import unrecorded_run
 
 
 def _column(f) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from voxwatch.redaction import redact_url, scrub, url_password, url_secrets
 
-from . import StoreError
+from voxwatch.store import StoreError
 
 SQLITE, POSTGRES = "sqlite", "postgres"
 _PREFIXES = {"sqlite:///": SQLITE, "postgresql://": POSTGRES, "postgres://": POSTGRES}

@@ -14,9 +14,9 @@ from voxwatch.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import BOARDS
 
-from . import conversation_views, family_views, openapi, pages, preference_views, views
-from .params import choice, text
-from .source import log
+from voxwatch.web import conversation_views, family_views, openapi, pages, preference_views, views
+from voxwatch.web.params import choice, text
+from voxwatch.web.source import log
 
 def leaderboard(request: Request) -> JSONResponse:
     board = choice(request, "board", BOARDS, None)

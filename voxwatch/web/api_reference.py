@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from .openapi import document
+from voxwatch.web.openapi import document
 
 EXAMPLE_PATH_VALUES = {"model_id": "deepgram/nova-3", "conversation_id": "CONVERSATION_ID", "family": "stt-starter"}
 """What an example curl puts for a path parameter (a model id stays unescaped; see its description)."""

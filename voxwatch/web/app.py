@@ -38,17 +38,17 @@ from voxwatch.preference.prompt_catalog import bundled_root as prompts_root
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
-from . import api, formatting, pages, preference_views, rating, site_pages, views
-from .admission import Admission
-from .cache import CachedPages, Pages
-from .compression import Compressed
-from .cors import PublicAPI
-from .freshness import Freshness
-from .headers import SecurityHeaders
-from .limits import Limits
-from .memo import MemoSource
-from .rating_store import RatingStore
-from .source import StoreUnavailable, log, open_source
+from voxwatch.web import api, formatting, pages, preference_views, rating, site_pages, views
+from voxwatch.web.admission import Admission
+from voxwatch.web.cache import CachedPages, Pages
+from voxwatch.web.compression import Compressed
+from voxwatch.web.cors import PublicAPI
+from voxwatch.web.freshness import Freshness
+from voxwatch.web.headers import SecurityHeaders
+from voxwatch.web.limits import Limits
+from voxwatch.web.memo import MemoSource
+from voxwatch.web.rating_store import RatingStore
+from voxwatch.web.source import StoreUnavailable, log, open_source
 
 HERE = Path(__file__).resolve().parent
 

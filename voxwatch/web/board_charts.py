@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from html import escape
 
-from .chart import nice_ticks
+from voxwatch.web.chart import nice_ticks
 
 WIDTH = 400
 FONT = 13

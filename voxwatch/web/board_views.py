@@ -24,9 +24,9 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import PROTOCOL_NAMES, rank_order, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.series import MetricRow
 
-from .board_charts import Bar, Point, interval_bars, scatter
-from .params import choice, text
-from .views import METRIC_ORDER, UNITS
+from voxwatch.web.board_charts import Bar, Point, interval_bars, scatter
+from voxwatch.web.params import choice, text
+from voxwatch.web.views import METRIC_ORDER, UNITS
 
 CONNECT = "connect_ms"
 SORTS: dict[str, Callable[["Entry"], object]] = {

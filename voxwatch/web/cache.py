@@ -25,10 +25,10 @@ from typing import Callable, Hashable
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .admission import Admission
-from .conditional import no_store_unless_set, not_modified, send_not_modified, validators
-from .freshness import Freshness
-from .source import log
+from voxwatch.web.admission import Admission
+from voxwatch.web.conditional import no_store_unless_set, not_modified, send_not_modified, validators
+from voxwatch.web.freshness import Freshness
+from voxwatch.web.source import log
 
 Key = tuple[str, bytes]
 """A page's path and raw query string."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .cache import MIN_GZIP_BYTES, accepts_gzip
+from voxwatch.web.cache import MIN_GZIP_BYTES, accepts_gzip
 
 
 class Compressed(GZipMiddleware):

@@ -26,7 +26,7 @@ from voxwatch.metrics.conversation_aggregate import BoardSummary, Rate
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
 from voxwatch.metrics.series import MIN_ATTEMPTS, percentile_floor
 
-from .source import Conversation, Source
+from voxwatch.web.source import Conversation, Source
 
 RECENT_SHOWN = 100
 """The board page and the API list the newest this many conversations of the window."""

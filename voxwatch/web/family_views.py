@@ -21,7 +21,7 @@ from voxwatch.metrics.ranking import ranked_metric
 from voxwatch.observation import Observation
 from voxwatch.store.row_filter import RowFilter
 
-from .source import Source
+from voxwatch.web.source import Source
 
 BOARD = "stt"
 CLEAN = "clean"

@@ -12,8 +12,8 @@ from urllib.parse import quote, urlencode
 
 from markupsafe import Markup, escape
 
-from .conversation_views import conversation_url, recording_url
-from .views import UNITS
+from voxwatch.web.conversation_views import conversation_url, recording_url
+from voxwatch.web.views import UNITS
 
 NA = "n/a"
 

@@ -17,7 +17,7 @@ from typing import Hashable
 
 from voxwatch.providers.registry import Registry
 
-from .source import Source, StoreUnavailable
+from voxwatch.web.source import Source, StoreUnavailable
 
 TIMEOUT_S = 3.0
 

@@ -16,8 +16,8 @@ from typing import Hashable
 from voxwatch.metrics.series import MetricRow
 from voxwatch.store.row_filter import RowFilter
 
-from .freshness import Freshness
-from .source import Source
+from voxwatch.web.freshness import Freshness
+from voxwatch.web.source import Source
 
 
 class MemoSource:

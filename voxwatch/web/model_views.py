@@ -12,8 +12,8 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.series import MetricRow
 
-from . import views
-from .chart import PALETTE, Line, Marker, line_chart, swatch
+from voxwatch.web import views
+from voxwatch.web.chart import PALETTE, Line, Marker, line_chart, swatch
 
 SUMMARY_WINDOW = "30d"
 CONNECT = "connect_ms"

@@ -19,8 +19,8 @@ from voxwatch.metrics.specs import METRICS
 from voxwatch.preference.board_format import BREAKDOWNS, ROW_FIELDS
 from voxwatch.providers.registry import BOARDS, STATUSES
 
-from .family_views import SERIES_FIELDS
-from .source import Alert
+from voxwatch.web.family_views import SERIES_FIELDS
+from voxwatch.web.source import Alert
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 

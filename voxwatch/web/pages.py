@@ -19,9 +19,9 @@ from voxwatch.datasets.provenance import ORIGINS, Provenance, families, lookup
 from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
-from . import board_views, conversation_views, family_views, model_views, views
-from .params import choice, text
-from .source import Conversation
+from voxwatch.web import board_views, conversation_views, family_views, model_views, views
+from voxwatch.web.params import choice, text
+from voxwatch.web.source import Conversation
 
 
 def _render(request: Request, template: str, status_code: int = 200, **context) -> Response:

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from voxwatch.preference.board_format import BREAKDOWNS, document, fitted_on, to_csv
 
-from .params import choice
+from voxwatch.web.params import choice
 
 TABS = {"model": "Models", "config": "Configurations", "voice": "Per voice", "thinking": "Per thinking level",
         "rubric": "Per rubric", "category": "Per prompt category"}

@@ -32,7 +32,7 @@ from voxwatch.preference.ratings_io import FORMATS, dumps, export_records
 from voxwatch.preference.rows import GOLD_BROKEN, PairRow, PromptRow, RaterRow, RatingRow
 from voxwatch.preference.rubrics import BY_NAME, CMOS_MAX, CMOS_MIN, GROUPS, RatingError, Rubric, asked, pair_terms
 
-from .source import StoreUnavailable, log
+from voxwatch.web.source import StoreUnavailable, log
 
 EXPORT = "/api/v1/preference/ratings."
 """The ratings' CSV and JSONL export: ratings.csv, ratings.jsonl (rater ids, never tokens)."""

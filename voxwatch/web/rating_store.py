@@ -17,7 +17,7 @@ from typing import Callable, TypeVar
 from voxwatch.redaction import scrub
 from voxwatch.store import StoreError, open_store
 
-from .source import StoreUnavailable
+from voxwatch.web.source import StoreUnavailable
 
 T = TypeVar("T")
 PUBLIC = "The ratings store cannot be reached right now; your answers are kept on this page: please try again."

@@ -8,8 +8,8 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import api_reference
-from .markdown_doc import Document, render
+from voxwatch.web import api_reference
+from voxwatch.web.markdown_doc import Document, render
 
 HERE = Path(__file__).resolve().parent
 STATIC, DOCS = HERE / "static", HERE / "docs"

@@ -38,7 +38,7 @@ from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.url import SQLITE, StoreURL, parse_store_url
 
-from .daily import HEADLINE, HISTORY_SQL, Daily, daily
+from voxwatch.web.daily import HEADLINE, HISTORY_SQL, Daily, daily
 
 log = logging.getLogger("voxwatch.web")
 

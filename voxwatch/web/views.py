@@ -23,8 +23,8 @@ from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store.row_filter import RowFilter
 
-from .daily import DailyFigures, DailyPoint
-from .source import Alert, AlertsUnavailable, SeriesId, Source
+from voxwatch.web.daily import DailyFigures, DailyPoint
+from voxwatch.web.source import Alert, AlertsUnavailable, SeriesId, Source
 
 HISTORY_DAYS = 30
 RESOLVED_SHOWN_S = 7 * 86400
