@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test install clean
+.PHONY: run test test-quick install clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,19 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/voxwatch run --conversation-turns 3
 
-# three workers, a test file each: most tests wait on audio paced in real time or on subprocesses, so
-# three files at a time keep 2 cores busy; each file keeps its emulators, databases and Redis queues to itself
-test: $(STAMP)
+# the whole suite, what CI runs: three workers, a test file each (most tests wait on audio paced in real
+# time or on subprocesses, so three files at a time keep 2 cores busy; each file keeps its emulators,
+# databases and Redis queues to itself). The preflight gets Postgres, Redis and Chromium or stops in one line.
+test:
+	@sh tests/support/preflight.sh --browser
+	@$(MAKE) --no-print-directory install
 	$(BIN)/python -m pytest -n 3 --dist loadfile
+
+# the developer's loop, under 2 minutes on 2 cores: everything but the slow kinds (pyproject.toml markers)
+test-quick:
+	@sh tests/support/preflight.sh
+	@$(MAKE) --no-print-directory install
+	$(BIN)/python -m pytest -n 2 -m "not (realtime or e2e or browser or faults)"
 
 clean:
 	rm -rf $(VENV) var

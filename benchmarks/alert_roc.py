@@ -39,6 +39,7 @@ from voxwatch.alerts.evaluate import judge
 from voxwatch.alerts.lifecycle import step
 from voxwatch.alerts.store import Series
 from voxwatch.config import Alerts, load
+from voxwatch.foundation.series_key import RowsKey
 from voxwatch.metrics.detection import poisson_upper
 
 from . import method3_rules as old
@@ -51,7 +52,7 @@ MIN, H, D = 60.0, 3600.0, 86400.0
 TICK = 30 * MIN
 PER_TICK, CATALOG = 10, 64
 MEDIAN_MS = 600.0
-SERIES = Series("sim/model@1", "sim-dataset", "eu", "4", "stt", "stt-batch", 0)
+SERIES = Series(RowsKey("sim/model@1", "sim-dataset", "eu", "4"), "stt", "stt-batch", 0)
 LATENCY = ["latency_ms"]
 
 

@@ -12,7 +12,7 @@ mixture's CDF (percentiles).
 
 Printed: the empirical coverage of the old intervals (method 3: rows resampled as if
 independent; mean and error rate had none, so their row intervals are shown) beside the new ones
-(metrics/series.py: clustered by utterance and tick), at series of 20 to 20,000 rows. A statistic
+(voxwatch/metrics/series.py: clustered by utterance and tick), at series of 20 to 20,000 rows. A statistic
 under its floor is n/a (p95 needs 100 values). Target: every new interval covers 92-97 %.
 
     python -m benchmarks.ci_coverage [--trials 1000] [--seed 1]
@@ -29,6 +29,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, logit
 from scipy.stats import norm
 
+from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics.clustered import design, rate_interval, ratio_variance, t_interval
 from voxwatch.metrics.row_bootstrap import bootstrap_percentile_ci, bootstrap_pooled_ci
 from voxwatch.metrics.series import SeriesData, series_rows
@@ -45,7 +46,7 @@ WER_BASE, WER_SD_UTTERANCE, WER_SD_TICK = 0.10, 0.8, 0.15
 FAIL_P, BAD_TICK_P, BAD_TICK_FAIL_P = 0.02, 0.03, 0.40
 STATISTICS = ("mean", "p50", "p95", "pooled_wer", "error_rate")
 LOW, HIGH = 0.92, 0.97
-KEY = ("stt", "sim/model@1", "sim", "local", "4", "stt-stream", "")
+KEY = SeriesKey("stt", "sim/model@1", "sim", "local", "4", "stt-stream", "")
 
 
 def _mixture() -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +111,7 @@ def simulate(rng: np.random.Generator, ticks: int, per_tick: int) -> tuple[Serie
 
 
 def new_intervals(data: SeriesData) -> dict[str, tuple[float, float] | None]:
-    """The published intervals (metrics/series.py), read off the series' first metric row."""
+    """The published intervals (voxwatch/metrics/series.py), read off the series' first metric row."""
     row = series_rows(KEY, data)[0]
     return {"mean": row.mean_ci, "p50": row.p50_ci, "p95": row.p95_ci, "pooled_wer": row.wer_ci,
             "error_rate": row.error_rate_ci}

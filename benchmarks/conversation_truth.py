@@ -33,7 +33,7 @@ from voxwatch.providers.keys import key_variable, vendor_variable
 from voxwatch.providers.openai_realtime import Upsampler
 from voxwatch.providers.registry import Registry
 from voxwatch.providers.scripted_responder import example_value
-from voxwatch.workers.pacer import chunk_pcm
+from voxwatch.harness.pacer import chunk_pcm
 
 KEY = "conversation-truth-key"
 RESPONSE_MS, LEADING_SILENCE_MS = 300.0, 60.0

@@ -40,10 +40,10 @@ import numpy as np
 from benchmarks.independent_tts import RATE
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Prompt
-from voxwatch.providers.events import REQUEST_SENT, Timeline
+from voxwatch.foundation.events import REQUEST_SENT, Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import MeasureContext, measure_item
+from voxwatch.harness.measure import MeasureContext, measure_item
 
 MODEL = "openai/gpt-4o-mini-tts-2025-12-15"
 KEY = "http-clock-key"

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from voxwatch.datasets.audio import CATALOG_RATE, normalize_loudness, read_mono, resample, to_pcm16
+from benchmarks.speech_files import read_mono
+from voxwatch.foundation.audio import CATALOG_RATE, normalize_loudness, resample, to_pcm16
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.wer import WordErrors, pooled_wer, word_errors
 from voxwatch.providers.local.whisper_streaming_stt import GrowingBuffer

@@ -1,6 +1,6 @@
 """Method 3's alert rules, kept for comparison only (benchmarks/alert_roc.py prints them beside the
 new ones): they treat rows as independent. Mann-Whitney over rows for latency, a row bootstrap
-of pooled WER (metrics/row_bootstrap.py), Fisher's exact test over rows for rates. Copied from
+of pooled WER (voxwatch/metrics/row_bootstrap.py), Fisher's exact test over rows for rates. Copied from
 voxwatch/alerts/rules.py as it was at method 3; never used by the service.
 """
 
@@ -15,7 +15,7 @@ from voxwatch.alerts.rules import Finding, _too_few
 from voxwatch.config import Alerts
 from voxwatch.metrics.row_bootstrap import BOOTSTRAP_SEED, bootstrap_pooled_draws
 from voxwatch.metrics.series import pooled_wer, rate
-from voxwatch.observation import FAILED
+from voxwatch.foundation.observation import FAILED
 
 RATES = {  # method 3's rate kinds: what evaluate.py counted
     "error_rate": FAILED - {"timeout", "inaudible"},

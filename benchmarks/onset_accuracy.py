@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from voxwatch.datasets.audio import resample
+from voxwatch.foundation.audio import resample
 from voxwatch.metrics.onset import detect_onset
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 

@@ -3,7 +3,7 @@ scenarios their loopback emulators inject, and each measured stream's clock erro
 
 **Clock error**: the measured value minus the truth as the emulator actually sent it (its send
 stamps, on the machine's shared monotonic clock, come back through a ledger: see
-providers/emulators/ledger.py). **vs injected**: the measured value minus the nominal injected
+voxwatch/providers/emulators/ledger.py). **vs injected**: the measured value minus the nominal injected
 delay, which adds the emulator's own scheduling lateness.
 """
 
@@ -21,11 +21,11 @@ from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.providers.emulators.ledger import truth_as_sent
 from voxwatch.providers.emulators.scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms
-from voxwatch.providers.events import Timeline
+from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import MeasureContext, audio_sent, measure_item
-from voxwatch.workers.pacer import chunk_pcm
+from voxwatch.harness.measure import MeasureContext, audio_sent, measure_item
+from voxwatch.harness.pacer import chunk_pcm
 
 KEY = "clock-truth-key"
 JITTER_MS = 30.0

@@ -3,7 +3,7 @@
 One worker process measures waves of `--streams` concurrent cloud streams against the loopback
 vendor emulators (each emulator in its own process, with its send ledger), one wave after
 another for `--minutes`, on one event loop with one adapter per model, as a Celery worker's
-process does (workers/process_state.py). The waves take the stream kinds in turn (STT streaming,
+process does (voxwatch/workers/process_state.py). The waves take the stream kinds in turn (STT streaming,
 TTS, S2S; `--kinds` picks some), and each kind its vendor protocols in turn.
 
 Each window (a minute; a half of the run when it is shorter than two minutes, so that there is a

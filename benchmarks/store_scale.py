@@ -24,8 +24,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from voxwatch import leaderboard
-from voxwatch.observation import Observation
+from voxwatch.boards import leaderboard
+from voxwatch.foundation.observation import Observation
+from voxwatch.foundation.series_key import RowsKey
 from voxwatch.providers.registry import Registry
 from voxwatch.store import aggregates, redact
 from voxwatch.store.connection import connect
@@ -268,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             store.add([row])  # one measure task's write: insert, then its series' aggregates are current
             fresh.append(time.perf_counter() - start)
             start = time.perf_counter()
-            store.refresh([(model_id, dataset, region, "3")])
+            store.refresh([RowsKey(model_id, dataset, region, "3")])
             only_refresh.append(time.perf_counter() - start)
         result["write_to_current"] = _ms(fresh)
         result["refresh_one_series"] = _ms(only_refresh)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from voxwatch.datasets.audio import CATALOG_RATE, normalize_loudness, read_mono, resample, to_pcm16
-from voxwatch.datasets.degrade import pink_noise
+from benchmarks.speech_files import read_mono
+from voxwatch.foundation.audio import CATALOG_RATE, normalize_loudness, resample, to_pcm16
+from voxwatch.foundation.noises import pink_noise
 from voxwatch.datasets.starter_texts import STT_UTTERANCES, TTS_PROMPTS
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.providers.local.espeak_engine import EspeakEngine

@@ -49,7 +49,7 @@ import uvloop
 
 from benchmarks.store_scale import MODELS, calibration_ms, synthetic
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 from voxwatch.store import open_store
 from voxwatch.store.connection import connect
 

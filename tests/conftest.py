@@ -1,50 +1,17 @@
-"""Shared fixtures: the CLI run as a user runs it, in a subprocess, against a throwaway store."""
+"""Shared fixtures: the CLI run as a user runs it, against a throwaway store. Helpers that tests import
+live in tests/support/."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 
-import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-POSTGRES_ADMIN = os.environ.get("VOXWATCH_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            check: bool = True) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")}
-    full_env.update(env or {})
-    proc = subprocess.run([sys.executable, "-m", "voxwatch.cli", *args], cwd=cwd or REPO, env=full_env,
-                          capture_output=True, text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"voxwatch {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-@contextlib.contextmanager
-def fresh_postgres() -> Iterator[str]:
-    """A new, empty database on the test Postgres (VOXWATCH_TEST_POSTGRES, else the local one), dropped after."""
-    from voxwatch.store import StoreError
-    from voxwatch.store.connection import connect
-
-    try:
-        admin = connect(POSTGRES_ADMIN, timeout_s=5)
-    except StoreError as exc:
-        raise RuntimeError(f"the tests need Postgres at {POSTGRES_ADMIN} (.ci/run starts it): {exc}") from None
-    name = f"voxwatch_test_{secrets.token_hex(5)}"
-    with admin:
-        admin.execute(f"CREATE DATABASE {name}")
-        try:
-            yield POSTGRES_ADMIN.rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+from support import browser
+from support.postgres import fresh_postgres
+from support.processes import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -87,23 +54,23 @@ def cli(monkeypatch, tmp_path: Path, capsys):
     return call
 
 
-def tone(sample_rate: int, onset_s: float, duration_s: float, total_s: float, freq: float = 220.0,
-         amplitude: float = 0.3) -> np.ndarray:
-    """Silence, then a sine that starts sharply at onset_s."""
-    x = np.zeros(int(round(total_s * sample_rate)))
-    start = int(round(onset_s * sample_rate))
-    n = int(round(duration_s * sample_rate))
-    t = np.arange(n) / sample_rate
-    x[start:start + n] = amplitude * np.sin(2 * np.pi * freq * t)
-    return x
-
-
 # the files that take longest, first: `--dist loadfile` hands files out in collection order, so a long
 # file collected last would run alone at the end while the other workers sit idle
 _LONGEST_FIRST = ("test_run_cli.py", "test_every_vendor.py", "test_alerts.py", "test_run_faults.py", "test_distributed.py",
                   "test_openai.py", "test_vendor_emulators.py", "test_elevenlabs.py", "test_no_secrets.py", "test_web.py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the browser marker must be on the items by then
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    for item in items:
+        if browser.FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A selected browser test without Chromium stops the run here, in one line, not in a page of errors."""
+    if browser.missing() and any(item.get_closest_marker("browser") for item in session.items):
+        pytest.exit(f"the browser tests need {' and '.join(browser.missing())}: apt-get install chromium "
+                    "chromium-driver (make test does when it may), or deselect them: -m 'not browser'", returncode=4)

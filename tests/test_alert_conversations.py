@@ -16,13 +16,13 @@ import psycopg
 import pytest
 from scipy.stats import fisher_exact, mannwhitneyu
 
-from conftest import fresh_postgres
-from conversation_seed import stored_conversation
+from support.postgres import fresh_postgres
+from support.conversation_seed import stored_conversation
 from voxwatch.alerts import store as alert_store
 from voxwatch.alerts.evaluate import evaluate
 from voxwatch.alerts.rules import adherence_drop, conversation_latency_shift
 from voxwatch.config import Alerts, load
-from voxwatch.conversation_records import score_of
+from voxwatch.conversations.records import score_of
 from voxwatch.metrics.conversation_aggregate import instruction_adherence
 from voxwatch.store.postgres import PostgresStore
 

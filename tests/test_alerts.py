@@ -30,7 +30,8 @@ import pytest
 import redis
 from scipy.stats import fisher_exact, mannwhitneyu
 
-from conftest import REPO, fresh_postgres, run_cli
+from support.processes import REPO, run_cli
+from support.postgres import fresh_postgres
 from voxwatch.alerts import notify
 from voxwatch.alerts import store as alert_store
 from voxwatch.alerts.evaluate import evaluate, run
@@ -39,11 +40,13 @@ from voxwatch.config import Alerts, ConfigError, Webhook, load
 from voxwatch.metrics.clustered import design
 from voxwatch.metrics.compare import tick_medians
 from voxwatch.metrics.series import FAILURE_STATUSES, RATES as SERIES_RATES
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 from voxwatch.store.postgres import PostgresStore
 from voxwatch.workers.celery_app import configure
 from voxwatch.workers.schedule import beat_schedule
-from webhook_receiver import receiver
+from support.webhook_receiver import receiver
+
+pytestmark = pytest.mark.e2e
 
 RULES = load(environ={}).alerts  # the packaged defaults
 T = 2_000_000_000.0  # the simulated clock the tests evaluate around (unix seconds, in 2033)
@@ -228,9 +231,10 @@ def test_the_rate_kinds_count_exactly_the_statuses_of_metrics_series_rates():
     counts in exactly the kind the leaderboard counts it in."""
     from voxwatch.alerts.evaluate import _series_checks
     from voxwatch.alerts.store import Series
+    from voxwatch.foundation.series_key import RowsKey
 
     statuses = sorted(FAILURE_STATUSES | {"ok"})
-    series = Series("test/rates@1", "stt-starter-clean", "eu", "4", "stt", "stt-batch", 0)
+    series = Series(RowsKey("test/rates@1", "stt-starter-clean", "eu", "4"), "stt", "stt-batch", 0)
     for status in statuses:
         # baseline: 60 ticks of 10 ok rows; recent: 12 ticks of 10 rows, 3 of each 10 with `status`
         # (started_at, status, instrument, S + D + I, N, tick, utterance, latency_ms, connect_ms)
@@ -606,7 +610,7 @@ def _tick(adapter, prompts, run_id: str) -> list[Observation]:
     """One tick measured for real: TICK_STREAMS streams through the Cartesia adapter and the harness."""
     from voxwatch.providers.keys import Secret
     from voxwatch.providers.registry import Registry
-    from voxwatch.workers.measure import MeasureContext, measure_item
+    from voxwatch.harness.measure import MeasureContext, measure_item
 
     model = Registry.default().resolve("cartesia/sonic-3.5-2026-05-04")
     ctx = MeasureContext(run_id=run_id, seed=1, region="e2e", timeout_s=10, secrets=(Secret(E2E_KEY),),

@@ -12,16 +12,18 @@ from http import HTTPStatus
 
 import pytest
 import websockets
-from contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
+from support.contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.providers.assemblyai import MIN_CHUNK_MS
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.emulators.scenario import STTScenario
-from voxwatch.providers.events import Timeline
-from voxwatch.workers import pacer
-from voxwatch.workers.measure import CLOCK_FIELDS
+from voxwatch.foundation.events import Timeline
+from voxwatch.harness import pacer
+from voxwatch.harness.measure import CLOCK_FIELDS
+
+pytestmark = pytest.mark.realtime
 
 MODEL = "assemblyai/universal-streaming-english"
 CHUNK_MS = 20  # the harness's default chunk

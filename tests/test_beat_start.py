@@ -4,6 +4,7 @@ read. Real processes on the real Redis and store (test_distributed's broker and 
 
 from __future__ import annotations
 
+import pytest
 import os
 import signal
 import subprocess
@@ -13,10 +14,12 @@ import uuid
 from pathlib import Path
 
 from test_distributed import LIMITS, broker, store, worker_env  # noqa: F401 - fixtures used by name
-from voxwatch.observation import RunRecord
+from voxwatch.foundation.observation import RunRecord
 from voxwatch.store import open_store
 from voxwatch.workers import heartbeat
-from voxwatch_process import Voxwatch
+from support.voxwatch_process import Voxwatch
+
+pytestmark = pytest.mark.e2e
 
 DAY_MINUTES = "1440"  # the next slot is the next UTC midnight: without the first tick, nothing for hours
 

@@ -22,6 +22,8 @@ from voxwatch.config import load
 from voxwatch.workers import broker_transport
 from voxwatch.workers.celery_app import configure, settings
 
+pytestmark = pytest.mark.faults
+
 URL = "redis://127.0.0.1:6379/3"
 
 

@@ -16,28 +16,35 @@ import re
 
 import numpy as np
 import pytest
-from contract import KEY
+from support.contract import KEY
 
-from voxwatch.conversations.scenario import Document, ExpectedCall, Scenario, Tool, Turn
-from voxwatch.datasets.audio import resample
+from voxwatch.foundation.scenario import Document, ExpectedCall, Scenario, Tool, Turn
+from voxwatch.foundation.audio import resample
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.cascade import LLM_FIRST_TOKEN, Cascade, LocalScriptedCascade
 from voxwatch.providers.cascade_ids import CascadeInfo
 from voxwatch.providers.chat_completions import (FIRST_TOKEN, ChatClient, ChatEndpoint, call_message,
                                                  output_message)
-from voxwatch.providers.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
-                                             HistoryItem, ToolCall)
+from voxwatch.foundation.conversation import (
+    CALLER_TEXT,
+    MODEL_TEXT,
+    TOOL_CALL,
+    TOOL_RESULT,
+    AgentSetup,
+    HistoryItem,
+    ToolCall,
+)
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
 from voxwatch.providers.emulators.openai import OpenAIScenario
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
-from voxwatch.providers.events import AUDIO, CHUNK_SENT, CLOSED, FINAL, REQUEST_SENT, RESPONSE, Timeline
+from voxwatch.foundation.events import AUDIO, CHUNK_SENT, CLOSED, FINAL, REQUEST_SENT, RESPONSE, Timeline
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 from voxwatch.providers.registry import Registry, RegistryError
-from voxwatch.workers.measure import MeasureContext, measure_item
-from voxwatch.workers.pacer import paced_send
+from voxwatch.harness.measure import MeasureContext, measure_item
+from voxwatch.harness.pacer import paced_send
 
 REGISTRY = Registry.default()
 LLM = "openai/gpt-4.1-mini-2025-04-14"
@@ -92,6 +99,7 @@ def client(url: str, key: str = KEY) -> ChatClient:
 
 # --- the chat completions client ---------------------------------------------------------------------
 
+@pytest.mark.realtime
 def test_a_streamed_text_reply_is_put_together_and_its_first_token_stamped(openai_env):
     url, _ = openai_env
 
@@ -235,6 +243,7 @@ def assert_turn_timeline(timeline: Timeline, heard: str, said: str) -> None:
     assert offsets == [0] + list(np.cumsum([e.n_samples for e in audio[:-1]]))  # one continuous stream per turn
 
 
+@pytest.mark.realtime
 def test_an_emulated_cascade_holds_a_conversation_with_a_tool_call_and_a_rotation(openai_env):
     adapter = REGISTRY.create(REGISTRY.resolve(EMULATED))
     assert isinstance(adapter, Cascade) and adapter.emulator  # its rows are labelled as emulated
@@ -294,6 +303,7 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
+@pytest.mark.realtime
 def test_the_local_cascade_follows_its_script_with_real_speech_engines():
     adapter = REGISTRY.create(REGISTRY.resolve("local/cascade-scripted-baseline"))
     assert isinstance(adapter, LocalScriptedCascade) and not adapter.emulator
@@ -319,6 +329,7 @@ def test_the_local_cascade_follows_its_script_with_real_speech_engines():
         assert audio.size > 0.5 * timeline.of(AUDIO)[0].sample_rate and np.abs(audio).max() > 1000  # eSpeak spoke
 
 
+@pytest.mark.realtime
 def test_a_streaming_stt_cascade_feeds_the_caller_as_it_is_paced(openai_env):
     adapter = REGISTRY.create(REGISTRY.resolve(STREAMING))
     setup = AgentSetup("You are an order desk.", (LOOKUP,))
@@ -336,6 +347,7 @@ def test_a_streaming_stt_cascade_feeds_the_caller_as_it_is_paced(openai_env):
     assert_turn_timeline(timeline, turn.caller_transcript, TEXT_REPLY)
 
 
+@pytest.mark.realtime
 def test_a_cascade_is_measured_on_the_single_turn_s2s_board(tmp_path):
     """The S2S harness as it is: the clip paced in, the reply in the call recording, V2V from the file."""
     ds = Catalog([bundled_root()]).load("stt-starter-clean")

@@ -15,12 +15,14 @@ from typing import Iterator
 
 import pytest
 
-from conftest import REPO, postgres_store_url, run_cli  # noqa: F401 (a fixture)
-from voxwatch.store.url import SQLITE, store_kind
+from support.processes import REPO, run_cli
+from voxwatch.foundation.store_url import SQLITE, store_kind
 from voxwatch import __version__
 from voxwatch.cli import PIPE_CLOSED, parser
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
+
+pytestmark = pytest.mark.e2e
 
 DAY = 86400.0
 MODELS = (("pocketsphinx/en-us-5prealpha", "stt", "stt-stream", "ttfs_ms"),
@@ -202,7 +204,7 @@ def test_export_reads_what_the_filters_select(filtered_stores):
 
 def test_the_leaderboard_over_a_span_is_the_statistic_of_its_rows(filtered_stores):
     """Both stores, a span of the user's: the board is metrics/ over the span's rows (leaderboard.build)."""
-    from voxwatch import leaderboard
+    from voxwatch.boards import leaderboard
 
     stored, urls = filtered_stores
     now = time.time()

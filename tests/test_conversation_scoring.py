@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 
 from voxwatch.conversations.backend import Backend, end_state_matches, scripted_result
-from voxwatch.conversations.scenario import ExpectedCall, Scenario, Tool, Turn
+from voxwatch.foundation.scenario import ExpectedCall, Scenario, Tool, Turn
 from voxwatch.metrics.clustered import design, rate_interval
 from voxwatch.metrics.conversation import (EARLY, EXTRA_READ, LATE, MADE, NO_JUDGE, SPURIOUS, WRONG, ConversationScore,
                                            TurnOutcome, TurnScore, Verdict, score_conversation, with_timing)
-from voxwatch.metrics.conversation_aggregate import (board_summary, clustered_rate, dimension_rates, end_state_pass_hat_k,
+from voxwatch.metrics.conversation_aggregate import (scorecard, clustered_rate, dimension_rates, end_state_pass_hat_k,
                                                      end_state_rate, instruction_adherence, interruption_rate,
                                                      no_response_rate, pass_hat_k, silence_gap, v2v_per_turn)
 from voxwatch.metrics.conversation_match import call_matches, call_mismatch, matches
 from voxwatch.metrics.conversation_timing import silence_gap_latency, turn_timings, turn_timings_from_file
 from voxwatch.metrics.v2v import RECORDING_RATE, write_recording
-from voxwatch.providers.conversation import ModelTurn, ToolCall
+from voxwatch.foundation.conversation import ModelTurn, ToolCall
 
 TOOLS = (
     Tool("find_table", "look up free tables", {"type": "object"}, None),
@@ -484,7 +484,7 @@ def test_the_board_summary_holds_each_statistic_once_computed():
             [outcome("t1", book()), outcome("t2", change(name="Bob"))],
             [TurnOutcome.of("t1", ModelTurn("What time?")), outcome("t2", book())]]
     convs = [score_conversation(sc, r, f"c{i}", end_state=(i == 0, "")) for i, r in enumerate(runs)]
-    board = board_summary(convs, ks=(1, 3))
+    board = scorecard(convs, ks=(1, 3))
     # decided: run 1 all 3 code dimensions pass; run 2 state fails; run 3 t1 fails tool use, t2 fails
     # the missing change, state has no evidence
     assert (board.adherence.passed, board.adherence.n) == (5, 8)

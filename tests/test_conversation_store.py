@@ -1,4 +1,4 @@
-"""Conversations in the store (voxwatch/conversation_rows.py, conversation_records.py, both stores):
+"""Conversations in the store (voxwatch/store/conversation_rows.py, conversation_records.py, both stores):
 written once with their turns, read back into the very score they came from, so the S2S board from
 the store is the board computed in memory; a failed turn and an ended conversation keep their
 reasons; no key is ever stored. Then `voxwatch run --board s2s` end to end with the local cascade.
@@ -15,22 +15,25 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import fresh_postgres, run_cli
+from support.postgres import fresh_postgres
+from support.processes import run_cli
 
-from voxwatch.conversation_board import stored_boards
-from voxwatch.conversation_records import rows_of, score_of
+from voxwatch.conversations.scorecards import stored_scorecards
+from voxwatch.conversations.records import rows_of, score_of
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
 from voxwatch.conversations.hold import first_turns
 from voxwatch.conversations.runner import ConversationRun, TurnRun, _score
 from voxwatch.conversations.scenario_file import LoadedScenario
-from voxwatch.metrics.conversation_aggregate import board_summary
+from voxwatch.metrics.conversation_aggregate import scorecard
 from voxwatch.metrics.conversation_timing import TurnTiming
-from voxwatch.providers.conversation import ModelTurn, ToolCall
-from voxwatch.providers.events import Timeline
+from voxwatch.foundation.conversation import ModelTurn, ToolCall
+from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.scripted_responder import example_value
 from voxwatch.store import open_store
-from voxwatch.store.url import parse_store_url
+from voxwatch.foundation.store_url import parse_store_url
+
+pytestmark = pytest.mark.e2e
 
 KEY = "sk-convstore-9f8e7d6c5b4a"  # a vendor key the model echoed: it must never reach the store
 TURNS = 4
@@ -133,9 +136,9 @@ def test_a_conversation_is_stored_once_and_read_back_into_its_score(trial, store
 
 
 def test_the_board_from_the_store_is_the_board_in_memory(store, conversations):
-    boards = stored_boards(store.conversations(since=time.time() - 3600))
+    boards = stored_scorecards(store.conversations(since=time.time() - 3600))
     assert len(boards) == 1  # one model, scenario, persona and trial length
-    assert next(iter(boards.values())) == board_summary([c.score for c in conversations])
+    assert next(iter(boards.values())) == scorecard([c.score for c in conversations])
     assert [r.conversation_id for r, _ in store.conversations(model_id=MODEL)] == ["conv-a", "conv-b"]
     assert store.conversations(model_id="openai/gpt-realtime-2025-08-28") == []
     assert store.conversations(since=time.time() + 60) == []
@@ -163,7 +166,7 @@ def test_no_key_is_stored(store, conversations):
 def test_conversations_against_an_emulator_are_stored_but_not_on_the_board(trial, store, conversations):
     row, turns = stored(held(trial, "conv-emulated"), trial, time.time() - 50, emulator=True)
     assert store.add_conversation(row, turns) is True and store.conversation("conv-emulated")[0].emulator is True
-    boards = stored_boards(store.conversations())
+    boards = stored_scorecards(store.conversations())
     assert [s.conversations for s in boards.values()] == [2]
 
 

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from conftest import run_cli
+from support.processes import run_cli
 from test_distributed import LIMITS as MEASURE_LIMITS, broker, store, worker_env, workers  # noqa: F401 - fixtures
 from voxwatch.config import ConfigError, load
-from voxwatch.conversation_tick import conversation_id, failed_conversation
+from voxwatch.conversations.tick import conversation_id, failed_conversation
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
-from voxwatch.conversations.persona import find
-from voxwatch.observation import RunRecord
+from voxwatch.foundation.persona import find
+from voxwatch.foundation.observation import RunRecord
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.workers import converse
@@ -34,6 +34,8 @@ from voxwatch.workers.celery_app import configure, queue_name
 from voxwatch.workers.job import ConversationJob
 from voxwatch.workers.process_state import ProcessState
 from voxwatch.workers.schedule import beat_schedule
+
+pytestmark = pytest.mark.e2e
 
 CASCADE = "local/cascade-scripted-baseline"
 SCENARIO = "clinic-desk"

@@ -1,6 +1,6 @@
-"""Every number a dashboard panel shows equals the Python definition (metrics/series.py) on the same rows.
+"""Every number a dashboard panel shows equals the Python definition (voxwatch/metrics/series.py) on the same rows.
 
-The store is seeded (tests/dashboard_seed.py: a fixed RNG, every status, WER parts, hours past the
+The store is seeded (tests/support/dashboard_seed.py: a fixed RNG, every status, WER parts, hours past the
 p95's floor and hours under every floor), each panel's SQL runs as Grafana would run it (macros
 expanded, variables resolved), and each value is compared, to floating tolerance, with what
 metrics.series computes from the seeded rows: `series_rows` (through leaderboard.build, the code
@@ -20,23 +20,24 @@ import numpy as np
 import psycopg
 import pytest
 
-from voxwatch import leaderboard, panel_interval, panel_units
-from voxwatch.conversation_records import score_of
-from voxwatch.conversation_rows import ConversationRow
+from voxwatch.boards import leaderboard
+from voxwatch.grafana import panel_interval, panel_units
+from voxwatch.conversations.records import score_of
+from voxwatch.store.conversation_rows import ConversationRow
 from voxwatch.metrics import conversation_aggregate as conv
-from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.conversation import ConversationScore
 from voxwatch.metrics.series import WINDOWS, MetricRow, availability, pooled_wer, summarize
 from voxwatch.metrics.specs import METRICS
-from voxwatch.observation import Observation
-from voxwatch.panel_sql import panels
+from voxwatch.foundation.observation import Observation
+from voxwatch.grafana.panel_sql import panels
 from voxwatch.providers.registry import Registry
 from voxwatch.store.connection import connect
 
-from dashboard_seed import (CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, SEEDED_CONVERSATIONS,  # noqa: F401
+from support.dashboard_seed import (CLEAN, DAY, EMULATED_ONLY, HOUR, NOW, RANGE, SEEDED_ALERTS, SEEDED_CONVERSATIONS,  # noqa: F401
                             seeded)
-from grafana_panels import FILES, load, query, range_of, run_panel, variables_of
-from grafana_query import expand
+from support.grafana_panels import FILES, load, query, range_of, run_panel, variables_of
+from support.grafana_query import expand
 
 Series = tuple[str, str, str, str]  # model, dataset, region, method version: how the panels group
 
@@ -316,7 +317,7 @@ _OVERVIEW = ("n", "mean", "mean_ci", "p50", "p50_ci", "p95", "p95_ci", "p99", "m
 
 
 def _leaderboard(conn, rows, tally, title: str, unit: str):
-    """One leaderboard table: the metrics of one unit (metrics/specs.py), whose statistics it formats so."""
+    """One leaderboard table: the metrics of one unit (voxwatch/metrics/specs.py), whose statistics it formats so."""
     dashboard = load("overview.json")
     variables = variables_of(conn, dashboard)
     panel = next(p for p in panels(dashboard) if p["title"] == title)
@@ -432,9 +433,9 @@ def _deliveries(conn, rows, tally):
         tally.same(r["at"].timestamp(), at, (target, "at"))
 
 
-# ---------------------------------------------------------------- conversations (metrics/conversation_aggregate.py)
+# ---------------------------------------------------------------- conversations (voxwatch/metrics/conversation_aggregate.py)
 
-Block = tuple  # voxwatch/conversation_board.py BoardKey: one board block, never pooled
+Block = tuple  # voxwatch/conversations/scorecards.py ScorecardKey: one board block, never pooled
 
 
 def _block(c: ConversationRow) -> Block:
@@ -529,7 +530,7 @@ def _board(conn, rows, tally):
             r["method"]): r for r in _conversation_panel(conn, "Board per block")}
     assert set(got) == {(*k[:3], k[3][:12], *k[4:]) for k in blocks}
     for k, scores in blocks.items():
-        row, s = got[(*k[:3], k[3][:12], *k[4:])], conv.board_summary(scores)
+        row, s = got[(*k[:3], k[3][:12], *k[4:])], conv.scorecard(scores)
         tally.same(row["conversations"], s.conversations, (k, "conversations"))
         tally.same(row["adherence"], s.adherence.rate, (k, "adherence"))
         for dim, rate in s.dimensions.items():

@@ -17,14 +17,14 @@ from typing import Iterator
 import psycopg
 import pytest
 
-from voxwatch import panel_interval
-from voxwatch.observation import Observation
-from voxwatch.panel_sql import panels
+from voxwatch.grafana import panel_interval
+from voxwatch.foundation.observation import Observation
+from voxwatch.grafana.panel_sql import panels
 from voxwatch.store import open_store
 from voxwatch.store.connection import connect
 
-from grafana_panels import load, query
-from grafana_query import TimeRange, expand, parse_interval, resolve
+from support.grafana_panels import load, query
+from support.grafana_query import TimeRange, expand, parse_interval, resolve
 
 NOW = time.time()
 HOUR, DAY = 3600.0, 86400.0

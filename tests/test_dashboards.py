@@ -1,11 +1,11 @@
 """The Grafana dashboards without a Grafana: their structure.
 
 Every panel's SQL (and every template variable's query) is expanded as Grafana expands it
-(tests/grafana_query.py) and run against a real Postgres store seeded through the store's own
-write path (tests/dashboard_seed.py); each result must have the columns and types its panel reads,
+(tests/support/grafana_query.py) and run against a real Postgres store seeded through the store's own
+write path (tests/support/dashboard_seed.py); each result must have the columns and types its panel reads,
 no emulator row may show, and each file must be what `voxwatch dashboards render` makes of its SQL
 templates. The numbers are checked in tests/test_dashboard_numbers.py. `voxwatch dashboards push`
-runs as a user runs it against a stand-in of the Grafana API it calls (tests/grafana_api.py).
+runs as a user runs it against a stand-in of the Grafana API it calls (tests/support/grafana_api.py).
 """
 
 from __future__ import annotations
@@ -20,18 +20,20 @@ from typing import Iterator
 import pytest
 import yaml
 
-from voxwatch import dashboards, panel_sql, panel_units
+from voxwatch.grafana import dashboards, panel_sql, panel_units
 from voxwatch.metrics.specs import METRICS
-from voxwatch.panel_sql import panels
+from voxwatch.grafana.panel_sql import panels
 from voxwatch.providers.registry import Registry
 from voxwatch.store import exclusions
 from voxwatch.store.connection import connect
 
-from conftest import REPO, run_cli
-from dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, POCKET, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
-from grafana_api import GrafanaAPI
-from grafana_panels import DASHBOARDS, FILES, load, query, range_of, run_panel, targets, variables_of
-from grafana_query import ExpansionError, TimeRange, Variables, expand, go_float
+from support.processes import REPO, run_cli
+from support.dashboard_seed import EMULATED_ONLY, EMULATOR_LATENCY, POCKET, RANGE, SEEDED_CONVERSATIONS, seeded  # noqa: F401 (a fixture)
+from support.grafana_api import GrafanaAPI
+from support.grafana_panels import DASHBOARDS, FILES, load, query, range_of, run_panel, targets, variables_of
+from support.grafana_query import ExpansionError, TimeRange, Variables, expand, go_float
+
+pytestmark = pytest.mark.e2e
 
 STABLE_UIDS = {"voxwatch-overview", "voxwatch-provider", "voxwatch-ttfa", "voxwatch-wer", "voxwatch-alerts",
                "voxwatch-conversations"}
@@ -187,7 +189,7 @@ def test_no_exclusion_is_copied_into_the_sql_and_metric_columns_follow_the_metri
 
 def _with_exclusion(model_id: str, metric: str, reason: str) -> Registry:
     """The packaged registry with one more exclusion, as an operator would add it to registry.toml."""
-    text = (REPO / "providers/registry.toml").read_text()
+    text = (REPO / "voxwatch/providers/registry.toml").read_text()
     at = text.index(f'id = "{model_id}"')
     end = text.index("exclusions = []", at)
     return Registry.from_toml(text[:end] + f'exclusions = [{{metric = "{metric}", reason = "{reason}"}}]'
@@ -239,7 +241,7 @@ def test_provisioning_reads_the_connection_from_the_environment_and_finds_the_da
 
 
 def test_every_statistic_is_shown_in_its_metrics_unit_from_the_specs(seeded):
-    """rtf in x real time, latencies in ms: by metrics/specs.py, in the tables and in every series."""
+    """rtf in x real time, latencies in ms: by voxwatch/metrics/specs.py, in the tables and in every series."""
     url, _ = seeded
     assert panel_units.grafana_unit("rtf") == "suffix:x real time" and panel_units.grafana_unit("ttfs_ms") == "ms"
     detail = load("provider-detail.json")
@@ -369,7 +371,7 @@ def test_each_dashboard_file_is_what_its_sql_templates_render():
         text = template.read_text(encoding="utf-8")
         spelled = re.findall(r"percentile_cont|count\([^)]*\) *[<>]=? *\d|sum\([^)]*\) */|'(?:timeout|inaudible)'",
                              text)
-        assert not spelled, f"{template.name}: write {spelled} as a placeholder of voxwatch/panel_sql.py"
+        assert not spelled, f"{template.name}: write {spelled} as a placeholder of voxwatch/grafana/panel_sql.py"
 
 
 def test_an_unknown_placeholder_or_a_target_without_a_template_is_refused(tmp_path: Path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voxwatch.datasets import degrade
-from voxwatch.datasets.audio import read_pcm16
+from voxwatch.foundation.audio import read_pcm16
 from voxwatch.datasets.catalog import Catalog, IntegrityError, bundled_root
 from voxwatch.datasets.manifest import ManifestError
 from voxwatch.datasets.sampling import draw

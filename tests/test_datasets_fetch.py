@@ -22,10 +22,12 @@ import pytest
 import soundfile as sf
 from whisper_normalizer.english import EnglishTextNormalizer
 
-from conftest import run_cli
-from voxwatch.datasets.audio import read_pcm16
+from support.processes import run_cli
+from voxwatch.foundation.audio import read_pcm16
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.download import FetchError, Limits, Wanted, download
+
+pytestmark = pytest.mark.e2e
 
 PS = "pocketsphinx/en-us@5.1.1"
 ROOT = "LibriSpeech/test-clean"

@@ -4,10 +4,12 @@ gives its row, and one emulator process serves `/v1/listen` and `/v1/speak` toge
 """
 
 import pytest
-from contract import KEY, fault_timeout_s, assert_failure_row, assert_on_clock, emulator_fixture, measure, measure_three, rows
+from support.contract import KEY, fault_timeout_s, assert_failure_row, assert_on_clock, emulator_fixture, measure, measure_three, rows
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
+
+pytestmark = pytest.mark.realtime
 
 AURA = "deepgram/aura-2-thalia-en"
 

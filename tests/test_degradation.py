@@ -1,4 +1,4 @@
-"""The paired degradation statistic (metrics/degradation.py): a hand-computed example, its floors, and
+"""The paired degradation statistic (voxwatch/metrics/degradation.py): a hand-computed example, its floors, and
 its interval against a resampling cluster bootstrap of the same rows."""
 
 from __future__ import annotations

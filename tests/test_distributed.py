@@ -19,17 +19,19 @@ from typing import Iterator
 import pytest
 import redis
 
-from conftest import run_cli
+from support.processes import run_cli
 from voxwatch.config import ConfigError, load
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.observation import Observation, RunRecord
+from voxwatch.foundation.observation import Observation, RunRecord
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.workers.celery_app import queue_name
 from voxwatch.workers.coordination import Ledger
-from voxwatch.workers.runner import plan_tick
+from voxwatch.harness.tick import plan_tick
 from voxwatch.workers.schedule import aligned, beat_schedule, slot_of
-from voxwatch_process import Worker
+from support.voxwatch_process import Worker
+
+pytestmark = pytest.mark.e2e
 
 REDIS = "redis://127.0.0.1:6379"
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
@@ -64,7 +66,7 @@ def _postgres_url() -> str | None:
         return None
     import psycopg
 
-    from voxwatch.store import StoreError
+    from voxwatch.foundation.store_url import StoreError
     from voxwatch.store.connection import connect
 
     name = f"voxwatch_test_{uuid.uuid4().hex[:10]}"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 import websockets
-from contract import (KEY, REGISTRY, assert_failure_row, assert_on_clock, emulator_fixture,
+from support.contract import (KEY, REGISTRY, assert_failure_row, assert_on_clock, emulator_fixture,
                       fault_timeout_s, measure, measure_three, rows)
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
@@ -18,7 +18,9 @@ from voxwatch.providers.emulators.elevenlabs import ElevenLabsScenario
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.endpoints import ws_url
 from voxwatch.providers.keys import Secret
-from voxwatch.workers.measure import MeasureContext, measure_item
+from voxwatch.harness.measure import MeasureContext, measure_item
+
+pytestmark = pytest.mark.realtime
 
 WS, HTTP, STT = "elevenlabs/eleven_flash_v2_5:ws", "elevenlabs/eleven_flash_v2_5:http", "elevenlabs/scribe_v2_realtime"
 

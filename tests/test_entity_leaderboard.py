@@ -10,16 +10,18 @@ from pathlib import Path
 import httpx
 import pytest
 
-from voxwatch import leaderboard
+from voxwatch.boards import leaderboard
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.series import MIN_N
-from voxwatch.observation import Observation
-from voxwatch.providers.events import FINAL, REQUEST_SENT, RESPONSE
+from voxwatch.foundation.observation import Observation
+from voxwatch.foundation.events import FINAL, REQUEST_SENT, RESPONSE
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
-from voxwatch.workers.measure import MeasureContext, measure_item
+from voxwatch.harness.measure import MeasureContext, measure_item
 
-from test_web import seeded_store, serving
+from support.web_seed import seeded_store, serving
+
+pytestmark = pytest.mark.e2e
 
 BATCH = Registry.default().resolve("faster-whisper/tiny.en@1.2.1")
 

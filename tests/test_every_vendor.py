@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
-from voxwatch.emulate import ERROR_EVERY, with_errors
+from support.processes import REPO, run_cli
+from voxwatch.cli.emulate import ERROR_EVERY, with_errors
 from voxwatch.providers.registry import Registry
+
+pytestmark = pytest.mark.e2e
 
 REGISTRY = Registry.default()
 CLOUD = sorted(m.id for m in REGISTRY.models.values() if m.needs_key and not REGISTRY.standing(m).retired)

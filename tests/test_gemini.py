@@ -6,7 +6,7 @@ chunk (its sha256 keys the clip's speech end, as benchmarks/clock_truth.py keys 
 """
 
 import pytest
-from contract import (KEY, assert_failure_row, assert_on_clock, caller_turn, measure, measure_three, rows,
+from support.contract import (KEY, assert_failure_row, assert_on_clock, caller_turn, measure, measure_three, rows,
                       s2s_scenario, serve)
 
 from voxwatch.providers.emulators.scenario import S2SScenario
@@ -19,6 +19,7 @@ def clean():
     return caller_turn()
 
 
+@pytest.mark.realtime
 def test_gemini_v2v_from_the_call_recording(monkeypatch, tmp_path, clean):
     ds, clip, first = clean
     scenario = s2s_scenario(clip, first, response_ms=350.0, leading_silence_ms=80.0, jitter_ms=30.0)
@@ -33,6 +34,7 @@ def test_gemini_v2v_from_the_call_recording(monkeypatch, tmp_path, clean):
     assert len(list(tmp_path.rglob("*.wav"))) == 1  # the recording is kept, one file per item
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
                                    "no_final", "inaudible"])
 def test_gemini_failures_become_rows(monkeypatch, clean, fault):

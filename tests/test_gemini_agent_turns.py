@@ -10,8 +10,8 @@ import base64
 import collections
 import json
 
-from voxwatch.providers.conversation import CALLER_TEXT, ToolCall
-from voxwatch.providers.events import Timeline
+from voxwatch.foundation.conversation import CALLER_TEXT, ToolCall
+from voxwatch.foundation.events import Timeline
 from voxwatch.providers.gemini_agent import GeminiAgentSession
 from voxwatch.providers.keys import Secret
 

@@ -1,6 +1,6 @@
 """Hostile input is refused in one line (exit 2) or made safe, never a traceback, never half-written.
 
-The cases come from tests/hostile_corpus.py (generated: audio headers, manifests and import
+The cases come from tests/support/hostile_corpus.py (generated: audio headers, manifests and import
 folders, configs and environment variables, command-line options, exported rows for ingest,
 provider text with control characters). The CLI runs in-process (`voxwatch.cli.main`, the same
 parser and handlers as the installed command) except where a real process is the point.
@@ -19,17 +19,18 @@ from typing import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-import hostile_corpus as corpus
-from conftest import fresh_postgres, run_cli
+import support.hostile_corpus as corpus
+from support.postgres import fresh_postgres
+from support.processes import run_cli
 from voxwatch.datasets.catalog import Catalog
 from voxwatch.datasets.manifest import file_stem
 from voxwatch.metrics.wer import word_errors
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 from voxwatch.store import open_store
 from voxwatch.store.connection import connect
 from voxwatch.store.spool import SpoolingWriter
-from voxwatch.text import UNSAFE, safe_text
-from voxwatch.workers.measure import CLOCK_FIELDS
+from voxwatch.foundation.text import UNSAFE, safe_text
+from voxwatch.harness.measure import CLOCK_FIELDS
 
 AUDIO, FOLDERS, CONFIGS = corpus.audio_cases(), corpus.manifest_cases(), corpus.config_cases()
 OPTIONS, ROWS = corpus.option_cases(), corpus.rows_cases()
@@ -117,6 +118,7 @@ def test_manifests_and_import_folders(case, cli, tmp_path: Path):
 # ---------------------------------------------------------------- configuration, environment, options
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", CONFIGS, ids=str)
 def test_config_values_and_environment_variables(case, cli, tmp_path: Path):
     kind, value = case.payload
@@ -247,6 +249,7 @@ def test_a_providers_text_is_made_safe_where_rows_are_written(n, text, store, st
         assert "<script>alert(1)</script>" in stored.hypothesis
 
 
+@pytest.mark.e2e
 def test_a_nul_in_a_real_providers_transcript_is_stored_and_scored_safe(postgres_url: str, tmp_path: Path):
     """The operator's case end to end: the OpenAI protocol's emulator answers with a NUL and an
     escape sequence in the transcript; the run stores every row in Postgres, spools nothing, and
@@ -297,6 +300,7 @@ def test_export_to_an_unwritable_file_is_one_line(cli, tmp_path: Path):
             ("cannot write",))
 
 
+@pytest.mark.e2e
 def test_a_run_in_which_every_row_failed_exits_1_with_failure_rows(tmp_path: Path):
     """A provider that cannot be reached: every row a failure with its reason and no clock; exit 1."""
     with socket.socket() as s:
@@ -319,6 +323,7 @@ PROBES = ["<script>alert(1)</script>", "\"><img src=x onerror=alert(1)>", "'; DR
           "../../etc/passwd", "1 OR 1=1"]
 
 
+@pytest.mark.e2e
 def test_injection_and_traversal_probes_are_stored_as_text_and_escaped(cli, tmp_path: Path):
     url = f"sqlite:///{tmp_path / 'v.sqlite'}"
     rows = tmp_path / "rows.jsonl"

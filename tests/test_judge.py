@@ -11,13 +11,13 @@ import hashlib
 import json
 
 import pytest
-from contract import KEY
+from support.contract import KEY
 
 from voxwatch.config import OTHER_VARIABLES
 from voxwatch.conversations.judge import (JUDGED, NO_JUDGE, PROMPT_SHA256, RUBRIC, SEED, TEMPERATURE, Judge,
                                           parse_verdicts)
-from voxwatch.conversations.scenario import Document, Scenario, Turn
-from voxwatch.providers.conversation import ToolCall
+from voxwatch.foundation.scenario import Document, Scenario, Turn
+from voxwatch.foundation.conversation import ToolCall
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
 

@@ -9,9 +9,9 @@ import shutil
 
 import httpx
 import pytest
-from contract import KEY, REGISTRY
+from support.contract import KEY, REGISTRY
 
-from voxwatch import leaderboard
+from voxwatch.boards import leaderboard
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.importer import DatasetImportError, import_dataset
 from voxwatch.datasets.manifest import ManifestError, read_info
@@ -20,13 +20,13 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.entities import entity_errors
 from voxwatch.metrics.wer import (BASIC_NAME, CHARACTERS_NAME, NORMALIZER_NAME, WordErrors, normalize, pooled_wer,
                                   scorer_for, word_errors)
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 from voxwatch.providers.base import in_language
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.ledger import Ledger, seen
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
-from voxwatch.workers.measure import MeasureContext, measure_item
+from voxwatch.harness.measure import MeasureContext, measure_item
 
 SPANISH = "¿Dónde está la estación de tren?"
 HEARD = "donde esta la estacion de tren"  # what a model that drops accents would write
@@ -97,6 +97,7 @@ def _measure(model_id: str, dataset, item):
     return asyncio.run(measure_item(model, REGISTRY.create(model), dataset, item, ctx))
 
 
+@pytest.mark.realtime
 def test_a_spanish_dataset_is_declared_to_deepgram_and_scored_with_its_normalizer(monkeypatch, spanish):
     ds, clip = spanish
     assert ds.info.language == "es"
@@ -164,6 +165,7 @@ def test_espeak_speaks_a_spanish_prompt_set_and_the_english_instrument_does_not_
     assert "hears English only" in row.instrument_error and "es speech is not scored" in row.instrument_error
 
 
+@pytest.mark.realtime
 def test_elevenlabs_tts_sends_language_code_and_its_emulator_checks_it(monkeypatch, tmp_path):
     ds = _spanish_prompts(tmp_path)
     with server.serve("elevenlabs", TTSScenario(api_key=KEY)) as url:

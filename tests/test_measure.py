@@ -11,10 +11,10 @@ import pytest
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.events import AUDIO, CLOSED, REQUEST_SENT
+from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import CLOCK_FIELDS, MeasureContext, measure_item
+from voxwatch.harness.measure import CLOCK_FIELDS, MeasureContext, measure_item
 
 PLANTED = "sk-planted-0123456789abcdefXYZ"
 REGISTRY = Registry.default()
@@ -93,6 +93,7 @@ def test_a_provider_error_is_an_error_row_without_the_key(clip_and_set):
     assert _no_clocks(row)
 
 
+@pytest.mark.realtime
 def test_no_final_within_the_limit_is_a_timeout_row(clip_and_set):
     ds, clip = clip_and_set
     row = asyncio.run(measure_item(STT, BrokenSTT(fail_on_send=False), ds, clip, _ctx()))

@@ -18,7 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import REPO, fresh_postgres, run_cli
+from support.processes import REPO, run_cli
+from support.postgres import fresh_postgres
+
+pytestmark = pytest.mark.e2e
 
 PASSWORD = "pw-" + secrets.token_hex(8)
 TOKEN = "glsa_" + secrets.token_hex(12)

@@ -8,10 +8,10 @@ import asyncio
 import numpy as np
 from scipy.signal import resample_poly
 
-from voxwatch.clock import on_the_clock
-from voxwatch.datasets.audio import resample
-from voxwatch.providers.events import CHUNK_SENT, Timeline
-from voxwatch.workers.pacer import PHASES, paced_send, phases
+from voxwatch.foundation.clock import on_the_clock
+from voxwatch.foundation.audio import resample
+from voxwatch.foundation.events import CHUNK_SENT, Timeline
+from voxwatch.harness.pacer import PHASES, paced_send, phases
 
 PERIOD_NS = 20_000_000
 

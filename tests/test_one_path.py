@@ -1,5 +1,5 @@
-"""One path for each safety-critical concern: one reading of a store URL (voxwatch/store/url.py),
-one scrubber (voxwatch/redaction.py), one way to open Postgres (voxwatch/store/connection.py).
+"""One path for each safety-critical concern: one reading of a store URL (voxwatch/foundation/store_url.py),
+one scrubber (voxwatch/foundation/redaction.py), one way to open Postgres (voxwatch/store/connection.py).
 
 A leak starts where two copies of such code differ, so the first tests make sure there are no
 copies (a grep over the source), and the rest try the one copy on the URLs that broke copies
@@ -19,24 +19,26 @@ from pathlib import Path
 
 import pytest
 
-from conftest import POSTGRES_ADMIN, REPO
-from voxwatch.redaction import MASK, opaque_pieces, redact_url, scrub, url_secrets
-from voxwatch.store import StoreError, open_store
+from support.postgres import POSTGRES_ADMIN
+from support.processes import REPO
+from voxwatch.foundation.redaction import MASK, opaque_pieces, redact_url, scrub, url_secrets
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import open_store
 from voxwatch.store.connection import connect
-from voxwatch.store.url import POSTGRES, SQLITE, parse_store_url, store_kind
+from voxwatch.foundation.store_url import POSTGRES, SQLITE, parse_store_url, store_kind
 
-SOURCES = [p for folder in ("voxwatch", "providers", "datasets", "metrics", "workers", "benchmarks", "tests")
+SOURCES = [p for folder in ("voxwatch", "benchmarks", "tests")
            for p in sorted((REPO / folder).rglob("*.py")) if p != Path(__file__).resolve()]
 
 # (what must have one home, a pattern, the files allowed to hold it)
 ONE_HOME = [
     ("opening Postgres", r"psycopg\.connect\(", {"voxwatch/store/connection.py"}),
-    ("reading a Postgres URL", r"conninfo_to_dict|make_conninfo|conninfo\.", {"voxwatch/store/url.py"}),
+    ("reading a Postgres URL", r"conninfo_to_dict|make_conninfo|conninfo\.", {"voxwatch/foundation/store_url.py"}),
     ("telling store URL schemes apart", r"""startswith\(\(?\s*["'](sqlite|postgres)|["'](sqlite:///|postgres(ql)?://)["']""",
-     {"voxwatch/store/url.py"}),
-    ("the mask", r"""["']\*\*\*["']""", {"voxwatch/redaction.py"}),
-    ("cutting a secret out of a text", r"\.replace\([^)]*(reveal\(\)|MASK|_secret|secret\b)", {"voxwatch/redaction.py"}),
-    ("reading a URL's password", r"\.password\b|parse_qsl\(|unquote(_plus)?\(", {"voxwatch/redaction.py"}),
+     {"voxwatch/foundation/store_url.py"}),
+    ("the mask", r"""["']\*\*\*["']""", {"voxwatch/foundation/redaction.py"}),
+    ("cutting a secret out of a text", r"\.replace\([^)]*(reveal\(\)|MASK|_secret|secret\b)", {"voxwatch/foundation/redaction.py"}),
+    ("reading a URL's password", r"\.password\b|parse_qsl\(|unquote(_plus)?\(", {"voxwatch/foundation/redaction.py"}),
 ]
 
 
@@ -65,7 +67,7 @@ def test_no_message_names_a_store_or_broker_url_unredacted():
     offenders = []
     for path in SOURCES:
         rel = path.relative_to(REPO).as_posix()
-        if rel.startswith(("tests/", "providers/")) or rel == "voxwatch/dashboards.py":
+        if rel.startswith(("tests/", "voxwatch/providers/")) or rel == "voxwatch/grafana/dashboards.py":
             continue  # vendors' and Grafana's base URLs hold no password (push refuses one)
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if raw.search(line) and ("Error(" in line or "print(" in line or "log." in line):
@@ -220,7 +222,7 @@ def test_a_broker_that_is_down_is_named_without_its_password(tmp_path):
 
 
 def test_a_grafana_that_echoes_the_token_does_not_make_push_print_it():
-    from voxwatch import dashboards
+    from voxwatch.grafana import dashboards
 
     token = "glsa_echoed-9c1d2e"
 

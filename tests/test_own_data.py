@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from support.processes import run_cli
 from voxwatch.datasets import degrade
-from voxwatch.datasets.audio import read_pcm16, to_pcm16
+from voxwatch.foundation.audio import read_pcm16, to_pcm16
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Clip, read_records
 from voxwatch.datasets.text_import import MAX_PROMPT_CHARS, text_id
@@ -191,6 +191,7 @@ def test_a_clip_failing_midway_leaves_nothing_written(vox, tmp_path: Path):
     assert "mine" in err and _catalog_left(tmp_path) == []  # no dataset, no staging folder
 
 
+@pytest.mark.e2e
 def test_the_rows_carry_the_clips_speaker_and_accent_and_pair_the_family(vox, tmp_path: Path, store_url: str):
     source = _source(tmp_path / "mine", [{**CAR[0], "speaker": "ann", "accent": "Scottish"},
                                          {**CAR[2], "speaker": "ann", "accent": "Scottish"}])
@@ -204,6 +205,7 @@ def test_the_rows_carry_the_clips_speaker_and_accent_and_pair_the_family(vox, tm
     assert {(r["status"], r["speaker"], r["accent"]) for r in rows} == {("ok", "ann", "Scottish")}
 
 
+@pytest.mark.e2e
 def test_text_import_then_a_tts_run_row(vox, tmp_path: Path, store_url: str):
     path = tmp_path / "prompts.txt"
     path.write_bytes("\ufeffYour order has shipped.\r\n\r\n  Thank you for calling.  \n".encode())

@@ -1,4 +1,4 @@
-"""Personas (conversations/persona.py, persona_audio.py): the noise at its SNR measured back over
+"""Personas (voxwatch/foundation/persona.py, persona_audio.py): the noise at its SNR measured back over
 the speech frames, rendering kept and deterministic, a voice or rate that really changes the
 audio, every bad field refused by name, and a conversation held by a noisy caller."""
 
@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import run_cli
-from contract import REGISTRY
+from support.processes import run_cli
+from support.contract import REGISTRY
 
 from voxwatch.conversations import persona_audio as rendering
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
-from voxwatch.conversations.persona import BUNDLED, DEFAULT, Persona, PersonaError, find, load_personas
+from voxwatch.foundation.persona import BUNDLED, DEFAULT, Persona, PersonaError, find, load_personas
 from voxwatch.conversations.persona_audio import persona_audio, pinned_audio, render_persona
 from voxwatch.conversations.runner import ConversationSettings, caller_audio, caller_turn, run_conversation
 from voxwatch.conversations.scenario_file import LoadedScenario
-from voxwatch.datasets.noises import NOISES, generate
+from voxwatch.foundation.noises import NOISES, generate
 from voxwatch.metrics.snr import snr_db, speech_mask
 from voxwatch.metrics.vad import speech_anchors
 
@@ -49,6 +49,7 @@ def measured_snr(mixed: np.ndarray, clean: np.ndarray) -> float:
     return snr_db(gain * clean, mixed - gain * clean, speech_mask(clean, RATE))
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("kind,target", [("pink", 0.0), ("brown", 10.0), ("hum", 5.0), ("babble", 10.0),
                                          ("babble", 20.0)])
 def test_the_noise_is_mixed_at_the_target_snr_over_the_speech_frames(kind, target, two_turns, tmp_path):
@@ -107,6 +108,7 @@ def test_a_voice_is_synthesized_once_then_read_back(two_turns, tmp_path, monkeyp
     assert about["identity"] == persona.identity and about["pin"] == two_turns.pin
 
 
+@pytest.mark.realtime
 def test_under_a_noise_each_turn_carries_its_clean_words_anchors(two_turns, tmp_path):
     hum = render_persona(two_turns, BUNDLED["hum-5db"], tmp_path)
     assert hum.anchors == [speech_anchors(pcm(pinned_audio(two_turns, i)).astype("<i2")) for i in range(2)]
@@ -203,6 +205,7 @@ def test_the_identity_names_what_the_persona_changes():
     assert {"default", "accented-noisy", "fast-quiet", "hum-5db"} <= set(BUNDLED)
 
 
+@pytest.mark.realtime
 def test_a_noisy_caller_holds_a_turn_with_the_local_cascade(tmp_path):
     one = first_turns(1)
     persona = BUNDLED["accented-noisy"]
@@ -227,6 +230,7 @@ def test_a_noisy_caller_holds_a_turn_with_the_local_cascade(tmp_path):
     assert run.score.turns[0].verdicts["tool_use_correct"].passed is True
 
 
+@pytest.mark.realtime
 def test_the_cli_lists_the_personas_and_refuses_an_unknown_one():
     listed = run_cli("scenarios", "personas").stdout
     for p in BUNDLED.values():

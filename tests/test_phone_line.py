@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from voxwatch.datasets import degrade, mulaw
-from voxwatch.datasets.audio import probe, read_pcm16
+from voxwatch.foundation.audio import probe, read_pcm16
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import ManifestError
 from voxwatch.datasets.wire import PHONE_MULAW

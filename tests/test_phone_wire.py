@@ -7,7 +7,7 @@ import asyncio
 import math
 
 import pytest
-from contract import KEY, REGISTRY, assert_on_clock, measure_three, serve
+from support.contract import KEY, REGISTRY, assert_on_clock, measure_three, serve
 
 from voxwatch.datasets import mulaw
 from voxwatch.providers.assemblyai import MIN_CHUNK_MS
@@ -17,7 +17,9 @@ from voxwatch.providers.emulators.ledger import Ledger, seen
 from voxwatch.providers.emulators.scenario import STTScenario
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.workers.measure import TRIM_AFTER_SPEECH_S, MeasureContext, measure_item
+from voxwatch.harness.measure import TRIM_AFTER_SPEECH_S, MeasureContext, measure_item
+
+pytestmark = pytest.mark.realtime
 
 # vendor -> (model, the emulator's record of one stream, what that record must declare)
 WIRED = {

@@ -17,17 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from voxwatch import leaderboard
-from voxwatch.leaderboard import MetricRow
-from voxwatch.observation import Observation, RunRecord
+from voxwatch.boards import leaderboard
+from voxwatch.boards.leaderboard import MetricRow
+from voxwatch.foundation.observation import Observation, RunRecord
 from voxwatch.providers.registry import Registry
-from voxwatch.store import StoreError, open_store
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import open_store
 from voxwatch.store.connection import connect
 from voxwatch.store.migrations import MIGRATIONS
 from voxwatch.store.spool import SpoolingWriter, read_rows
-from voxwatch.store.url import parse_store_url
+from voxwatch.foundation.store_url import parse_store_url
 
-from conftest import run_cli
+from support.processes import run_cli
+
+pytestmark = pytest.mark.e2e
 
 ADMIN_URL = os.environ.get("VOXWATCH_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 NOW = time.time()

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import run_cli
+from support.processes import run_cli
 from test_web_conversations import _store_url
-from tests.preference_seed import CARELESS, CONFIGS, RATERS, seed_store
+from support.preference_seed import CARELESS, CONFIGS, RATERS, seed_store
 from voxwatch.metrics.preference import Ratings, ratings, regroup
 from voxwatch.metrics.preference_bootstrap import SEED, board, by_category, by_group
 from voxwatch.metrics.ranking import interval_ranks
-from voxwatch.preference.board_format import NO_BOARD, NO_RATINGS, NOT_FITTED, document, to_text
+from voxwatch.preference.standings_format import NO_BOARD, NO_RATINGS, NOT_FITTED, document, to_text
 from voxwatch.preference.gold import careless_raters
 from voxwatch.preference.standings import fit
 from voxwatch.providers.registry import Registry
@@ -29,6 +29,8 @@ from voxwatch.store import open_store
 from voxwatch.store.preference_fits import FitRow
 from voxwatch.web.app import create_app
 from voxwatch.web.source import open_source
+
+pytestmark = pytest.mark.e2e
 
 RESAMPLES = 50
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.preference_sim import simulated
+from support.preference_sim import simulated
 from voxwatch.metrics.clustered import crossed_weights, design, row_weights
 from voxwatch.metrics.preference import Ratings, ratings
 from voxwatch.metrics.preference_bootstrap import board, by_category, by_group, by_rubric, clustered_weights

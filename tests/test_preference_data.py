@@ -9,12 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.processes import run_cli
 
 from voxwatch.preference.prompt_catalog import BUNDLED, PromptCatalog, bundled_root, import_prompt_set
 from voxwatch.preference.prompts import CONDITIONS, PromptSetError, load_prompt_set
-from voxwatch.preference.rubrics import GATED, RUBRICS, RatingError, asked, check_rating
+from voxwatch.foundation.rubrics import GATED, RUBRICS, RatingError, asked, check_rating
 from voxwatch.providers.registry import Registry, RegistryError
+
+pytestmark = pytest.mark.e2e
 
 
 def test_the_bundled_set_is_pinned_labelled_synthesized_and_spans_conditions():
@@ -96,7 +98,7 @@ def test_registry_configurations_are_checked_against_the_documented_options():
         options = registry.preference_options[c.model]
         assert c.voice in options.voices and c.thinking in options.thinking
         assert registry.models[c.model].board == "s2s"
-    text = (Path(__file__).parents[1] / "providers" / "registry.toml").read_text()
+    text = (Path(__file__).parents[1] / "voxwatch" / "providers" / "registry.toml").read_text()
     for bad, message in [('thinking = "none"\nvoice = "marin"', "voice 'nobody' is not one of"),
                          ('thinking = "high"\nvoice', "thinking 'ultra' is not one of")]:
         assert bad in text

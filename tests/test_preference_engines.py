@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from tests.preference_sim import simulated
+from support.preference_sim import simulated
 from voxwatch.metrics.preference import elo, ratings, regroup
 from voxwatch.metrics.preference_engines import agreement, classic_bt, massey
 from voxwatch.metrics.preference_ordinal import fit_ordinal

@@ -5,14 +5,15 @@ is stored with its audio pinned and its side streams, once; and an OpenAI Realti
 
 from __future__ import annotations
 
+import pytest
 import json
 from dataclasses import replace
 from pathlib import Path
 
-from conftest import run_cli
-from contract import KEY
+from support.processes import run_cli
+from support.contract import KEY
 
-from voxwatch.integrity import file_sha256
+from voxwatch.foundation.integrity import file_sha256
 from voxwatch.preference.generate import GenerateSettings, generate, resolve_audio
 from voxwatch.preference.prompt_catalog import BUNDLED, PromptCatalog, bundled_root
 from voxwatch.providers.emulators import server
@@ -21,6 +22,8 @@ from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTu
 from voxwatch.providers.keys import key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
+
+pytestmark = pytest.mark.realtime
 
 LOCAL = ("local/cascade-scripted-baseline|none|en-us", "local/cascade-scripted-baseline|none|en-gb-x-rp")
 

@@ -10,11 +10,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from voxwatch.datasets.audio import read_pcm16, write_wav
-from voxwatch.integrity import file_sha256
+from voxwatch.foundation.audio import read_pcm16, write_wav
+from voxwatch.foundation.integrity import file_sha256
 from voxwatch.preference.design import assign, meetings
 from voxwatch.preference.pairs import PairSettings, PairsError, plan_pairs
-from voxwatch.preference.rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow
+from voxwatch.store.preference_rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow
 
 
 @pytest.mark.parametrize("configs, per_prompt, prompts", [(10, 5, 12), (19, 10, 24), (4, 2, 12), (5, 3, 12)])

@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import fresh_postgres, run_cli
+from support.postgres import fresh_postgres
+from support.processes import run_cli
 
 from voxwatch.preference.pairs import PairSettings, PairsError, make_pairs
 from voxwatch.preference.ratings_io import dumps, export_records, import_file
-from voxwatch.preference.rows import OutputRow, PromptRow, RatingRow
-from voxwatch.preference.rubrics import RatingError
+from voxwatch.store.preference_rows import OutputRow, PromptRow, RatingRow
+from voxwatch.foundation.rubrics import RatingError
 from voxwatch.store import open_store
 from voxwatch.store.preference import token_digest
 from test_preference_pairs import outputs_on_disk
+
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

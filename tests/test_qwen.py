@@ -11,11 +11,11 @@ import json
 
 import pytest
 import websockets
-from contract import (KEY, assert_failure_row, assert_on_clock, caller_turn, emulator_fixture, measure,
+from support.contract import (KEY, assert_failure_row, assert_on_clock, caller_turn, emulator_fixture, measure,
                       measure_three, rows, s2s_scenario, serve)
 
 from voxwatch.providers.emulators.scenario import S2SScenario
-from voxwatch.providers.events import AUDIO, Timeline
+from voxwatch.foundation.events import AUDIO, Timeline
 from voxwatch.providers.qwen import error_event, unfinished
 from voxwatch.providers.registry import Registry
 
@@ -31,6 +31,7 @@ def clean():
     return caller_turn()
 
 
+@pytest.mark.realtime
 def test_qwen_v2v_from_the_call_recording(start, tmp_path, clean):
     ds, clip, first = clean
     scenario = s2s_scenario(clip, first, response_ms=350.0, leading_silence_ms=80.0, jitter_ms=30.0)
@@ -42,6 +43,7 @@ def test_qwen_v2v_from_the_call_recording(start, tmp_path, clean):
     assert streams[0].row.connect_ms is not None and streams[0].row.emulator
 
 
+@pytest.mark.realtime
 def test_the_adapter_turns_server_vad_off(start, clean):
     """Manual mode: the server waits for the caller's commit, however long the silence after the speech."""
     ds, clip, first = clean
@@ -64,6 +66,7 @@ def test_the_adapter_turns_server_vad_off(start, clean):
     assert early == [] and audio
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("fault", ["unauthorized", "forbidden", "rate_limited", "server_error", "malformed",
                                    "disconnect", "no_final", "inaudible"])
 def test_qwen_failures_become_rows(start, clean, fault):
@@ -155,6 +158,7 @@ def test_the_emulator_refuses_formats_the_api_does_not_take(clean, session, para
     assert answer["type"] == "error" and answer["error"]["code"] == "invalid_value" and answer["error"]["param"] == param
 
 
+@pytest.mark.realtime
 def test_manual_mode_answers_only_a_committed_turn_and_response_create(clean):
     """turn_detection null: nothing comes back for audio alone; the commit and response.create bring the reply."""
     ds, clip, first = clean
@@ -183,6 +187,7 @@ def test_manual_mode_answers_only_a_committed_turn_and_response_create(clean):
     assert "response.audio.delta" in seen and seen[-2:] == ["response.output_item.done", "response.done"]
 
 
+@pytest.mark.realtime
 def test_server_vad_commits_and_answers_the_turn_by_itself(clean):
     ds, clip, first = clean
 

@@ -7,7 +7,7 @@ from voxwatch.config import load
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.lifecycle import WARNING_DAYS, current_day
 from voxwatch.providers.registry import Registry, RegistryError
-from voxwatch.workers.runner import PlanError, load_instrument, plan_tick
+from voxwatch.harness.tick import PlanError, load_instrument, plan_tick
 
 VENDOR = """
 [[vendor]]

@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from conftest import run_cli
-from voxwatch.store.url import parse_store_url
-from contract import RIG_MS
+from support.processes import run_cli
+from voxwatch.foundation.store_url import parse_store_url
+from support.contract import RIG_MS
 from voxwatch.datasets.catalog import bundled_root
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.series import pooled_wer
 from voxwatch.providers.local.espeak_engine import EspeakEngine
+
+pytestmark = pytest.mark.e2e
 
 PS = "pocketsphinx/en-us@5.1.1"
 WHISPER = "faster-whisper/tiny.en@1.2.1"
@@ -264,7 +266,7 @@ def _history_rows(path: Path) -> None:
     import time
     from dataclasses import asdict
 
-    from voxwatch.observation import Observation
+    from voxwatch.foundation.observation import Observation
 
     rows = []
     for i in range(6):

@@ -36,18 +36,21 @@ from typing import Callable, Iterator
 import pytest
 import redis
 
-from conftest import run_cli
+from support.processes import run_cli
 from voxwatch.config import load
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.observation import Observation, RunRecord, run_status
+from voxwatch.foundation.observation import Observation, RunRecord, run_status
 from voxwatch.providers.registry import Registry
-from voxwatch.store import StoreError, open_store
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import open_store
 from voxwatch.workers.job import Job
 from voxwatch.workers.process_state import ProcessState
 from voxwatch.workers.reconcile import reconcile
-from voxwatch.workers.runner import plan_tick
+from voxwatch.harness.tick import plan_tick
 from voxwatch.workers.schedule import slot_of, slot_run_id
-from voxwatch_process import Voxwatch, Worker
+from support.voxwatch_process import Voxwatch, Worker
+
+pytestmark = pytest.mark.faults
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PS = "pocketsphinx/en-us@5.1.1"

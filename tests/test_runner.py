@@ -4,12 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from support.processes import run_cli
 from voxwatch.config import load
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.registry import Registry
-from voxwatch.store import StoreError, open_store
-from voxwatch.workers.runner import plan_tick, run_tick
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import open_store
+from voxwatch.harness.tick import plan_tick, run_tick
 
 ESPEAK = "espeak-ng/en-us@1.52.0"
 
@@ -51,6 +52,7 @@ def test_rows_refused_while_the_store_is_down_are_written_when_it_returns(tmp_pa
     assert sorted(r.clip_id for r in store.inner.observations()) == sorted(t.item.id for t in plan.tasks)
 
 
+@pytest.mark.realtime
 def test_rows_the_store_never_takes_are_spooled_and_ingested_later(tmp_path: Path):
     config, registry, plan = _setup(tmp_path)
     url = f"sqlite:///{tmp_path}/s.sqlite"

@@ -1,4 +1,4 @@
-"""Multi-turn voice-agent sessions (providers/conversation.py) of the OpenAI Realtime and Gemini Live
+"""Multi-turn voice-agent sessions (voxwatch/providers/conversation.py) of the OpenAI Realtime and Gemini Live
 adapters against their emulators' scripted agents (ConversationScript), over real sockets: function
 calls answered through the handler, transcripts, each turn's reply timed from that turn's own
 speech end, a rotation with the history replayed, and the two ways a session ends early.
@@ -13,21 +13,30 @@ import json
 from typing import Iterator
 
 import pytest
-from contract import KEY, REGISTRY
+from support.contract import KEY, REGISTRY
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.agent_turn import Rotation, parse_call
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup, HistoryItem,
-                                             ToolCall)
+from voxwatch.foundation.conversation import (
+    CALLER_TEXT,
+    MODEL_TEXT,
+    TOOL_CALL,
+    TOOL_RESULT,
+    AgentSetup,
+    HistoryItem,
+    ToolCall,
+)
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.ledger import Ledger, seen
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
-from voxwatch.providers.events import AUDIO, CHUNK_SENT, Timeline
+from voxwatch.foundation.events import AUDIO, CHUNK_SENT, Timeline
 from voxwatch.providers.keys import key_variable, vendor_variable
 from voxwatch.providers.openai_realtime import Upsampler
-from voxwatch.workers.measure import audio_sent
-from voxwatch.workers.pacer import chunk_pcm, paced_send
+from voxwatch.harness.measure import audio_sent
+from voxwatch.harness.pacer import chunk_pcm, paced_send
+
+pytestmark = pytest.mark.realtime
 
 MODELS = {"openai": "openai/gpt-realtime-2025-08-28",
           "gemini": "gemini/gemini-2.5-flash-native-audio-preview-12-2025"}

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from conftest import run_cli
+from support.processes import run_cli
 from voxwatch.conversations.catalog import ScenarioCatalog, UnknownScenario, bundled_root
-from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.conversations.scenario_file import FILE, ScenarioError, dump, load, parse, read
 from voxwatch.conversations.build_bundled import build
 from voxwatch.conversations.synthesis import LEAD_S, TRAIL_S, render
-from voxwatch.datasets.audio import TARGET_RMS_DBFS, rms_dbfs
-from voxwatch.integrity import file_sha256
+from voxwatch.foundation.audio import TARGET_RMS_DBFS, rms_dbfs
+from voxwatch.foundation.integrity import file_sha256
 from voxwatch.metrics.wer import normalize
 
 BUNDLED = ("airline-changes", "clinic-desk")
@@ -336,6 +336,7 @@ def _table(out: str) -> dict[tuple[str, str], list[str]]:
     return {(row.split()[0], row.split()[1]): row.split() for row in lines[1:]}
 
 
+@pytest.mark.e2e
 def test_list_show_and_import_round_trip(tmp_path: Path):
     env = _env(tmp_path)
     listed = _table(run_cli("scenarios", "list", env=env).stdout)
@@ -372,6 +373,7 @@ def test_list_show_and_import_round_trip(tmp_path: Path):
     assert proc.returncode == 2 and "version 1 is already in the catalog" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_import_refuses_bad_audio_and_leaves_nothing(tmp_path: Path):
     env = _env(tmp_path)
     source = _copy_clinic(tmp_path, "tampered")
@@ -392,6 +394,7 @@ def test_import_refuses_bad_audio_and_leaves_nothing(tmp_path: Path):
     assert "unknown scenario 'nope'" in run_cli("scenarios", "show", "nope", env=env, check=False).stderr
 
 
+@pytest.mark.e2e
 def test_a_broken_user_scenario_is_one_line_and_a_staging_folder_is_skipped(tmp_path: Path):
     env = _env(tmp_path)
     user = tmp_path / "user-scenarios"
@@ -407,6 +410,7 @@ def test_a_broken_user_scenario_is_one_line_and_a_staging_folder_is_skipped(tmp_
     assert missing.returncode == 2 and "nowhere: no scenario.json in this folder" in missing.stderr
 
 
+@pytest.mark.e2e
 def test_import_with_synthesize_renders_the_missing_turns(tmp_path: Path):
     env = _env(tmp_path)
     source = tmp_path / "small"

@@ -1,15 +1,16 @@
-"""The one definition of every series statistic (metrics/series.py) and its clustered intervals
-(metrics/clustered.py): floors, which statuses each rate counts, and intervals that widen when
+"""The one definition of every series statistic (voxwatch/metrics/series.py) and its clustered intervals
+(voxwatch/metrics/clustered.py): floors, which statuses each rate counts, and intervals that widen when
 rows share an utterance or a tick."""
 
 import numpy as np
 import pytest
 
+from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics.clustered import bootstrap_variance, design, quantile_interval, rate_interval, ratio_variance
 from voxwatch.metrics.series import (MIN_ATTEMPTS, RATES, SeriesData, percentile_floor, pooled_wer, rate,
                                      series_rows)
 
-KEY = ("stt", "m/x@1", "d", "local", "4", "stt-stream", "")
+KEY = SeriesKey("stt", "m/x@1", "d", "local", "4", "stt-stream", "")
 
 
 def _data(n_ticks: int, per_tick: int, rng, tick_sd: float = 0.0, statuses=None) -> SeriesData:

@@ -7,7 +7,7 @@ hypothesis is the joined segments and TTFS the last segment's final.
 """
 
 import pytest
-from contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
+from support.contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario
@@ -26,6 +26,7 @@ def _env(monkeypatch, url: str) -> None:
     monkeypatch.setenv("VOXWATCH_SPEECHMATICS_API_KEY", KEY)
 
 
+@pytest.mark.realtime
 def test_partials_segment_finals_and_the_forced_end_of_utterance(monkeypatch, clean):
     ds, clip = clean
     scenario = STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
@@ -40,6 +41,7 @@ def test_partials_segment_finals_and_the_forced_end_of_utterance(monkeypatch, cl
     assert row.connect_ms is not None and row.emulator
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
                                    "no_final"])
 def test_failures_become_rows(monkeypatch, clean, fault):
@@ -61,7 +63,7 @@ def test_failures_become_rows(monkeypatch, clean, fault):
 def test_the_endpoint_follows_the_worker_region(monkeypatch, region, host):
     """Documented Realtime hosts only: EU1 / US1 for workers in Europe / the US, else global (the nearest)."""
     from voxwatch.providers.speechmatics import SpeechmaticsSTT
-    from voxwatch.workers.runner import create_adapter
+    from voxwatch.harness.tick import create_adapter
 
     monkeypatch.delenv("VOXWATCH_SPEECHMATICS_BASE_URL", raising=False)
     model = REGISTRY.resolve(MODEL)

@@ -1,5 +1,5 @@
 """scipy is imported where first needed, so a one-shot command starts fast; the processes that serve
-or measure import it before their first page or measurement (voxwatch/preload.py)."""
+or measure import it before their first page or measurement (voxwatch/foundation/preload.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from support.processes import REPO
+
+pytestmark = pytest.mark.e2e
 
 LOADED = "import json, sys; print(json.dumps(sorted(m for m in ('scipy.stats', 'scipy.signal') if m in sys.modules)))"
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from voxwatch import leaderboard
+from voxwatch.boards import leaderboard
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.observation import Observation, RunRecord
-from voxwatch.store import StoreError, open_store
+from voxwatch.foundation.observation import Observation, RunRecord
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import open_store
 
 
 def row(clip: str, status: str = "ok", ttfs: float | None = 100.0, s: int = 0, ref: int = 10, **kw) -> Observation:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from support.processes import run_cli
 from test_registry import VENDOR
 from voxwatch.config import ConfigError, load, registry_files
 from voxwatch.providers.keys import key_variable
@@ -112,7 +112,7 @@ def test_an_existing_id_is_replaced_only_by_an_explicit_override(tmp_path: Path)
 def test_the_floating_alias_rule_refuses_a_user_entry_as_it_refuses_the_packages(tmp_path: Path, model_id: str):
     entry = model(model_id, 'adapter = "voxwatch.providers.openai_batch:OpenAIBatchSTT"')
     as_user = refusal(tmp_path, entry)
-    package = (Path(__file__).resolve().parents[1] / "providers" / "registry.toml").read_text()
+    package = (Path(__file__).resolve().parents[1] / "voxwatch" / "providers" / "registry.toml").read_text()
     with pytest.raises(RegistryError) as exc:
         Registry.from_toml(package + entry)
     assert "floating alias" in as_user or "not an exact versioned id" in as_user
@@ -201,6 +201,7 @@ def test_the_default_registry_reads_the_configured_files(tmp_path: Path, monkeyp
     assert "my-vllm/whisper-large-v3" not in Registry.default().models
 
 
+@pytest.mark.e2e
 def test_a_self_hosted_openai_compatible_stt_is_listed_and_measured_under_its_id(tmp_path: Path, store_url: str):
     from voxwatch.providers.emulators.scenario import STTScenario
     from voxwatch.providers.emulators.server import serve
@@ -235,7 +236,7 @@ def test_a_self_hosted_openai_compatible_stt_is_listed_and_measured_under_its_id
 
 
 def test_the_readmes_example_file_loads_as_documented(tmp_path: Path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "OPERATIONS.md").read_text()
     example = readme.split("```toml\n# my-models.toml\n", 1)[1].split("```", 1)[0]
     registry = user_registry(tmp_path, example)
     mine = registry.resolve("my-vllm/whisper-large-v3")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from conftest import tone
+from support.signals import tone
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
-from voxwatch.providers.events import AUDIO, CHUNK_SENT, Event, Timeline
-from voxwatch.workers.measure import audio_sent
+from voxwatch.foundation.events import AUDIO, CHUNK_SENT, Event, Timeline
+from voxwatch.harness.measure import audio_sent
 
 MS = 1_000_000
 

@@ -3,10 +3,12 @@ real sockets; the metrics computed from its events equal the injected truth (tol
 """
 
 import pytest
-from contract import KEY, fault_timeout_s, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
+from support.contract import KEY, fault_timeout_s, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
+
+pytestmark = pytest.mark.realtime
 
 
 @pytest.fixture(scope="module")

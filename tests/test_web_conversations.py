@@ -3,7 +3,7 @@ recording, and their API, served by `voxwatch serve` from real SQLite and Postgr
 
 The stored conversations are held by hand on the first turns of the bundled clinic-desk scenario and
 scored by the runner's own scoring (test_conversation_store.held), then written as real rows. Every
-number the board page, its CSV and the API show is checked against metrics' board_summary of the
+number the board page, its CSV and the API show is checked against metrics' scorecard of the
 scores the runs were given in memory (the store's round trip is test_conversation_store's).
 """
 
@@ -25,20 +25,24 @@ import jsonschema
 import pytest
 from starlette.testclient import TestClient
 
-from voxwatch.conversation_board import BOARD_KEY_FIELDS, stored_boards
+from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, stored_scorecards
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
 from voxwatch.conversations.hold import first_turns
 from voxwatch.conversations.runner import ConversationRun
 from voxwatch.conversations.scenario_file import LoadedScenario
-from voxwatch.metrics.conversation_aggregate import BoardSummary, board_summary
+from voxwatch.metrics.conversation_aggregate import Scorecard, scorecard
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.web.app import create_app
 from voxwatch.web.source import open_source
 
-from conftest import fresh_postgres, run_cli
+from support.postgres import fresh_postgres
+from support.processes import run_cli
 from test_conversation_store import MODEL, TURNS, held, stored
-from test_web import browser, serving  # noqa: F401 (browser: a fixture)
+from support.browser import browser  # noqa: F401 (a fixture)
+from support.web_seed import serving
+
+pytestmark = pytest.mark.e2e
 
 NOW = time.time()
 DAY = 86400.0
@@ -141,16 +145,16 @@ def site(request) -> Site:
     return request.getfixturevalue(f"{request.param}_site")
 
 
-def expected_blocks(site: Site, days: float) -> dict[str, BoardSummary]:
-    """Per model (each model is one block here), board_summary of the in-memory scores of its conversations in the window."""
+def expected_blocks(site: Site, days: float) -> dict[str, Scorecard]:
+    """Per model (each model is one block here), scorecard of the in-memory scores of its conversations in the window."""
     out: dict[str, list] = {}
     for cid, run in sorted(site.runs.items(), key=lambda kv: site.started[kv[0]]):
         if site.started[cid] >= NOW - days * DAY:
             out.setdefault(site.models[cid], []).append(run.score)
-    return {model: board_summary(scores) for model, scores in out.items()}
+    return {model: scorecard(scores) for model, scores in out.items()}
 
 
-def _jsonable(summary: BoardSummary) -> dict:
+def _jsonable(summary: Scorecard) -> dict:
     out = json.loads(json.dumps(asdict(summary)))
     out["pass_hat_k"] = {str(k): v for k, v in summary.pass_hat_k.items()}
     return out
@@ -177,7 +181,7 @@ def _shows(text: str, value: float | None, scale: float, decimals: int) -> None:
     assert abs(number - value * scale) <= 0.5 * 10 ** -decimals + 1e-9, (text, value)
 
 
-def _check_page_block(rows: dict[str, dict[str, str]], s: BoardSummary) -> None:
+def _check_page_block(rows: dict[str, dict[str, str]], s: Scorecard) -> None:
     rates = {"instruction_adherence": s.adherence, **s.dimensions, "end_state": s.end_state,
              "interruption": s.interruption, "no_response": s.no_response}
     for name, r in rates.items():
@@ -204,7 +208,7 @@ def test_the_board_page_csv_and_api_show_the_metrics_numbers(site: Site, window:
 
     store = open_store(site.url)  # the board's one reading of the store agrees with the scores in memory
     try:
-        from_store = stored_boards(store.conversations(since=NOW - days * DAY))
+        from_store = stored_scorecards(store.conversations(since=NOW - days * DAY))
     finally:
         store.close()
     assert {key[0]: s for key, s in from_store.items()} == expected
@@ -232,7 +236,7 @@ def test_the_board_page_csv_and_api_show_the_metrics_numbers(site: Site, window:
                                                    params={"window": window, "format": "csv"}).text)))
     for block in doc["blocks"]:
         lines = {r["statistic"]: r for r in got if r["model_id"] == block["model_id"]}
-        assert all(lines["tool_use_correct"][f] == str(block[f]) for f in BOARD_KEY_FIELDS)
+        assert all(lines["tool_use_correct"][f] == str(block[f]) for f in SCORECARD_KEY_FIELDS)
         for name, rate in (("instruction_adherence", block["adherence"]), *block["dimensions"].items(),
                            ("end_state", block["end_state"]), ("no_response", block["no_response"])):
             assert (lines[name]["passed"], lines[name]["n"]) == (str(rate["passed"]), str(rate["n"]))

@@ -1,5 +1,5 @@
 """The clean-vs-degraded page of a dataset family (issue #19) and the STT board's speaker and accent
-filters, served by `voxwatch serve` from a Postgres store seeded with tests/family_seed.py's rows.
+filters, served by `voxwatch serve` from a Postgres store seeded with tests/support/family_seed.py's rows.
 
 Every number is checked three ways: the page's cells, the API's JSON (and CSV) and
 metrics.degradation run here on the rows this file selects from the seed, paired by utterance; the
@@ -24,12 +24,15 @@ import pytest
 
 from voxwatch.metrics.clustered import design, quantile_interval
 from voxwatch.metrics.degradation import Side, degradation
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 
-from conftest import REPO, run_cli
-from family_seed import (ACCENT, CLEAN, CLIPPING, FAMILY, HAND, LOST, MODELS, NOISE, SPEAKER, UTTERANCES,
+from support.processes import REPO, run_cli
+from support.family_seed import (ACCENT, CLEAN, CLIPPING, FAMILY, HAND, LOST, MODELS, NOISE, SPEAKER, UTTERANCES,
                          family_rows)
-from test_web import browser, seeded_store, serving, sqlite_store  # noqa: F401 (the module's fixtures)
+from support.browser import browser  # noqa: F401 (a fixture)
+from support.web_seed import seeded_store, serving, sqlite_store  # noqa: F401 (the module's fixtures)
+
+pytestmark = pytest.mark.e2e
 
 ROWS = family_rows()
 ARTIFACTS = REPO / "var" / "test-artifacts"
@@ -278,7 +281,7 @@ def test_an_accent_with_a_comma_is_one_accent_and_the_option_repeats():
     """Accents are free text ("non-native English, Mandarin L1"): --accent takes its value whole."""
     import argparse
 
-    from voxwatch.row_options import add_row_filters, row_filter
+    from voxwatch.boards.row_options import add_row_filters, row_filter
 
     parser = argparse.ArgumentParser()
     add_row_filters(parser)

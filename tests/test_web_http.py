@@ -18,7 +18,9 @@ import pytest
 
 from voxwatch.store import open_store
 
-from test_web import NOW, ROWS, seeded_store, serving
+from support.web_seed import NOW, ROWS, seeded_store, serving
+
+pytestmark = pytest.mark.e2e
 
 PAGES = ("/", "/board/stt", "/model/deepgram/nova-3", "/api/v1/leaderboard", "/api/v1/models", "/static/style.css")
 

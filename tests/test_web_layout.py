@@ -25,9 +25,12 @@ from voxwatch.store import open_store
 from voxwatch.store.connection import connect
 from voxwatch.web.source import open_source
 
-from conftest import REPO
-from test_web import (DAY, NOW, ROWS, browser, expected_board, seeded_store, server,  # noqa: F401 (the module's fixtures)
-                      serving, store)
+from support.processes import REPO
+from support.browser import browser  # noqa: F401 (a fixture)
+from support.web_seed import (DAY, NOW, ROWS, expected_board, seeded_store, server,  # noqa: F401 (the module's fixtures)
+                              serving, store)
+
+pytestmark = pytest.mark.e2e
 
 ARTIFACTS = REPO / "var" / "test-artifacts"
 PAGES = {"overview": "/", "stt": "/board/stt", "tts": "/board/tts", "s2s": "/board/s2s"}

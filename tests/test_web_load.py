@@ -27,8 +27,11 @@ from voxwatch.web.headers import POLICY
 from voxwatch.web.source import open_source
 from voxwatch.web.views import leaderboard_document
 
-from conftest import fresh_postgres, run_cli
-from test_web import NOW, ROWS, serving
+from support.postgres import fresh_postgres
+from support.processes import run_cli
+from support.web_seed import NOW, ROWS, serving
+
+pytestmark = pytest.mark.e2e
 
 QUEUE_WAIT_S = 0.5
 TTS_MODEL = "cartesia/sonic-3.5"

@@ -22,8 +22,11 @@ from voxwatch.metrics.specs import for_protocol
 from voxwatch.web.markdown_doc import render
 from voxwatch.web.openapi import document
 
-from conftest import REPO
-from test_web import CURRENT, DAY, NOW, OLD, ROWS, _close, _close_interval, browser, seeded_store, serving  # noqa: F401
+from support.processes import REPO
+from support.browser import browser  # noqa: F401 (a fixture)
+from support.web_seed import CURRENT, DAY, NOW, OLD, ROWS, _close, _close_interval, seeded_store, serving
+
+pytestmark = pytest.mark.e2e
 
 ARTIFACTS = REPO / "var" / "test-artifacts"
 NOVA = "deepgram/nova-3"

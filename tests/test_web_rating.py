@@ -27,20 +27,24 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
-from voxwatch.datasets.audio import write_wav
-from voxwatch.integrity import file_sha256
+from voxwatch.foundation.audio import write_wav
+from voxwatch.foundation.integrity import file_sha256
 from voxwatch.preference.generate import audio_path, prompt_rows
 from voxwatch.preference.gold import careless_raters, gold_passes, store_gold_scores
 from voxwatch.preference.pairs import broken_audio
 from voxwatch.preference.prompt_catalog import BUNDLED, PromptCatalog, bundled_root
-from voxwatch.preference.rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow, PairRow
-from voxwatch.preference.rubrics import asked
+from voxwatch.store.preference_rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow, PairRow
+from voxwatch.foundation.rubrics import asked
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.web.app import create_app
 
-from conftest import fresh_postgres, run_cli
-from test_web import browser, serving  # noqa: F401 (browser: a fixture)
+from support.postgres import fresh_postgres
+from support.processes import run_cli
+from support.browser import browser  # noqa: F401 (a fixture)
+from support.web_seed import serving
+
+pytestmark = pytest.mark.e2e
 
 DESIGN = "test-design"
 TOKENS = {"ann": "ann-token-" + "x" * 20, "bob": "bob-token-" + "y" * 20, "cy": "cy-token-" + "z" * 20}

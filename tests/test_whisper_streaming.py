@@ -1,21 +1,24 @@
 """Streaming Whisper tiny.en: the LocalAgreement-2 rule on hand-built hypotheses, the buffer's
 trimming on a long stream, and the real adapter streaming starter clips in real time."""
 
+import pytest
 import asyncio
 import time
 
 import numpy as np
 
-from voxwatch.datasets.audio import CATALOG_RATE
+from voxwatch.foundation.audio import CATALOG_RATE
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.wer import pooled_wer, word_errors
-from voxwatch.providers.events import CHUNK_SENT, FINAL, PARTIAL, Timeline
+from voxwatch.foundation.events import CHUNK_SENT, FINAL, PARTIAL, Timeline
 from voxwatch.providers.local.local_agreement import LocalAgreement, Word
 from voxwatch.providers.local.whisper_streaming_stt import GrowingBuffer
 from voxwatch.providers.local.whisper_stt import WhisperTiny
 from voxwatch.providers.registry import Registry
-from voxwatch.workers.measure import audio_sent
-from voxwatch.workers.pacer import paced_send
+from voxwatch.harness.measure import audio_sent
+from voxwatch.harness.pacer import paced_send
+
+pytestmark = pytest.mark.realtime
 
 STREAMING = "faster-whisper/tiny.en-streaming@1.2.1"
 

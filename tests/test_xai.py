@@ -13,11 +13,13 @@ import os
 
 import pytest
 import websockets
-from contract import (KEY, assert_failure_row, assert_on_clock, caller_turn, emulator_fixture, measure, measure_three,
+from support.contract import (KEY, assert_failure_row, assert_on_clock, caller_turn, emulator_fixture, measure, measure_three,
                       rows)
 
 from voxwatch.providers.emulators.scenario import S2SScenario
 from voxwatch.providers.emulators.xai import XAIScenario
+
+pytestmark = pytest.mark.realtime
 
 MODEL = "xai/grok-voice-think-fast-2.0"
 emulator = emulator_fixture("xai")

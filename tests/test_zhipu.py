@@ -14,13 +14,13 @@ import os
 
 import pytest
 import websockets
-from contract import (KEY, s2s_scenario, assert_failure_row, assert_on_clock, caller_turn, emulator_fixture, measure,
+from support.contract import (KEY, s2s_scenario, assert_failure_row, assert_on_clock, caller_turn, emulator_fixture, measure,
                       measure_three, rows)
 
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.emulators.scenario import S2SScenario
 from voxwatch.providers.emulators.zhipu import PATH, ZhipuScenario
-from voxwatch.providers.events import Timeline
+from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.openai_batch import wav_bytes
 from voxwatch.providers.registry import Registry
@@ -35,6 +35,7 @@ def clean():
     return caller_turn()
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("model_id", ["zhipu/glm-realtime-flash", "zhipu/glm-realtime-air"])
 def test_glm_v2v_from_the_call_recording(zhipu, tmp_path, clean, model_id):
     ds, clip, first = clean
@@ -47,6 +48,7 @@ def test_glm_v2v_from_the_call_recording(zhipu, tmp_path, clean, model_id):
     assert streams[0].row.connect_ms is not None and streams[0].row.emulator
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("fault", ["unauthorized", "rate_limited", "server_error", "malformed", "disconnect",
                                    "no_final", "inaudible"])
 def test_glm_failures_become_rows(zhipu, clean, fault):
@@ -63,6 +65,7 @@ def test_a_wrong_key_is_refused_at_the_upgrade_as_an_auth_error(zhipu, clean):
     assert row.v2v_ms is None and row.connect_ms is None
 
 
+@pytest.mark.realtime
 def test_a_recoverable_error_mid_reply_does_not_end_the_turn(zhipu, clean):
     """Zhipu: "most errors are recoverable and the session stays open" - the reply still completes."""
     ds, clip, first = clean
@@ -71,6 +74,7 @@ def test_a_recoverable_error_mid_reply_does_not_end_the_turn(zhipu, clean):
     assert row.status == "ok" and row.v2v_ms is not None and row.audio_duration_s > 0.6, (row.status, row.reason)
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("status", ["cancelled", "failed", "incomplete"])
 def test_a_reply_that_ends_other_than_completed_is_a_failure(zhipu, clean, status):
     ds, clip, first = clean

@@ -16,10 +16,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from voxwatch.text import control_chars
+from voxwatch.foundation.text import control_chars
 
-from voxwatch.redaction import redact_url
-from voxwatch.store.url import EXPECTED, store_kind
+from voxwatch.foundation.redaction import redact_url
+from voxwatch.foundation.store_url import EXPECTED, store_kind
 
 BOARDS = ("stt", "tts", "s2s")
 MAX_INT = 2**31 - 1  # counts, minutes and seconds: past this a scheduler or a timer overflows
@@ -96,8 +96,8 @@ def _names(v: Any) -> tuple[str, ...]:
 
 
 def _personas(v: Any) -> tuple[str, ...]:
-    """Bundled persona names (conversations/persona.py; `voxwatch scenarios personas` lists them)."""
-    from voxwatch.conversations.persona import PersonaError, find
+    """Bundled persona names (voxwatch/foundation/persona.py; `voxwatch scenarios personas` lists them)."""
+    from voxwatch.foundation.persona import PersonaError, find
 
     names = _names(v)
     if not names:
@@ -282,7 +282,7 @@ class Config:
     preference_gold_pass_share: float = 0.8  # a rater passing fewer of their gold pairs is careless (preference/gold.py)
     preference_gold_min_answers: int = 2  # ... when they answered at least this many
     registry_files: tuple[Path, ...] = ()  # the user's registry files, merged over the package's (absolute)
-    fetch_catalog: Path = Path("var/fetch-catalog.toml")  # your fetch entries and --pin records (datasets/remote.py)
+    fetch_catalog: Path = Path("var/fetch-catalog.toml")  # your fetch entries and --pin records (voxwatch/datasets/remote.py)
     fetch_timeout_s: float = 30.0  # `voxwatch datasets fetch`: a server silent this long is a timeout
     fetch_attempts: int = 4  # ... tries per file, each resuming where the last stopped
 
@@ -358,7 +358,7 @@ def _unknown_variables(env: Mapping[str, str], allowed: set[str]) -> None:
             near = difflib.get_close_matches(var, sorted(known), n=1, cutoff=0.8)
             hint = f"did you mean {near[0]}? " if near else ""
             raise ConfigError(f"environment {var}: unknown variable ({hint}a config key [section] key is set as "
-                              f"VOXWATCH_<SECTION>_<KEY>; README, Configuration)")
+                              f"VOXWATCH_<SECTION>_<KEY>; docs/OPERATIONS.md, Configuration)")
 
 
 def _read_toml(path: str | Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 -- target: 1 A
 -- Instruction adherence per time bucket (of the conversations' start) and board block (model,
 -- scenario version, trial length, persona, region, method version; never pooled): the share of
--- decided in-scope turn-dimensions passed (metrics/conversation_aggregate.py instruction_adherence);
+-- decided in-scope turn-dimensions passed (voxwatch/metrics/conversation_aggregate.py instruction_adherence);
 -- a bucket under MIN_ATTEMPTS decided turn-dimensions has no point.
 SELECT
   $__unixEpochGroupAlias(c.started_at, $__interval),
@@ -109,7 +109,7 @@ WHERE r.value IS NOT NULL
 ORDER BY 1, 2
 
 -- target: 7 A
--- The board per block over the time range: every statistic of board_summary but pass^k and the
+-- The board per block over the time range: every statistic of scorecard but pass^k and the
 -- intervals (the CLI board and the web page show those), each under its own floor.
 WITH chosen AS (
   SELECT c.* FROM conversations c WHERE {{chosen_conversations(c)}}

@@ -1,10 +1,10 @@
 -- target: 1 A
 -- The rolling leaderboard of one board, as `voxwatch leaderboard` prints it, for the metrics of one unit
--- (metrics/specs.py; a Grafana field has one unit, so the ms and the x real time metrics are two tables): the aggregates table
+-- (voxwatch/metrics/specs.py; a Grafana field has one unit, so the ms and the x real time metrics are two tables): the aggregates table
 -- (recomputed on every write, never holding emulator rows), one row per series and metric; method
 -- versions are separate rows, never pooled; registry exclusions (the registry_exclusions table the
--- store keeps in sync with providers/registry.toml) are blanked with their reason.
--- Every number is metrics/series.py's, computed in Python when the series' rows were written.
+-- store keeps in sync with voxwatch/providers/registry.toml) are blanked with their reason.
+-- Every number is voxwatch/metrics/series.py's, computed in Python when the series' rows were written.
 SELECT
   a.model_id AS model, a.dataset, a.region, a.method_version AS method, NULLIF(a.instrument, '') AS instrument,
   a.metric,

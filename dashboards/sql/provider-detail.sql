@@ -1,6 +1,6 @@
 -- target: 1 A
 -- The p50 of the chosen metric per time bucket and series (model, dataset, region, method
--- version; never pooled), over `ok` rows; a bucket under the p50's floor (metrics/series.py) has no point.
+-- version; never pooled), over `ok` rows; a bucket under the p50's floor (voxwatch/metrics/series.py) has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
   concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, m.metric, 'p50') AS metric,
@@ -19,7 +19,7 @@ ORDER BY 1
 -- target: 1 B
 -- The p95 of the chosen metric per time bucket and series (model, dataset, region, method
 -- version; never pooled), over `ok` rows; a bucket under the p95's floor (enough values to put
--- TAIL_N beyond it, metrics/series.py) has no point.
+-- TAIL_N beyond it, voxwatch/metrics/series.py) has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
   concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, m.metric, 'p95') AS metric,
@@ -67,7 +67,7 @@ ORDER BY 1, 2
 
 -- target: 4 A
 -- Attempts and failures per dataset and region over the dashboard's time range, each rate as the
--- leaderboard counts it (RATES of metrics/series.py, over attempts; n/a under MIN_ATTEMPTS).
+-- leaderboard counts it (RATES of voxwatch/metrics/series.py, over attempts; n/a under MIN_ATTEMPTS).
 SELECT
   o.model_id AS model, o.dataset, o.region, o.method_version AS method,
   {{attempts(o.status)}} AS attempts,
@@ -83,7 +83,7 @@ ORDER BY o.model_id, o.dataset, o.region, o.method_version
 
 -- target: 5 A
 -- Availability per provider and time bucket: attempts that succeeded over all attempts
--- (metrics/series.py availability: SUCCEEDED over attempts, an `excluded` row is not one), per model
+-- (voxwatch/metrics/series.py availability: SUCCEEDED over attempts, an `excluded` row is not one), per model
 -- and method version over the chosen datasets and regions; a bucket under MIN_ATTEMPTS attempts has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
@@ -97,7 +97,7 @@ ORDER BY 1, 2
 
 -- target: 6 A
 -- Each series' regions side by side over the time range: availability and the failure rates per
--- region (metrics/series.py), and how far each region's availability is below the series' best region.
+-- region (voxwatch/metrics/series.py), and how far each region's availability is below the series' best region.
 SELECT
   o.model_id AS model, o.dataset, o.method_version AS method, o.region,
   {{attempts(o.status)}} AS attempts,

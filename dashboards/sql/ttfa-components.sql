@@ -1,6 +1,6 @@
 -- target: 1 A
 -- Median TTFB and median leading silence per time bucket and series: which part of TTFA moved.
--- A bucket under the p50's floor (metrics/series.py) has no point.
+-- A bucket under the p50's floor (voxwatch/metrics/series.py) has no point.
 SELECT
   $__unixEpochGroupAlias(o.started_at, $__interval),
   concat_ws(' ', o.model_id, o.dataset, o.region, 'method ' || o.method_version, c.component, 'p50') AS metric,
@@ -33,7 +33,7 @@ ORDER BY 1
 
 -- target: 3 A
 -- TTFA and its components per series over the time range, over the rows that have all three;
--- each statistic is n/a under its floor (metrics/series.py: p95 needs 100 values).
+-- each statistic is n/a under its floor (voxwatch/metrics/series.py: p95 needs 100 values).
 SELECT
   o.model_id AS model, o.dataset, o.region, o.method_version AS method,
   count(*) AS n,

@@ -35,7 +35,7 @@ ORDER BY o.model_id, o.dataset, o.region, o.method_version
 -- Clean vs degraded, paired: each utterance's WER on a degraded dataset minus the same
 -- utterance's WER on the clean dataset of its family, for the same model, region and method
 -- version (an utterance measured more than once is pooled within its dataset first); then the
--- per-pair deltas are summarised; every figure is n/a under MIN_N pairs (metrics/series.py).
+-- per-pair deltas are summarised; every figure is n/a under MIN_N pairs (voxwatch/metrics/series.py).
 WITH clip AS (
   SELECT o.model_id, o.region, o.method_version, o.family, o.utterance_id, o.dataset, o.condition,
          sum(o.substitutions + o.deletions + o.insertions)::float8 AS errors, sum(o.ref_words)::float8 AS words

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 
-from voxwatch import listing
+from voxwatch.boards import listing
 from voxwatch.config import Config
 
 from voxwatch.alerts import store

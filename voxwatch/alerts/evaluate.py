@@ -20,7 +20,7 @@ import psycopg
 import numpy as np
 
 from voxwatch.config import Alerts
-from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.clustered import design
 from voxwatch.metrics.conversation_aggregate import decided_items
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
@@ -48,11 +48,11 @@ class Check:
 
     @property
     def key(self) -> str:
-        s = self.series
+        s = self.series.key
         return "|".join((self.kind, s.model_id, self.metric, s.dataset, s.region))
 
     def values(self, rules: Alerts) -> Values:
-        s, f = self.series, self.finding
+        s, f = self.series.key, self.finding
         what = WHAT.get(self.kind) or (f"{self.kind.replace('_', ' ')} spike" if self.kind in RATES
                                        else f"{self.kind} regression")
         summary = (f"{what}: {s.model_id} {self.metric} on {s.dataset} @ {s.region} (method {s.method_version}), "

@@ -15,7 +15,7 @@ import httpx
 import psycopg
 
 from voxwatch.config import Alerts, Webhook
-from voxwatch.redaction import scrub
+from voxwatch.foundation.redaction import scrub
 
 from voxwatch.alerts import store
 from voxwatch.alerts.store import Alert

@@ -2,7 +2,7 @@
 
 An alert condition is both significant (a one-sided test at `p_value`: the recent window is worse,
 not merely different) and material (a shift big enough to matter to a user), on enough recent
-samples to judge. Rows are never the unit (metrics/compare.py): latency compares ticks (runs),
+samples to judge. Rows are never the unit (voxwatch/metrics/compare.py): latency compares ticks (runs),
 WER compares each utterance (clip) with itself, and a rate's variance is clustered by utterance and
 tick. A conversation's turns share its history, so the conversation rules take the conversation
 as the unit: instruction adherence's variance is clustered by conversation, and conversation V2V
@@ -146,7 +146,7 @@ def _conversations(rules: Alerts) -> tuple[int, int]:
 def adherence_drop(recent_passed: Sequence[bool], recent_conversations: Sequence[Hashable],
                    baseline_passed: Sequence[bool], baseline_conversations: Sequence[Hashable],
                    rules: Alerts) -> Finding:
-    """Instruction adherence (metrics/conversation_aggregate.py: the share of decided in-scope
+    """Instruction adherence (voxwatch/metrics/conversation_aggregate.py: the share of decided in-scope
     turn-dimensions passed, one item per turn-dimension labelled with its conversation) down by
     adherence_drop_points, and significantly: metrics.compare.rate_shift on the failures (a drop in
     adherence is a rise in failures) with a design over conversations, so a conversation that went

@@ -10,11 +10,13 @@ from typing import Iterable, Iterator
 
 import psycopg
 
-from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.foundation.scenario import DIMENSIONS
+from voxwatch.foundation.series_key import RowsKey
 from voxwatch.metrics.specs import MetricSpec
-from voxwatch.store import StoreError, layout
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import layout
 from voxwatch.store.postgres import PostgresStore
-from voxwatch.store.url import POSTGRES, store_kind
+from voxwatch.foundation.store_url import POSTGRES, store_kind
 
 EVALUATION_LOCK = 0x766F7861  # pg_advisory_xact_lock key: one evaluation at a time ("voxa")
 STATES = ("pending", "firing", "resolved")
@@ -45,14 +47,17 @@ class Alert:
     summary: str
     streak: int  # successive evaluations pointing to the next transition (pending: held; firing: clear)
 
+    @property
+    def rows_key(self) -> RowsKey:
+        """The series the alert is about, as a board's lines find their alerts."""
+        return RowsKey(self.model_id, self.dataset, self.region, self.method_version)
+
 
 @dataclass(frozen=True)
 class Series:
-    """What one evaluation judges: the newest method version of a (model, dataset, region) seen recently."""
-    model_id: str
-    dataset: str
-    region: str
-    method_version: str
+    """What one evaluation judges: the newest method version of a (model, dataset, region) seen recently,
+    with the board and protocol of its rows (the rules read its protocol's metrics)."""
+    key: RowsKey
     board: str
     protocol: str
     recent_attempts: int
@@ -87,8 +92,8 @@ class ConversationSeries:
     @property
     def series(self) -> Series:
         """As the alerts table keys it: the dataset column carries scenario/persona."""
-        return Series(self.model_id, f"{self.scenario}/{self.persona}", self.region, self.method_version, "s2s",
-                      "conversation", self.recent_conversations)
+        return Series(RowsKey(self.model_id, f"{self.scenario}/{self.persona}", self.region, self.method_version),
+                      "s2s", "conversation", self.recent_conversations)
 
 
 _ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
@@ -128,7 +133,7 @@ def recent_series(conn: psycopg.Connection, since: float, until: float, include_
     for r in rows:
         if r[:3] not in newest or r[7] > newest[r[:3]][7]:
             newest[r[:3]] = r
-    return [Series(*r[:7]) for _, r in sorted(newest.items())]
+    return [Series(RowsKey._make(r[:4]), *r[4:7]) for _, r in sorted(newest.items())]
 
 
 _IDENTITY = ("model_id", "scenario", "persona", "region", "method_version", "scenario_version", "turns", "whole")
@@ -180,8 +185,7 @@ def series_rows(conn: psycopg.Connection, s: Series, latency: list[MetricSpec], 
                 include_emulator: bool) -> list[tuple]:
     with conn.cursor(binary=True) as cur:
         return cur.execute(series_sql(latency, include_emulator),
-                           {"model_id": s.model_id, "dataset": s.dataset, "region": s.region,
-                            "method_version": s.method_version, "since": since, "until": until}).fetchall()
+                           {**s.key._asdict(), "since": since, "until": until}).fetchall()
 
 
 def open_alerts(conn: psycopg.Connection) -> dict[str, Alert]:
@@ -202,7 +206,7 @@ def open_alert(conn: psycopg.Connection, key: str, kind: str, s: Series, metric:
         "INSERT INTO alerts (key, kind, board, model_id, metric, dataset, region, method_version, state, opened_at, "
         f"fired_at, last_evaluated_at, {', '.join(_VALUE_COLUMNS)}, streak) "
         f"VALUES ({', '.join(['%s'] * (12 + len(_VALUE_COLUMNS)))}, 1) RETURNING id",
-        (key, kind, s.board, s.model_id, metric, s.dataset, s.region, s.method_version, state, at,
+        (key, kind, s.board, s.key.model_id, metric, s.key.dataset, s.key.region, s.key.method_version, state, at,
          at if state == "firing" else None, at, *[getattr(values, c) for c in _VALUE_COLUMNS])).fetchone()[0]
 
 

@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 
 from voxwatch.conversations.runner import caller_turn
-from voxwatch.conversations.scenario import Scenario, Turn
-from voxwatch.datasets.audio import CATALOG_RATE, read_pcm16
+from voxwatch.foundation.scenario import Scenario, Turn
+from voxwatch.foundation.audio import CATALOG_RATE, read_pcm16
 from voxwatch.metrics.timeline import collect_audio
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.cascade import SINGLE_TURN_INSTRUCTIONS, Cascade
-from voxwatch.providers.conversation import CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup, ModelTurn
-from voxwatch.providers.events import AUDIO, CHUNK_SENT, Timeline
+from voxwatch.foundation.conversation import CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup, ModelTurn
+from voxwatch.foundation.events import AUDIO, CHUNK_SENT, Timeline
 from voxwatch.providers.preference_configs import PreferenceConfig
-from voxwatch.workers.pacer import paced_send
+from voxwatch.harness.pacer import paced_send
 
 from voxwatch.preference.prompts import Prompt, PromptSet
 

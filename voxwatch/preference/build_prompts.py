@@ -1,7 +1,7 @@
 """The bundled prompt set's recipe: `python -m voxwatch.preference.build_prompts`.
 
 preference-starter is SYNTHESIZED, not recorded: nine single-turn requests to a voice assistant
-spoken by eSpeak NG (conversations/synthesis.py's recipe, 16 kHz), and three of them again in a
+spoken by eSpeak NG (voxwatch/conversations/synthesis.py's recipe, 16 kHz), and three of them again in a
 degraded condition made by the project's own code: cafe babble at 5 dB SNR over the speech
 (indoor-noise), traffic-like brown noise at 5 dB (outdoor-noise), both mixed as personas mix
 theirs (conversations/persona_audio.mix_noise), and a synthetic room's reverberation (far-field,
@@ -21,8 +21,8 @@ import numpy as np
 from voxwatch.conversations.persona_audio import mix_noise
 from voxwatch.conversations.synthesis import engine_version, render
 from voxwatch.datasets import degrade
-from voxwatch.datasets.audio import CATALOG_RATE, to_pcm16, write_wav
-from voxwatch.integrity import file_sha256
+from voxwatch.foundation.audio import CATALOG_RATE, to_pcm16, write_wav
+from voxwatch.foundation.integrity import file_sha256
 from voxwatch.metrics.vad import speech_anchors
 
 from voxwatch.preference.prompt_catalog import BUNDLED, bundled_root

@@ -1,7 +1,7 @@
 """`voxwatch preference ...`: the human-preference board's data (docs/PREFERENCE.md).
 
 prompts list|import, configs, generate, pairs, raters add|list, ratings export|import; fit and
-board (board_cli.py). Fitting and ranking are metrics/'s; these commands make and keep the data they read.
+standings (standings_cli.py). Fitting and ranking are metrics/'s; these commands make and keep the data they read.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from voxwatch import listing
+from voxwatch.boards import listing
 from voxwatch.config import Config
 from voxwatch.providers.registry import Registry, RegistryError
 
-from voxwatch.preference.board_cli import FitError, register as register_board
+from voxwatch.preference.standings_cli import FitError, register as register_board
 from voxwatch.preference.pairs import PairSettings, PairsError, make_pairs
 from voxwatch.preference.prompt_catalog import BUNDLED, PromptCatalog, UnknownPromptSet, bundled_root, import_prompt_set
 from voxwatch.preference.ratings_io import FORMATS, dumps, export_records, format_of, import_file
-from voxwatch.preference.rubrics import RatingError
+from voxwatch.foundation.rubrics import RatingError
 
 ConfigOf = Callable[[argparse.Namespace], Config]
 ERRORS = (UnknownPromptSet, RatingError, PairsError, FitError)

@@ -18,18 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from voxwatch.datasets.audio import write_wav
+from voxwatch.foundation.audio import write_wav
 from voxwatch.datasets.manifest import file_stem
-from voxwatch.integrity import file_sha256
+from voxwatch.foundation.integrity import file_sha256
 from voxwatch.providers.keys import key_variable, model_secrets, scrub
 from voxwatch.providers.preference_configs import PreferenceConfig
 from voxwatch.providers.registry import Registry
-from voxwatch.text import safe_text
-from voxwatch.workers.measure import failure_of
+from voxwatch.foundation.text import safe_text
+from voxwatch.harness.measure import failure_of
 
 from voxwatch.preference.answer import Answer, answer, prompt_audio, side_streams, voiced
 from voxwatch.preference.prompts import Prompt, PromptSet
-from voxwatch.preference.rows import OutputRow, PromptRow
+from voxwatch.store.preference_rows import OutputRow, PromptRow
 
 NO_REPLY = "no finished reply within the time limit"
 REASON_CHARS = 500

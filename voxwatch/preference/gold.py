@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from voxwatch.preference.rows import GOLD_BROKEN, GOLD_IDENTICAL, PairRow, RatingRow
+from voxwatch.store.preference_rows import GOLD_BROKEN, GOLD_IDENTICAL, PairRow, RatingRow
 
 GOLD_RUBRIC = "overall"
 PASS_SHARE = 0.8

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from voxwatch.datasets.audio import read_pcm16, write_wav
+from voxwatch.foundation.audio import read_pcm16, write_wav
 from voxwatch.datasets.manifest import file_stem
-from voxwatch.integrity import file_sha256
+from voxwatch.foundation.integrity import file_sha256
 
 from voxwatch.preference.design import Planned, assign
 from voxwatch.preference.generate import resolve_audio
-from voxwatch.preference.rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow, PairRow
-from voxwatch.preference.rubrics import CMOS_MAX
+from voxwatch.store.preference_rows import GOLD_BROKEN, GOLD_IDENTICAL, OutputRow, PairRow
+from voxwatch.foundation.rubrics import CMOS_MAX
 
 BROKEN_KINDS = ("silence", "clipped-noise")
 

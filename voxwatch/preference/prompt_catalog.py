@@ -1,7 +1,7 @@
 """Every prompt set voxwatch knows (bundled, then imported under [preference] prompts_dir), and
 `voxwatch preference prompts import DIR`.
 
-As for scenarios (conversations/importer.py): the set is checked whole (every field, every audio
+As for scenarios (voxwatch/conversations/importer.py): the set is checked whole (every field, every audio
 file's sha256 and format) before anything is copied; only promptset.json, prompts.jsonl and the
 prompts' audio are copied, into a dot folder moved into place once it loads, so a bad set leaves
 nothing half-imported. The same bytes again change nothing; another set under a name the catalog

@@ -2,7 +2,7 @@
 
 A prompt set is a folder holding `promptset.json` (what the set is, how it was made, whether its
 audio was synthesized) and `prompts.jsonl` (one prompt a line), each prompt's audio a WAV in the
-folder pinned by its sha256, as datasets are (datasets/manifest.py). A degraded prompt names the
+folder pinned by its sha256, as datasets are (voxwatch/datasets/manifest.py). A degraded prompt names the
 clean prompt it was made from and the transform, with its parameters, that made it.
 
 Every field is checked at load, and a malformed one is named with its file and line.
@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from voxwatch.datasets.audio import CATALOG_RATE, AudioError, probe
+from voxwatch.foundation.audio import CATALOG_RATE, AudioError, probe
 from voxwatch.datasets.manifest import ManifestError, iter_jsonl
-from voxwatch.integrity import file_sha256
-from voxwatch.text import control_chars
+from voxwatch.foundation.integrity import file_sha256
+from voxwatch.foundation.text import control_chars
 
 SCHEMA = 1
 INFO, MANIFEST = "promptset.json", "prompts.jsonl"

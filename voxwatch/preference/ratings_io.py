@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from voxwatch.preference.rows import RatingRow
-from voxwatch.preference.rubrics import RatingError
+from voxwatch.store.preference_rows import RatingRow
+from voxwatch.foundation.rubrics import RatingError
 
 FIELDS = ("rating_id", "rater_id", "pair_id", "prompt_set", "prompt_id", "config_a", "config_b", "gold", "rubric",
           "cmos", "answered_at", "shown_first")

@@ -1,5 +1,5 @@
 """The preference board's standings: stored ratings read into metrics' Ratings, every board fitted by
-metrics' own functions (metrics/preference_bootstrap.py: board, by_group, by_rubric, by_category;
+metrics' own functions (voxwatch/metrics/preference_bootstrap.py: board, by_group, by_rubric, by_category;
 agreement; rubric_clusters), and laid out as one JSON snapshot that `preference fit` stores.
 
 Nothing here defines a statistic: the Elo, its interval and the crossed interval beside it are
@@ -25,13 +25,13 @@ import numpy as np
 
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.preference import Ratings, ratings, regroup
-from voxwatch.metrics.preference_bootstrap import RESAMPLES, SEED, Board, by_category, by_group, by_rubric
+from voxwatch.metrics.preference_bootstrap import RESAMPLES, SEED, Standings, by_category, by_group, by_rubric
 from voxwatch.metrics.preference_engines import agreement
 from voxwatch.metrics.ranking import interval_ranks
 from voxwatch.metrics.rubric_clusters import rubric_clusters
 from voxwatch.store.preference_fits import FitRow
 
-from voxwatch.preference.board_format import INTERVAL, ROW_FIELDS
+from voxwatch.preference.standings_format import INTERVAL, ROW_FIELDS
 
 HEADLINE_RUBRIC = "overall"
 GROUPS = {"model": lambda m, t, v: m, "voice": lambda m, t, v: f"{m}|{v}", "thinking": lambda m, t, v: f"{m}|{t}"}
@@ -86,7 +86,7 @@ def _number(x: float) -> float | None:
     return float(x) if math.isfinite(float(x)) else None
 
 
-def rows(b: Board, r: Ratings) -> list[dict[str, Any]]:
+def rows(b: Standings, r: Ratings) -> list[dict[str, Any]]:
     """A board's entries with ratings, best rank first (then Elo): each with its counts over `r`,
     the ratings the board was fitted on."""
     ranks = interval_ranks(b.low, b.high)
@@ -103,7 +103,7 @@ def rows(b: Board, r: Ratings) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: (x["rank"] is None, x["rank"] or 0, -(x["elo"] or -math.inf), x["name"]))
 
 
-def section(by: str, key: str, title: str, b: Board, r: Ratings) -> dict[str, Any]:
+def section(by: str, key: str, title: str, b: Standings, r: Ratings) -> dict[str, Any]:
     """One board of the snapshot; `r` the ratings it was fitted on (after regrouping, for a group)."""
     return {"by": by, "key": key, "title": title, "ratings": len(r), "raters": int(np.unique(r.rater).size),
             "prompts": int(np.unique(r.prompt).size), "resamples": b.resamples, "first": _number(b.first),
@@ -119,7 +119,7 @@ def group_of(configs: tuple[str, ...], by: str) -> dict[str, str]:
 
 
 def clusters(r: Ratings, resamples: int, seed: int) -> tuple[dict[str, Any] | None, str | None]:
-    """The rubric clustering (metrics/rubric_clusters.py) with splits = min(500, resamples), or why not."""
+    """The rubric clustering (voxwatch/metrics/rubric_clusters.py) with splits = min(500, resamples), or why not."""
     rated = [name for i, name in enumerate(r.rubrics) if np.any(r.rubric == i)]
     if len(rated) < MIN_CLUSTER_RUBRICS:
         return None, f"rubric clustering needs ratings on at least {MIN_CLUSTER_RUBRICS} rubrics; {len(rated)} rated"

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Protocol, Sequence
 
-from voxwatch.conversation_rows import ConversationRow, TurnRow
-from voxwatch.observation import Observation, RunRecord
-from voxwatch.redaction import redact_url as redact  # how a store URL is shown in messages (the one scrubber's)
+from voxwatch.store.conversation_rows import ConversationRow, TurnRow
+from voxwatch.foundation.observation import Observation, RunRecord
+from voxwatch.foundation.redaction import redact_url as redact  # how a store URL is shown in messages (the one scrubber's)
 from voxwatch.store.row_filter import RowFilter
-
-
-class StoreError(RuntimeError):
-    """The store cannot be reached or written; the message says which and never holds a secret."""
 
 
 class Store(Protocol):
@@ -54,7 +50,7 @@ def open_store(url: str, create: bool = True) -> Store:
     """The store a URL names (the one reading of it: `url.parse_store_url`). create=False (the
     read-only commands: leaderboard, export, serve) refuses a SQLite file that does not exist
     instead of making it and its folders (a mistyped path)."""
-    from voxwatch.store.url import SQLITE, parse_store_url
+    from voxwatch.foundation.store_url import SQLITE, parse_store_url
 
     parsed = parse_store_url(url)
     if parsed.kind == SQLITE:

@@ -19,14 +19,12 @@ from typing import Callable
 
 import psycopg
 
+from voxwatch.foundation.series_key import RowsKey
 from voxwatch.metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.store.layout import SERIES, series_sql
 from voxwatch.store.migrations import AGGREGATE_EXTRA, HEADLINE, columns
 
-Series = tuple[str, str, str, str]
-"""What a refresh is keyed on (layout.SERIES: model, dataset, region, method version); board, protocol
-and instrument are split out of it in Python."""
 Label = tuple[str, str, str]
 """A context's board, protocol and instrument ('' unless TTS): what a series' rows are grouped by."""
 
@@ -45,12 +43,13 @@ _ROW_COLS = [c for c, _ in columns(MetricRow) if c != "note"]
 _WRITE_COLS = _ROW_COLS + [c for c, _ in AGGREGATE_EXTRA]
 
 
-def refresh(conn: psycopg.Connection, series: list[Series] | None = None, now: float | None = None,
+def refresh(conn: psycopg.Connection, series: list[RowsKey] | None = None, now: float | None = None,
             progress: Callable[[int, int], None] | None = None) -> int:
-    """Recompute the aggregates of these series, or of every series (a full rebuild) when None;
+    """Recompute the aggregates of these series (what a refresh is keyed on: their board, protocol and
+    instrument are split out of their rows in Python), or of every series (a full rebuild) when None;
     `progress` hears (series done, series) after each."""
     if series is None:
-        series = [tuple(s) for s in conn.execute(
+        series = [RowsKey._make(s) for s in conn.execute(
             f"SELECT {', '.join(SERIES)} FROM observations_during(%s, 'Infinity') WHERE emulator IS NOT TRUE "
             f"UNION SELECT {', '.join(SERIES)} FROM aggregates", ((now or time.time()) - _LONGEST,))]
     for done, s in enumerate(series, 1):
@@ -70,7 +69,7 @@ def refresh(conn: psycopg.Connection, series: list[Series] | None = None, now: f
     return len(series)
 
 
-def compute(s: Series, rows: list[tuple], labels: dict[int, Label], now: float) -> list[tuple]:
+def compute(s: RowsKey, rows: list[tuple], labels: dict[int, Label], now: float) -> list[tuple]:
     """Aggregate rows (in _WRITE_COLS order) for every window of one series, from its fetched rows
     and the (board, protocol, instrument) of each of their contexts. The windows are computed at
     once, one thread each: their statistics are numpy's sorts and sums, which run without the GIL."""
@@ -82,14 +81,13 @@ def compute(s: Series, rows: list[tuple], labels: dict[int, Label], now: float) 
     return [row for rows_of_window in done for row in rows_of_window]
 
 
-def _window(s: Series, window: str, rows: list[tuple], labels: dict[int, Label], now: float) -> list[tuple]:
-    model_id, dataset, region, method = s
+def _window(s: RowsKey, window: str, rows: list[tuple], labels: dict[int, Label], now: float) -> list[tuple]:
     groups: dict[Label, list[tuple]] = {}
     for r in rows:
         groups.setdefault(labels[r[_CONTEXT]], []).append(r)
     out = []
     for (board, protocol, instrument), members in sorted(groups.items()):
-        key = (board, model_id, dataset, region, method, protocol, instrument)
+        key = s.series(board, protocol, instrument)
         columns = list(zip(*members))  # a failed row's clocks and WER parts are NULL, as series_rows expects
         metric_rows = series_rows(key, SeriesData(
             statuses=columns[_STATUS], utterances=columns[_CLIP], ticks=columns[_RUN],

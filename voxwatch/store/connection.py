@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import psycopg
 
-from voxwatch.store import StoreError
-from voxwatch.store.url import POSTGRES, StoreURL, parse_store_url
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.foundation.store_url import POSTGRES, StoreURL, parse_store_url
 
 CONNECT_TIMEOUT_S = 10
 

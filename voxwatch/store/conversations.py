@@ -1,6 +1,6 @@
 """The conversation tables' SQL, shared by both stores (they differ only in the placeholder).
 
-`conversations` holds one row per conversation (voxwatch.conversation_rows.ConversationRow) and
+`conversations` holds one row per conversation (voxwatch.store.conversation_rows.ConversationRow) and
 `conversation_turns` one per turn (TurnRow), keyed by (conversation_id, turn_index). A
 conversation is written once with its turns, in one transaction: a second write of the same
 conversation_id changes nothing (idempotent, like an observation's key).
@@ -8,7 +8,14 @@ conversation_id changes nothing (idempotent, like an observation's key).
 
 from __future__ import annotations
 
-from voxwatch.conversation_rows import CONVERSATION_FIELDS, CONVERSATION_KEY, TURN_FIELDS, TURN_KEY, ConversationRow, TurnRow
+from voxwatch.store.conversation_rows import (
+    CONVERSATION_FIELDS,
+    CONVERSATION_KEY,
+    TURN_FIELDS,
+    TURN_KEY,
+    ConversationRow,
+    TurnRow,
+)
 
 CONVERSATIONS, TURNS = "conversations", "conversation_turns"
 

@@ -1,6 +1,6 @@
 """The registry's exclusions as a Postgres table, so the Grafana panels JOIN them instead of carrying a copy.
 
-`providers/registry.toml` stays the one place an exclusion is written (providers/registry.py
+`voxwatch/providers/registry.toml` stays the one place an exclusion is written (voxwatch/providers/registry.py
 Exclusion). The `registry_exclusions` table (migration 13) mirrors it: every open of the Postgres
 store (and so `voxwatch db upgrade`) rewrites the table when it differs from the registry the code
 was given, in one transaction under its own advisory lock, so a panel never sees half of a

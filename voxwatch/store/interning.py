@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Sequence
 
 import psycopg
 
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 from voxwatch.store.layout import DICTIONARIES, INLINE, KEY_NAMES, digest_of
 
 LOOKAHEAD = 5000

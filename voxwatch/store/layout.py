@@ -22,7 +22,8 @@ every Observation field, as before; `observations_during(a, b)` is the same for 
 
 from __future__ import annotations
 
-from voxwatch.observation import FIELDS, KEY
+from voxwatch.foundation.observation import FIELDS, KEY
+from voxwatch.foundation.series_key import RowsKey
 
 KEY_NAMES = KEY[:-1]
 """The key's strings, each stored as <field>_ref into obs_names; the last key field (attempt) is the row's own."""
@@ -90,7 +91,9 @@ def _name(param: str) -> str:
     return f"(SELECT ref FROM obs_names WHERE digest = voxwatch_digest(ARRAY[%({param})s::text]))"
 
 
-SERIES = ("model_id", "dataset", "region", "method_version")
+SERIES = RowsKey._fields
+"""The columns a series' rows are read and refreshed by (model_id, dataset, region, method_version): RowsKey's
+fields, in its order, so a RowsKey zips onto them."""
 
 
 def series_sql(select: str, keys: tuple[str, ...] = SERIES, until: bool = False, emulator: bool = False,

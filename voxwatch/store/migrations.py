@@ -15,10 +15,10 @@ from typing import Callable, Iterator
 
 import psycopg
 
-from voxwatch.conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, TurnRow
+from voxwatch.store.conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, TurnRow
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS
-from voxwatch.observation import FIELDS, KEY, Observation, RunRecord
+from voxwatch.foundation.observation import FIELDS, KEY, Observation, RunRecord
 from voxwatch.store.exclusions import DDL as EXCLUSIONS_DDL
 from voxwatch.store.preference import ddl as preference_ddl
 from voxwatch.store.preference_fits import ddl as preference_fits_ddl
@@ -141,7 +141,7 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # (the recent ones, and those still running, whatever their age)
     (8, "CREATE INDEX runs_started ON runs (started_at);\n"
         "CREATE INDEX runs_running ON runs (started_at) WHERE status = 'running'"),
-    # multi-turn conversations (voxwatch.conversation_rows): one row per conversation, one per turn
+    # multi-turn conversations (voxwatch.store.conversation_rows): one row per conversation, one per turn
     (9, ";\n".join([
         _table("conversations", list(columns(ConversationRow)), f"PRIMARY KEY ({', '.join(CONVERSATION_KEY)})"),
         "CREATE INDEX conversations_time ON conversations (started_at)",

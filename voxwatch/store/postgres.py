@@ -16,11 +16,13 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import psycopg
 
-from voxwatch.conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
+from voxwatch.store.conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
 from voxwatch.metrics.series import MetricRow
-from voxwatch.observation import FIELDS, RUN_FIELDS, Observation, RunRecord
+from voxwatch.foundation.observation import FIELDS, RUN_FIELDS, Observation, RunRecord
+from voxwatch.foundation.series_key import RowsKey
 from voxwatch.providers.registry import Registry
-from voxwatch.store import StoreError, aggregates, exclusions, migrations
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import aggregates, exclusions, migrations
 from voxwatch.store import conversations as conv
 from voxwatch.store import preference, preference_fits
 from voxwatch.store.connection import connect, database_error
@@ -28,7 +30,7 @@ from voxwatch.store.interning import Dictionaries, Spans
 from voxwatch.store.layout import FACT_COLUMNS, FACT_REFS
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.runs import unrecorded_run
-from voxwatch.store.url import StoreURL, parse_store_url
+from voxwatch.foundation.store_url import StoreURL, parse_store_url
 
 SMALL_BATCH = 16
 """Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed.
@@ -44,7 +46,7 @@ _SPANS = ("INSERT INTO obs_spans AS s SELECT * FROM unnest(%s::integer[], %s::in
           "ON CONFLICT (run_id_ref, context_ref) DO UPDATE SET first_at = least(s.first_at, EXCLUDED.first_at), "
           "last_at = greatest(s.last_at, EXCLUDED.last_at) "
           "WHERE s.first_at > EXCLUDED.first_at OR s.last_at < EXCLUDED.last_at")
-_series = attrgetter(*aggregates.SERIES)
+_series = attrgetter(*aggregates.SERIES)  # a row's RowsKey values: the series whose aggregates its write changes
 _RUN_COLS = ", ".join(RUN_FIELDS)
 # rows of runs that have no record, measured since %s: the runs of the recent spans, then their rows by key
 _UNRECORDED = ("SELECT n.name, min(f.started_at), min(c.region), min(f.seed) "
@@ -128,7 +130,7 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
         except psycopg.Error as exc:
             raise self.error("cannot write observations to", exc) from None
         if refresh:  # even when nothing was new: a retry after a failed refresh must still refresh
-            self.refresh({_series(r) for r in rows if not r.emulator})
+            self.refresh({RowsKey._make(_series(r)) for r in rows if not r.emulator})
         return added
 
     def _insert(self, rows: list[Observation]) -> int:
@@ -177,7 +179,7 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
                 raise self.error("cannot write observations to", exc) from None
             self._staging = conn
 
-    def refresh(self, series: Iterable[aggregates.Series] | None = None,
+    def refresh(self, series: Iterable[RowsKey] | None = None,
                 progress: Callable[[int, int], None] | None = None) -> int:
         """Recompute the rolling aggregates of these series (model, dataset, region, method version),
         or of every series when None. Returns the series refreshed; `progress` hears each done."""

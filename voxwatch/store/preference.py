@@ -1,4 +1,4 @@
-"""The preference board's tables, for both stores: their DDL, built from voxwatch.preference.rows,
+"""The preference board's tables, for both stores: their DDL, built from voxwatch.store.preference_rows,
 and the reads and writes (`PreferenceRows`, mixed into each store over its `_cursor(what)`).
 
 preference_prompts (key: set, prompt), preference_outputs (one per set, prompt and configuration),
@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager
 from dataclasses import fields
 from typing import Any, Iterable, Sequence
 
-from voxwatch.preference.rows import (SIDES, OutputRow, PairRow, PromptRow, RaterRow, RatingRow, names)
-from voxwatch.preference.rubrics import CMOS_MAX, CMOS_MIN, RatingError, check_rating
+from voxwatch.store.preference_rows import SIDES, OutputRow, PairRow, PromptRow, RaterRow, RatingRow, names
+from voxwatch.foundation.rubrics import CMOS_MAX, CMOS_MIN, RatingError, check_rating
 
 PROMPTS, OUTPUTS, PAIRS, RATERS, RATINGS = ("preference_prompts", "preference_outputs", "preference_pairs",
                                            "preference_raters", "preference_ratings")

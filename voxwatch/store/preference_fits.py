@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from voxwatch.preference.rows import names
+from voxwatch.store.preference_rows import names
 from voxwatch.store.preference import column_types
 
 FITS = "preference_fits"

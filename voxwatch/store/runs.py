@@ -4,7 +4,7 @@ The reconciler (voxwatch.workers.reconcile) finishes it from its rows like any o
 
 from __future__ import annotations
 
-from voxwatch.observation import RunRecord
+from voxwatch.foundation.observation import RunRecord
 
 UNRECORDED = "no run record was stored; rebuilt from its rows (planned total unknown)"
 

@@ -3,7 +3,7 @@
 A spool file has the `voxwatch export --format jsonl` layout, so `voxwatch ingest FILE` adds it
 to the store later; the store's idempotency key makes a repeated ingest harmless. Every row goes
 to the store through `SpoolingWriter.write`, which is where a provider's text is made safe
-(voxwatch.text), so no row the runner or a worker builds can be one the store refuses. `drain`
+(voxwatch.foundation.text), so no row the runner or a worker builds can be one the store refuses. `drain`
 adds spool files by itself once the store answers again (`voxwatch runs reconcile`, the
 reconciler beat sends, and a distributed worker for a few seconds after storing a row). Each flush
 writes a file of its own, aside, then gives it its name: a spool file is complete and never
@@ -12,7 +12,7 @@ store that keeps it once, and never delete a row they did not read.
 
 A conversation the store refuses is spooled too, as one line of its own kind
 (`{"record": "conversation", "conversation": {...}, "turns": [...]}`, the rows of
-voxwatch.conversation_rows), in the same files, drained and ingested by the same paths; the store
+voxwatch.store.conversation_rows), in the same files, drained and ingested by the same paths; the store
 keeps a conversation once (by its id), so it too may be added twice.
 """
 
@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from voxwatch.conversation_rows import ConversationRow, TurnRow, conversation_of_record, conversation_record
-from voxwatch.observation import Observation, from_record, made_safe
-from voxwatch.store import Store, StoreError
+from voxwatch.store.conversation_rows import ConversationRow, TurnRow, conversation_of_record, conversation_record
+from voxwatch.foundation.observation import Observation, from_record, made_safe
+from voxwatch.store import Store
+from voxwatch.foundation.store_url import StoreError
 
 SPOOLED = "unsaved-*.jsonl"
 Conversation = tuple[ConversationRow, list[TurnRow]]

@@ -8,9 +8,9 @@ from dataclasses import astuple, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from voxwatch.conversation_rows import ConversationRow, TurnRow, booleans
-from voxwatch.observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
-from voxwatch.store import StoreError
+from voxwatch.store.conversation_rows import ConversationRow, TurnRow, booleans
+from voxwatch.foundation.observation import FIELDS, KEY, RUN_FIELDS, Observation, RunRecord
+from voxwatch.foundation.store_url import StoreError
 from voxwatch.store import conversations as conv
 from voxwatch.store import preference, preference_fits
 from voxwatch.store.row_filter import RowFilter

@@ -19,7 +19,8 @@ from starlette.requests import Request
 
 from voxwatch.alerts.store import Alert
 from voxwatch.datasets.provenance import Provenance
-from voxwatch.leaderboard import WINDOWS
+from voxwatch.foundation.series_key import RowsKey
+from voxwatch.boards.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import PROTOCOL_NAMES, rank_order, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.series import MetricRow
@@ -174,10 +175,10 @@ def ranked_sections(rows: list[MetricRow], f: Filters, vendor: Callable[[str], s
     """Per board and protocol, one ranked table per dataset, holding the series the filters keep."""
     ranked = ranks(rows, METHOD_VERSION)  # over every series of the window: a filter never changes a rank
     connect = {series_id(r): r for r in rows if r.metric == CONNECT}
-    firing: dict[tuple, list[Alert]] = {}
+    firing: dict[RowsKey, list[Alert]] = {}
     for a in alerts:
         if a.state == "firing":
-            firing.setdefault((a.model_id, a.dataset, a.region, a.method_version), []).append(a)
+            firing.setdefault(a.rows_key, []).append(a)
     tables: dict[tuple[str, str, str], RankedTable] = {}
     for r in rows:
         if r.metric != ranked_metric(r.protocol):
@@ -187,9 +188,9 @@ def ranked_sections(rows: list[MetricRow], f: Filters, vendor: Callable[[str], s
             continue
         table = tables.setdefault((r.board, r.protocol, r.dataset),
                                   RankedTable(r.board, r.dataset, r.protocol, provenance(r.dataset)))
-        table.entries.append(Entry(r, connect.get(series_id(r)), ranked.get(series_id(r)),
-                                   why_unranked(r, METHOD_VERSION), maker,
-                                   tuple(firing.get((r.model_id, r.dataset, r.region, r.method_version), ()))))
+        sid = series_id(r)
+        table.entries.append(Entry(r, connect.get(sid), ranked.get(sid), why_unranked(r, METHOD_VERSION), maker,
+                                   tuple(firing.get(sid.rows_key, ()))))
     sections: dict[tuple[str, str], ProtocolSection] = {}
     for key in sorted(tables, key=lambda k: (k[0], METRIC_ORDER.get(ranked_metric(k[1]) or "", len(METRIC_ORDER)),
                                              k[2])):

@@ -1,6 +1,6 @@
 """What the pages and the API show of conversations: the S2S conversation board and one conversation.
 
-The board's numbers are conversation_board.stored_boards' (metrics/conversation_aggregate.py
+The board's numbers are scorecards.stored_scorecards' (voxwatch/metrics/conversation_aggregate.py
 defines every statistic); this only selects the window's conversations, names the parts of each
 block and lays the figures out for HTML, JSON and CSV. A stored row's JSON columns (calls, fates,
 verdicts, reasons, the judge) are parsed once here for the page and the API alike.
@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import quote
 
-from voxwatch import leaderboard
-from voxwatch.conversation_board import BOARD_KEY_FIELDS, BoardKey, block_title, stored_boards
-from voxwatch.conversation_rows import ConversationRow, TurnRow
-from voxwatch.conversations.scenario import DIMENSIONS
+from voxwatch.boards import leaderboard
+from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, block_title, stored_scorecards
+from voxwatch.store.conversation_rows import ConversationRow, TurnRow
+from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.conversation_aggregate import BoardSummary, Rate
+from voxwatch.metrics.conversation_aggregate import Scorecard, Rate
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
 from voxwatch.metrics.series import MIN_ATTEMPTS, percentile_floor
 
@@ -35,12 +35,12 @@ RECENT_SHOWN = 100
 @dataclass(frozen=True)
 class Block:
     """One board block: a model on one scenario under one set of conditions, and its statistics."""
-    key: BoardKey
-    summary: BoardSummary
+    key: ScorecardKey
+    summary: Scorecard
 
     @property
     def parts(self) -> dict[str, Any]:
-        return dict(zip(BOARD_KEY_FIELDS, self.key))
+        return dict(zip(SCORECARD_KEY_FIELDS, self.key))
 
     @property
     def title(self) -> str:
@@ -59,7 +59,7 @@ class ConversationBoard:
 def conversation_board(source: Source, window: str, model_id: str | None = None) -> ConversationBoard:
     """The board of the conversations started within the window (of one model)."""
     found = source.conversations(leaderboard.since(window), model_id)
-    blocks = [Block(key, summary) for key, summary in stored_boards(found).items()]
+    blocks = [Block(key, summary) for key, summary in stored_scorecards(found).items()]
     newest = sorted((row for row, _ in found), key=lambda r: (r.started_at, r.conversation_id), reverse=True)
     return ConversationBoard(window, model_id, blocks, newest[:RECENT_SHOWN], len(found))
 
@@ -86,7 +86,7 @@ def recording_path(recordings_dir: Path | None, relative: str | None) -> Path | 
     return path if path.is_relative_to(base) and path.is_file() else None
 
 
-def _summary_json(s: BoardSummary) -> dict:
+def _summary_json(s: Scorecard) -> dict:
     out = asdict(s)
     out["pass_hat_k"] = {str(k): v for k, v in s.pass_hat_k.items()}  # JSON object keys are text
     return out
@@ -108,7 +108,7 @@ def board_document(board: ConversationBoard) -> dict:
             "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}
 
 
-CSV_COLUMNS = (*BOARD_KEY_FIELDS, "conversations", "statistic", "value", "passed", "n", "ci_low", "ci_high")
+CSV_COLUMNS = (*SCORECARD_KEY_FIELDS, "conversations", "statistic", "value", "passed", "n", "ci_low", "ci_high")
 
 
 def _rate_line(name: str, r: Rate) -> tuple:
@@ -116,7 +116,7 @@ def _rate_line(name: str, r: Rate) -> tuple:
     return name, r.rate, r.passed, r.n, low, high
 
 
-def statistics(s: BoardSummary) -> Iterator[tuple]:
+def statistics(s: Scorecard) -> Iterator[tuple]:
     """A block's statistics, one line each: (statistic, value, passed, n, ci_low, ci_high)."""
     yield _rate_line("instruction_adherence", s.adherence)
     for name, r in s.dimensions.items():
@@ -161,7 +161,7 @@ def _na(statistic: str, value: float | None, passed: int | None, n: int | None) 
     return "none decided" if not n else f"n < {MIN_ATTEMPTS} ({passed}/{n})"
 
 
-def stat_lines(s: BoardSummary) -> list[StatLine]:
+def stat_lines(s: Scorecard) -> list[StatLine]:
     """The block's statistics in board order, named and with the reason of each n/a."""
     lines = []
     for name, value, passed, n, low, high in statistics(s):

@@ -14,11 +14,11 @@ import io
 import time
 from dataclasses import asdict, dataclass, field, fields
 
-from voxwatch.leaderboard import since
+from voxwatch.boards.leaderboard import since
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.degradation import MIN_PAIRED_UTTERANCES, Degradation, Side, degradation
 from voxwatch.metrics.ranking import ranked_metric
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 from voxwatch.store.row_filter import RowFilter
 
 from voxwatch.web.source import Source

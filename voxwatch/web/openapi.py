@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import fields
 
 from voxwatch import __version__
-from voxwatch.conversation_board import BOARD_KEY_FIELDS
-from voxwatch.conversation_rows import ConversationRow, TurnRow
-from voxwatch.metrics.conversation_aggregate import BoardSummary, Percentiles, Rate
+from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS
+from voxwatch.store.conversation_rows import ConversationRow, TurnRow
+from voxwatch.metrics.conversation_aggregate import Scorecard, Percentiles, Rate
 from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
-from voxwatch.preference.board_format import BREAKDOWNS, ROW_FIELDS
+from voxwatch.preference.standings_format import BREAKDOWNS, ROW_FIELDS
 from voxwatch.providers.registry import BOARDS, STATUSES
 
 from voxwatch.web.family_views import SERIES_FIELDS
@@ -250,10 +250,10 @@ def _ratings_paths() -> dict:
 
 
 def _conversation_schemas() -> dict:
-    """The conversation board (metrics/conversation_aggregate.py's figures) and one stored conversation."""
+    """The conversation board (voxwatch/metrics/conversation_aggregate.py's figures) and one stored conversation."""
     rate, key = _ref("ConversationRate"), {f.name: _field_schema(str(f.type)) for f in fields(ConversationRow)
-                                           if f.name in BOARD_KEY_FIELDS}
-    summary = _dataclass_schema(BoardSummary, {
+                                           if f.name in SCORECARD_KEY_FIELDS}
+    summary = _dataclass_schema(Scorecard, {
         "adherence": rate, "end_state": rate, "interruption": rate, "no_response": rate, "v2v": _ref("Percentiles"),
         "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
         "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
@@ -290,7 +290,7 @@ def _conversation_schemas() -> dict:
 
 
 def _preference_schemas() -> dict:
-    """The stored preference fit as voxwatch/preference/board_format.document lays it out."""
+    """The stored preference fit as voxwatch/preference/standings_format.document lays it out."""
     number, count = {"type": ["number", "null"]}, {"type": "integer"}
     row = {f: number for f in ROW_FIELDS} | {
         "rank": {"type": ["integer", "null"], "description": "1 + the entries whose whole interval lies above this "

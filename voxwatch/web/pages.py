@@ -12,9 +12,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from voxwatch import leaderboard
-from voxwatch.conversations.scenario import DIMENSIONS
-from voxwatch.leaderboard import WINDOWS
+from voxwatch.boards import leaderboard
+from voxwatch.foundation.scenario import DIMENSIONS
+from voxwatch.boards.leaderboard import WINDOWS
 from voxwatch.datasets.provenance import ORIGINS, Provenance, families, lookup
 from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
@@ -93,8 +93,7 @@ def board_page(request: Request) -> Response:
     shown = [r for r in rows if series_id(r) in kept]  # the full tables show the series the filters keep
     tables = views.dataset_tables(shown, views.method_notes(source, shown, window),
                                   {series_id(e.row): e.rank for e in entries})  # the ranks above: never re-ranked
-    alerts = {(e.row.model_id, e.row.dataset, e.row.region, e.row.method_version): e.alerts
-              for e in entries if e.alerts}
+    alerts = {series_id(e.row).rows_key: e.alerts for e in entries if e.alerts}
     conversations = conversation_views.conversation_board(source, window) if board == "s2s" else None
     return _render(request, "board.html", **context, board=board, dataset=f.dataset, tables=tables,
                    series_alerts=alerts, descriptions=views.DESCRIPTIONS, conversations=conversations,

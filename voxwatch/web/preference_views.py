@@ -1,7 +1,7 @@
 """The preference (Elo) board on the web: GET /board/preference and GET /api/v1/preference.
 
 Both read the newest stored fit through the source (voxwatch preference fit wrote it; nothing is
-fitted on a request) and lay it out with voxwatch/preference/board_format.py, as the CLI does.
+fitted on a request) and lay it out with voxwatch/preference/standings_format.py, as the CLI does.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from voxwatch.preference.board_format import BREAKDOWNS, document, fitted_on, to_csv
+from voxwatch.preference.standings_format import BREAKDOWNS, document, fitted_on, to_csv
 
 from voxwatch.web.params import choice
 

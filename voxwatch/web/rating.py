@@ -29,8 +29,8 @@ from starlette.routing import Route
 from voxwatch.preference.cli import RATE_PATH
 from voxwatch.preference.generate import resolve_audio
 from voxwatch.preference.ratings_io import FORMATS, dumps, export_records
-from voxwatch.preference.rows import GOLD_BROKEN, PairRow, PromptRow, RaterRow, RatingRow
-from voxwatch.preference.rubrics import BY_NAME, CMOS_MAX, CMOS_MIN, GROUPS, RatingError, Rubric, asked, pair_terms
+from voxwatch.store.preference_rows import GOLD_BROKEN, PairRow, PromptRow, RaterRow, RatingRow
+from voxwatch.foundation.rubrics import BY_NAME, CMOS_MAX, CMOS_MIN, GROUPS, RatingError, Rubric, asked, pair_terms
 
 from voxwatch.web.source import StoreUnavailable, log
 

@@ -14,8 +14,9 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, TypeVar
 
-from voxwatch.redaction import scrub
-from voxwatch.store import StoreError, open_store
+from voxwatch.foundation.redaction import scrub
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import open_store
 
 from voxwatch.web.source import StoreUnavailable
 

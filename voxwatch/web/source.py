@@ -23,27 +23,27 @@ from typing import Iterable, Iterator, Protocol
 import psycopg
 import psycopg.errors
 
-from voxwatch import leaderboard
+from voxwatch.boards import leaderboard
 from voxwatch.alerts.store import Alert
-from voxwatch.conversation_rows import ConversationRow, TurnRow
+from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.series import MetricRow
-from voxwatch.observation import Observation
+from voxwatch.foundation.observation import Observation
 from voxwatch.providers.registry import Registry
-from voxwatch.redaction import redact_url, scrub
-from voxwatch.store import StoreError, aggregates, layout, open_store
+from voxwatch.foundation.redaction import redact_url, scrub
+from voxwatch.foundation.series_key import RowsKey
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store import aggregates, layout, open_store
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
 from voxwatch.store.postgres import PostgresStore, read_conversations, stream_observations
 from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
 from voxwatch.store.row_filter import RowFilter
-from voxwatch.store.url import SQLITE, StoreURL, parse_store_url
+from voxwatch.foundation.store_url import SQLITE, StoreURL, parse_store_url
 
 from voxwatch.web.daily import HEADLINE, HISTORY_SQL, Daily, daily
 
 log = logging.getLogger("voxwatch.web")
 
-SeriesId = tuple[str, str, str, str]
-"""model_id, dataset, region, method_version: the rows a method-version note is about."""
 Conversation = tuple[ConversationRow, list[TurnRow]]
 """A stored conversation with its turns, in order."""
 ClipValues = dict[str, list[str]]
@@ -80,7 +80,8 @@ class Source(Protocol):
     def clip_values(self, board: str, since: float) -> ClipValues:
         """The speakers and accents of a board's rows since `since` (what its filter form offers)."""
 
-    def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]: ...
+    def first_seen(self, series: list[RowsKey], since: float) -> dict[RowsKey, float]:
+        """When each series' first row since `since` started (what a method-version note dates its changes by)."""
 
     def history(self, model_id: str, since: float) -> Daily: ...
 
@@ -198,7 +199,7 @@ class PostgresSource:
         with self._reading("the speakers and accents") as conn:
             return clip_values(conn.execute(_CLIP_VALUES_SQL, {"since": since, "board": board}).fetchall())
 
-    def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]:
+    def first_seen(self, series: list[RowsKey], since: float) -> dict[RowsKey, float]:
         out = {}
         with self._reading("method start dates") as conn:
             for s in series:
@@ -321,11 +322,11 @@ class SQLiteSource:
         with self._store("the speakers and accents") as store:
             return clip_values(store.clip_values(board, since))
 
-    def first_seen(self, series: list[SeriesId], since: float) -> dict[SeriesId, float]:
+    def first_seen(self, series: list[RowsKey], since: float) -> dict[RowsKey, float]:
         wanted, out = set(series), {}
         with self._store("method start dates") as store:
             for r in store.observations(since=since):
-                s = (r.model_id, r.dataset, r.region, r.method_version)
+                s = RowsKey(r.model_id, r.dataset, r.region, r.method_version)
                 if not r.emulator and s in wanted and s not in out:  # rows come in time order
                     out[s] = r.started_at
         return out

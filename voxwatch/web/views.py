@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 from itertools import groupby
 
-from voxwatch import leaderboard
+from voxwatch.boards import leaderboard
+from voxwatch.foundation.series_key import RowsKey, SeriesKey
 from voxwatch.metrics.series import MetricRow
-from voxwatch.metrics import METHOD_VERSION, ranking
+from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import rank_order, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
@@ -24,7 +25,7 @@ from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store.row_filter import RowFilter
 
 from voxwatch.web.daily import DailyFigures, DailyPoint
-from voxwatch.web.source import Alert, AlertsUnavailable, SeriesId, Source
+from voxwatch.web.source import Alert, AlertsUnavailable, Source
 
 HISTORY_DAYS = 30
 RESOLVED_SHOWN_S = 7 * 86400
@@ -56,10 +57,7 @@ def field_na(row: MetricRow, field: str) -> str:
 @dataclass
 class Series:
     """One leaderboard series on one dataset: its per-attempt figures once, then a line per metric."""
-    model_id: str
-    region: str
-    method_version: str
-    instrument: str | None
+    key: SeriesKey
     first: MetricRow  # carries the series-wide figures (attempts, error and timeout rates, pooled WER)
     metrics: list[MetricRow]
     method_note: str | None = None
@@ -110,20 +108,20 @@ def method_notes(source: Source, rows: list[MetricRow], window: str) -> list[Met
     changed = {k: v for k, v in versions.items() if len(v) > 1}
     if not changed:
         return []
-    series: list[SeriesId] = [(*k, m) for k, v in changed.items() for m in sorted(v)]
+    series = [RowsKey(*k, m) for k, v in changed.items() for m in sorted(v)]
     first = source.first_seen(series, leaderboard.since(window))
     notes = []
     for (model_id, dataset, region), methods in sorted(changed.items()):
-        ordered = sorted(methods, key=lambda m: first.get((model_id, dataset, region, m), float("inf")))
-        changes = tuple((a, b, _date(first[(model_id, dataset, region, b)])) for a, b in zip(ordered, ordered[1:])
-                        if (model_id, dataset, region, b) in first)
+        ordered = sorted(methods, key=lambda m: first.get(RowsKey(model_id, dataset, region, m), float("inf")))
+        changes = tuple((a, b, _date(first[RowsKey(model_id, dataset, region, b)]))
+                        for a, b in zip(ordered, ordered[1:]) if RowsKey(model_id, dataset, region, b) in first)
         if changes:
             notes.append(MethodNote(model_id, dataset, region, changes))
     return notes
 
 
 def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
-                   ranked: dict[ranking.SeriesId, int | None]) -> list[DatasetTable]:
+                   ranked: dict[SeriesKey, int | None]) -> list[DatasetTable]:
     """The board as one table per dataset, each protocol's series in rank order. `ranked`: the ranks
     metrics.ranking gave over every series of the window, so rows a filter left out change none."""
     by_key = {(n.model_id, n.dataset, n.region): n.text for n in notes}
@@ -132,9 +130,8 @@ def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
         members = list(members)
         first = members[0]
         table = tables.setdefault(first.dataset, DatasetTable(first.dataset))
-        table.series.append(Series(first.model_id, first.region, first.method_version, first.instrument, first, members,
-                                   by_key.get((first.model_id, first.dataset, first.region)), ranked.get(key),
-                                   why_unranked(first, METHOD_VERSION)))
+        table.series.append(Series(key, first, members, by_key.get((first.model_id, first.dataset, first.region)),
+                                   ranked.get(key), why_unranked(first, METHOD_VERSION)))
     for table in tables.values():  # stream and batch apart, ranked first, then by median, n/a last
         table.series.sort(key=lambda s: (METRIC_ORDER.get(s.first.metric, len(METRIC_ORDER)),
                                          rank_order(s.first, s.rank)))

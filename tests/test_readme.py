@@ -1,0 +1,66 @@
+"""The README stays short and true: at most 250 lines; its board and `make run` times are the ones
+benchmarks/make_run.py recorded (docs/make_run.txt); that board is laid out as the code lays a board
+out now, under the current method; the numbers it quotes (method version, dashboards) are the code's."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from benchmarks import make_run
+from voxwatch.boards import leaderboard
+from voxwatch.boards.leaderboard import TABLE_HEADER
+from voxwatch.foundation.observation import Observation
+from voxwatch.metrics import METHOD_VERSION
+
+from support.processes import REPO
+
+README = (REPO / "README.md").read_text()
+RECORD = (REPO / "docs" / "make_run.txt").read_text()
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+
+
+def _a_board() -> str:
+    """A board the code prints now, from rows of the current method (two ticks of five clips)."""
+    rows = [Observation(run_id=f"tick{t}", model_id="pocketsphinx/en-us@5.1.1", dataset="stt-starter-clean",
+                        clip_id=f"u{c}", attempt=1, board="stt", vendor="pocketsphinx", protocol="stt-stream",
+                        region="local", started_at=time.time() - 60, status="ok", ttfs_ms=100.0 + 10 * c + t,
+                        first_partial_ms=50.0, substitutions=1, deletions=0, insertions=0, ref_words=10,
+                        method_version=METHOD_VERSION, hypothesis="a", reference="a", emulator=False)
+            for t in range(2) for c in range(5)]
+    return leaderboard.format_table(leaderboard.build(rows), "30d")
+
+
+def test_the_readme_is_at_most_250_lines():
+    assert len(README.splitlines()) <= 250
+
+
+def test_the_readme_shows_the_recorded_board_and_times():
+    assert make_run.readme_block(RECORD) in README
+    first, second, board = make_run.parse_record(RECORD)
+    assert 0 < second and 0 < first and "STT board" in board and "TTS board" in board
+
+
+def test_the_recorded_board_is_of_the_current_method_and_layout():
+    _, _, board = make_run.parse_record(RECORD)
+    headings = re.findall(r"^(STT|TTS|S2S) board - rolling 30d, current method v(\w+)", board, re.M)
+    assert headings and {v for _, v in headings} == {METHOD_VERSION}
+    columns = [re.split(r"\s{2,}", line.strip()) for line in board.splitlines() if line.startswith("rank  model")]
+    assert columns and all(c == list(TABLE_HEADER) for c in columns)
+    legend = _a_board().split("\n\n")[-1]
+    assert legend.startswith("Ranks per dataset") and legend in board
+
+
+def test_the_numbers_the_readme_quotes_are_the_codes():
+    versions = set(re.findall(r"method version (\d+)", README)) | set(re.findall(r"method v(\d+)", README))
+    assert versions == {METHOD_VERSION}
+    dashboards = len(list((REPO / "dashboards").glob("*.json")))
+    for text in (README, (REPO / "docs" / "OPERATIONS.md").read_text()):
+        quoted = [NUMBERS[w.lower()] for w in re.findall(r"\b(\w+) (?:Grafana )?dashboards\b", text) if w.lower() in NUMBERS]
+        assert quoted and set(quoted) == {dashboards}
+
+
+def test_every_link_in_the_readme_and_docs_resolves():
+    for doc in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
+            assert (doc.parent / target).exists(), f"{doc.name}: {target}"

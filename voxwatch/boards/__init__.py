@@ -1,0 +1,1 @@
+"""Formatting what readers read from the store: the rolling leaderboard, listings, row options."""

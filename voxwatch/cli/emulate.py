@@ -1,0 +1,94 @@
+"""`voxwatch emulate`: loopback emulators of every cloud vendor, for trying the whole pipeline
+end to end with no key and no network (and for calibration). Never for a leaderboard.
+
+Each vendor's emulator runs in its own process and serves all of that vendor's APIs on one
+port. STT streams get their clip's reference transcript with injected errors (one word in
+`ERROR_EVERY` replaced), timed from the clip's own VAD anchors; TTS and S2S audio is spoken by the
+local eSpeak NG engine. Rows measured against them are labelled `emulator` and never reach a board.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import signal
+import time
+from typing import Iterator
+
+from voxwatch.datasets.catalog import Catalog
+from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
+from voxwatch.providers.emulators.server import serve
+from voxwatch.providers.keys import key_variable, vendor_variable
+from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.harness.measure import audio_sent
+from voxwatch.harness.pacer import chunk_pcm
+
+EMULATOR_KEY = "emulator-key"
+ERROR_EVERY = 9
+VENDORS = ("deepgram", "cartesia", "assemblyai", "speechmatics", "elevenlabs", "openai", "gemini", "qwen", "xai",
+           "zhipu")
+
+
+def with_errors(text: str, every: int = ERROR_EVERY) -> str:
+    """The reference with every `every`-th word replaced: a transcript with a known WER."""
+    words = text.split()
+    return " ".join("uh" if (i + 1) % every == 0 else w for i, w in enumerate(words))
+
+
+def scenarios(catalog: Catalog, chunk_ms: int, key: str = EMULATOR_KEY) -> Scenarios:
+    """Default scenarios: per-clip anchors and transcripts for every audio dataset in the catalog."""
+    anchors, transcripts = [], []
+    for name in catalog.names():
+        ds = catalog.load(name)
+        if ds.info.kind != "audio":
+            continue
+        for clip in ds.clips:
+            pcm = audio_sent(ds, clip)
+            first = chunk_pcm(pcm, clip.sample_rate, chunk_ms)[0]
+            # how the emulators see a stream: its first chunk as sent (16 kHz), or upsampled to
+            # 24 kHz (OpenAI Realtime), or the whole clip (a batch request)
+            for seen in (first, Upsampler().push(first)):
+                digest = hashlib.sha256(seen).hexdigest()
+                anchors.append((digest, clip.speech_start, clip.speech_end))
+                transcripts.append((digest, with_errors(clip.text)))
+            transcripts.append((hashlib.sha256(pcm).hexdigest(), with_errors(clip.text)))
+    stt = STTScenario(transcript="hello", speech_start_s=0.2, speech_end_s=1.0, first_partial_ms=180.0,
+                      final_ms=260.0, jitter_ms=40.0, api_key=key, anchors=tuple(anchors),
+                      transcripts=tuple(transcripts))
+    tts = TTSScenario(ttfb_ms=150.0, leading_silence_ms=60.0, jitter_ms=40.0, api_key=key, voice="espeak")
+    s2s = S2SScenario(response_ms=450.0, leading_silence_ms=60.0, jitter_ms=40.0, api_key=key, voice="espeak",
+                      anchors=tuple(anchors))
+    return Scenarios(stt=stt, tts=tts, s2s=s2s)
+
+
+@contextlib.contextmanager
+def emulators(vendors: list[str], bundle: Scenarios) -> Iterator[dict[str, str]]:
+    """Start one emulator process per vendor; yields vendor -> base URL."""
+    with contextlib.ExitStack() as stack:
+        yield {v: stack.enter_context(serve(v, bundle)) for v in vendors}
+
+
+def exports(urls: dict[str, str], key: str = EMULATOR_KEY) -> list[str]:
+    """Shell lines that point each vendor's adapter at its emulator."""
+    lines = []
+    for vendor, url in urls.items():
+        lines.append(f"export {vendor_variable(vendor, 'BASE_URL')}={url}")
+        lines.append(f"export {key_variable(vendor)}={key}")
+    return lines
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def serve_forever(catalog: Catalog, vendors: list[str], chunk_ms: int) -> None:
+    with emulators(vendors, scenarios(catalog, chunk_ms)) as urls:
+        for line in exports(urls):
+            print(line, flush=True)
+        print("# emulators are running; Ctrl-C stops them", flush=True)
+        signal.signal(signal.SIGTERM, _stop)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,286 @@
+"""Running one scenario as a conversation with one voice agent (CONVERSATIONS.md "Running").
+
+Per turn: a fresh Timeline, the caller's audio paced in real time (voxwatch/harness/pacer.py), the turn
+ended, and the model's answer awaited while its function calls are answered from the scenario's
+script and simulated backend. The next turn starts once the model has stopped speaking (the end
+of its audio under the playout model) plus a pause, or after the turn's time limit. Sessions are
+rotated when the adapter says its session is due to end (and every `rotate_every_turns` turns
+when asked), the history replayed; a failure on a turn becomes that turn's failure, and the
+conversation goes on in a new session, or ends with the reason when none can be opened.
+
+After the last turn: one two-channel recording of the whole call is written and every turn's
+timing is measured back from it; the turns are scored (voxwatch/metrics/conversation.py), with the
+judge's verdicts where a judge is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from voxwatch.foundation.clock import sleep_until
+from voxwatch.foundation.audio import CATALOG_RATE as CALLER_RATE, resample, to_pcm16
+from voxwatch.metrics.conversation import ConversationScore, TurnOutcome, score_conversation, with_timing
+from voxwatch.metrics.conversation_timing import TurnTiming, turn_timings_from_file
+from voxwatch.metrics.timeline import collect_audio, heard_at_ns
+from voxwatch.metrics.v2v import conversation_recording, write_recording
+from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
+from voxwatch.foundation.conversation import RECONNECTED, ROTATED, AgentSetup, HistoryItem, ModelTurn, ToolCall
+from voxwatch.providers.conversation import ConversationStream
+from voxwatch.foundation.events import CHUNK_SENT, Timeline
+from voxwatch.providers.keys import Secret, scrub
+from voxwatch.harness.measure import TRIM_AFTER_SPEECH_S, failure_of
+from voxwatch.harness.pacer import paced_send
+
+from voxwatch.conversations.backend import Backend, end_state_matches, scripted_result
+from voxwatch.foundation.persona import DEFAULT, Persona
+from voxwatch.conversations.persona_audio import pinned_audio, render_persona
+from voxwatch.foundation.scenario import Scenario
+from voxwatch.conversations.scenario_file import LoadedScenario
+
+PAUSE_S = 0.5  # CONVERSATIONS.md: the next turn starts once the model has stopped speaking plus this
+TURN_TIMEOUT_S = 30.0  # the most a turn may take from the caller's last chunk to the model's finished reply
+NO_RESPONSE_S = 10.0
+NO_REPLY = "no finished reply within the turn's time limit"
+NO_SESSION = "no session within the time limit"  # no audible reply this long after the caller's last word: no response
+
+
+@dataclass(frozen=True)
+class ConversationSettings:
+    pause_s: float = PAUSE_S
+    turn_timeout_s: float = TURN_TIMEOUT_S
+    no_response_s: float = NO_RESPONSE_S
+    chunk_ms: int = 20
+    rotate_every_turns: int | None = None  # proactive rotation on a fixed cadence (tests; capped contexts)
+    recordings_dir: Path | None = None
+    persona_cache_dir: Path | None = None  # where personas' rendered caller audio is kept (var/personas)
+    secrets: tuple[Secret, ...] = ()
+
+
+@dataclass
+class TurnRun:
+    turn_id: str
+    timeline: Timeline
+    caller_pcm: bytes
+    status: str = "ok"  # or a failure status (timeout, disconnected, error, ...), or "not_run"
+    reason: str = ""
+    model: ModelTurn | None = None
+    outputs: list[tuple[ToolCall, Any]] = field(default_factory=list)  # each call and what it was sent
+    timing: TurnTiming | None = None
+    judge: dict[str, Any] | None = None  # the judge's identity (model, prompt sha256, temperature, seed)
+    caller_anchors: SpeechAnchors | None = None  # the clean words' anchors under a persona's noise
+
+
+@dataclass
+class ConversationRun:
+    conversation_id: str
+    model_id: str
+    scenario: str  # name@vN#pin12
+    scenario_pin: str
+    turns: list[TurnRun]
+    rotations: list[str] = field(default_factory=list)
+    reconnections: list[str] = field(default_factory=list)
+    status: str = "ok"  # "ok": every turn ran; "ended": ended early (reason)
+    reason: str = ""
+    recording: Path | None = None
+    end_state: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    score: ConversationScore | None = None
+    persona: str = DEFAULT.identity  # the caller's persona (name#sha256 prefix): a condition, never pooled
+
+
+def agent_setup(scenario: Scenario, voice: str | None = None) -> AgentSetup:
+    """What the model is told: the system prompt, then the knowledge base, and the tools."""
+    kb = "\n\n".join(f"## {d.title}\n{d.text}" for d in scenario.knowledge_base)
+    instructions = f"{scenario.system_prompt}\n\n# Knowledge base\n\n{kb}" if kb else scenario.system_prompt
+    tools = tuple({"name": t.name, "description": t.description, "parameters": t.parameters} for t in scenario.tools)
+    return AgentSetup(instructions, tools, voice, script=scenario)
+
+
+def caller_turn(pcm: bytes, rate: int, anchors: SpeechAnchors | None = None) -> bytes:
+    """What the caller sends on a turn: its audio (int16 PCM, mono, at `rate`) at 16 kHz, trimmed to
+    100 ms after the end of its speech, as a single-turn caller's clip is (METHOD "Shared VAD
+    anchors"), so the turn ends when the caller stops talking. The end is the shared VAD's on the
+    audio, or `anchors`' when given: a persona's clean words under its noise (render_persona)."""
+    x = np.frombuffer(pcm, dtype="<i2")
+    if rate != CALLER_RATE:  # a user's scenario at another rate: the catalog's rate, as datasets are imported
+        x = to_pcm16(resample(x / 32768.0, rate, CALLER_RATE))
+    anchors = anchors if anchors is not None else speech_anchors(x)
+    if anchors is not None:
+        x = x[: int(round((anchors.speech_end + TRIM_AFTER_SPEECH_S) * CALLER_RATE))]
+    return np.ascontiguousarray(x).tobytes()
+
+
+def caller_audio(loaded: LoadedScenario, index: int) -> bytes:
+    """The scenario's own caller audio of a turn (the default persona's), as sent (caller_turn)."""
+    return caller_turn(pinned_audio(loaded, index), loaded.scenario.sample_rate)
+
+
+def _spoken_until_ns(timeline: Timeline) -> int | None:
+    """When the model's last sample of the turn is heard (playout model), or None if it sent none."""
+    audio = collect_audio(timeline.events)
+    if audio.samples.size == 0:
+        return None
+    return int(heard_at_ns(audio, audio.samples.size - 1))
+
+
+class _Turns:
+    """The tool handler of a conversation: answers each call from the script and the backend."""
+
+    def __init__(self, scenario: Scenario, backend: Backend) -> None:
+        self.scenario, self.backend = scenario, backend
+        self.index = 0
+        self.outputs: list[tuple[ToolCall, Any]] = []
+
+    async def __call__(self, call: ToolCall) -> Any:
+        tool = self.scenario.tool(call.name)
+        if tool is None:
+            output: Any = {"ok": False, "error": f"unknown function {call.name!r}"}
+        elif "_raw" in call.arguments:
+            output = {"ok": False, "error": "the arguments were not valid JSON"}
+        else:
+            output = self.backend.call(tool, call.arguments, scripted_result(self.scenario, self.index, call))
+        self.outputs.append((call, output))
+        return output
+
+
+async def run_conversation(stream: ConversationStream, model_id: str, vendor: str, loaded: LoadedScenario,
+                           settings: ConversationSettings = ConversationSettings(), judge=None,
+                           voice: str | None = None, whole: bool = True,
+                           persona: Persona | None = None, conversation_id: str | None = None) -> ConversationRun:
+    """Run every turn of `loaded` against `stream`, then record, time and score the conversation
+    (the backend's end state only when `whole`: a trial of the first turns cannot reach it). The
+    caller speaks as `persona` (default: the scenario's own audio), rendered before the call opens.
+    A planner gives the conversation's id (one per run, model, scenario and persona), so a held-again
+    conversation is the same row; otherwise it is fresh."""
+    scenario = loaded.scenario
+    persona = persona or DEFAULT
+    rendered = await asyncio.to_thread(render_persona, loaded, persona, settings.persona_cache_dir)
+    setup = agent_setup(scenario, voice)
+    backend = Backend(scenario.initial_state)
+    handler = _Turns(scenario, backend)
+    run = ConversationRun(conversation_id or uuid.uuid4().hex, model_id, loaded.identity, loaded.pin, [], persona=persona.identity)
+    history: list[HistoryItem] = []
+    session = None
+
+    def kept(reason: str) -> str:  # a reason as stored: no key in it, and short
+        return scrub(reason, list(settings.secrets))[:500]
+
+    async def open_session(why: str | None, kind: str, timeline: Timeline) -> None:
+        nonlocal session
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.aclose()
+        session = None
+        session = await stream.converse(timeline, setup, tuple(history))
+        if why is not None:
+            timeline.mark(kind, text=why)
+            (run.rotations if kind == ROTATED else run.reconnections).append(why)
+
+    try:
+        await open_session(None, ROTATED, Timeline())
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the conversation's reason
+        status, reason = failure_of(exc, vendor, NO_SESSION)
+        run.status, run.reason = "ended", kept(f"no session: {status}: {reason}")
+        run.turns = [TurnRun(t.id, Timeline(), b"", "not_run", run.reason) for t in scenario.turns]
+        return run
+
+    next_at: int | None = None
+    for i, turn in enumerate(scenario.turns):
+        timeline = Timeline()
+        run.turns.append(tr := TurnRun(turn.id, timeline, caller_turn(rendered.audio[i], scenario.sample_rate,
+                                                                  rendered.anchors[i]),
+                                          caller_anchors=rendered.anchors[i]))
+        if session is None:
+            tr.status, tr.reason = "not_run", run.reason
+            continue
+        due = getattr(session, "rotation_due", lambda: None)()
+        if due is None and settings.rotate_every_turns and i and i % settings.rotate_every_turns == 0:
+            due = f"every {settings.rotate_every_turns} turns"
+        try:
+            if due is not None:
+                await open_session(due, ROTATED, timeline)
+            if next_at is not None:
+                await sleep_until(next_at, timeline.clock)
+            handler.index, handler.outputs = i, tr.outputs
+            session.start_turn(timeline)
+            await paced_send(session, tr.caller_pcm, CALLER_RATE, settings.chunk_ms, timeline)
+            await session.end_audio()
+            tr.model = await asyncio.wait_for(session.respond(handler), settings.turn_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - a failed turn is the turn's row; the call goes on
+            status, reason = failure_of(exc, vendor, NO_REPLY)
+            tr.status, tr.reason = status, kept(reason)
+        history.append(HistoryItem("user", turn.text))  # said, whatever became of the answer
+        history.extend(HistoryItem("tool", call=call, output=output) for call, output in tr.outputs)
+        if tr.model is not None and tr.model.transcript:
+            history.append(HistoryItem("assistant", tr.model.transcript))
+        if tr.status != "ok":
+            try:
+                await open_session(f"turn {turn.id}: {tr.status}", RECONNECTED, timeline)
+            except Exception as again:  # noqa: BLE001
+                status, reason = failure_of(again, vendor, NO_SESSION)
+                run.status, run.reason = "ended", kept(f"after turn {turn.id} no new session: {status}: {reason}")
+                session = None
+        spoken = _spoken_until_ns(timeline)
+        next_at = (spoken or timeline.clock()) + int(settings.pause_s * 1e9)
+    if session is not None:
+        with contextlib.suppress(Exception):
+            await session.aclose()
+    run.end_state = backend.state
+    await _record_and_time(run, settings)
+    run.score = await _score(run, scenario, judge, whole)
+    return run
+
+
+async def _record_and_time(run: ConversationRun, settings: ConversationSettings) -> None:
+    """Write the call recording, then measure each turn's timing back from the file."""
+    turns = [(t.timeline, t.caller_pcm) for t in run.turns]
+    if not any(t.timeline.of(CHUNK_SENT) for t in run.turns):
+        return
+    recording, spans = conversation_recording(turns)
+    with contextlib.ExitStack() as stack:
+        folder = settings.recordings_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        path = folder / f"conversation-{run.conversation_id}.wav"
+        await asyncio.to_thread(write_recording, path, recording)
+        measured = [s for s in spans if s is not None]
+        anchors = [t.caller_anchors for t, s in zip(run.turns, spans) if s is not None]
+        timings = iter(await asyncio.to_thread(turn_timings_from_file, path, measured,
+                                               no_response_s=settings.no_response_s, caller_anchors=anchors))
+        for turn, span in zip(run.turns, spans):
+            turn.timing = next(timings) if span is not None else None
+        run.recording = path if settings.recordings_dir else None
+
+
+async def _score(run: ConversationRun, scenario: Scenario, judge, whole: bool) -> ConversationScore:
+    outcomes = []
+    for turn, tr in zip(scenario.turns, run.turns):
+        outcome = TurnOutcome.of(turn.id, tr.model) if tr.model is not None else TurnOutcome(turn.id)
+        if tr.timing is not None and tr.status == "ok":
+            outcome = with_timing(outcome, tr.timing)
+        elif tr.status != "ok":  # a turn that failed got no response the caller could hear
+            outcome = replace(outcome, no_response=True, interrupted=False, long_silence=False)
+        if judge is not None and tr.model is not None:
+            judgement = await judge.judge_turn(scenario, turn, tr.model.transcript, tr.model.calls,
+                                               [o for _, o in tr.outputs], outcome.interrupted or outcome.no_response
+                                               or outcome.long_silence or False)
+            outcome = replace(outcome, judged={d: (v.passed, v.reason) for d, v in judgement.verdicts.items()})
+            tr.judge = judgement.judge.as_record() if judgement.judge is not None else None
+        outcomes.append(outcome)
+    end_state = end_state_matches(run.end_state, scenario.expected_end_state) if whole else None
+    return score_conversation(scenario, outcomes, run.conversation_id, end_state)
+
+
+def summary_line(run: ConversationRun) -> str:
+    """One line per conversation for logs and the CLI."""
+    turns = len(run.turns)
+    failed = sum(t.status != "ok" for t in run.turns)
+    return json.dumps({"conversation": run.conversation_id, "model": run.model_id, "scenario": run.scenario,
+                       "persona": run.persona, "turns": turns, "failed_turns": failed, "rotations": len(run.rotations),
+                       "reconnections": len(run.reconnections), "status": run.status, "reason": run.reason})

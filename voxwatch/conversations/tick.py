@@ -1,0 +1,192 @@
+"""The S2S board's conversations in a monitoring run (`voxwatch run`): hold each configured model's
+conversation on each configured scenario as each configured persona, store it, and record the run.
+The converse task of distributed mode (voxwatch.workers.conversation_tasks) holds one the same way
+(`hold_conversation`).
+
+A conversation is held by voxwatch/conversations/runner.py (paced turns, tools answered from the script,
+the call recording, the scores) and stored as one conversation row and one row per turn
+(voxwatch.store.conversation_rows), idempotent on its id (one per run, model, scenario and persona), or
+spooled when the store refuses it. The conversations get a run record of their own: its rows are
+the turns held, its failed rows the turns that failed, so `run_status` and the reconciler read it
+as they read a tick's observations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from voxwatch.config import Config
+from voxwatch.conversations.records import rows_of
+from voxwatch.store.conversation_rows import ConversationRow, TurnRow
+from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
+from voxwatch.conversations.hold import first_turns, hold_one
+from voxwatch.foundation.persona import Persona, find
+from voxwatch.conversations.runner import ConversationRun, ConversationSettings, TurnRun
+from voxwatch.conversations.scenario_file import LoadedScenario
+from voxwatch.foundation.observation import RunRecord, run_status
+from voxwatch.foundation.events import Timeline
+from voxwatch.providers.keys import model_secrets
+from voxwatch.providers.registry import ModelInfo, Registry
+from voxwatch.store import Store
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store.spool import keep_conversation
+from voxwatch.harness.tick import Plan, PlanError, create_adapter, runnable_models
+
+NOTE = "conversations"  # a conversation run's note starts with this (its rows are turns, not observations)
+
+
+@dataclass
+class ConversationPlan:
+    models: list[ModelInfo]
+    scenarios: list[LoadedScenario]
+    turns: int  # 0: every turn
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_conversations(config: Config, registry: Registry, models: list[str] | None = None,
+                       scenarios: list[str] | None = None, turns: int | None = None) -> ConversationPlan:
+    """The configured (or given) models, each checked to be on the S2S board and runnable here, and
+    the scenarios, loaded with their audio checked; a bad id or name stops the run before it starts."""
+    board = config.boards["s2s"]
+    chosen = [registry.resolve(m) for m in (board.conversation_models if models is None else models)]
+    for m in chosen:
+        if m.board != "s2s":
+            raise PlanError(f"{m.id} is on the {m.board} board; conversations are held on the s2s board "
+                            "([boards.s2s] conversation_models)")
+    catalog = ScenarioCatalog([bundled_root(), config.scenarios_dir])
+    loaded = [catalog.load(name) for name in (board.scenarios if scenarios is None else scenarios)] if chosen else []
+    plan = Plan(seed=0)
+    runnable = runnable_models(chosen, plan, registry.day)
+    return ConversationPlan(runnable, loaded, board.conversation_turns if turns is None else turns,
+                            plan.skipped, plan.warnings)
+
+
+@dataclass
+class ConversationTickResult:
+    run: RunRecord
+    conversations: list[tuple[ConversationRow, list[TurnRow]]]
+    skipped: list[str]
+    spooled: list[Path] = field(default_factory=list)  # conversations the store refused, safe in these files
+
+
+def conversation_id(run_id: str, model_id: str, scenario: str, persona: str) -> str:
+    """One id per (run, model, scenario, persona): a conversation held again (a redelivered task) is
+    the same row, which the store keeps once."""
+    return uuid.uuid5(_CONVERSATIONS, "|".join((run_id, model_id, scenario, persona))).hex
+
+
+_CONVERSATIONS = uuid.UUID("5b0d1c57-86a4-4f52-9b0e-3c9f4e1f0a6d")  # fixed for good: it names every planned conversation
+
+
+@dataclass(frozen=True)
+class Held:
+    """One conversation as held and as stored: the run (None when it never ran) and its rows."""
+    run: ConversationRun | None
+    row: ConversationRow
+    turns: list[TurnRow]
+
+
+async def hold_conversation(adapter: object, model: ModelInfo, full: LoadedScenario, turns: int, persona: Persona,
+                            settings: ConversationSettings, *, run_id: str, region: str) -> Held:
+    """Hold one (model, scenario, persona) conversation of a run (its first `turns` turns, 0: all)
+    and build its rows; `voxwatch run` and the converse task both hold a conversation this way."""
+    loaded, whole = first_turns(full, turns)
+    started = time.time()
+    held = await hold_one(adapter, model, loaded, settings, whole, persona,
+                          conversation_id(run_id, model.id, full.scenario.name, persona.name))
+    row, turn_rows = rows_of(held, loaded, run_id=run_id, region=region, started_at=started, finished_at=time.time(),
+                             whole=whole, secrets=settings.secrets, recordings_dir=settings.recordings_dir,
+                             emulator=getattr(adapter, "emulator", False))
+    return Held(held, row, turn_rows)
+
+
+def failed_conversation(model: ModelInfo, full: LoadedScenario, turns: int, persona: Persona, *, run_id: str,
+                        region: str, status: str, reason: str, secrets: tuple = ()) -> Held:
+    """The rows of a conversation that could not be held or finished (no adapter, a time limit, a
+    killed worker): status `failed` with the reason, each planned turn failed with it, so the run's
+    planned turns are all there and it can finish."""
+    loaded, whole = first_turns(full, turns)
+    cid = conversation_id(run_id, model.id, full.scenario.name, persona.name)
+    run = ConversationRun(cid, model.id, loaded.identity, loaded.pin,
+                          [TurnRun(t.id, Timeline(), b"", status, reason) for t in loaded.scenario.turns],
+                          status="failed", reason=reason, persona=persona.identity)
+    now = time.time()
+    row, turn_rows = rows_of(run, loaded, run_id=run_id, region=region, started_at=now, finished_at=now, whole=whole,
+                             secrets=secrets)
+    return Held(None, row, turn_rows)
+
+
+def planned_turns(plan: ConversationPlan, personas: list[Persona]) -> int:
+    """The turns a plan's conversations hold in all: a conversation run's planned rows."""
+    per_scenario = sum(len(first_turns(s, plan.turns)[0].scenario.turns) for s in plan.scenarios)
+    return per_scenario * len(plan.models) * len(personas)
+
+
+def hold_conversations(config: Config, store: Store, registry: Registry, plan: ConversationPlan,
+                       on_conversation: Callable[[ConversationRun], None] | None = None) -> ConversationTickResult:
+    """Hold every (model, scenario, persona) conversation of the plan, model by model, storing each
+    as it ends (spooled when the store refuses it)."""
+    personas = configured_personas(config)
+    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=0,
+                    note=f"{NOTE}: {len(plan.models) * len(plan.scenarios) * len(personas)} planned",
+                    planned=planned_turns(plan, personas))
+    store.start_run(run)
+    stored: list[tuple[ConversationRow, list[TurnRow]]] = []
+    spooled: list[Path] = []
+    skipped = list(plan.skipped)
+    config.recordings_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        for model in plan.models:
+            adapter = create_adapter(registry, model, config.region)
+            if isinstance(adapter, Exception):
+                skipped.append(f"skipped {model.id}'s conversations: adapter unavailable: {adapter}")
+                continue
+            settings = conversation_settings(config, model)
+            try:
+                for full in plan.scenarios:
+                    for persona in personas:
+                        held = asyncio.run(hold_conversation(adapter, model, full, plan.turns, persona, settings,
+                                                             run_id=run.run_id, region=config.region))
+                        path, _ = keep_conversation(store, config.spool_dir, held.row, held.turns)
+                        if path is None:
+                            stored.append((held.row, held.turns))
+                        else:
+                            spooled.append(path)
+                        run.rows += held.row.turns
+                        run.failed_rows += held.row.failed_turns
+                        if on_conversation is not None and held.run is not None:
+                            on_conversation(held.run)
+            finally:
+                getattr(adapter, "close", lambda: None)()
+        run.status = run_status(run.rows, run.failed_rows)
+    except BaseException as exc:
+        run.status = run_status(run.rows, run.failed_rows, complete=False)
+        run.note += f"; interrupted: {type(exc).__name__}"
+        raise
+    finally:
+        run.finished_at = time.time()
+        run.note += f"; {len(stored)} stored" + (f"; the store refused {len(spooled)}, spooled to {spooled[0]}"
+                                                 if spooled else "")
+        try:
+            store.finish_run(run)
+        except StoreError:
+            pass  # the conversations are stored or spooled; the run record is bookkeeping
+    return ConversationTickResult(run, stored, skipped, spooled)
+
+
+def conversation_settings(config: Config, model: ModelInfo) -> ConversationSettings:
+    """How a configured deployment holds a model's conversations: its chunk size, recordings folder,
+    and the model's keys (cut out of every stored reason)."""
+    return ConversationSettings(chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir,
+                                secrets=model_secrets(model))
+
+
+def configured_personas(config: Config) -> list[Persona]:
+    """[boards.s2s] personas (checked at load): each is a conversation of its own, never pooled."""
+    return [find(name) for name in config.boards["s2s"].personas]

@@ -1,0 +1,173 @@
+"""The fetch catalog: public, redistributable speech sets `voxwatch datasets fetch NAME` can download.
+
+An entry is data (voxwatch/datasets/remote/catalog.toml, and the user's own file, [datasets] fetch_catalog,
+whose entries replace packaged ones of the same name): what the set is, its license, citation and
+homepage, the files with their URLs and pinned checksums, how its transcripts are laid out, which
+utterances to take, and which degraded conditions to build. The user's file also holds the
+[[pin]] records `fetch --pin` appends: the sha256 of a first download of a file the catalog could
+not pin, applied only where the entry's own sha256 is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from datetime import date
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from voxwatch.datasets import degrade
+from voxwatch.datasets.download import FetchError
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+LAYOUTS = ("librispeech", "tsv")
+LICENSES = ("CC-BY-4.0", "CC0-1.0", "CC-BY-SA-4.0")  # redistributable, commercial use allowed
+_SHA256 = re.compile(r"^([0-9a-f]{64})?$")
+_MD5 = re.compile(r"^([0-9a-f]{32})?$")
+_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    name: str  # the file's name in the download cache and in errors
+    url: str
+    sha256: str  # "" when no published checksum was found: fetch refuses it unless --pin
+    md5: str = ""  # the source's own published md5, checked too when given
+    size: int | None = None
+    members: dict[str, str] = field(default_factory=dict)  # archive member path -> its pinned sha256, checked when taken out
+
+    @property
+    def is_archive(self) -> bool:
+        return self.name.endswith(ARCHIVE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class RemoteEntry:
+    name: str
+    description: str
+    license: str  # SPDX
+    citation: str
+    homepage: str
+    language: str
+    speech: str  # "recorded" or "synthesized"
+    layout: str  # how utterances are read: LAYOUTS
+    files: tuple[RemoteFile, ...]
+    subset: dict[str, Any]  # {"first": N} by sorted id, {"per_speaker": N}, or {"ids": [...]}
+    sources: str  # where the URLs and checksums were taken from
+    layout_params: dict[str, Any] = field(default_factory=dict)
+    degraded: tuple[str, ...] = ()
+    pinned_by_user: tuple[str, ...] = ()  # files whose sha256 came from a [[pin]] record
+
+    def record(self, verified: dict[str, str]) -> dict[str, Any]:
+        """What dataset.json keeps of where the set came from: each file's verified sha256, and
+        which of them only a user's pin vouches for (this fetch's --pin included)."""
+        return {"license": self.license, "citation": self.citation, "homepage": self.homepage,
+                "language": self.language, "speech": self.speech, "subset": self.subset,
+                "files": [{"name": f.name, "url": f.url, "sha256": verified[f.name]} for f in self.files],
+                "pinned_by_user": [f.name for f in self.files if f.name in self.pinned_by_user or not f.sha256]}
+
+
+def packaged_catalog() -> Path:
+    return Path(str(files("voxwatch.datasets").joinpath("remote", "catalog.toml")))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FetchError(f"{path}: cannot read the fetch catalog ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise FetchError(f"{path}: not a valid fetch catalog ({exc})") from None
+
+
+_ENTRY_KEYS = {"name", "description", "license", "citation", "homepage", "language", "speech", "layout",
+               "files", "subset", "sources", "layout_params", "degraded"}
+_FILE_KEYS = {"name", "url", "sha256", "md5", "size", "members"}
+
+
+def _entry(raw: Any, where: str) -> RemoteEntry:
+    if not isinstance(raw, dict):
+        raise FetchError(f"{where}: expected a table")
+    unknown, missing = set(raw) - _ENTRY_KEYS, (_ENTRY_KEYS - {"layout_params", "degraded"}) - set(raw)
+    if unknown or missing:
+        raise FetchError(f"{where}: " + "; ".join(p for p in (
+            f"unknown key(s) {sorted(unknown)}" if unknown else "", f"missing key(s) {sorted(missing)}" if missing else "") if p))
+    where = f"{where} ({raw['name']})"
+    if raw["license"] not in LICENSES:
+        raise FetchError(f"{where}: license {raw['license']!r} is not one voxwatch fetches ({', '.join(LICENSES)})")
+    if raw["layout"] not in LAYOUTS:
+        raise FetchError(f"{where}: layout {raw['layout']!r}: expected one of {', '.join(LAYOUTS)}")
+    if raw["speech"] not in ("recorded", "synthesized"):
+        raise FetchError(f"{where}: speech: expected recorded or synthesized")
+    subset = raw["subset"]
+    counted = isinstance(subset, dict) and len(subset) == 1 and next(iter(subset)) in ("first", "per_speaker")
+    if not (counted and isinstance(next(iter(subset.values())), int) and next(iter(subset.values())) > 0
+            or isinstance(subset, dict) and set(subset) == {"ids"} and isinstance(subset["ids"], list) and subset["ids"]):
+        raise FetchError(f"{where}: subset: expected {{first = N}}, {{per_speaker = N}} or {{ids = [...]}}")
+    bad = [t for t in raw.get("degraded", []) if t not in degrade.TRANSFORMS]
+    if bad:
+        raise FetchError(f"{where}: degraded: unknown transform(s) {bad}; known: {', '.join(degrade.TRANSFORMS)}")
+    files_ = tuple(_file(f, f"{where} file {i}") for i, f in enumerate(raw["files"], 1))
+    if not files_ or len({f.name for f in files_}) != len(files_):
+        raise FetchError(f"{where}: files: expected at least one, with unique names")
+    return RemoteEntry(name=raw["name"], description=raw["description"], license=raw["license"], citation=raw["citation"],
+                       homepage=raw["homepage"], language=raw["language"], speech=raw["speech"], layout=raw["layout"],
+                       files=files_, subset=subset, sources=raw["sources"], layout_params=dict(raw.get("layout_params", {})),
+                       degraded=tuple(raw.get("degraded", ())))
+
+
+def _file(raw: Any, where: str) -> RemoteFile:
+    if not isinstance(raw, dict) or set(raw) - _FILE_KEYS or not {"name", "url", "sha256"} <= set(raw):
+        raise FetchError(f"{where}: expected name, url, sha256 and optionally md5, size, members")
+    if not _FILE_NAME.match(raw["name"]):
+        raise FetchError(f"{where}: name {raw['name']!r}: letters, digits, '.', '_' or '-'")
+    if not _SHA256.match(raw["sha256"]) or not _MD5.match(raw.get("md5", "")):
+        raise FetchError(f"{where} ({raw['name']}): sha256 is 64 lower-case hex digits (or \"\" when unknown), md5 32")
+    if not str(raw["url"]).startswith(("https://", "http://")):
+        raise FetchError(f"{where} ({raw['name']}): url must be http(s)")
+    members = {m.get("path"): m.get("sha256") for m in raw.get("members", []) if isinstance(m, dict)}
+    if len(members) != len(raw.get("members", [])) or not all(
+            isinstance(p, str) and isinstance(h, str) and h and _SHA256.match(h) for p, h in members.items()):
+        raise FetchError(f"{where} ({raw['name']}): members: each a distinct {{path, sha256}}")
+    return RemoteFile(raw["name"], raw["url"], raw["sha256"], raw.get("md5", ""), raw.get("size"), members)
+
+
+def load(user_file: Path | None) -> dict[str, RemoteEntry]:
+    """The packaged entries, replaced by the user's of the same name, with the user's pins applied."""
+    entries: dict[str, RemoteEntry] = {}
+    pins: dict[tuple[str, str], str] = {}
+    sources = [packaged_catalog()] + ([user_file] if user_file is not None and user_file.is_file() else [])
+    for path in sources:
+        data = _read(path)
+        for i, raw in enumerate(data.get("dataset", []), 1):
+            entry = _entry(raw, f"{path}: dataset {i}")
+            entries[entry.name] = entry
+        for i, pin in enumerate(data.get("pin", []), 1):
+            if not isinstance(pin, dict) or not {"dataset", "file", "sha256"} <= set(pin) or not _SHA256.match(pin["sha256"]):
+                raise FetchError(f"{path}: pin {i}: expected dataset, file and sha256")
+            pins[(pin["dataset"], pin["file"])] = pin["sha256"]
+    return {name: _pinned(entry, pins) for name, entry in entries.items()}
+
+
+def _pinned(entry: RemoteEntry, pins: dict[tuple[str, str], str]) -> RemoteEntry:
+    used = [f.name for f in entry.files if not f.sha256 and (entry.name, f.name) in pins]
+    if not used:
+        return entry
+    new = tuple(replace(f, sha256=pins[(entry.name, f.name)]) if f.name in used else f for f in entry.files)
+    return replace(entry, files=new, pinned_by_user=tuple(used))
+
+
+def append_pin(user_file: Path, dataset: str, file: RemoteFile, sha256: str) -> None:
+    """A [[pin]] record at the end of the user's catalog file (made if missing); never rewrites it."""
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    new = not user_file.is_file()
+    with user_file.open("a", encoding="utf-8") as f:
+        if new:
+            f.write("# Your fetch catalog: [[dataset]] entries of your own, and the [[pin]] records\n"
+                    "# `voxwatch datasets fetch NAME --pin` appends (docs/DATASETS.md).\n")
+        f.write(f"\n[[pin]]\ndataset = {json.dumps(dataset)}\nfile = {json.dumps(file.name)}\nsha256 = {json.dumps(sha256)}\n"
+                f"url = {json.dumps(file.url)}\npinned = {date.today().isoformat()}\n"
+                f'md5_checked = {"true" if file.md5 else "false"}\n')

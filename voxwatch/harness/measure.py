@@ -1,0 +1,326 @@
+"""Measuring one item: acquire -> measure -> observation. The harness owns the envelope.
+
+`measure_item` is the one public entry used by `voxwatch run`, the Celery task and the
+benchmarks. It opens the provider connection outside every clock (timed as `connect_ms`), paces
+or sends the input, waits with a timeout, hands the timeline to voxwatch.metrics, and turns any
+failure into a row with a status and a reason, never a latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Awaitable, Callable, Sequence
+
+import numpy as np
+import websockets
+
+from voxwatch import __version__
+from voxwatch.foundation.clock import busy_poll, gc_paused, on_the_clock
+from voxwatch.foundation.audio import resample
+from voxwatch.datasets.catalog import Dataset
+from voxwatch.datasets.manifest import Clip, Prompt, file_stem
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.onset import ONSET_VERSION, levels
+from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
+                                       stt_stream_metrics, tts_metrics)
+from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
+from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
+from voxwatch.metrics.entities import entity_errors
+from voxwatch.metrics.wer import scorer_for, word_errors
+from voxwatch.foundation.observation import Observation
+from voxwatch.foundation.text import safe_text
+from voxwatch.foundation.languages import is_english
+from voxwatch.providers.base import HarnessFault, ProviderError, in_language, on_wire
+from voxwatch.providers.close_codes import closed
+from voxwatch.foundation.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
+from voxwatch.providers.keys import Secret, scrub
+from voxwatch.providers.registry import ModelInfo
+
+from voxwatch.harness.pacer import paced_send
+
+TRIM_AFTER_SPEECH_S = 0.1
+CLOCK_FIELDS = ("connect_ms", "ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "latency_ms", "rtf",
+                "ttfa_ms", "ttfb_ms", "leading_silence_ms", "synthesis_ms", "v2v_ms", "pacing_error_ms")
+
+
+class Inaudible(Exception):
+    """Synthesized audio with no audible onset."""
+
+
+@dataclass(frozen=True)
+class MeasureContext:
+    run_id: str
+    seed: int
+    region: str
+    attempt: int = 1
+    timeout_s: float = 30.0
+    chunk_ms: int = 20
+    instrument: Callable[[np.ndarray], str] | None = None  # float32 16 kHz -> transcript
+    instrument_id: str | None = None
+    secrets: tuple[Secret | None, ...] = ()
+    clock: Clock = time.perf_counter_ns
+    emulator: bool = False
+    recordings_dir: Path | None = None  # S2S call recordings; a temporary file when None
+    on_timeline: Callable[[Timeline], None] | None = None  # calibration: sees each timeline as it is made
+
+
+def _timeline(ctx: MeasureContext) -> Timeline:
+    timeline = Timeline(ctx.clock)
+    if ctx.on_timeline is not None:
+        ctx.on_timeline(timeline)  # it fills in as the measurement runs
+    return timeline
+
+
+async def _connect(connecting, timeline: Timeline, row: Observation, ctx: MeasureContext):
+    """Open and warm the provider connection, outside every clock but connect_ms."""
+    timeline.mark(CONNECT_START)
+    session = await asyncio.wait_for(connecting, ctx.timeout_s)
+    timeline.mark(CONNECTED)
+    row.connect_ms = connect_ms(timeline)
+    return session
+
+
+def _base_row(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: MeasureContext) -> Observation:
+    clip = item if isinstance(item, Clip) else None
+    scoring = scorer_for(dataset.info.language)
+    return Observation(
+        run_id=ctx.run_id, model_id=model.id, dataset=dataset.name, clip_id=item.id, attempt=ctx.attempt,
+        board=model.board, vendor=model.vendor, protocol=model.protocol, region=ctx.region,
+        started_at=time.time(), status="ok", condition=dataset.info.condition, family=dataset.info.family,
+        utterance_id=clip.utterance_id if clip else item.id, voice=model.voice if model.board == "tts" else None,
+        language=dataset.info.language, speaker=clip.voice if clip else None, accent=clip.accent if clip else None,
+        dataset_manifest_sha256=dataset.manifest_sha256, seed=ctx.seed, emulator=ctx.emulator,
+        reference=item.text, method_version=METHOD_VERSION, runner_version=__version__,
+        normalizer=scoring.normalizer, normalizer_version=scoring.normalizer_version, vad=VAD_NAME, vad_version=VAD_VERSION,
+        vad_params=json.dumps(VAD_PARAMS.as_record(), sort_keys=True), onset_version=ONSET_VERSION,
+    )
+
+
+COLD_LATENCIES = ("latency_ms", "rtf", "ttfb_ms", "ttfa_ms", "leading_silence_ms", "synthesis_ms")
+
+
+def _http_facts(row: Observation, timeline: Timeline) -> None:
+    """Record the HTTP version and connection reuse; a latency timed over a cold connection stays null."""
+    response = next((e for e in timeline.of(RESPONSE) if e.http_version is not None), None)
+    if response is None:
+        return
+    row.http_version, row.connection_reused = response.http_version, response.connection_reused
+    if response.connection_reused is False:
+        for name in COLD_LATENCIES:
+            setattr(row, name, None)
+        row.reason = "timed over a cold connection (it includes connection set-up); latency not recorded"
+
+
+def _score(row: Observation, reference: str, hypothesis: str, entities: Sequence[dict] | None = None) -> None:
+    """WER parts (and, for a tagged clip, entity counts) of the hypothesis as it will be stored: made
+    safe first (voxwatch.foundation.text), so the stored words are the scored ones."""
+    hypothesis = safe_text(hypothesis) if hypothesis else hypothesis
+    parts = word_errors(reference, hypothesis, row.language)
+    row.hypothesis = hypothesis
+    row.substitutions, row.deletions, row.insertions, row.ref_words = (
+        parts.substitutions, parts.deletions, parts.insertions, parts.ref_words)
+    if entities is not None:
+        counted = entity_errors(entities, hypothesis, row.language)
+        row.entities_total, row.entities_missed = counted.total, counted.missed
+
+
+def _sent_samples(clip: Clip) -> int:
+    """A caller speaks the clip up to 100 ms after the end of speech (METHOD "Shared VAD anchors")."""
+    return int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))
+
+
+def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
+    """What a caller sends, as int16 PCM: the clip trimmed to 100 ms after the end of speech."""
+    return dataset.audio(clip)[:_sent_samples(clip)].tobytes()
+
+
+async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext,
+                       wait) -> tuple[bytes, Timeline]:
+    """What a caller does (STT stream and S2S alike): connect, speak the clip in real time, end the
+    turn, then wait (`wait(session)`) for the provider's answer within the time limit. A dataset with
+    a wire format (the phone line's mu-law) is sent in it; the PCM is returned either way."""
+    pcm = audio_sent(dataset, clip)
+    wire = dataset.wire
+    sent, bytes_per_sample = (pcm, 2) if wire is None else \
+        (dataset.wire_bytes(clip)[:_sent_samples(clip) * wire.bytes_per_sample], wire.bytes_per_sample)
+    timeline = _timeline(ctx)
+    session = await _connect(adapter.connect(timeline), timeline, row, ctx)
+    try:
+        await paced_send(session, sent, clip.sample_rate, ctx.chunk_ms, timeline, bytes_per_sample)
+        row.pacing_error_ms = pacing_error_ms(timeline)
+        await session.end_audio()
+        await asyncio.wait_for(wait(session), ctx.timeout_s)
+    finally:
+        await session.aclose()
+    return pcm, timeline
+
+
+async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation,
+                      ctx: MeasureContext) -> After:
+    _, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final())
+
+    async def compute() -> None:
+        m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end)
+        if m.ttfs_ms is None:
+            raise asyncio.TimeoutError("the stream closed without a final transcript")
+        row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = (m.ttfs_ms, m.first_partial_ms,
+                                                                           m.first_partial_from_t0_ms)
+        _score(row, clip.text, m.hypothesis, clip.entities)
+    return compute
+
+
+async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation,
+                     ctx: MeasureContext) -> After:
+    pcm = audio_sent(dataset, clip)
+    timeline = _timeline(ctx)
+    client = await _connect(adapter.connect(timeline), timeline, row, ctx)
+    await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
+
+    async def compute() -> None:
+        m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
+        row.latency_ms, row.rtf = m.latency_ms, m.rtf
+        _http_facts(row, timeline)
+        _score(row, clip.text, m.hypothesis, clip.entities)
+    return compute
+
+
+async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row: Observation,
+               ctx: MeasureContext) -> After:
+    timeline = _timeline(ctx)
+    session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
+    try:
+        await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
+    finally:
+        await session.aclose()
+
+    async def compute() -> None:
+        m = tts_metrics(timeline)
+        row.ttfb_ms, row.synthesis_ms, row.audio_duration_s = m.ttfb_ms, m.synthesis_ms, m.audio_duration_s
+        stream = m.stream
+        if m.ttfa_ms is None:
+            lv = levels(stream.samples)
+            raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
+        row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
+        _http_facts(row, timeline)
+        if ctx.instrument is None:
+            return
+        row.instrument_id = ctx.instrument_id
+        if not is_english(row.language):  # the instrument's callable takes audio only: it hears English
+            row.instrument_error = (f"the intelligibility instrument {ctx.instrument_id} hears English only; "
+                                    f"{row.language} speech is not scored (WER null)")
+            return
+        try:
+            audio16k = resample(stream.samples, stream.sample_rate, 16000).astype(np.float32)
+            text = await asyncio.to_thread(ctx.instrument, audio16k)
+            _score(row, prompt.text, text)
+        except Exception as exc:  # an instrument failure is not a provider failure
+            row.instrument_error = f"{type(exc).__name__}: {exc}"
+    return compute
+
+
+def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
+    """Write the two-channel call recording, then measure V2V back from the file (METHOD)."""
+    write_recording(path, call_recording(timeline, pcm, rate))
+    return v2v_from_recording(path)
+
+
+async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> After:
+    """One spoken turn: the clip paced in real time, the model's reply captured into the call recording."""
+    pcm, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_response())
+    reply = collect_audio(timeline.events)
+    if reply.samples.size == 0:
+        raise Inaudible("the model sent no audio")
+    row.audio_duration_s = reply.samples.size / reply.sample_rate
+
+    async def record() -> None:
+        with contextlib.ExitStack() as stack:
+            folder = ctx.recordings_dir / ctx.run_id / row.model_id.replace("/", "_") if ctx.recordings_dir else \
+                Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            path = folder / f"{row.dataset}-{file_stem(clip.id)}.wav"  # an id may hold "/" or ".."
+            # in a thread as well: the loop still serves other calls' sockets
+            v = await asyncio.to_thread(_record_and_measure, path, timeline, pcm, clip.sample_rate)
+        if v.v2v_ms is None:
+            lv = levels(reply.samples)
+            raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
+        row.v2v_ms = v.v2v_ms
+    return record
+
+
+After = Callable[[], Awaitable[None]]
+"""What a harness leaves to do once its clocks have stopped: computing the row from the timeline,
+scoring, recording. It times nothing, so it waits until no other measurement of the worker is on
+the clock (voxwatch.foundation.clock.on_the_clock) and delays none of their stamps."""
+
+HARNESSES = {"stt-stream": _stt_stream, "stt-batch": _stt_batch, "tts-stream": _tts, "s2s": _s2s}
+
+
+def failure_of(exc: Exception, vendor: str, timed_out: str) -> tuple[str, str]:
+    """The one reading of a failed measurement (a single turn or a conversation's turn): its status
+    and reason; `timed_out` is the reason of a timeout that gave none."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timeout", str(exc) or timed_out
+    if isinstance(exc, Inaudible):
+        return "inaudible", str(exc)
+    if isinstance(exc, ProviderError):
+        return exc.status, str(exc)
+    if isinstance(exc, HarnessFault):  # ours, not the vendor's: not an attempt
+        return "excluded", str(exc)
+    if isinstance(exc, websockets.ConnectionClosed):  # an adapter that let the close through: the one reading of its code
+        error = closed(vendor, exc)
+        return ("excluded" if isinstance(error, HarnessFault) else error.status), str(error)
+    return "error", f"{type(exc).__name__}: {exc}"
+
+
+def _fail(row: Observation, status: str, reason: str, ctx: MeasureContext) -> Observation:
+    row.status, row.reason = status, scrub(reason, list(ctx.secrets))[:500]
+    for name in CLOCK_FIELDS:
+        setattr(row, name, None)
+    return row
+
+
+def failed_observation(model: ModelInfo, dataset: Dataset, item: Clip | Prompt, ctx: MeasureContext,
+                       status: str, reason: str) -> Observation:
+    """A row for an item that could not be measured at all (for example, no adapter)."""
+    return _fail(_base_row(model, dataset, item, ctx), status, reason, ctx)
+
+
+async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip | Prompt,
+                       ctx: MeasureContext) -> Observation:
+    """One observation for one item; every failure becomes a row with a status and a reason."""
+    row = _base_row(model, dataset, item, ctx)
+    try:
+        harness = HARNESSES.get(model.protocol)
+        if harness is None:
+            return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
+        if isinstance(item, Clip) and dataset.wire is not None:
+            adapter = on_wire(adapter, dataset.wire)
+            if adapter is None:
+                return _fail(row, "excluded", f"{model.id}'s protocol does not take {dataset.wire.label} audio "
+                                              f"as voxwatch speaks it; {dataset.name} is sent only as {dataset.wire.label}",
+                             ctx)
+        adapter = in_language(adapter, dataset.info.language)
+        if adapter is None:
+            return _fail(row, "excluded", f"{model.id} does not take {dataset.info.language} as voxwatch speaks it; "
+                                          f"{dataset.name} is in {dataset.info.language}", ctx)
+        row.voice = getattr(adapter, "language_voice", None) or row.voice  # a TTS voice chosen by language
+        # a local engine needs the CPU a busy poll would take, and its events come from threads
+        async with busy_poll if model.region != "local" else contextlib.nullcontext():
+            with gc_paused, on_the_clock:
+                after = await harness(adapter, model, dataset, item, row, ctx)
+        await on_the_clock.quiet(ctx.timeout_s)
+        await after()
+    except Exception as exc:  # every failure becomes a row: its status and reason (failure_of)
+        if isinstance(exc, ProviderError):
+            row.retry_after_s = exc.retry_after_s
+        return _fail(row, *failure_of(exc, model.vendor, f"no result within {ctx.timeout_s:g} s"), ctx)
+    for metric in ("ttfs_ms", "first_partial_ms", "first_partial_from_t0_ms", "ttfa_ms", "latency_ms"):
+        exclusion = model.excluded(metric)
+        if exclusion is not None:
+            setattr(row, metric, None)
+    return row

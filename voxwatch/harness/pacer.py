@@ -1,0 +1,72 @@
+"""Real-time pacing (METHOD "Audio"): chunk k is written at the absolute deadline t0 + k * chunk.
+
+Deadlines are absolute, so a late chunk never shifts the ones after it; each CHUNK_SENT event
+carries its deadline, from which voxwatch.metrics computes the pacing error.
+
+Concurrent streams on one event loop start at staggered phases of the chunk period: a tick starts
+its calls together, and with a shared t0 every chunk of 64 calls would fall due in the same
+instant, the last written a whole burst's work late (measured: pacing p99 40-60 ms on 2 cores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from typing import Iterator
+
+from voxwatch.foundation.clock import sleep_until
+from voxwatch.foundation.events import CHUNK_SENT, Timeline
+
+PHASES = 32
+"""Start phases per chunk period: 0.625 ms apart at 20 ms chunks."""
+
+
+def chunk_pcm(pcm16: bytes, sample_rate: int, chunk_ms: int, bytes_per_sample: int = 2) -> list[bytes]:
+    """The audio in chunk_ms pieces (int16 PCM by default; mu-law is one byte a sample)."""
+    step = sample_rate * chunk_ms // 1000 * bytes_per_sample
+    return [pcm16[i:i + step] for i in range(0, len(pcm16), step)]
+
+
+class _Phases:
+    """The start phases (t0 modulo the chunk period) of the streams each event loop is pacing."""
+
+    def __init__(self) -> None:
+        self._taken: dict[tuple[asyncio.AbstractEventLoop, int], Counter[int]] = {}
+
+    @contextlib.contextmanager
+    def start(self, now_ns: int, period_ns: int) -> Iterator[int]:
+        """The t0 of a new stream: the next instant at the least-taken phase (within one period of now)."""
+        key = (asyncio.get_running_loop(), period_ns)
+        taken = self._taken.setdefault(key, Counter())
+        step = period_ns // PHASES
+
+        def wait(phase: int) -> int:
+            return (phase * step - now_ns) % period_ns
+
+        phase = min(range(PHASES), key=lambda p: (taken[p], wait(p)))
+        taken[phase] += 1
+        try:
+            yield now_ns + wait(phase)
+        finally:
+            taken[phase] -= 1
+            if not +taken:
+                self._taken.pop(key, None)
+
+
+phases = _Phases()
+
+
+async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, timeline: Timeline,
+                     bytes_per_sample: int = 2) -> int:
+    """Write every chunk on its deadline, marking CHUNK_SENT (with the deadline) as each write returns.
+    `pcm16` is the audio as sent: int16 PCM, or a dataset's wire encoding (`bytes_per_sample`)."""
+    chunks = chunk_pcm(pcm16, sample_rate, chunk_ms, bytes_per_sample)
+    period = chunk_ms * 1_000_000
+    with phases.start(timeline.clock(), period) as t0:
+        for k, chunk in enumerate(chunks):
+            deadline = t0 + k * period
+            await sleep_until(deadline, timeline.clock)
+            await session.send_audio(chunk)
+            timeline.mark(CHUNK_SENT, n_samples=len(chunk) // bytes_per_sample, deadline_ns=deadline)
+    return len(chunks)

@@ -1,0 +1,248 @@
+"""One monitoring tick in-process: plan the sample, measure every (item, model), store the rows.
+
+The same plan and `measure_item` serve `voxwatch run` and the distributed workers. Work is
+ordered item-major (every model measures item 1, then item 2, ...) so no provider is burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import random
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tqdm import tqdm
+
+from voxwatch.foundation import preload
+from voxwatch.config import Config
+from voxwatch.datasets.catalog import Catalog, Dataset
+from voxwatch.datasets.manifest import Clip, Prompt
+from voxwatch.datasets.sampling import draw
+from voxwatch.foundation.observation import Observation, RunRecord, run_status
+from voxwatch.providers.keys import key_variable, model_secrets
+from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
+from voxwatch.store import Store
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.store.spool import SpoolingWriter
+
+from voxwatch.harness.measure import MeasureContext, failed_observation, measure_item
+from voxwatch.harness.retry_after import VendorHolds, hold_s
+
+BOARD_KIND = {"stt": "audio", "s2s": "audio", "tts": "text"}
+
+
+class PlanError(ValueError):
+    """A run that cannot start: unknown model or dataset, or a dataset on the wrong board."""
+
+
+@dataclass(frozen=True)
+class Task:
+    model: ModelInfo
+    dataset: Dataset
+    item: Clip | Prompt
+
+
+@dataclass
+class Plan:
+    seed: int
+    tasks: list[Task] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # one line per model that cannot run here
+    warnings: list[str] = field(default_factory=list)  # one line per model measured that retires soon
+
+
+def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: list[str] | None = None,
+              datasets: list[str] | None = None, sample_size: int | None = None, seed: int | None = None) -> Plan:
+    """Resolve models and datasets (integrity-checked), then draw one sample per family."""
+    seed = seed if seed is not None else (config.seed if config.seed >= 0 else random.SystemRandom().randrange(2**31))
+    n = sample_size or config.sample_size
+    if models is not None:
+        chosen_models = [registry.resolve(m) for m in models]
+    else:
+        chosen_models = [registry.resolve(m) for b in config.boards.values() for m in b.models]
+    loaded: dict[str, Dataset] = {}
+    plan = Plan(seed=seed)
+    by_board: dict[str, tuple[list[ModelInfo], list[Dataset]]] = {}
+    wanted = set(datasets or [])
+    used: set[str] = set()
+    for board in ("stt", "tts", "s2s"):
+        board_models = [m for m in chosen_models if m.board == board]
+        if not board_models:
+            continue
+        names = list(datasets or config.boards[board].datasets)
+        board_sets = []
+        for name in names:
+            if name not in loaded:
+                loaded[name] = catalog.load(name)
+            ds = loaded[name]
+            if ds.info.kind != BOARD_KIND[board]:
+                if datasets is None:
+                    raise PlanError(f"dataset {name} ({ds.info.kind}) cannot run on the {board} board")
+                continue
+            board_sets.append(ds)
+            used.add(name)
+        by_board[board] = (board_models, board_sets)
+    unused = wanted - used
+    if unused:
+        raise PlanError(f"dataset(s) {', '.join(sorted(unused))} fit no board of the chosen models")
+    for board, (board_models, board_sets) in by_board.items():
+        plan.tasks.extend(_draw_tasks(runnable_models(board_models, plan, registry.day), board_sets, seed, n))
+    return plan
+
+
+def runnable_models(models: list[ModelInfo], plan: Plan, day: dt.date) -> list[ModelInfo]:
+    """The models that can run here on `day`; one line in `plan.skipped` for each that cannot (a retired
+    model is never measured), one in `plan.warnings` for each that retires soon."""
+    runnable = []
+    for m in models:
+        standing = m.standing(day)
+        if standing.retired:
+            plan.skipped.append(f"skipped {m.id}: {standing.notice}")
+        elif not m.key_is_set():
+            plan.skipped.append(f"skipped {m.id}: set {key_variable(m.vendor)} to measure it")
+        else:
+            runnable.append(m)
+            if standing.notice:
+                plan.warnings.append(f"warning: {m.id} is {standing.notice}")
+    return runnable
+
+
+def _draw_tasks(models: list[ModelInfo], datasets: list[Dataset], seed: int, n: int) -> list[Task]:
+    """One draw per family, shared by every model and every condition; ordered item-major."""
+    families: dict[str, list[Dataset]] = {}
+    for ds in datasets:
+        families.setdefault(ds.info.family, []).append(ds)
+    tasks = []
+    for family, members in families.items():
+        by_uid = [{_uid(i): i for i in ds.items} for ds in members]
+        common = set.intersection(*(set(m) for m in by_uid))
+        for uid in draw(seed, family, sorted(common), n):
+            for ds, items in zip(members, by_uid):
+                tasks.extend(Task(m, ds, items[uid]) for m in models)
+    return tasks
+
+
+def _uid(item: Clip | Prompt) -> str:
+    return item.utterance_id if isinstance(item, Clip) else item.id
+
+
+@dataclass
+class TickResult:
+    run: RunRecord
+    rows: list[Observation]
+    skipped: list[str]
+    spooled: Path | None = None
+
+
+def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, progress: bool = True,
+             instrument: Callable | None = None, instrument_id: str | None = None,
+             on_row: Callable[[Observation], None] | None = None) -> TickResult:
+    """Measure every task of the plan and store each row as it completes.
+
+    An interrupted tick ends `partial` (or `failed` with no ok row) and keeps what it completed;
+    rows the store refuses are retried and finally spooled to a file, never dropped.
+    """
+    preload.numerics()  # before the first measurement, not inside it
+    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed,
+                    planned=len(plan.tasks))
+    store.start_run(run)
+    writer = SpoolingWriter(store, config.spool_dir, run.run_id)
+    rows: list[Observation] = []
+    try:
+        asyncio.run(_measure_all(config, writer, registry, plan, run, rows, progress, instrument, instrument_id, on_row))
+        run.status = run_status(run.rows, run.failed_rows)
+    except BaseException as exc:
+        run.status = run_status(run.rows, run.failed_rows, complete=False)
+        run.note = f"interrupted: {type(exc).__name__}"
+        raise
+    finally:
+        run.finished_at = time.time()
+        spooled = writer.flush()
+        if spooled is not None:
+            run.note = ((run.note + "; ") if run.note else "") + f"store refused rows ({writer.last_error}); spooled to {spooled}"
+        try:
+            store.finish_run(run)
+        except StoreError:
+            pass  # the rows are safe (stored or spooled); the run record is bookkeeping
+    return TickResult(run, rows, plan.skipped, spooled)
+
+
+def create_adapter(registry: Registry, model: ModelInfo, region: str | None = None) -> object:
+    """The model's adapter for a worker in `region`, or the exception that prevented it (every item
+    then becomes an error row)."""
+    try:
+        return registry.create(model, region)
+    except (RegistryError, ImportError, OSError, RuntimeError) as exc:
+        return exc
+
+
+async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
+                       rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
+    models = {t.model.id: t.model for t in plan.tasks}
+    adapters = {model_id: create_adapter(registry, model, config.region) for model_id, model in models.items()}
+    secrets = tuple(s for t in plan.tasks for s in model_secrets(t.model))
+    bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
+    holds = VendorHolds()  # each vendor's Retry-After, from its last 429
+    try:
+        for task in plan.tasks:
+            wait = holds.wait_s(task.model.vendor, config.max_retry_after_s)
+            if wait > 0:  # a rate limit is honoured here, between items, never inside a clock
+                await asyncio.sleep(wait)
+            row = await measure_task(config, task, adapters[task.model.id], run.run_id, plan.seed, secrets,
+                                     instrument, instrument_id)
+            if row.status == "rate_limited":
+                holds.hold(task.model.vendor, hold_s(row.retry_after_s, config.default_backoff_s))
+            writer.write(row)
+            rows.append(row)
+            run.rows += 1
+            run.failed_rows += row.status != "ok"
+            if on_row is not None:
+                on_row(row)
+            bar.set_postfix_str(f"{task.model.id} {task.dataset.name}", refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+        for adapter in adapters.values():
+            if hasattr(adapter, "close"):
+                adapter.close()
+
+
+async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: int, secrets: tuple,
+                       instrument, instrument_id) -> Observation:
+    """One row for one task, in-process or in a Celery worker: the worker's region is stamped on it."""
+    ctx = MeasureContext(run_id=run_id, seed=seed, region=config.region, timeout_s=config.timeout_s,
+                         chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if task.model.board == "tts" else None,
+                         instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False))
+    if isinstance(adapter, Exception):
+        return failed_observation(task.model, task.dataset, task.item, ctx, "error",
+                                  f"adapter unavailable: {adapter}")
+    return await measure_item(task.model, adapter, task.dataset, task.item, ctx)
+
+
+def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[Callable | None, str | None]:
+    """The fixed STT that scores TTS intelligibility; only loaded when a TTS model is measured."""
+    if not any(t.model.board == "tts" for t in plan.tasks):
+        return None, None
+    return load_instrument(config, registry)
+
+
+def load_instrument(config: Config, registry: Registry) -> tuple[Callable, str]:
+    """The configured instrument, loaded (a Celery worker process loads it once, on its first TTS task)."""
+    model = registry.resolve(config.tts_instrument)
+    standing = registry.standing(model)
+    if standing.retired:
+        raise PlanError(f"instrument {model.id} is {standing.notice}: configure another [boards.tts] instrument")
+    if model.id == "openai/whisper-1":
+        if not model.key_is_set():
+            raise PlanError(f"instrument {model.id}: set {key_variable(model.vendor)} to use it")
+        return registry.create(model).transcribe_text, model.id
+    if model.vendor != "faster-whisper":
+        raise PlanError(f"instrument {model.id}: the instrument is the local faster-whisper model or openai/whisper-1")
+    from voxwatch.providers.local.whisper_stt import WhisperTiny
+
+    registry.create(model)  # checks the installed version against the id
+    return WhisperTiny.get().transcribe, model.id

@@ -1,0 +1,313 @@
+"""Every series statistic, defined once (METHOD "Aggregates"): what each leaderboard number is.
+
+A series is one (board, model, dataset, region, method version, protocol, instrument). Its rows
+are attempts; each has a status, the utterance it measured (its clip) and the tick it belongs to
+(its run). The leaderboard, the Postgres aggregates, SQLite reads, the web pages, the API, the
+CLI and the alert summaries all call `series_rows`; the Grafana SQL is tested against it.
+
+Floors: a statistic is n/a (None) below its floor. Means, max and standard deviation need
+MIN_N values, and so does p50; a tail percentile q also needs at least TAIL_N values beyond it
+(p95: 100, p99: 500), since a p95 of 20 values is their largest but one. Rates need MIN_ATTEMPTS
+attempts; pooled WER needs MIN_N scored clips, the entity error rate MIN_N scored clips with tags.
+Intervals (95 %) respect how the rows were drawn:
+they cluster by utterance and tick (voxwatch/metrics/clustered.py), never treating rows as independent,
+and need rows from MIN_CLUSTERS ticks and utterances.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics.clustered import Design, design, quantile_interval, rate_interval, ratio_variance, t_interval
+from voxwatch.metrics.specs import for_protocol
+
+WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
+"""The rolling windows every series is summarized over (30 d is the headline)."""
+MIN_N = 5
+"""Fewest values for any statistic of a metric (mean, max, std) and for pooled WER (scored clips)."""
+TAIL_N = 5
+"""A tail percentile q (above the median) needs n * (1 - q/100) >= TAIL_N values beyond it."""
+MIN_ATTEMPTS = 5
+"""Fewest attempts for a rate."""
+MIN_CLUSTERS = 2
+"""Fewest utterances and fewest ticks for any interval: one tick cannot show how ticks vary (nor one
+utterance how utterances do), so a series measured at one tick has statistics but no intervals."""
+
+FAILURE_STATUSES = frozenset({"error", "auth_error", "rate_limited", "server_error", "malformed", "disconnected",
+                              "timeout", "inaudible"})
+RATES: dict[str, frozenset[str]] = {
+    "error_rate": FAILURE_STATUSES - {"timeout", "inaudible"},
+    "timeout_rate": frozenset({"timeout"}),
+    "inaudible_rate": frozenset({"inaudible"}),
+}
+"""Each rate and the statuses it counts, over attempts. The three are disjoint and together count
+every failure: error rate (the provider refused, failed or broke its protocol), timeout rate (no
+final or no reply in time) and inaudible rate (a reply with no audible onset)."""
+NOT_AN_ATTEMPT = frozenset({"excluded"})
+"""A row the harness could not measure at all (no harness for the protocol): not an attempt."""
+SUCCEEDED = frozenset({"ok"})
+"""Availability counts these over attempts: the attempts in none of RATES (a success rate)."""
+
+
+def percentile_floor(q: float) -> int:
+    """The fewest values at which percentile q is shown: MIN_N up to the median (the middle of 5
+    values is a median), and for a tail percentile enough values to put TAIL_N beyond it."""
+    if q <= 50:
+        return MIN_N
+    return max(MIN_N, math.ceil(TAIL_N / (1 - q / 100) - 1e-9)) if q < 100 else MIN_N
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric of one series over one window: the metric's statistics, then the series' own
+    figures (attempts, rates, WER), repeated on each of its metric rows."""
+    board: str
+    model_id: str
+    dataset: str
+    region: str
+    method_version: str
+    metric: str
+    n: int
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+    std: float | None
+    attempts: int
+    error_rate: float | None
+    timeout_rate: float | None
+    pooled_wer: float | None
+    wer_words: int
+    p50_ci: tuple[float, float] | None = None
+    p95_ci: tuple[float, float] | None = None
+    wer_ci: tuple[float, float] | None = None
+    note: str | None = None
+    instrument: str | None = None  # TTS: the STT that scored intelligibility (never pooled across)
+    protocol: str = ""
+    inaudible_rate: float | None = None
+    wer_clips: int = 0
+    clip_wer_p50: float | None = None
+    clip_wer_p95: float | None = None
+    clip_wer_max: float | None = None
+    utterances: int = 0
+    ticks: int = 0
+    mean_ci: tuple[float, float] | None = None
+    error_rate_ci: tuple[float, float] | None = None
+    timeout_rate_ci: tuple[float, float] | None = None
+    entity_error_rate: float | None = None
+    entities: int = 0  # tagged entities in the clips the entity error rate pools
+    entity_error_rate_ci: tuple[float, float] | None = None
+
+
+def flat(row: MetricRow) -> dict:
+    """One column per value: each interval becomes <name>_low and <name>_high (CSV, the Postgres aggregates)."""
+    out = {}
+    for f in fields(row):
+        value = getattr(row, f.name)
+        if f.name.endswith("_ci"):
+            out[f"{f.name}_low"], out[f"{f.name}_high"] = value if value else (None, None)
+        else:
+            out[f.name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+    std: float | None
+
+
+def present(values: Sequence[float | None]) -> np.ndarray:
+    """The values that are there (None, a metric a row lacks, left out), as float64."""
+    v = np.asarray(values, dtype=np.float64)  # None becomes NaN, in C
+    return v[~np.isnan(v)]
+
+
+def percentile(values: np.ndarray, q: float) -> float | None:
+    """Linear interpolation, as Postgres percentile_cont; None below the percentile's floor."""
+    return float(np.percentile(values, q, method="linear")) if values.size >= percentile_floor(q) else None
+
+
+def summarize(values: Sequence[float | None]) -> Summary:
+    v = present(values)
+    if v.size < MIN_N:
+        return Summary(int(v.size), None, None, None, None, None, None)
+    return Summary(int(v.size), float(v.mean()), percentile(v, 50), percentile(v, 95), percentile(v, 99),
+                   float(v.max()), float(v.std(ddof=1)))
+
+
+def rate(hits: int, attempts: int) -> float | None:
+    """A rate over attempts; None below MIN_ATTEMPTS."""
+    return hits / attempts if attempts >= MIN_ATTEMPTS else None
+
+
+def availability(statuses: Sequence[str]) -> float | None:
+    """The share of attempts that succeeded (SUCCEEDED over attempts: 1 minus the three RATES);
+    None below MIN_ATTEMPTS attempts. What the dashboards plot per provider and compare per region."""
+    attempted = [s for s in statuses if s not in NOT_AN_ATTEMPT]
+    return rate(sum(s in SUCCEEDED for s in attempted), len(attempted))
+
+
+def pooled_wer(errors: Sequence[int], words: Sequence[int]) -> float | None:
+    """sum(S + D + I) / sum(N) over the scored clips (METHOD "WER"); None below MIN_N clips or no words."""
+    total = int(np.sum(words)) if len(words) else 0
+    return int(np.sum(errors)) / total if len(errors) >= MIN_N and total > 0 else None
+
+
+def entity_error_rate(missed: Sequence[int], total: Sequence[int]) -> float | None:
+    """sum(missed) / sum(tagged) entities over the scored clips with tags (METHOD "Entity accuracy"),
+    pooled like WER; None below MIN_N such clips or no entities."""
+    entities = int(np.sum(total)) if len(total) else 0
+    return int(np.sum(missed)) / entities if len(total) >= MIN_N and entities > 0 else None
+
+
+def clip_wers(errors: Sequence[int], words: Sequence[int]) -> np.ndarray:
+    """Each scored clip's own WER (clips with no reference words have none): for distributions only."""
+    e, w = np.asarray(errors, dtype=np.float64), np.asarray(words, dtype=np.float64)
+    keep = w > 0
+    return e[keep] / w[keep]
+
+
+@dataclass(frozen=True)
+class SeriesData:
+    """One series' rows as columns: what every store hands to `series_rows`.
+
+    statuses, utterances and ticks have one entry per row (every attempt). values[metric] has one
+    entry per row too (None where the row has no value: not `ok`, or not measured); errors and
+    words likewise (None where the row was not scored)."""
+    statuses: Sequence[str]
+    utterances: Sequence[Hashable]
+    ticks: Sequence[Hashable]
+    values: dict[str, Sequence[float | None]]
+    errors: Sequence[int | None]
+    words: Sequence[int | None]
+    entities_missed: Sequence[int | None] = ()
+    entities_total: Sequence[int | None] = ()  # both empty, or one entry per row (None: untagged or not scored)
+
+
+def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Which rows are attempts, and for each rate (RATES) which of the attempts it counts."""
+    attempted = ~np.isin(statuses, list(NOT_AN_ATTEMPT))
+    return attempted, {name: np.isin(statuses[attempted], list(members)) for name, members in RATES.items()}
+
+
+def scored_clips(statuses: np.ndarray, errors: Sequence[int | None],
+                 words: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows count towards pooled WER (ok and scored), and their S + D + I and N."""
+    words_or_nan = np.asarray(words, dtype=np.float64)  # None becomes NaN: not scored
+    errors_or_nan = np.asarray(errors, dtype=np.float64)
+    scored = (statuses == "ok") & ~np.isnan(words_or_nan) & ~np.isnan(errors_or_nan)
+    return scored, errors_or_nan[scored].astype(np.int64), words_or_nan[scored].astype(np.int64)
+
+
+def entity_clips(statuses: np.ndarray, missed: Sequence[int | None],
+                 total: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows count towards the entity error rate (ok, scored, at least one tagged entity), and
+    their missed and tagged entities."""
+    if not len(total):
+        none = np.zeros(statuses.size, dtype=bool)
+        return none, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    total_or_nan, missed_or_nan = np.asarray(total, dtype=np.float64), np.asarray(missed, dtype=np.float64)
+    tagged = (statuses == "ok") & (np.nan_to_num(total_or_nan) > 0) & ~np.isnan(missed_or_nan)
+    return tagged, missed_or_nan[tagged].astype(np.int64), total_or_nan[tagged].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class AttemptFigures:
+    """A set of rows' own figures, without intervals (a day of a series on a model's history)."""
+    attempts: int
+    error_rate: float | None
+    timeout_rate: float | None
+    inaudible_rate: float | None
+    pooled_wer: float | None
+    wer_clips: int
+
+
+def attempt_figures(statuses: Sequence[str], errors: Sequence[int | None],
+                    words: Sequence[int | None]) -> AttemptFigures:
+    """Attempts, the rates and pooled WER of some rows, as series_rows computes them for a window."""
+    status = np.asarray(statuses, dtype=object)
+    attempted, hits = rate_hits(status)
+    _, e, w = scored_clips(status, errors, words)
+    return AttemptFigures(attempts=int(attempted.sum()), pooled_wer=pooled_wer(e, w), wer_clips=int(w.size),
+                          **{name: rate(int(h.sum()), h.size) for name, h in hits.items()})
+
+
+def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
+    """One series' rows, one per summarized metric of its protocol, with every statistic and interval."""
+    board, model_id, dataset, region, method, protocol, instrument = key
+    statuses = np.asarray(data.statuses, dtype=object)
+    ok = statuses == "ok"
+    everything = design(utterance=data.utterances, tick=data.ticks)  # labels: a store's ids, or its refs
+    attempted, hits = rate_hits(statuses)
+    attempts = everything.subset(attempted)
+    rates = {name: rate(int(h.sum()), h.size) for name, h in hits.items()}
+    scored, errors, words = scored_clips(statuses, data.errors, data.words)
+    wer = pooled_wer(errors, words)
+    per_clip = clip_wers(errors, words)
+    tagged, missed, entities = entity_clips(statuses, data.entities_missed, data.entities_total)
+    eer = entity_error_rate(missed, entities)
+    series = dict(
+        entity_error_rate=eer, entities=int(entities.sum()),
+        entity_error_rate_ci=_wer_ci(eer, missed, entities, everything.subset(tagged)),
+        attempts=int(attempted.sum()), error_rate=rates["error_rate"], timeout_rate=rates["timeout_rate"],
+        inaudible_rate=rates["inaudible_rate"], error_rate_ci=rate_ci(hits["error_rate"], attempts),
+        timeout_rate_ci=rate_ci(hits["timeout_rate"], attempts),
+        pooled_wer=wer, wer_words=int(words.sum()), wer_clips=int(words.size),
+        wer_ci=_wer_ci(wer, errors, words, everything.subset(scored)),
+        clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
+        clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None)
+
+    out = []
+    for spec in for_protocol(protocol, headline_only=True):
+        column = np.asarray(data.values[spec.name], dtype=np.float64)
+        has = ok & ~np.isnan(column)
+        x, on = column[has], everything.subset(has)
+        out.append(MetricRow(
+            board=board, model_id=model_id, dataset=dataset, region=region, method_version=method, metric=spec.name,
+            **asdict(summarize(x)), **series, instrument=instrument or None, protocol=protocol,
+            utterances=on.sizes[0] if on.rows else 0, ticks=on.sizes[1] if on.rows else 0,
+            mean_ci=_mean_ci(x, on, -np.inf if spec.signed else 0.0),
+            p50_ci=quantile_ci(x, 50, on), p95_ci=quantile_ci(x, 95, on)))
+    return out
+
+
+def _clustered_enough(d: Design) -> bool:
+    return d.rows > 0 and min(d.sizes) >= MIN_CLUSTERS
+
+
+def _wer_ci(wer: float | None, errors: np.ndarray, words: np.ndarray, d: Design) -> tuple[float, float] | None:
+    """A pooled ratio's interval (WER's, and the entity error rate's: missed over tagged entities)."""
+    if wer is None or not _clustered_enough(d):
+        return None
+    v = ratio_variance(d, errors, words)
+    return t_interval(wer, v, low=0.0) if v is not None else None
+
+
+def _mean_ci(x: np.ndarray, d: Design, low: float) -> tuple[float, float] | None:
+    """The mean's interval, stopped at `low` (0 for a metric that cannot be negative)."""
+    if x.size < MIN_N or not _clustered_enough(d):
+        return None
+    v = ratio_variance(d, x, np.ones(x.size))
+    return t_interval(float(x.mean()), v, low=low) if v is not None else None
+
+
+def quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:
+    """A percentile's interval as a series shows it: None under the percentile's floor or with too few clusters."""
+    return quantile_interval(x, q, d) if x.size >= percentile_floor(q) and _clustered_enough(d) else None
+
+
+def rate_ci(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
+    """A rate's interval as a series shows it: None under MIN_ATTEMPTS or with too few clusters."""
+    return rate_interval(hits, d) if hits.size >= MIN_ATTEMPTS and _clustered_enough(d) else None

@@ -1,0 +1,114 @@
+"""What an emulator actually sent, and when, for calibration.
+
+An emulator schedules its sends on the injected truth, but its own event loop can wake late; a
+calibration run that wants the error of voxwatch's clocks alone (transit plus the worker's
+receive path) compares each arrival stamp with the matching send stamp. Both are on the
+machine's monotonic clock (`time.perf_counter_ns`), which every process here shares.
+
+The emulator only appends to a list while it serves: handing records to another thread (a
+multiprocessing queue's feeder) at send time would wake that thread, which then holds the GIL
+just as the send should happen. The records cross to the calibrating process on request, when
+the streams are done.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Mapping
+
+from voxwatch.foundation.events import CHUNK_SENT, REQUEST_SENT, Timeline
+
+
+def record(emulator, key: str, what: str) -> None:
+    """Note that `what` (first_partial, final, first_audio, first_speech, ...) for stream `key` goes out now.
+
+    Call it immediately before the send: the send writes to the socket before it first yields, and
+    a task cancelled inside the send (a client that closes at once) would otherwise lose the record.
+    """
+    records = getattr(emulator, "ledger", None)
+    if records is not None:
+        records.append((key, what, time.perf_counter_ns()))
+
+
+SEEN = "seen:"  # the key prefix of what an emulator received (not a send time)
+
+
+def saw(emulator, what: str, detail: Any) -> None:
+    """Note what a scripted agent received (a tool output, a replayed history item, the turn it
+    answered), so a test can check it: a record keyed "seen:<what>" with the detail as JSON."""
+    record(emulator, SEEN + what, json.dumps(detail, sort_keys=True, default=str))
+
+
+def seen(records: Mapping[tuple[str, str], int], what: str) -> list[Any]:
+    """From a drained ledger, the details noted with `saw(..., what, ...)`, in the order they were noted."""
+    found = sorted((t, detail) for (key, detail), t in records.items() if key == SEEN + what)
+    return [json.loads(detail) for _, detail in found]
+
+
+class Ledger:
+    """The calibrating side: pass to `serve(..., ledger=Ledger())`, then `drain()` between batches."""
+
+    def __init__(self) -> None:
+        self._conn = None  # set by serve(): a pipe to the emulator process
+
+    def drain(self) -> dict[tuple[str, str], int]:
+        """Everything recorded since the last drain: (stream key, what) -> send time (ns); the first record wins."""
+        if self._conn is None:
+            raise RuntimeError("this ledger is not attached to a running emulator")
+        self._conn.send("ledger")
+        out: dict[tuple[str, str], int] = {}
+        for key, what, t in self._conn.recv():
+            out.setdefault((key, what), t)
+        return out
+
+
+def truth_as_sent(metric: str, sent: Mapping[str, int], timeline: Timeline, *, speech_start_ms: float = 0.0,
+                  speech_end_ms: float = 0.0, leading_silence_ms: float = 0.0) -> float:
+    """What `metric` should read for one stream, given when the emulator actually sent (`sent`:
+    first_partial, final, first_audio, first_speech -> ns) and the worker's own send stamps.
+
+    The same definitions as metrics/, taken from the sending side: the difference between this and
+    the measured value is voxwatch's clock error alone (loopback transit plus the receive path).
+    """
+    t0 = timeline.first(CHUNK_SENT)
+    asked = timeline.first(REQUEST_SENT)
+
+    def heard() -> int:  # the playout model: silence plays out before the speech can be heard
+        return max(sent["first_speech"], sent["first_audio"] + int(leading_silence_ms * 1e6))
+
+    if metric == "ttfb_ms":
+        return (sent["first_audio"] - asked.t_ns) / 1e6
+    if metric == "ttfa_ms":
+        return (heard() - asked.t_ns) / 1e6
+    if metric == "latency_ms":
+        return (sent["final"] - asked.t_ns) / 1e6
+    if metric == "first_partial_ms":
+        return (sent["first_partial"] - t0.t_ns) / 1e6 - speech_start_ms
+    if metric == "ttfs_ms":
+        return (sent["final"] - t0.t_ns) / 1e6 - speech_end_ms
+    if metric == "v2v_ms":  # the call recording places each caller chunk at its write
+        return (heard() - t0.t_ns) / 1e6 - speech_end_ms - caller_late_ms(timeline, speech_end_ms)[0]
+    raise ValueError(f"no send-side truth for {metric!r}")
+
+
+def caller_late_ms(timeline: Timeline, at_ms: float, rate: int = 16000) -> tuple[float, float]:
+    """Where the two-channel call recording puts the caller's audio at `at_ms` into the clip, which
+    places each chunk at its write: how much later than the first chunk's write plus `at_ms` (its
+    chunk's write plus its place in the chunk), and the most any chunk up to it was written after its
+    deadline. Both zero when the pacer kept every chunk on time; on a busy machine a late chunk
+    shifts what follows it, and the chunks written in a burst after it overlap in the recording,
+    which moves the VAD's speech end by up to that lateness."""
+    chunks = timeline.of(CHUNK_SENT)
+    at = int(round(at_ms * rate / 1000))
+    offset, worst_ns = 0, 0
+    for chunk in chunks:
+        n = chunk.n_samples or 0
+        if chunk.deadline_ns is not None:
+            worst_ns = max(worst_ns, chunk.t_ns - chunk.deadline_ns)
+        if offset + n > at:
+            break
+        offset += n
+    else:
+        return 0.0, worst_ns / 1e6
+    return (chunk.t_ns - chunks[0].t_ns) / 1e6 - offset * 1000 / rate, worst_ns / 1e6

@@ -1,0 +1,213 @@
+"""Scenarios: the known truth an emulator injects, shared by the emulator and whoever checks it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import AsyncIterator
+
+from voxwatch.foundation.clock import sleep_until
+
+from voxwatch.providers.emulators.faults import check
+
+
+def jitter_ms(key: bytes | str, spread_ms: float) -> float:
+    """A per-stream offset in [-spread, +spread], derived from the stream's own content."""
+    if spread_ms <= 0:
+        return 0.0
+    data = key.encode() if isinstance(key, str) else key
+    unit = int.from_bytes(hashlib.sha256(data).digest()[:8], "little") / 2**64
+    return (2 * unit - 1) * spread_ms
+
+
+@dataclass(frozen=True)
+class STTScenario:
+    """Streaming STT: times are on the emulator's clock from the first audio chunk's arrival."""
+
+    transcript: str
+    speech_start_s: float
+    speech_end_s: float
+    first_partial_ms: float = 150.0  # after the start of speech
+    partial_every_ms: float = 100.0
+    final_ms: float = 250.0  # after the end of speech; negative: before it
+    jitter_ms: float = 0.0  # per stream, keyed by the first audio chunk's bytes
+    api_key: str = "emulator-key"
+    # per-stream speech anchors, keyed by the sha256 of the stream's first chunk (hex); streams
+    # whose first chunk is not listed use speech_start_s / speech_end_s
+    anchors: tuple[tuple[str, float, float], ...] = ()
+    # per-stream transcripts, keyed the same way (the clip's reference, perhaps with injected errors)
+    transcripts: tuple[tuple[str, str], ...] = ()
+    fault: str | None = None  # see faults.py
+    # Deepgram: a Finalize that finds no audio left (the final already sent) gets an empty
+    # from_finalize final; False: no reply, which Deepgram does not guarantee then
+    empty_finalize_reply: bool = True
+
+    def __post_init__(self) -> None:
+        check(self.fault)
+
+    def transcript_for(self, first_chunk: bytes) -> str:
+        digest = hashlib.sha256(first_chunk).hexdigest()
+        return next((text for key, text in self.transcripts if key == digest), self.transcript)
+
+    def anchors_for(self, first_chunk: bytes) -> tuple[float, float]:
+        digest = hashlib.sha256(first_chunk).hexdigest()
+        return next(((a, b) for key, a, b in self.anchors if key == digest), (self.speech_start_s, self.speech_end_s))
+
+    def truth(self, first_chunk: bytes) -> dict[str, float]:
+        j = jitter_ms(first_chunk, self.jitter_ms)
+        return {"first_partial_ms": self.first_partial_ms + j, "ttfs_ms": self.final_ms + j}
+
+    def turn(self, first_chunk: bytes, t0_ns: int) -> Turn:
+        """The schedule of one stream whose first audio chunk (`first_chunk`) arrived at `t0_ns`."""
+        j = jitter_ms(first_chunk, self.jitter_ms)
+        speech_start, speech_end = self.anchors_for(first_chunk)
+        transcript = self.transcript_for(first_chunk)
+        return Turn(transcript, transcript.split(), t0_ns + int((speech_start * 1000 + self.first_partial_ms + j) * 1e6),
+                    t0_ns + int((speech_end * 1000 + self.final_ms + j) * 1e6), int(self.partial_every_ms * 1e6))
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One stream's transcription, as every streaming STT emulator schedules it: partials of one more
+    word each on a fixed cadence from `first_partial_at`, then the final at `final_at` (ns)."""
+
+    transcript: str
+    words: list[str]
+    first_partial_at: int
+    final_at: int
+    every_ns: int
+
+    async def partials(self) -> AsyncIterator[int]:
+        """Wait for each partial's deadline, then yield how many words it holds (1, 2, ...)."""
+        at, k = self.first_partial_at, 1
+        while at < self.final_at:
+            await sleep_until(at)
+            yield k
+            k, at = min(k + 1, len(self.words)), at + self.every_ns
+
+
+@dataclass(frozen=True)
+class TTSScenario:
+    """Streaming TTS: times are on the emulator's clock from the request's arrival."""
+
+    ttfb_ms: float = 120.0
+    leading_silence_ms: float = 80.0  # a whole number of chunks
+    speech_ms: float = 600.0
+    chunk_ms: float = 20.0
+    send_every_ms: float = 5.0  # chunks go out this often: faster than real time, never one burst
+    gaming_delay_ms: float = 0.0  # > 0: the silence is sent at TTFB, the speech this much later
+    jitter_ms: float = 0.0  # per stream, keyed by the transcript
+    api_key: str = "emulator-key"
+    fault: str | None = None  # see faults.py
+    voice: str = "tone"  # "tone": a sharp-onset 220 Hz tone; "espeak": the transcript spoken by eSpeak NG
+
+    def __post_init__(self) -> None:
+        check(self.fault)
+
+    def truth(self, transcript: str) -> dict[str, float]:
+        ttfb = self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)
+        return {"ttfb_ms": ttfb, "leading_silence_ms": self.leading_silence_ms,
+                "ttfa_ms": ttfb + max(self.leading_silence_ms, self.gaming_delay_ms)}
+
+    def send_times(self, arrived_ns: int, transcript: str, n: int, first_speech: int) -> list[int]:
+        """When each of a reply's n chunks goes out (ns): the first `ttfb_ms` (+ jitter) after the
+        request arrived, the rest every `send_every_ms`; with `gaming_delay_ms`, the speech (from
+        chunk `first_speech` on) that much after the silence."""
+        first_at = arrived_ns + int((self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)) * 1e6)
+        every, held = int(self.send_every_ms * 1e6), int(self.gaming_delay_ms * 1e6)
+        return [first_at + held + (i - first_speech) * every if held and i >= first_speech else first_at + i * every
+                for i in range(n)]
+
+
+@dataclass(frozen=True)
+class S2SScenario:
+    """Speech-to-speech: the model's reply starts `response_ms` after the caller's speech ends.
+
+    Times are on the emulator's clock: the end of the caller's speech is the first audio chunk's
+    arrival plus the clip's speech_end (from `anchors`, as in STTScenario). The reply's audio
+    (leading silence, then speech) goes out in chunks every `send_every_ms`.
+    """
+
+    response_ms: float = 400.0
+    leading_silence_ms: float = 60.0
+    speech_ms: float = 600.0
+    chunk_ms: float = 20.0
+    send_every_ms: float = 5.0
+    transcript: str = "sure, i can help with that"
+    speech_end_s: float = 1.0
+    anchors: tuple[tuple[str, float, float], ...] = ()
+    jitter_ms: float = 0.0  # per stream, keyed by the first audio chunk's bytes
+    api_key: str = "emulator-key"
+    fault: str | None = None
+    voice: str = "tone"
+
+    def __post_init__(self) -> None:
+        check(self.fault)
+
+    def speech_end_for(self, first_chunk: bytes) -> float:
+        digest = hashlib.sha256(first_chunk).hexdigest()
+        return next((b for key, a, b in self.anchors if key == digest), self.speech_end_s)
+
+    def truth(self, first_chunk: bytes) -> dict[str, float]:
+        return {"v2v_ms": self.response_ms + jitter_ms(first_chunk, self.jitter_ms) + self.leading_silence_ms}
+
+    def reply_at(self, first_chunk: bytes, t0_ns: int | None, requested_ns: int) -> int:
+        """When a reply asked for at `requested_ns` starts (ns): `response_ms` (+ jitter) after the
+        caller's speech end (the first chunk's arrival `t0_ns` plus its speech_end), never before the
+        request; `response_ms` after the request when no audio came."""
+        if t0_ns is None:
+            return requested_ns + int(self.response_ms * 1e6)
+        j = jitter_ms(first_chunk, self.jitter_ms)
+        return max(t0_ns + int((self.speech_end_for(first_chunk) * 1000 + self.response_ms + j) * 1e6), requested_ns)
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    """One turn of a scripted voice agent: the function calls it makes (name, arguments) before it
+    speaks, what it then says, and what its API reports hearing the caller say."""
+
+    reply: str
+    calls: tuple[tuple[str, dict], ...] = ()
+    heard: str = ""
+
+
+@dataclass(frozen=True)
+class ConversationScript(S2SScenario):
+    """A multi-turn voice agent (CONVERSATIONS.md): turn k of a conversation (counted across a
+    rotation: the caller turns committed in this session plus the user messages replayed into it)
+    makes `turns[k].calls`, waits for their outputs, then speaks `turns[k].reply`, its first sample
+    `response_ms` (+ jitter) after the end of that turn's caller speech (anchored, as S2SScenario,
+    on the turn's first audio chunk). `session_expires_s`: the session ends that long after it opened,
+    as the vendor ends an expired session. `drop_on_turn`: that turn's reply is cut off by a dropped
+    connection (no close frame). `heard_after_reply`: the caller's transcription comes only after the
+    reply is over, as the asynchronous transcription may (OpenAI: after the reply's `response.done`,
+    once the next turn has begun; Gemini: in word fragments after `turnComplete`).
+    `turn_complete_after_call` (Gemini): a `turnComplete` right after the `toolCall`, before any
+    speech, as some Live models send."""
+
+    turns: tuple[ScriptedTurn, ...] = ()
+    session_expires_s: float | None = None
+    drop_on_turn: int | None = None
+    heard_after_reply: bool = False
+    turn_complete_after_call: bool = False
+
+    def turn_at(self, index: int) -> ScriptedTurn:
+        """Turn `index` of the script; past its end the agent only says it has nothing scripted."""
+        return self.turns[index] if index < len(self.turns) else ScriptedTurn(reply="nothing is scripted for this turn")
+
+
+@dataclass(frozen=True)
+class Scenarios:
+    """One emulator process serving several of a vendor's APIs at once (Deepgram's STT and TTS, say)."""
+
+    stt: STTScenario | None = None
+    tts: TTSScenario | None = None
+    s2s: S2SScenario | None = None
+
+
+def scenario_for(scenario, board: str):
+    """The scenario an emulator should use for one board's API, from a single scenario or a bundle."""
+    if isinstance(scenario, Scenarios):
+        return getattr(scenario, board)
+    kind = {"stt": STTScenario, "tts": TTSScenario, "s2s": S2SScenario}[board]
+    return scenario if isinstance(scenario, kind) else None

@@ -1,0 +1,59 @@
+"""The audio an emulator speaks: a sharp-onset tone (exact onset for clock tests) or the text
+spoken by the local eSpeak NG engine (so the TTS intelligibility instrument has words to hear)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Callable
+
+import numpy as np
+
+
+def speech_pcm(text: str, rate: int, voice: str = "tone", speech_ms: float = 600.0,
+               leading_silence_ms: float = 0.0) -> tuple[np.ndarray, int]:
+    """(int16 samples, index of the first speech sample) at `rate`: leading silence, then speech."""
+    silence = np.zeros(int(round(leading_silence_ms * rate / 1000)))
+    if voice == "espeak":  # imported here: scipy (resample) takes seconds to import, and the tone needs none of it
+        from voxwatch.foundation.audio import resample
+        from voxwatch.providers.local.espeak_engine import EspeakEngine
+
+        engine = EspeakEngine.get()
+        speech = resample(engine.render(text, "en-us").astype(np.float64) / 32768.0, engine.sample_rate, rate)
+        nz = np.flatnonzero(np.abs(speech) > 1e-3)
+        speech = speech[nz[0]:] if nz.size else speech  # the speech starts where the silence ends
+    else:
+        t = np.arange(int(round(speech_ms * rate / 1000))) / rate
+        speech = 0.3 * np.sin(2 * np.pi * 220.0 * t)
+    pcm = (np.clip(np.concatenate([silence, speech]), -1, 1) * 32767).astype("<i2")
+    return pcm, silence.size
+
+
+def speech_chunks(scenario, text: str, rate: int) -> tuple[list[bytes], int]:
+    """A TTS or S2S scenario's reply in `chunk_ms` chunks of 16-bit PCM (silent under the
+    `inaudible` fault), and the index of the first chunk with speech in it."""
+    pcm, silence_n = speech_pcm(text, rate, scenario.voice, scenario.speech_ms, scenario.leading_silence_ms)
+    if scenario.fault == "inaudible":
+        pcm[:] = 0
+    step = int(round(scenario.chunk_ms * rate / 1000))
+    return [pcm[i:i + step].tobytes() for i in range(0, pcm.size, step)], -(-silence_n // step)
+
+
+class ChunkCache:
+    """A scenario's replies, made once per (text, rate) - once per rate for the tone, whose audio
+    ignores the text - and kept encoded (`encode`: base64 for JSON protocols), so no stream pays
+    for synthesis or encoding on the clock more than once."""
+
+    def __init__(self, scenario, encode: Callable[[bytes], Any] = lambda chunk: chunk) -> None:
+        self.scenario, self.encode = scenario, encode
+        self._made: dict[tuple[str, int], tuple[list, int]] = {}
+
+    def get(self, text: str, rate: int) -> tuple[list, int]:
+        key = (text if self.scenario.voice != "tone" else "", rate)
+        if key not in self._made:
+            chunks, first_speech = speech_chunks(self.scenario, text or "hello", rate)
+            self._made[key] = ([self.encode(c) for c in chunks], first_speech)
+        return self._made[key]
+
+
+def b64(chunk: bytes) -> str:
+    return base64.b64encode(chunk).decode()

@@ -1,0 +1,59 @@
+"""API keys come from the environment only, as VOXWATCH_<VENDOR>_API_KEY, and never print."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from voxwatch.foundation.redaction import MASK
+from voxwatch.foundation.redaction import scrub as _scrub
+
+
+class Secret:
+    """A key that cannot leak through repr, str, f-strings or logging."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret('{MASK}')"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return MASK
+
+
+def vendor_variable(vendor: str, suffix: str) -> str:
+    """VOXWATCH_<VENDOR>_<SUFFIX>: where per-vendor settings live in the environment."""
+    return "VOXWATCH_" + re.sub(r"[^A-Z0-9]", "_", vendor.upper()) + "_" + suffix
+
+
+def key_variable(vendor: str) -> str:
+    return vendor_variable(vendor, "API_KEY")
+
+
+def api_key(vendor: str) -> Secret | None:
+    value = os.environ.get(key_variable(vendor), "").strip()
+    return Secret(value) if value else None
+
+
+def scrub(text: str, secrets: list[Secret | None]) -> str:
+    """Remove every secret's value from text bound for a log, a row or a page (the one scrubber's work)."""
+    return _scrub(text, secrets=secrets)
+
+
+def model_secrets(model) -> tuple[Secret, ...]:
+    """Every key a model's measurements use, to scrub from whatever is kept: the vendor's, or one
+    per part of a cascade (its `secrets()`); none for a model that needs no key."""
+    own = getattr(model, "secrets", None)
+    if own is not None:
+        found = own()
+    else:
+        found = (api_key(model.vendor),) if model.needs_key else ()
+    return tuple(s for s in found if s is not None)
