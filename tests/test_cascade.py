@@ -26,15 +26,8 @@ from voxwatch.providers.cascade import LLM_FIRST_TOKEN, Cascade, LocalScriptedCa
 from voxwatch.providers.cascade_ids import CascadeInfo
 from voxwatch.providers.chat_completions import (FIRST_TOKEN, ChatClient, ChatEndpoint, call_message,
                                                  output_message)
-from voxwatch.foundation.conversation import (
-    CALLER_TEXT,
-    MODEL_TEXT,
-    TOOL_CALL,
-    TOOL_RESULT,
-    AgentSetup,
-    HistoryItem,
-    ToolCall,
-)
+from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
+                                              HistoryItem, ToolCall)
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
 from voxwatch.providers.emulators.openai import OpenAIScenario

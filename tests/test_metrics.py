@@ -9,18 +9,8 @@ from voxwatch.metrics.row_bootstrap import Interval, bootstrap_percentile_ci, bo
 from voxwatch.metrics.series import summarize
 from voxwatch.metrics.timeline import batch_metrics, connect_ms, pacing_error_ms, stt_stream_metrics, tts_metrics
 from voxwatch.metrics.wer import WordErrors, clip_wer, pooled_wer, word_errors
-from voxwatch.foundation.events import (
-    AUDIO,
-    CHUNK_SENT,
-    CONNECT_START,
-    CONNECTED,
-    FINAL,
-    PARTIAL,
-    REQUEST_SENT,
-    RESPONSE,
-    Event,
-    Timeline,
-)
+from voxwatch.foundation.events import (AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT,
+                                        RESPONSE, Event, Timeline)
 
 
 @pytest.mark.parametrize("rate", [16000, 22050, 24000, 48000])

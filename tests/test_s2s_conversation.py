@@ -18,15 +18,8 @@ from support.contract import KEY, REGISTRY
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.agent_turn import Rotation, parse_call
 from voxwatch.providers.base import ProviderError
-from voxwatch.foundation.conversation import (
-    CALLER_TEXT,
-    MODEL_TEXT,
-    TOOL_CALL,
-    TOOL_RESULT,
-    AgentSetup,
-    HistoryItem,
-    ToolCall,
-)
+from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
+                                              HistoryItem, ToolCall)
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.ledger import Ledger, seen
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn

@@ -22,7 +22,7 @@ from voxwatch.providers.emulators.scenario import S2SScenario
 from voxwatch.providers.emulators.zhipu import PATH, ZhipuScenario
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret
-from voxwatch.providers.openai_batch import wav_bytes
+from voxwatch.foundation.audio import wav_bytes
 from voxwatch.providers.registry import Registry
 from voxwatch.providers.zhipu import GlmRealtimeS2S, _error_of
 

@@ -28,16 +28,8 @@ from voxwatch.foundation.integrity import file_sha256
 from voxwatch.foundation.languages import checked
 
 from voxwatch.datasets import degrade as degrade_mod
-from voxwatch.foundation.audio import (
-    CATALOG_RATE,
-    AudioError,
-    decode_mono,
-    normalize_loudness,
-    probe,
-    resample,
-    to_pcm16,
-    write_wav,
-)
+from voxwatch.foundation.audio import (CATALOG_RATE, AudioError, decode_mono, normalize_loudness, probe, resample,
+                                       to_pcm16, write_wav)
 from voxwatch.datasets.build_starter import build_degraded_family, vad_record
 from voxwatch.datasets.import_manifest import CLEAN, DatasetImportError, Entry, read_manifest
 from voxwatch.datasets.manifest import Clip, DatasetInfo, file_stem, write_info, write_records

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import struct
+import wave
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
@@ -186,3 +188,15 @@ def read_pcm16(path: Path) -> tuple[np.ndarray, int]:
     if data.shape[1] != 1:
         raise AudioError(f"{path}: expected mono, found {data.shape[1]} channels")
     return data[:, 0].astype("<i2"), int(rate)
+
+
+def wav_bytes(pcm16: bytes, sample_rate: int) -> bytes:
+    """Mono 16-bit PCM in a WAV container, in memory: an upload needs a file format, and WAV adds only a header
+    (OpenAI's transcription upload, Zhipu's input audio)."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(sample_rate)
+        w.writeframes(pcm16)
+    return out.getvalue()

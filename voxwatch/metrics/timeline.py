@@ -10,18 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voxwatch.foundation.events import (
-    AUDIO,
-    CHUNK_SENT,
-    CONNECT_START,
-    CONNECTED,
-    FINAL,
-    PARTIAL,
-    REQUEST_SENT,
-    RESPONSE,
-    Event,
-    Timeline,
-)
+from voxwatch.foundation.events import (AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT,
+                                        RESPONSE, Event, Timeline)
 
 from voxwatch.metrics.onset import detect_onset
 

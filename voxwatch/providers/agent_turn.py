@@ -15,16 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from voxwatch.providers.base import ProviderError
-from voxwatch.foundation.conversation import (
-    CALLER_TEXT,
-    MODEL_TEXT,
-    TOOL_CALL,
-    TOOL_RESULT,
-    HistoryItem,
-    ModelTurn,
-    ToolCall,
-    ToolHandler,
-)
+from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, HistoryItem, ModelTurn,
+                                              ToolCall, ToolHandler)
 from voxwatch.foundation.events import CLOSED, Timeline
 
 ROTATION_MARGIN_S = 120.0

@@ -29,16 +29,8 @@ from voxwatch.providers.base import ProviderError
 from voxwatch.providers.cascade_ids import SCRIPTED, CascadeInfo
 from voxwatch.providers.chat_completions import (DEFAULT_URLS, ChatClient, ChatReply, call_message, endpoint_for, history_messages,
                                output_message)
-from voxwatch.foundation.conversation import (
-    CALLER_TEXT,
-    MODEL_TEXT,
-    TOOL_CALL,
-    TOOL_RESULT,
-    AgentSetup,
-    HistoryItem,
-    ModelTurn,
-    ToolHandler,
-)
+from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
+                                              HistoryItem, ModelTurn, ToolHandler)
 from voxwatch.providers.endpoints import base_url, is_loopback
 from voxwatch.foundation.events import AUDIO, CLOSED, FINAL, REQUEST_SENT, Timeline
 from voxwatch.providers.registry import ModelInfo, Registry

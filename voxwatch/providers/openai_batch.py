@@ -12,13 +12,12 @@ intelligibility instrument.
 
 from __future__ import annotations
 
-import io
 import json
-import wave
 
 import httpx
 import numpy as np
 
+from voxwatch.foundation.audio import wav_bytes
 from voxwatch.providers import stamped_http
 from voxwatch.providers.base import ProviderError, language_copy
 from voxwatch.providers.endpoints import HTTP_TIMEOUT_S, WarmClient, WarmClients, base_url, http_failure, http_url, is_loopback, require_key
@@ -28,17 +27,6 @@ from voxwatch.providers.registry import ModelInfo
 DEFAULT_URL = "https://api.openai.com"
 PATH = "/v1/audio/transcriptions"
 VENDOR = "OpenAI"
-
-
-def wav_bytes(pcm16: bytes, sample_rate: int) -> bytes:
-    """Mono 16-bit PCM in a WAV container: the upload needs a file format, and WAV adds only a header."""
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(sample_rate)
-        w.writeframes(pcm16)
-    return out.getvalue()
 
 
 def transcript_of(body: bytes) -> str:

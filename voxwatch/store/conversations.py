@@ -8,14 +8,8 @@ conversation_id changes nothing (idempotent, like an observation's key).
 
 from __future__ import annotations
 
-from voxwatch.store.conversation_rows import (
-    CONVERSATION_FIELDS,
-    CONVERSATION_KEY,
-    TURN_FIELDS,
-    TURN_KEY,
-    ConversationRow,
-    TurnRow,
-)
+from voxwatch.store.conversation_rows import (CONVERSATION_FIELDS, CONVERSATION_KEY, TURN_FIELDS, TURN_KEY,
+                                              ConversationRow, TurnRow)
 
 CONVERSATIONS, TURNS = "conversations", "conversation_turns"
 
