@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from voxwatch.boards import leaderboard
+from voxwatch.store.comparisons import compute
 from voxwatch.grafana import panel_interval, panel_units
 from voxwatch.conversations.records import score_of
 from voxwatch.store.conversation_rows import ConversationRow
@@ -377,6 +378,28 @@ def _freshness(conn, rows, tally):
         tally.same(got[key]["datasets"], len({r.dataset for r in members}), (key, "datasets"))
         tally.same(got[key]["newest_row"].timestamp(), max(r.started_at for r in members), (key, "newest_row"))
         assert got[key]["refreshed"] >= got[key]["newest_row"]
+
+
+@check("voxwatch-overview", "Paired comparisons (rolling ${window})", na=False)
+def _comparisons(conn, rows, tally):
+    """The panel's comparisons are metrics.paired's over each window's rows, pair for pair."""
+    dashboard = load("overview.json")
+    variables = variables_of(conn, dashboard)
+    for window, span in WINDOWS.items():
+        expected = compute(_in_range(rows, NOW - span))
+        got = run_panel(conn, dashboard, "Paired comparisons (rolling ${window})", variables.scoped("window", window))
+        key = [(c.a.dataset, c.a.protocol, c.a.region, c.a.method_version, c.statistic, c.a.model_id, c.b.model_id)
+               for c in expected if c.a.board in variables.values["board"]]
+        assert [(r["dataset"], r["protocol"], r["region"], r["method"], r["statistic"], r["model_a"], r["model_b"])
+                for r in got] == key and key, window
+        assert any(r["shown"] for r in got) and not all(r["shown"] for r in got)  # the seed has both kinds
+        for row, c in zip(got, [c for c in expected if c.a.board in variables.values["board"]]):
+            d = c.difference
+            for name, value in (("a", d.a), ("b", d.b), ("estimate", d.estimate), ("p_value", d.p_value),
+                                ("p_holm", c.p_holm), ("cells", d.cells), ("ticks", d.ticks),
+                                ("ci_low", d.ci and d.ci[0]), ("ci_high", d.ci and d.ci[1])):
+                tally.same(row[name], value, (window, c.a.model_id, c.b.model_id, c.statistic, name))
+            assert row["shown"] == c.shown
 
 
 # ---------------------------------------------------------------- alert history (the alerts table)

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from voxwatch.boards import comparisons as board_comparisons
 from voxwatch.boards import leaderboard
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.series import MIN_N
@@ -87,7 +88,7 @@ def _check(store) -> None:
     assert all(r.entities == sum(o.entities_total or 0 for o in stored if o.status == "ok") for r in board)
     low, high = board[0].entity_error_rate_ci
     assert low <= board[0].entity_error_rate <= high
-    assert "entity errors [95% CI]" in leaderboard.format_table(board, "30d")
+    assert "entity errors [95% CI]" in leaderboard.format_table(board, "30d", comparisons=board_comparisons.from_store(store, "30d"))
     assert "entity_error_rate" in leaderboard.format_csv(board).splitlines()[0]
 
 
@@ -114,7 +115,7 @@ def test_few_tagged_clips_give_no_entity_error_rate(tmp_path: Path, store_url: s
     store.add(rows)
     board = leaderboard.from_store(store, "30d")
     assert board and all(r.entity_error_rate is None and r.entity_error_rate_ci is None for r in board)
-    assert "pooled" in leaderboard.format_table(board, "30d")
+    assert "pooled" in leaderboard.format_table(board, "30d", comparisons=board_comparisons.from_store(store, "30d"))
     store.close()
 
 

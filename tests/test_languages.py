@@ -12,6 +12,7 @@ import pytest
 from support.contract import KEY, REGISTRY
 
 from voxwatch.boards import leaderboard
+from voxwatch.store.comparisons import compute
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.importer import DatasetImportError, import_dataset
 from voxwatch.datasets.manifest import ManifestError, read_info
@@ -187,13 +188,14 @@ def _rows(dataset: str, language: str, errors: int, words: int) -> list[Observat
 
 
 def test_two_datasets_of_different_languages_are_never_pooled():
-    rows = leaderboard.build(_rows("stt-en", "en", 1, 10) + _rows("stt-ja", "ja", 3, 10))
+    stored = _rows("stt-en", "en", 1, 10) + _rows("stt-ja", "ja", 3, 10)
+    rows = leaderboard.build(stored)
     wer = {r.dataset: r.pooled_wer for r in rows if r.metric == "ttfs_ms"}
     assert wer == {"stt-en": pytest.approx(0.1), "stt-ja": pytest.approx(0.3)}  # pooled: 0.2, never shown
-    text = leaderboard.format_table(rows, "30d", languages={"stt-en": "en", "stt-ja": "ja"})
-    assert "stt-ja, streaming STT: ranked by ttfs_ms p50 [language ja, scored as CER]" in text
+    text = leaderboard.format_table(rows, "30d", comparisons=compute(stored), languages={"stt-en": "en", "stt-ja": "ja"})
+    assert "stt-ja, streaming STT: ranked by ttfs_ms, paired on the same clips [language ja, scored as CER]" in text
     assert "(60 characters)" in text and "(60 words)" in text
-    assert "stt-en, streaming STT: ranked by ttfs_ms p50\n" in text + "\n"
+    assert "stt-en, streaming STT: ranked by ttfs_ms, paired on the same clips\n" in text + "\n"
 
 
 def test_the_board_heading_names_a_non_english_language_from_the_catalog(spanish):

@@ -9,6 +9,7 @@ import time
 
 from benchmarks import make_run
 from voxwatch.boards import leaderboard
+from voxwatch.store.comparisons import compute
 from voxwatch.boards.leaderboard import TABLE_HEADER
 from voxwatch.foundation.observation import Observation
 from voxwatch.metrics import METHOD_VERSION
@@ -28,7 +29,7 @@ def _a_board() -> str:
                         first_partial_ms=50.0, substitutions=1, deletions=0, insertions=0, ref_words=10,
                         method_version=METHOD_VERSION, hypothesis="a", reference="a", emulator=False)
             for t in range(2) for c in range(5)]
-    return leaderboard.format_table(leaderboard.build(rows), "30d")
+    return leaderboard.format_table(leaderboard.build(rows), "30d", comparisons=compute(rows))
 
 
 def test_the_readme_is_at_most_250_lines():

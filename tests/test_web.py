@@ -93,7 +93,7 @@ def test_board_pages_in_chromium_show_the_seeded_figures(rendered):
     assert rendered["header_colour"] == "rgb(20, 50, 79)"  # static/style.css's #14324f: allowed by the CSP
 
 
-def test_the_overview_ranks_each_dataset_and_protocol_by_intervals(rendered):
+def test_the_overview_ranks_each_dataset_and_protocol_by_paired_comparisons(rendered):
     expected = expected_board("30d")
     ranks = expected_ranks(expected)
     rows = rendered["overview"]
@@ -124,7 +124,7 @@ def test_the_overview_ranks_each_dataset_and_protocol_by_intervals(rendered):
     assert ("stt", "stt-starter-clean", "stt-stream") in order and ("stt", "stt-starter-clean", "stt-batch") in order
     assert all(ranks[k] is None for k in expected if k[4] != METHOD_VERSION)
     shared = [v for v in order.values() if len([r for none, r in v if not none]) != len({r for none, r in v if not none})]
-    assert shared, "no two overlapping intervals shared a rank: the seeded board should have some"
+    assert shared, "no two series shared a rank: the seeded board should have some pair whose difference is not shown"
 
 
 def test_a_method_change_is_noted_with_its_date(rendered):

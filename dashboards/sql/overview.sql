@@ -60,3 +60,19 @@ GROUP BY a.board, a.region, a.method_version
 ORDER BY a.board, a.region, a.method_version
 
 -- target: 3 A = 1 A with {{metrics_in_unit(x)}}
+
+-- target: 4 A
+-- Paired comparisons: every two models of a ranking (dataset, protocol, region, method version) on the clips
+-- both measured in the same ticks (voxwatch/metrics/paired.py, kept in the comparisons table as ticks finish).
+-- Latency: the median of the per-clip differences, b minus a; WER: the difference of the pooled WERs. `shown` is
+-- Holm's verdict over the ranking's pairs (5 % family-wise): the board's ranks follow only shown differences.
+SELECT c.dataset, c.protocol, c.region, c.method_version AS method, c.statistic, c.model_a, c.model_b,
+       c.a, c.b, c.estimate, c.ci_low, c.ci_high, c.p_value, c.p_holm, c.shown, c.cells, c.ticks
+FROM comparisons c
+WHERE c.time_window = ${window:sqlstring}
+  AND c.board IN (${board:sqlstring})
+  AND c.dataset IN (${dataset:sqlstring})
+  AND c.region IN (${region:sqlstring})
+  AND (c.model_a IN (${model:sqlstring}) OR c.model_b IN (${model:sqlstring}))
+ORDER BY c.board, c.dataset, c.protocol, c.region, c.method_version, c.statistic, c.model_a, c.instrument_a, c.model_b,
+         c.instrument_b

@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from voxwatch.metrics import METHOD_VERSION
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.observation import Observation
 from voxwatch.store import open_store
@@ -264,6 +265,27 @@ def _conversations(rng: np.random.Generator) -> list[tuple[ConversationRow, list
     return out
 
 
+def _paired_rows(rng: np.random.Generator) -> list[Observation]:
+    """Three streaming STT models of the current method hearing the same clips at the same 8 ticks of
+    the last day (a ranking with pairs): GPT ~150 ms faster than the other two on every clip (its
+    pairs shown), pocketsphinx and the third alike (their pair not shown)."""
+    rows = []
+    for k in range(8):
+        for j, utt in enumerate(UTTERANCES[:8]):
+            base = 400.0 + 30.0 * j + rng.normal(0, 10)
+            for model, shift in ((GPT_STT, -150.0), (POCKET, 0.0), (WHISPER + ":stream", 0.0)):
+                value = base + shift + rng.normal(0, 40)
+                words = int(rng.integers(6, 15))
+                rows.append(Observation(
+                    run_id=f"r-paired-{k}", model_id=model, dataset=CLEAN, clip_id=f"{CLEAN}/{utt}", attempt=1,
+                    board="stt", vendor=model.split("/")[0], protocol="stt-stream", region="eu-west",
+                    started_at=NOW - 20 * HOUR + k * 1800 + j * 10, status="ok", condition="clean",
+                    family="stt-starter", utterance_id=utt, connect_ms=float(rng.uniform(10, 200)),
+                    ttfs_ms=float(value), first_partial_ms=float(value / 2), substitutions=int(rng.integers(0, 3)),
+                    deletions=0, insertions=0, ref_words=words, method_version=METHOD_VERSION, emulator=False))
+    return rows
+
+
 SEEDED_CONVERSATIONS = _conversations(np.random.default_rng(20261130))
 
 
@@ -272,9 +294,11 @@ def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     """The store, migrated by `voxwatch db upgrade` and filled through PostgresStore.add, and its rows."""
     rng = np.random.default_rng(20261129)
     rows = _stt_rows(rng) + _batch_rows(rng) + _tts_and_s2s_rows(rng) + _dense_rows(rng) + _sparse_rows(rng) + _emulator_rows()
+    rows += _paired_rows(np.random.default_rng(20261204))
     store = open_store(postgres_store_url)
     try:
         assert store.add(rows) == len(rows)
+        assert store.refresh_comparisons() > 0  # what each finished tick does for its datasets
         assert all(store.add_conversation(row, turns) for row, turns in SEEDED_CONVERSATIONS)
     finally:
         store.close()

@@ -20,7 +20,13 @@ import httpx
 import numpy as np
 import pytest
 
+from voxwatch.boards import leaderboard
+from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.paired import compare
+from voxwatch.metrics.ranking import comparable, ranks
+from voxwatch.metrics.series import series_rows
+from voxwatch.store.series_data import group
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.metrics.clustered import design, quantile_interval, rate_interval, ratio_variance, t_interval
 from voxwatch.metrics.series import RATES
@@ -150,14 +156,16 @@ def expected_board(window: str) -> dict[tuple, dict]:
     return out
 
 
-def expected_ranks(expected: dict[tuple, dict]) -> dict[tuple, int | None]:
-    """Each series' rank: 1 + the current-method series of its dataset and protocol whose p50 interval
-    lies wholly below its own; None under a superseded method or without an interval."""
-    protocol = {r.model_id: r.protocol for r in ROWS}
-    first = {k: e["metrics"][for_protocol(protocol[k[1]], headline_only=True)[0].name] for k, e in expected.items()}
-    current = {k: m["p50_ci"] for k, m in first.items() if k[4] == METHOD_VERSION and m.get("p50_ci")}
-    return {k: (1 + sum(1 for j, other in current.items() if (j[0], j[2], protocol[j[1]]) == (k[0], k[2], protocol[k[1]])
-                        and other[1] < current[k][0]) if k in current else None) for k in expected}
+def expected_ranks(expected: dict[tuple, dict], window: str = "30d") -> dict[tuple, int | None]:
+    """Each series' rank as metrics defines it, from the window's rows alone: the paired comparisons of
+    metrics.paired.compare over every ranking, then metrics.ranking.ranks (1 + the series shown
+    faster); None under a superseded method or without an interval."""
+    kept = [r for r in ROWS if not r.emulator and r.started_at >= NOW - WINDOWS[window]]
+    series = group(kept)
+    board = leaderboard.exclude([m for key, data in series.items() for m in series_rows(key, data)], Registry.default())
+    ranked = ranks(board, METHOD_VERSION, compare(series, comparable(board, METHOD_VERSION)))
+    return {k: ranked[SeriesKey(k[0], k[1], k[2], k[3], k[4], next(r.protocol for r in ROWS if r.model_id == k[1]),
+                                k[5] or "")] for k in expected}
 
 
 def exclusion_reason() -> str:
@@ -174,6 +182,7 @@ def seeded_store(rows: list[Observation] = ROWS) -> Iterator[str]:
         run_cli("db", "upgrade", "--store", url)
         s = open_store(url)
         s.add(rows)  # refreshes the rolling aggregates the boards read
+        s.refresh_comparisons()  # what a finished tick does: the paired comparisons the ranks come from
         s.close()
         yield url
 

@@ -14,43 +14,22 @@ from dataclasses import fields, replace
 from typing import Collection, Iterable, Mapping
 
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import rank_order, ranking_title, ranks, series_id
-from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, SeriesData, flat, percentile_floor, series_rows
-from voxwatch.metrics.specs import METRICS, for_protocol
+from voxwatch.metrics.paired import Comparison
+from voxwatch.metrics.ranking import rank_order, ranking_note, ranking_title, ranks, series_id
+from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, flat, percentile_floor, series_rows
+from voxwatch.metrics.specs import METRICS
 from voxwatch.metrics.wer import CHARACTER, scorer_for
 from voxwatch.foundation.languages import is_english
 from voxwatch.foundation.observation import Observation
-from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.providers.lifecycle import Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store.row_filter import RowFilter
-
-
-def series_key(r: Observation) -> SeriesKey:
-    """The series a stored row counts in (only a TTS row's instrument splits its series)."""
-    instrument = r.instrument_id if r.board == "tts" else None
-    return SeriesKey(r.board, r.model_id, r.dataset, r.region, r.method_version, r.protocol, instrument or "")
+from voxwatch.store.series_data import group
 
 
 def build(rows: Iterable[Observation], registry: Registry | None = None) -> list[MetricRow]:
-    groups: dict[SeriesKey, list[Observation]] = {}
-    for r in rows:
-        if not r.emulator:
-            groups.setdefault(series_key(r), []).append(r)
-    out: list[MetricRow] = []
-    for key, members in sorted(groups.items()):
-        ok = [r.status == "ok" for r in members]
-        values = {spec.name: [getattr(r, spec.name) if good else None for r, good in zip(members, ok)]
-                  for spec in for_protocol(key.protocol, headline_only=True)}
-        scored = [good and r.ref_words is not None for r, good in zip(members, ok)]
-        out.extend(series_rows(key, SeriesData(
-            statuses=[r.status for r in members], utterances=[r.clip_id for r in members],
-            ticks=[r.run_id for r in members], values=values,
-            errors=[r.substitutions + r.deletions + r.insertions if s else None for r, s in zip(members, scored)],
-            words=[r.ref_words if s else None for r, s in zip(members, scored)],
-            entities_missed=[r.entities_missed if good else None for r, good in zip(members, ok)],
-            entities_total=[r.entities_total if good else None for r, good in zip(members, ok)])))
-    return exclude(out, registry)
+    """The board of some stored rows: every series' statistics (metrics.series), exclusions applied."""
+    return exclude([m for key, data in group(rows).items() for m in series_rows(key, data)], registry)
 
 
 def exclude(rows: list[MetricRow], registry: Registry | None) -> list[MetricRow]:
@@ -117,19 +96,21 @@ def _language_title(title: str, language: str | None) -> str:
     return f"{title} [language {language}, scored as {scorer_for(language).error_rate_label}]"
 
 
-def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *, span: str | None = None,
-                 models: Collection[str] = (), languages: Mapping[str, str | None] | None = None) -> str:
+def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *,
+                 comparisons: Iterable[Comparison], span: str | None = None, models: Collection[str] = (),
+                 languages: Mapping[str, str | None] | None = None) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
     first line (attempts, rates, pooled WER, entity error rate), its region, method version and rank (metrics.ranking);
     under each board, a line for every model of it that is retired or retires soon. `span` names
-    the rows' time span when it is not the rolling window; `models` shows only theirs, ranked
+    the rows' time span when it is not the rolling window; `comparisons` are the same rows' paired
+    comparisons (boards.comparisons), which the ranks come from; `models` shows only theirs, ranked
     among all the rows (a model's rank is its place on the board). `languages`: each dataset's
     language (its DatasetInfo's), named in the heading of a ranking that is not English."""
     languages = languages or {}
     shown = [r for r in rows if not models or r.model_id in models]
     if not shown:
         return f"No observations {span or 'in the last ' + window}. Run `voxwatch run` first."
-    ranked = ranks(rows, METHOD_VERSION)
+    ranked = ranks(rows, METHOD_VERSION, comparisons)
     lines: list[str] = []
     for board in ("stt", "tts", "s2s"):
         mine = _ordered([r for r in shown if r.board == board], ranked)
@@ -170,8 +151,8 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
         lines.extend(f"  note: {n}" for n in notes)
         lines.extend(f"  status: {model_id} {s.notice}" for model_id, s in
                      sorted(standings(registry, {r.model_id for r in mine}).items()) if s.notice)
-    lines.append("\nRanks per dataset and protocol by the first metric's p50: a rank is shared where 95 % intervals "
-                 "overlap; '-' is not ranked (superseded method, or no interval yet: n < 5 or one tick).\nn/a: under the statistic's "
+    lines.append("\n" + ranking_note() + " '-' is not ranked (superseded method, or no interval yet: n < 5 or one "
+                 "tick). Intervals [95% CI] are each series' own (`voxwatch compare` shows the pairs).\nn/a: under the statistic's "
                  f"floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. Latencies in ms; rtf in x "
                  "real time; rates over attempts; WER is pooled over the scored clips.")
     return "\n".join(lines).lstrip("\n")

@@ -18,7 +18,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from voxwatch import config as config_mod
+from voxwatch.boards import comparisons as board_comparisons
 from voxwatch.boards import leaderboard, listing
+from voxwatch.metrics import METHOD_VERSION
 from voxwatch.foundation.audio import AudioError
 from voxwatch.datasets.download import FetchError
 from voxwatch.datasets.catalog import Catalog, IntegrityError, UnknownDataset, bundled_root
@@ -131,7 +133,8 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
         print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
     print()
     rows = leaderboard.from_store(store, "30d", registry)
-    print(leaderboard.format_table(rows, "30d", registry, languages=_languages(cfg, rows)))
+    print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
+                                   languages=_languages(cfg, rows)))
     if result.run.status == "failed":  # every row not ok: the run record says so, and so does the exit code
         print(f"voxwatch: every one of the {len(result.rows)} observations failed (run {result.run.run_id})",
               file=sys.stderr)
@@ -180,6 +183,7 @@ def cmd_leaderboard(args) -> int:
     board = None
     try:
         rows = leaderboard.from_store(store, args.window, registry, ranked)
+        compared = board_comparisons.from_store(store, args.window, ranked) if args.format == "table" else []
         if args.format == "table" and (not only.boards or "s2s" in only.boards) and not only.datasets:
             from voxwatch.conversations.scorecards import store_scorecards_text
 
@@ -189,8 +193,8 @@ def cmd_leaderboard(args) -> int:
         store.close()
     span = span_text(only, args.window)
     if args.format == "table":
-        print(leaderboard.format_table(rows, args.window, registry, span=span, models=only.models,
-                                       languages=_languages(cfg, rows)))
+        print(leaderboard.format_table(rows, args.window, registry, comparisons=compared, span=span,
+                                       models=only.models, languages=_languages(cfg, rows)))
         if board is not None:
             print(f"\nS2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
@@ -204,28 +208,53 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
     from voxwatch.web.source import StoreUnavailable, open_source
     from voxwatch.web.views import leaderboard_document
 
-    span = None
+    span = compared = None
     if only.since is not None or only.until is not None or only.by_clip:  # the span's (or clips') rows, every model's
         store = open_store(cfg.store_url, create=False)
         try:
             span = leaderboard.from_store(store, args.window, registry, replace(only, models=()))
+            compared = board_comparisons.from_store(store, args.window, only)
         finally:
             store.close()
     source = open_source(cfg.store_url, registry)
     try:
-        doc = leaderboard_document(source, registry, args.window, None, None, span)
+        doc = leaderboard_document(source, registry, args.window, None, None, span, comparisons=compared)
     except StoreUnavailable as exc:
         print(f"voxwatch: error: {one_line(exc.detail)}", file=sys.stderr)
         return 2
     finally:
         source.close()
     doc["rows"] = [r for r in doc["rows"] if only.keeps(argparse.Namespace(**r))]
+    doc["comparisons"] = [c for c in doc["comparisons"] if (not only.boards or c["board"] in only.boards)
+                          and (not only.datasets or c["dataset"] in only.datasets)
+                          and (not only.models or c["model_a"] in only.models or c["model_b"] in only.models)]
     doc["notes"] = [n for n in doc["notes"] if (not only.models or n["model_id"] in only.models)
                     and (not only.datasets or n["dataset"] in only.datasets)]
     if only != RowFilter():  # filtered: the document says how; unfiltered, it is the API's own
         doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
                    models=list(only.models), speakers=list(only.speakers), accents=list(only.accents))
     print(json.dumps(doc, indent=2))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    """The paired comparisons the ranks come from: every two models of a ranking on the clips both heard."""
+    cfg = _config(args)
+    only = row_filter(args)
+    store = open_store(cfg.store_url, create=False)
+    try:
+        found = board_comparisons.involving(board_comparisons.from_store(store, args.window, only), only.models)
+    finally:
+        store.close()
+    if args.format == "csv":
+        sys.stdout.write(board_comparisons.format_csv(found))
+    elif args.format == "json":
+        print(json.dumps({"window": args.window, "method_version": METHOD_VERSION, "about": board_comparisons.ABOUT,
+                          "comparisons": board_comparisons.records(found)}, indent=2))
+    else:
+        span = span_text(only, args.window)
+        print(f"Paired comparisons - {span or 'rolling ' + args.window}, method v{METHOD_VERSION}\n")
+        print(board_comparisons.format_table(found))
     return 0
 
 
@@ -270,6 +299,8 @@ def cmd_ingest(args) -> int:
         with Progress("storing", "file", wanted(args), total=1) as bar:  # one transaction: all at once
             added = add_spooled(store, rows, conversations)
             bar.advance()
+        if hasattr(store, "refresh_comparisons"):  # Postgres keeps them in a table, refreshed per batch of ticks
+            store.refresh_comparisons({r.dataset for r in rows})
     finally:
         store.close()
     also = f" and {len(conversations)} conversations" if conversations else ""
@@ -412,7 +443,8 @@ def cmd_db(args) -> int:
         if args.action == "refresh" and hasattr(store, "refresh"):
             with Progress("refreshing", "series", wanted(args)) as bar:
                 refreshed = store.refresh(progress=bar)
-            print(f"recomputed the rolling aggregates of {refreshed} series")
+            compared = store.refresh_comparisons()
+            print(f"recomputed the rolling aggregates of {refreshed} series and {compared} paired comparisons")
     finally:
         store.close()
     return 0
@@ -546,14 +578,18 @@ def parser() -> argparse.ArgumentParser:
     add_progress(run)
     run.set_defaults(func=cmd_run)
 
-    lb = sub.add_parser("leaderboard", help="print the rolling leaderboard from the store")
-    lb.add_argument("--window", choices=sorted(leaderboard.WINDOWS), default="30d",
-                    help="the rolling window the statistics cover (default 30d)")
-    lb.add_argument("--format", choices=("table", "csv", "json"), default="table",
-                    help="table (default), csv (one line per series and metric), or json (the API's document)")
-    lb.add_argument("--store", help="store URL (default: config)")
-    add_row_filters(lb)
-    lb.set_defaults(func=cmd_leaderboard)
+    for name, func, what, lines in (
+            ("leaderboard", cmd_leaderboard, "print the rolling leaderboard from the store",
+             "csv (one line per series and metric), or json (the API's document)"),
+            ("compare", cmd_compare, "print the paired comparisons the ranks come from (two models, the same clips)",
+             "csv (one line per pair and statistic), or json (the API's /comparisons)")):
+        board = sub.add_parser(name, help=what)
+        board.add_argument("--window", choices=sorted(leaderboard.WINDOWS), default="30d",
+                           help="the rolling window it covers (default 30d)")
+        board.add_argument("--format", choices=("table", "csv", "json"), default="table", help=f"table (default), {lines}")
+        board.add_argument("--store", help="store URL (default: config)")
+        add_row_filters(board)
+        board.set_defaults(func=func)
 
     ex = sub.add_parser("export", help="write the stored observations (all fields): every one, or those the "
                                        "filters select")

@@ -1,20 +1,25 @@
-"""Ranks that admit what the intervals say (METHOD "Ranking"): one definition for the web, API and CLI.
+"""Ranks from paired comparisons (METHOD "Ranking"): one definition for the web, API and CLI.
 
-A board is ranked per dataset and protocol (streaming and batch STT answer different questions
-and never share a ranking) by each series' first headline metric of its protocol: its median,
-lower is better. A series' rank is 1 + the number of series whose whole 95 % interval lies
-below its own, so a model shares its rank with every model whose interval overlaps its own, and
-two models are never ordered by noise. A series measured under a superseded method version is
-shown but not ranked, and so is one without an interval (its median under the floor, or every row
-from one tick).
+A board is ranked per dataset, protocol, region and method version (metrics.paired.ranking_of:
+streaming and batch STT answer different questions, other regions were measured at other
+ticks, and method versions are never pooled) by each series' first headline metric of its
+protocol, lower is better. Every model of a ranking heard the same clips at the same ticks, so
+two series are compared on the cells both measured (metrics/paired.py), and with Holm's
+procedure over the ranking's pairs: a series' rank is 1 + the number of series shown faster than
+it. Two models whose difference is not shown share their place, so no two models are ordered
+by noise, and a difference too small for the two per-series intervals to separate is still
+shown once the clips they share have measured it. A series measured under a superseded method
+version is shown but not ranked, and so is one without an interval (its median under the
+floor, or every row from one tick).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import for_protocol
 
@@ -34,20 +39,49 @@ def ranked_metric(protocol: str) -> str | None:
     return specs[0].name if specs else None
 
 
-def ranks(rows: Iterable[MetricRow], method_version: str) -> dict[SeriesKey, int | None]:
-    """Every series' rank (None: not ranked) from its leaderboard rows."""
-    out: dict[SeriesKey, int | None] = {}
-    groups: dict[tuple[str, str, str], list[tuple[SeriesKey, tuple[float, float]]]] = {}
+def rankable(r: MetricRow, method_version: str) -> bool:
+    """Whether a series' ranked-metric row can take a rank: current method, not excluded, an interval."""
+    return r.method_version == method_version and r.p50 is not None and r.p50_ci is not None and not r.note
+
+
+def comparable(rows: Iterable[MetricRow], method_version: str) -> Callable[[SeriesKey, str], bool]:
+    """Which series metrics.paired.compare compares on which statistic: a latency metric where its
+    row has a p50 interval, pooled WER where the series has a WER interval, current method only.
+    Registry exclusions are the readers' (ranks leaves an excluded series unranked), so both
+    stores compare the same pairs."""
+    latency, wer = set(), set()
     for r in rows:
-        sid = series_id(r)
+        if r.method_version != method_version:
+            continue
+        if r.p50_ci is not None:
+            latency.add((series_id(r), r.metric))
+        if r.wer_ci is not None:
+            wer.add(series_id(r))
+    return lambda key, statistic: key in wer if statistic == "pooled_wer" else (key, statistic) in latency
+
+
+def ranks(rows: Iterable[MetricRow], method_version: str,
+          comparisons: Iterable[Comparison]) -> dict[SeriesKey, int | None]:
+    """Every series' rank (None: not ranked) from its leaderboard rows and its ranking's paired
+    comparisons (metrics.paired.compare over the same window's rows): 1 + the number of rankable
+    series of its ranking shown faster than it on the ranked metric."""
+    out: dict[SeriesKey, int | None] = {}
+    ranked: set[SeriesKey] = set()
+    for r in rows:
         if r.metric != ranked_metric(r.protocol):
             continue
+        sid = series_id(r)
         out[sid] = None
-        if r.method_version == method_version and r.p50 is not None and r.p50_ci is not None and not r.note:
-            groups.setdefault(sid.ranking_key, []).append((sid, r.p50_ci))
-    for members in groups.values():
-        for sid, (low, _) in members:
-            out[sid] = 1 + sum(1 for _, (_, other_high) in members if other_high < low)
+        if rankable(r, method_version):
+            ranked.add(sid)
+    behind: dict[SeriesKey, int] = {sid: 0 for sid in ranked}
+    for c in comparisons:
+        if (not c.shown or c.a not in ranked or c.b not in ranked or c.statistic != ranked_metric(c.a.protocol)
+                or c.difference.estimate is None or c.difference.estimate == 0):
+            continue
+        behind[c.b if c.difference.estimate > 0 else c.a] += 1  # lower is better: a positive b - a puts b behind
+    for sid, n in behind.items():
+        out[sid] = 1 + n
     return out
 
 
@@ -60,7 +94,14 @@ def rank_order(first: MetricRow, rank: int | None) -> tuple:
 
 def ranking_title(dataset: str, protocol: str) -> str:
     """A ranking's heading, as the web page and the CLI print it."""
-    return f"{dataset}, {PROTOCOL_NAMES.get(protocol, protocol)}: ranked by {ranked_metric(protocol)} p50"
+    return f"{dataset}, {PROTOCOL_NAMES.get(protocol, protocol)}: ranked by {ranked_metric(protocol)}, paired on the same clips"
+
+
+def ranking_note() -> str:
+    """What a rank means, in the words every reader prints under a ranking."""
+    return ("Ranks per dataset, protocol and region by the first metric: a model ranks ahead of another only where "
+            "the two, compared on the clips both heard at the same ticks, differ beyond chance (Holm over the "
+            "ranking's pairs, 5 % family-wise); otherwise they share a place.")
 
 
 def why_unranked(r: MetricRow, method_version: str) -> str | None:

@@ -19,6 +19,7 @@ from voxwatch.store.conversation_rows import CONVERSATION_KEY, TURN_KEY, Convers
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.foundation.observation import FIELDS, KEY, Observation, RunRecord
+from voxwatch.store.comparisons import DDL as COMPARISONS_DDL
 from voxwatch.store.exclusions import DDL as EXCLUSIONS_DDL
 from voxwatch.store.preference import ddl as preference_ddl
 from voxwatch.store.preference_fits import ddl as preference_fits_ddl
@@ -155,6 +156,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (12, ";\n".join(preference_fits_ddl("postgres"))),
     # the registry's exclusions, kept in sync on every open (voxwatch.store.exclusions): the dashboards JOIN them
     (13, EXCLUSIONS_DDL),
+    # every ranking's paired comparisons per window (voxwatch.store.comparisons), refreshed as ticks finish
+    (14, COMPARISONS_DDL),
 ]
 
 

@@ -9,6 +9,7 @@ every row.
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from math import inf as INF
 from operator import attrgetter
@@ -17,12 +18,13 @@ from typing import Callable, Iterable, Iterator, Sequence
 import psycopg
 
 from voxwatch.store.conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
+from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.series import MetricRow
 from voxwatch.foundation.observation import FIELDS, RUN_FIELDS, Observation, RunRecord
 from voxwatch.foundation.series_key import RowsKey
 from voxwatch.providers.registry import Registry
 from voxwatch.foundation.store_url import StoreError
-from voxwatch.store import aggregates, exclusions, migrations
+from voxwatch.store import aggregates, comparisons, exclusions, migrations
 from voxwatch.store import conversations as conv
 from voxwatch.store import preference, preference_fits
 from voxwatch.store.connection import connect, database_error
@@ -59,6 +61,14 @@ _RUN_COUNTS = ("SELECT n.name, count(*), count(*) FILTER (WHERE f.status IS DIST
                "FROM obs_names n JOIN obs_facts f ON f.run_id_ref = n.ref "
                "WHERE n.digest = ANY(ARRAY(SELECT voxwatch_digest(ARRAY[x]) FROM unnest(%s::text[]) AS u(x))) "
                "GROUP BY n.name")
+
+
+# the datasets a run measured, by the key's first column (what a finished tick's comparisons are refreshed for)
+_RUN_DATASETS = ("SELECT DISTINCT d.name FROM obs_names n JOIN obs_facts f ON f.run_id_ref = n.ref "
+                 "JOIN obs_names d ON d.ref = f.dataset_ref WHERE n.digest = voxwatch_digest(ARRAY[%s::text])")
+
+
+log = logging.getLogger(__name__)
 
 
 class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preference_fits.PreferenceFits):
@@ -202,7 +212,34 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             cur.execute(f"INSERT INTO runs ({', '.join(RUN_FIELDS)}) VALUES ({', '.join(['%s'] * len(RUN_FIELDS))}) "
                         f"ON CONFLICT (run_id) DO UPDATE SET {updates}", attrgetter(*RUN_FIELDS)(run))
 
-    finish_run = start_run
+    def finish_run(self, run: RunRecord) -> None:
+        """Record the run's end, then recompute the paired comparisons of the datasets it measured
+        (store.comparisons): they compare every model of a ranking at once, so they follow ticks,
+        not each row's write."""
+        self.start_run(run)
+        if run.status == "running":
+            return
+        try:  # the record is written: comparisons that fail to refresh are caught up by the next tick
+            with self._cursor("refresh the comparisons of") as cur:
+                datasets = [d for (d,) in cur.execute(_RUN_DATASETS, (run.run_id,))]
+            self.refresh_comparisons(datasets)
+        except StoreError as exc:
+            log.warning("run %s is recorded, but its paired comparisons were not refreshed (%s): the next finished "
+                        "tick or `voxwatch db refresh` recomputes them", run.run_id, exc)
+
+    def refresh_comparisons(self, datasets: Iterable[str] | None = None) -> int:
+        """Recompute the paired comparisons of these datasets' rankings (every dataset when None)."""
+        try:
+            return comparisons.refresh(self._connect(), datasets)
+        except psycopg.Error as exc:
+            raise self.error("cannot refresh the comparisons of", exc) from None
+
+    def comparisons(self, window: str) -> list[Comparison]:
+        """One window's stored comparisons (what boards.comparisons reads for a rolling window)."""
+        try:
+            return comparisons.read(self._connect(), window)
+        except psycopg.Error as exc:
+            raise self.error("cannot read the comparisons of", exc) from None
 
     def runs(self) -> list[RunRecord]:
         with self._cursor("read the runs from") as cur:

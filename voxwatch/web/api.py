@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from voxwatch.boards import comparisons as board_comparisons
 from voxwatch.boards.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import BOARDS
@@ -24,6 +25,20 @@ def leaderboard(request: Request) -> JSONResponse:
     return JSONResponse(views.leaderboard_document(request.app.state.source, request.app.state.registry, window, board,
                                                    text(request, "dataset"), speaker=text(request, "speaker"),
                                                    accent=text(request, "accent")))
+
+
+def comparisons(request: Request) -> Response:
+    """Every two models of a ranking on the clips both heard (the ranks' evidence); ?format=csv: as CSV."""
+    board = choice(request, "board", BOARDS, None)
+    window = choice(request, "window", WINDOWS, "30d")
+    fmt = choice(request, "format", ("json", "csv"), "json")
+    doc = views.comparisons_document(request.app.state.source, window, board, text(request, "dataset"),
+                                     text(request, "model"))
+    if fmt == "csv":
+        return Response(board_comparisons.format_csv(doc.pop("found")), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="voxwatch-comparisons-{window}.csv"'})
+    doc.pop("found")
+    return JSONResponse(doc)
 
 
 def models(request: Request) -> JSONResponse:
@@ -93,6 +108,7 @@ def openapi_json(request: Request) -> JSONResponse:
 
 routes = [
     Route("/leaderboard", leaderboard),
+    Route("/comparisons", comparisons),
     Route("/models", models),
     Route("/models/{model_id:path}/history", history),
     Route("/alerts", alerts),

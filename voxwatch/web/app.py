@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Scope
 
+from voxwatch.boards import comparisons as board_comparisons
 from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics import METHOD_VERSION
@@ -119,7 +120,8 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
                        uncached=(api.HEALTH,), streamed=(RECORDINGS, *rating.UNCACHED_PREFIXES))
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
-    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION,
+    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, verdict=board_comparisons.verdict,
+                                 comparison_about=board_comparisons.ABOUT,
                                  standing=lambda model_id: views.model_standing(registry, model_id))
     app = _App(
         routes=[

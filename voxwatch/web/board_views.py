@@ -22,6 +22,7 @@ from voxwatch.datasets.provenance import Provenance
 from voxwatch.foundation.series_key import RowsKey
 from voxwatch.boards.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.ranking import PROTOCOL_NAMES, rank_order, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.series import MetricRow
 
@@ -117,6 +118,7 @@ class RankedTable:
     protocol: str
     provenance: Provenance
     entries: list[Entry] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)  # the ranked metric's pairs among the entries
 
     @property
     def metric(self) -> str:
@@ -170,10 +172,11 @@ def sort_entries(entries: list[Entry], column: str, order: str) -> list[Entry]:
     return present + [e for e in base if value(e) is None]
 
 
-def ranked_sections(rows: list[MetricRow], f: Filters, vendor: Callable[[str], str],
+def ranked_sections(rows: list[MetricRow], comparisons: list[Comparison], f: Filters, vendor: Callable[[str], str],
                     provenance: Callable[[str], Provenance], alerts: Iterable[Alert] = ()) -> list[ProtocolSection]:
-    """Per board and protocol, one ranked table per dataset, holding the series the filters keep."""
-    ranked = ranks(rows, METHOD_VERSION)  # over every series of the window: a filter never changes a rank
+    """Per board and protocol, one ranked table per dataset, holding the series the filters keep,
+    ranked by the window's paired comparisons."""
+    ranked = ranks(rows, METHOD_VERSION, comparisons)  # over every series of the window: a filter never changes a rank
     connect = {series_id(r): r for r in rows if r.metric == CONNECT}
     firing: dict[RowsKey, list[Alert]] = {}
     for a in alerts:
@@ -196,6 +199,8 @@ def ranked_sections(rows: list[MetricRow], f: Filters, vendor: Callable[[str], s
                                              k[2])):
         table = tables[key]
         table.entries = sort_entries(table.entries, f.sort, f.order)
+        shown = {series_id(e.row) for e in table.entries}
+        table.comparisons = [c for c in comparisons if c.statistic == table.metric and c.a in shown and c.b in shown]
         sections.setdefault(key[:2], ProtocolSection(*key[:2])).tables.append(table)
     return list(sections.values())
 

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Hashable
 
+from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.series import MetricRow
 from voxwatch.store.row_filter import RowFilter
 
@@ -21,26 +22,35 @@ from voxwatch.web.source import Source
 
 
 class MemoSource:
-    """A Source whose leaderboard(window) is kept per window and version; everything else passes through."""
+    """A Source whose leaderboard(window) and comparisons(window) are kept per window and version;
+    everything else passes through."""
 
     def __init__(self, source: Source, freshness: Freshness, max_age_s: float) -> None:
         self._source, self._freshness, self.max_age_s = source, freshness, max_age_s
-        self._kept: dict[str, tuple[Hashable, float, list[MetricRow]]] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        self._kept: dict[tuple[str, str], tuple[Hashable, float, list]] = {}
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
     def __getattr__(self, name: str):
         return getattr(self._source, name)
 
     def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
+        return self._kept_for("leaderboard", window, only)
+
+    def comparisons(self, window: str, only: RowFilter | None = None) -> list[Comparison]:
+        """The window's paired comparisons, kept as the leaderboard is (every ranked page needs them)."""
+        return self._kept_for("comparisons", window, only)
+
+    def _kept_for(self, name: str, window: str, only: RowFilter | None) -> list:
+        read = getattr(self._source, name)
         version = self._freshness.latest
         if version is None or only is not None:  # a board over some clips: computed for its page alone
-            return self._source.leaderboard(window, only)
+            return read(window, only)
         with self._guard:
-            lock = self._locks.setdefault(window, threading.Lock())
+            lock = self._locks.setdefault((name, window), threading.Lock())
         with lock:  # one computation per window at a time: a second render waits for it, then shares it
-            kept = self._kept.get(window)
+            kept = self._kept.get((name, window))
             if kept is None or kept[0] != version or time.monotonic() - kept[1] > self.max_age_s:
                 made = time.monotonic()
-                kept = self._kept[window] = (version, made, self._source.leaderboard(window))
+                kept = self._kept[(name, window)] = (version, made, read(window))
             return list(kept[2])

@@ -35,7 +35,7 @@ class SummaryLine:
 def summary(source, model_id: str) -> list[SummaryLine]:
     """Each of the model's series in the 30-day window: dataset, then the current method first, then region."""
     rows = views.board_rows(source, SUMMARY_WINDOW)
-    ranked = ranks(rows, METHOD_VERSION)
+    ranked = ranks(rows, METHOD_VERSION, views.board_comparisons(source, SUMMARY_WINDOW))
     out = []
     mine = sorted((r for r in rows if r.model_id == model_id), key=series_id)
     for key, members in groupby(mine, key=series_id):

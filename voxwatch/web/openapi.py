@@ -14,6 +14,7 @@ from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Scorecard, Percentiles, Rate
 from voxwatch.metrics.degradation import Degradation
+from voxwatch.metrics.paired import COLUMNS
 from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.preference.standings_format import BREAKDOWNS, ROW_FIELDS
@@ -84,9 +85,10 @@ def document() -> dict:
     schemas = {
         "LeaderboardRow": _dataclass_schema(MetricRow, {
             "na_reason": {**_NULLABLE_STRING, "description": "why the statistics are n/a: the registry's exclusion, or n < 5"},
-            "rank": {"type": ["integer", "null"], "description": "the series' rank on its dataset and protocol: 1 + the "
-                     "series whose p50 interval lies wholly below its own (null: superseded method, or too few samples)"},
-            "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by (its p50)"},
+            "rank": {"type": ["integer", "null"], "description": "the series' rank on its dataset, protocol and region: "
+                     "1 + the series shown faster on the ranked metric by the paired comparisons (Holm over the "
+                     "ranking's pairs); null: superseded method, excluded, or too few samples"},
+            "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by"},
             "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "
@@ -103,7 +105,35 @@ def document() -> dict:
             "generated_at": {"type": "number", "description": "unix seconds"},
             "method_version": {**_STRING, "description": "the method version this server measures with"},
             "status_date": _STATUS_DATE,
-            "rows": _array(_ref("LeaderboardRow")), "notes": _array(_ref("MethodNote"))}),
+            "ranks": {**_STRING, "description": "what a rank means, in words"},
+            "intervals": _obj({"series": {**_STRING, "description": "what each row's own intervals are about"},
+                               "comparisons": {**_STRING, "description": "what a comparison's interval is about"}}),
+            "rows": _array(_ref("LeaderboardRow")), "notes": _array(_ref("MethodNote")),
+            "comparisons": {**_array(_ref("Comparison")), "description": "the paired comparisons the ranks come "
+                            "from (as /api/v1/comparisons)"}}),
+        "Comparison": _obj({**{name: _STRING for name in COLUMNS[:10]},
+                            "statistic": {**_STRING, "description": "a headline latency metric (the median of the "
+                                          "per-clip differences) or pooled_wer (the difference of the pooled WERs)"},
+                            "instrument_a": {**_STRING, "description": "TTS: the STT that scored model a ('' for none)"},
+                            "instrument_b": {**_STRING, "description": "TTS: the STT that scored model b ('' for none)"},
+                            "a": {**_NULLABLE_NUMBER, "description": "model a's figure on the shared clips (p50, or "
+                                  "pooled WER)"},
+                            "b": {**_NULLABLE_NUMBER, "description": "model b's figure on the shared clips"},
+                            "estimate": {**_NULLABLE_NUMBER, "description": "b minus a on the same clips"},
+                            "ci_low": {**_NULLABLE_NUMBER, "description": "the difference's 95 % interval"},
+                            "ci_high": _NULLABLE_NUMBER,
+                            "p_value": {**_NULLABLE_NUMBER, "description": "two-sided, clustered by utterance and tick"},
+                            "p_holm": {**_NULLABLE_NUMBER, "description": "Holm-adjusted over the ranking's pairs"},
+                            "shown": {"type": "boolean", "description": "the difference is shown (p_holm <= 0.05)"},
+                            "cells": {"type": "integer", "description": "(clip, tick) cells both models measured"},
+                            "utterances": {"type": "integer"}, "ticks": {"type": "integer"},
+                            "unit": {**_STRING, "description": "ms, x, or fraction (WER)"}}),
+        "Comparisons": _obj({"board": {"type": ["string", "null"], "enum": [*BOARDS, None]},
+                             "window": {"type": "string", "enum": list(WINDOWS)}, "dataset": _NULLABLE_STRING,
+                             "model": _NULLABLE_STRING, "generated_at": {"type": "number", "description": "unix seconds"},
+                             "method_version": _STRING, "about": {**_STRING, "description": "what a comparison is"},
+                             "ranks": {**_STRING, "description": "how ranks follow from the comparisons"},
+                             "comparisons": _array(_ref("Comparison"))}),
         "FamilyLine": _obj({**{name: _STRING for name in SERIES_FIELDS},
                             **_dataclass_schema(Degradation)["properties"]}),
         "FamilyCondition": _obj({"dataset": _STRING, "condition": _STRING}),
@@ -170,6 +200,17 @@ def document() -> dict:
              _query("speaker", "the board over this speaker's clips only: every statistic and rank computed from "
                     "those rows", _STRING),
              _query("accent", "the board over clips of this accent only, as speaker", _STRING)], bad),
+        "/api/v1/comparisons": {"get": {
+            "summary": "Paired comparisons: every two models of a ranking (dataset, protocol, region, method "
+                       "version) on the clips both measured in the same ticks, per headline latency metric and "
+                       "pooled WER, with the difference's interval and Holm's verdict (what the ranks follow)",
+            "parameters": [_query("board", "only this board", {"type": "string", "enum": list(BOARDS)}), window,
+                           dataset, _query("model", "only pairs with this model on a side", _STRING),
+                           _query("format", "csv: one line per pair and statistic",
+                                  {"type": "string", "enum": ["json", "csv"], "default": "json"})],
+            "responses": {"200": {"description": "The comparisons.", "content": {
+                "application/json": {"schema": _ref("Comparisons")},
+                "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad}}},
         "/api/v1/models": _get("Every model with rows in the last 30 days",
                                _json(_ref("Models"), "The models.")),
         "/api/v1/models/{model_id}/history": _get(

@@ -28,7 +28,7 @@ def _render(request: Request, template: str, status_code: int = 200, **context) 
     return request.app.state.templates.TemplateResponse(request, template, context, status_code=status_code)
 
 
-def _page_context(request: Request, rows: list, board: str | None) -> dict:
+def _page_context(request: Request, rows: list, comparisons: list, board: str | None) -> dict:
     """What the overview and every board show above and around their ranked tables: the filters and
     their options, the tables by protocol with their charts, the newest measurement and provenance."""
     f = board_views.filters(request)
@@ -46,7 +46,7 @@ def _page_context(request: Request, rows: list, board: str | None) -> dict:
             provenances[dataset] = lookup(request.app.state.catalog, dataset)
         return provenances[dataset]
 
-    sections = board_views.ranked_sections(rows, f, vendor, provenance, views.alerts(source).alerts)
+    sections = board_views.ranked_sections(rows, comparisons, f, vendor, provenance, views.alerts(source).alerts)
     shown = sorted({t.dataset for s in sections for t in s.tables})
     options = board_views.options(rows, vendor, provenance)
     if board is not None:
@@ -62,7 +62,8 @@ def _page_context(request: Request, rows: list, board: str | None) -> dict:
 
 
 def overview_page(request: Request) -> Response:
-    context = _page_context(request, request.app.state.source.leaderboard(board_views.filters(request).window), None)
+    window, source = board_views.filters(request).window, request.app.state.source
+    context = _page_context(request, source.leaderboard(window), source.comparisons(window), None)
     by_board = {b: [s for s in context["sections"] if s.board == b] for b in BOARDS}
     return _render(request, "overview.html", **context, boards=list(BOARDS), board_sections=by_board)
 
@@ -86,7 +87,8 @@ def board_page(request: Request) -> Response:
         return JSONResponse(views.leaderboard_document(source, request.app.state.registry, window, board, dataset,
                                                        speaker=speaker, accent=accent), headers=disposition)
     rows = views.board_rows(source, window, board, clips=clips)
-    context = _page_context(request, rows, board)
+    compared = views.board_comparisons(source, window, board, clips=clips)
+    context = _page_context(request, rows, compared, board)
     f = context["f"]
     entries = [e for s in context["sections"] for t in s.tables for e in t.entries]
     kept = {series_id(e.row) for e in entries}

@@ -23,9 +23,11 @@ from typing import Iterable, Iterator, Protocol
 import psycopg
 import psycopg.errors
 
+from voxwatch.boards import comparisons as board_comparisons
 from voxwatch.boards import leaderboard
 from voxwatch.alerts.store import Alert
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
+from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.series import MetricRow
 from voxwatch.foundation.observation import Observation
 from voxwatch.providers.registry import Registry
@@ -33,6 +35,7 @@ from voxwatch.foundation.redaction import redact_url, scrub
 from voxwatch.foundation.series_key import RowsKey
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.store import aggregates, layout, open_store
+from voxwatch.store import comparisons as paired_table
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
 from voxwatch.store.postgres import PostgresStore, read_conversations, stream_observations
@@ -73,6 +76,9 @@ class Source(Protocol):
 
     def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         """The window's leaderboard; over the clips `only` selects (speakers, accents) when given."""
+
+    def comparisons(self, window: str, only: RowFilter | None = None) -> list[Comparison]:
+        """The window's paired comparisons (boards.comparisons.from_store), over the clips `only` selects."""
 
     def observations(self, only: RowFilter) -> list[Observation]:
         """The rows `only` selects, in time order, none measured against an emulator."""
@@ -143,6 +149,7 @@ _VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint), max(computed_at) FROM 
 _ALERTS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM alerts"
 _CONVERSATIONS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM conversations"
 _PREFERENCE_VERSION_SQL = "SELECT max(fit_id) FROM preference_fits"
+_COMPARISONS_VERSION_SQL = "SELECT count(*), max(computed_at) FROM comparisons"
 ALERTS_NEED_POSTGRES = "alerts need the Postgres store: the regression alerts run only in distributed mode"
 
 
@@ -189,6 +196,12 @@ class PostgresSource:
     def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         with self._reading("the leaderboard"):
             return leaderboard.from_store(self, window, self._registry, only)
+
+    def comparisons(self, window: str, only: RowFilter | None = None) -> list[Comparison]:
+        with self._reading("the paired comparisons") as conn:
+            if only is None or not (only.since or only.until or only.by_clip):
+                return paired_table.read(conn, window)
+            return board_comparisons.from_store(self, window, only)
 
     def observations(self, only: RowFilter) -> list[Observation]:
         """What leaderboard.from_store reads for a board over some clips, and the family page's rows."""
@@ -240,12 +253,13 @@ class PostgresSource:
     def version(self) -> tuple:
         """Every write rewrites the aggregate rows of the series it touches (new row versions, so a new
         xmin sum), every change of an alert its row, a stored conversation adds its row (they touch
-        no aggregate), and so does a preference fit (fits are only ever added): small scans."""
+        no aggregate), and so does a preference fit (fits are only ever added), and a finished tick's
+        comparisons (rewritten with a new computed_at): small scans."""
         with self._reading("the store's version", "version") as conn:
             seen = conn.execute(_VERSION_SQL).fetchone()
-            alerts, conversations, fits = (_optional(conn, sql) for sql in (
-                _ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL, _PREFERENCE_VERSION_SQL))
-        return (*seen, alerts, conversations, fits)
+            alerts, conversations, fits, compared = (_optional(conn, sql) for sql in (
+                _ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL, _PREFERENCE_VERSION_SQL, _COMPARISONS_VERSION_SQL))
+        return (*seen, alerts, conversations, fits, compared)
 
     def close(self) -> None:
         for role, lock in self._locks.items():
@@ -313,6 +327,10 @@ class SQLiteSource:
     def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         with self._store("the leaderboard") as store:
             return leaderboard.from_store(store, window, self._registry, only)
+
+    def comparisons(self, window: str, only: RowFilter | None = None) -> list[Comparison]:
+        with self._store("the paired comparisons") as store:
+            return board_comparisons.from_store(store, window, only)
 
     def observations(self, only: RowFilter) -> list[Observation]:
         with self._store("the observations") as store:

@@ -14,10 +14,13 @@ from datetime import date, datetime, timezone
 from itertools import groupby
 
 from voxwatch.boards import leaderboard
+from voxwatch.boards.comparisons import ABOUT, SERIES_ABOUT, records
+from voxwatch.boards.comparisons import involving as board_comparisons_involving
 from voxwatch.foundation.series_key import RowsKey, SeriesKey
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import rank_order, ranked_metric, ranks, series_id, why_unranked
+from voxwatch.metrics.paired import Comparison
+from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_note, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.lifecycle import Standing
@@ -100,6 +103,13 @@ def board_rows(source: Source, window: str, board: str | None = None, dataset: s
     return [r for r in rows if (board is None or r.board == board) and (dataset is None or r.dataset == dataset)]
 
 
+def board_comparisons(source: Source, window: str, board: str | None = None, dataset: str | None = None,
+                      clips: RowFilter | None = None) -> list[Comparison]:
+    """The paired comparisons a board's ranks come from (of one dataset), over the clips `clips` selects."""
+    found = source.comparisons(window) if clips is None else source.comparisons(window, clips)
+    return [c for c in found if (board is None or c.a.board == board) and (dataset is None or c.a.dataset == dataset)]
+
+
 def method_notes(source: Source, rows: list[MetricRow], window: str) -> list[MethodNote]:
     """One note per (model, dataset, region) whose rows in the window carry more than one method version."""
     versions: dict[tuple[str, str, str], set[str]] = {}
@@ -143,24 +153,40 @@ def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
 
 def leaderboard_document(source: Source, registry: Registry, window: str, board: str | None,
                          dataset: str | None, rows: list[MetricRow] | None = None, speaker: str | None = None,
-                         accent: str | None = None) -> dict:
+                         accent: str | None = None, comparisons: list[Comparison] | None = None) -> dict:
     """The JSON of a board (the API's /leaderboard and the board's ?format=json): each row with its
     model's status on the registry's day (a retired model's rows stay, marked retired). `rows`: the
     board's rows when the caller computed them (the CLI over a span of its own), else the source's,
-    over one speaker's or accent's clips when given (ranked among those rows)."""
-    rows = board_rows(source, window, board, dataset, clip_filter(speaker, accent)) if rows is None else rows
+    over one speaker's or accent's clips when given (ranked among those rows); `comparisons` the
+    paired comparisons of the same rows when the caller computed them."""
+    clips = clip_filter(speaker, accent)
+    rows = board_rows(source, window, board, dataset, clips) if rows is None else rows
+    if comparisons is None:
+        comparisons = board_comparisons(source, window, board, dataset, clips)
     notes = method_notes(source, rows, window)
-    ranked = ranks(rows, METHOD_VERSION)
+    ranked = ranks(rows, METHOD_VERSION, comparisons)
     standing = leaderboard.standings(registry, {r.model_id for r in rows})
     return {
         "board": board, "window": window, "dataset": dataset, "speaker": speaker, "accent": accent,
         "generated_at": time.time(),
         "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(),
+        "ranks": ranking_note(), "intervals": {"series": SERIES_ABOUT, "comparisons": ABOUT},
         "rows": [{**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
                   "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id))} for r in rows],
+        "comparisons": records(comparisons),
         "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
                    "changes": [{"from": a, "to": b, "on": day} for a, b, day in n.changes]} for n in notes],
     }
+
+
+def comparisons_document(source: Source, window: str, board: str | None, dataset: str | None,
+                         model: str | None) -> dict:
+    """The API's /comparisons: the window's paired comparisons (of a board, a dataset, a model), with
+    what they are about; "found" holds the comparisons themselves for a CSV (the caller drops it)."""
+    found = board_comparisons_involving(board_comparisons(source, window, board, dataset), [model] if model else [])
+    return {"board": board, "window": window, "dataset": dataset, "model": model, "generated_at": time.time(),
+            "method_version": METHOD_VERSION, "about": ABOUT, "ranks": ranking_note(),
+            "comparisons": records(found), "found": found}
 
 
 def model_standing(registry: Registry, model_id: str) -> Standing | None:

@@ -1,0 +1,262 @@
+"""Two models on the same clips (METHOD "Paired comparisons"): differences that what they share cancels.
+
+Every tick draws one sample of clips and every model of a ranking hears exactly that sample, so two
+series of one ranking share cells: one utterance at one tick. A comparison uses only the cells
+both measured, and its variance is the multiway one of the per-cell differences (utterance x
+tick, voxwatch/metrics/clustered.py). An utterance that is slow, or hard, for both models moves
+both sides of a cell alike and cancels; in a per-series interval it is counted twice and never
+shrinks with more ticks, which is why two overlapping per-series intervals cannot separate two
+models that differ on every clip.
+
+- A latency difference is the median of the per-cell differences (b's value minus a's on the same
+  clip at the same tick), shown beside each side's p50 over the shared cells. It is tested by a
+  clustered sign test (the share of cells where b is faster, against one half, its variance the
+  multiway one), which needs no density estimate and which one outlying cell cannot move; its
+  interval is Woodruff's, as a series' p50 interval is. A simulated pair of models 20 ms apart
+  on every clip is told apart after 96 ticks in 95 % of boards this way, against 80-94 % by the
+  difference of the two p50s (benchmarks/rank_power.py).
+- The WER difference is the difference of the two pooled WERs over the shared scored cells, its
+  variance from the same per-cell influences of the two ratios.
+
+Each difference has a 95 % interval (Student's t at Satterthwaite's degrees of freedom) and a
+two-sided p-value; metrics/ranking.py turns a ranking's p-values into ranks with Holm's step-down
+procedure, so across all the pairs of a ranking the chance of ordering any two models by noise
+stays under 5 %.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from voxwatch.metrics.clustered import LEVEL, Design, Variance, design, influence_variance, quantile_interval, ratio_variance
+from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics.series import MIN_CLUSTERS, MIN_N, SeriesData, scored_clips
+
+FAMILY_LEVEL = 0.05
+"""The family-wise error rate of one ranking's pairwise verdicts (Holm over its pairs)."""
+
+
+@dataclass(frozen=True)
+class Cells:
+    """One series' values on the cells it measured, one value per cell (utterance, tick), sorted by
+    the cell's label `keys` (utterance and tick joined), so two series align by a merge."""
+    keys: np.ndarray
+    utterances: np.ndarray
+    ticks: np.ndarray
+    values: np.ndarray
+
+
+def cells(utterances: Sequence[Hashable], ticks: Sequence[Hashable], values: Sequence[float | None]) -> Cells:
+    """A series' rows as cells: rows without a value (None, NaN) are left out, and a cell measured
+    twice (an utterance in both a tick's panel and its draw) counts once, at its rows' median."""
+    v = np.asarray(values, dtype=np.float64)
+    keep = np.flatnonzero(~np.isnan(v))
+    u = np.asarray(utterances, dtype=object)[keep]
+    t = np.asarray(ticks, dtype=object)[keep]
+    labels = np.array([f"{a}\x1f{b}" for a, b in zip(u.tolist(), t.tolist())], dtype=object)
+    keys, first, inverse = np.unique(labels.astype(str), return_index=True, return_inverse=True)
+    out = v[keep][first]
+    if keys.size < labels.size:  # some cell has several rows: its median
+        inverse = inverse.ravel()
+        for i in np.flatnonzero(np.bincount(inverse) > 1):
+            out[i] = float(np.median(v[keep][inverse == i]))
+    return Cells(keys, u[first], t[first], out)
+
+
+def shared(a: Cells, b: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cells both series measured: their utterances, ticks and each side's values, aligned."""
+    _, ia, ib = np.intersect1d(a.keys, b.keys, assume_unique=True, return_indices=True)
+    return a.utterances[ia], a.ticks[ia], a.values[ia], b.values[ib]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Model b minus model a on the cells both measured: each side's figure there, the difference, its
+    95 % interval and two-sided p-value (None below the floors), and what it was estimated on."""
+    a: float | None
+    b: float | None
+    estimate: float | None
+    ci: tuple[float, float] | None
+    p_value: float | None
+    cells: int
+    utterances: int
+    ticks: int
+
+
+def _empty(n: int, d: Design | None) -> Difference:
+    sizes = d.sizes if d is not None and d.rows else (0, 0)
+    return Difference(None, None, None, None, None, n, sizes[0], sizes[1])
+
+
+def _finish(a: float, b: float, v: Variance, d: Design) -> Difference:
+    from scipy.stats import t as student_t  # imported when first needed, as in clustered.py
+
+    estimate = b - a
+    se = float(np.sqrt(v.total))
+    if se > 0:
+        p = float(2 * student_t.sf(abs(estimate) / se, v.df))
+        half = float(student_t.ppf(0.5 + LEVEL / 2, v.df)) * se
+    else:  # every cell differs by the same amount: certain, unless that amount is nothing
+        p, half = (1.0 if estimate == 0 else 0.0), 0.0
+    return Difference(a, b, estimate, (estimate - half, estimate + half), p, d.rows, d.sizes[0], d.sizes[1])
+
+
+def _enough(n: int, d: Design) -> bool:
+    return n >= MIN_N and min(d.sizes) >= MIN_CLUSTERS
+
+
+def ratio_difference(a_errors: Cells, a_words: Cells, b_errors: Cells, b_words: Cells) -> Difference:
+    """Pooled WER of b minus pooled WER of a over the scored cells both have (errors and reference
+    words per cell: S + D + I and N): positive when b makes more errors on the same clips."""
+    u, t, ea, eb = shared(a_errors, b_errors)
+    _, _, wa, wb = shared(a_words, b_words)
+    d = design(utterance=u, tick=t) if u.size else None
+    if d is None or not _enough(u.size, d) or wa.sum() <= 0 or wb.sum() <= 0:
+        return _empty(int(u.size), d)
+    ra, rb = ea.sum() / wa.sum(), eb.sum() / wb.sum()
+    influence = (eb - rb * wb) / wb.sum() - (ea - ra * wa) / wa.sum()
+    return _finish(float(ra), float(rb), influence_variance(d, influence), d)
+
+
+def holm(p_values: Sequence[float | None], level: float = FAMILY_LEVEL) -> list[bool]:
+    """Which hypotheses Holm's step-down procedure rejects at family-wise level `level` (the smallest
+    p-value against level / m, the next against level / (m - 1), ..., stopping at the first that
+    fails): those whose Holm-adjusted p-value is at most `level`. A missing p-value (no comparison)
+    is never rejected and does not count in m."""
+    return [a is not None and a <= level for a in holm_adjusted(p_values)]
+
+
+def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values: a pair is shown at family-wise level L exactly when its adjusted p <= L."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for k, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - k) * p))
+        out[i] = running
+    return out
+
+
+
+
+def median_paired_difference(a: Cells, b: Cells) -> Difference:
+    """The median over the shared cells of b's value minus a's (latency: positive when b is slower on
+    the same clip at the same tick), each side's p50 over those cells, the median's interval by
+    Woodruff's method over the multiway design, and the two-sided p-value of a clustered sign
+    test: the share of cells where b is faster (a tie counts half) against 1/2, over its
+    multiway standard error. No density estimate, and one cell's outlier moves nothing."""
+    from scipy.stats import t as student_t  # imported when first needed, as in clustered.py
+
+    u, t, xa, xb = shared(a, b)
+    d = design(utterance=u, tick=t) if u.size else None
+    if d is None or not _enough(u.size, d):
+        return _empty(int(u.size), d)
+    diff = xb - xa
+    faster = (diff < 0).astype(np.float64) + 0.5 * (diff == 0)
+    v = ratio_variance(d, faster, np.ones(diff.size))  # never None: the denominator is n ones
+    share, se = float(faster.mean()), float(np.sqrt(v.total))
+    p = float(2 * student_t.sf(abs(share - 0.5) / se, v.df)) if se > 0 else (1.0 if share == 0.5 else 0.0)
+    return Difference(float(np.median(xa)), float(np.median(xb)), float(np.median(diff)),
+                      quantile_interval(diff, 50, d), min(1.0, p), d.rows, d.sizes[0], d.sizes[1])
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two series of one ranking compared on the cells both measured, for one statistic: `statistic`
+    is a headline latency metric (the median of the paired differences) or "pooled_wer" (the
+    difference of the pooled WERs). `shown` is Holm's verdict over the ranking's pairs for this
+    statistic (family-wise 5 %): the difference is shown, in the direction of its sign."""
+    a: SeriesKey
+    b: SeriesKey
+    statistic: str
+    difference: Difference
+    p_holm: float | None
+    shown: bool
+
+    @property
+    def ranking(self) -> tuple[str, ...]:
+        return ranking_of(self.a)
+
+
+def ranking_of(key: SeriesKey) -> tuple[str, str, str, str, str]:
+    """The ranking a series is compared and ranked in: its board, dataset, protocol, region and method
+    version. Series of other regions were measured at other ticks (no shared cells), and method
+    versions are never pooled."""
+    return key.board, key.dataset, key.protocol, key.region, key.method_version
+
+
+def series_cells(data: SeriesData) -> dict[str, Cells]:
+    """A series' cells for every statistic it can be compared on: each headline metric (ok rows with
+    a value), and errors and words (ok, scored rows)."""
+    status = np.asarray(data.statuses, dtype=object)
+    ok = status == "ok"
+    out = {}
+    for name, column in data.values.items():
+        v = np.asarray(column, dtype=np.float64)
+        out[name] = cells(data.utterances, data.ticks, np.where(ok, v, np.nan))
+    scored, _, _ = scored_clips(status, data.errors, data.words)
+    errors = np.where(scored, np.asarray(data.errors, dtype=np.float64), np.nan)
+    words = np.where(scored, np.asarray(data.words, dtype=np.float64), np.nan)
+    out["errors"], out["words"] = cells(data.utterances, data.ticks, errors), cells(data.utterances, data.ticks, words)
+    return out
+
+
+def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKey, str], bool]) -> list[Comparison]:
+    """Every pair of series in each ranking, on each statistic both are eligible for (`eligible(key,
+    statistic)`: the caller's rule, e.g. current method, not excluded), Holm's procedure applied
+    per ranking and statistic. Pooled WER is compared only between series scored by one
+    instrument. Pairs come in key order (a < b), each once."""
+    prepared = {key: series_cells(data) for key, data in series.items()}
+    families: dict[tuple, list[tuple[SeriesKey, SeriesKey, Difference]]] = {}
+    rankings: dict[tuple, list[SeriesKey]] = {}
+    for key in sorted(prepared):
+        rankings.setdefault(ranking_of(key), []).append(key)
+    for members in rankings.values():
+        for a, b in combinations(members, 2):
+            ca, cb = prepared[a], prepared[b]
+            for statistic in [m for m in ca if m in cb and m not in ("errors", "words")] + ["pooled_wer"]:
+                if not (eligible(a, statistic) and eligible(b, statistic)):
+                    continue
+                if statistic == "pooled_wer":
+                    if a.instrument != b.instrument:
+                        continue
+                    diff = ratio_difference(ca["errors"], ca["words"], cb["errors"], cb["words"])
+                else:
+                    diff = median_paired_difference(ca[statistic], cb[statistic])
+                families.setdefault((ranking_of(a), statistic), []).append((a, b, diff))
+    out = []
+    for (_, statistic), pairs in sorted(families.items()):
+        adjusted = holm_adjusted([d.p_value for _, _, d in pairs])
+        out.extend(Comparison(a, b, statistic, d, p, p is not None and p <= FAMILY_LEVEL)
+                   for (a, b, d), p in zip(pairs, adjusted))
+    return out
+
+
+COLUMNS = ("board", "dataset", "protocol", "region", "method_version", "statistic", "model_a", "instrument_a",
+           "model_b", "instrument_b", "a", "b", "estimate", "ci_low", "ci_high", "p_value", "p_holm", "shown",
+           "cells", "utterances", "ticks")
+"""A comparison as one flat record, in this order: the CSV's columns and the Postgres table's."""
+
+
+def flat(c: Comparison) -> dict:
+    """One comparison as COLUMNS (instrument '' when none, as in SeriesKey)."""
+    d = c.difference
+    low, high = d.ci if d.ci else (None, None)
+    return dict(zip(COLUMNS, (c.a.board, c.a.dataset, c.a.protocol, c.a.region, c.a.method_version, c.statistic,
+                              c.a.model_id, c.a.instrument, c.b.model_id, c.b.instrument, d.a, d.b, d.estimate, low,
+                              high, d.p_value, c.p_holm, c.shown, d.cells, d.utterances, d.ticks)))
+
+
+def from_flat(v: Sequence) -> Comparison:
+    """A comparison back from its COLUMNS values (a Postgres row)."""
+    r = dict(zip(COLUMNS, v))
+    a = SeriesKey(r["board"], r["model_a"], r["dataset"], r["region"], r["method_version"], r["protocol"],
+                  r["instrument_a"])
+    ci = None if r["ci_low"] is None else (r["ci_low"], r["ci_high"])
+    return Comparison(a, a._replace(model_id=r["model_b"], instrument=r["instrument_b"]), r["statistic"],
+                      Difference(r["a"], r["b"], r["estimate"], ci, r["p_value"], r["cells"], r["utterances"],
+                                 r["ticks"]), r["p_holm"], bool(r["shown"]))

@@ -1,0 +1,77 @@
+"""The paired comparisons of every ranking, per rolling window: computed once from the rows, read by all.
+
+metrics.paired.compare needs every model's rows of a ranking at once, so unlike a series'
+aggregates it cannot follow each row's write. Postgres keeps them in the `comparisons` table,
+recomputed for the datasets a tick measured when its run is recorded as finished (and for
+everything by `voxwatch db refresh`); the dashboards read that table. Elsewhere (SQLite, a span
+of the user's) they are computed from the rows on read, by the same `compute`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+import psycopg
+
+from voxwatch.foundation.observation import Observation
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.paired import COLUMNS, Comparison, compare, flat, from_flat
+from voxwatch.metrics.ranking import comparable
+from voxwatch.metrics.series import WINDOWS, series_rows
+from voxwatch.store.row_filter import RowFilter
+from voxwatch.store.series_data import group
+
+_TYPES = {"a": "double precision", "b": "double precision", "estimate": "double precision",
+          "ci_low": "double precision", "ci_high": "double precision", "p_value": "double precision",
+          "p_holm": "double precision", "shown": "boolean NOT NULL", "cells": "integer NOT NULL",
+          "utterances": "integer NOT NULL", "ticks": "integer NOT NULL"}
+_TEXT = 'text COLLATE "C" NOT NULL'
+_KEY = ("time_window", *COLUMNS[:10])
+DDL = ("CREATE TABLE comparisons (time_window text NOT NULL, "
+       + ", ".join(f"{c} {_TYPES.get(c, _TEXT)}" for c in COLUMNS)
+       + f", computed_at double precision NOT NULL, PRIMARY KEY ({', '.join(_KEY)}))")
+
+
+def compute(rows: Iterable[Observation]) -> list[Comparison]:
+    """The comparisons of some rows (one window's, or a span's): every ranking's pairs, on the rows'
+    own statistics' eligibility (metrics.ranking.comparable)."""
+    series = group(rows)
+    metric_rows = [m for key, data in series.items() for m in series_rows(key, data)]
+    return compare(series, comparable(metric_rows, METHOD_VERSION))
+
+
+def refresh(conn: psycopg.Connection, datasets: Iterable[str] | None = None, now: float | None = None) -> int:
+    """Recompute the comparisons of every ranking of these datasets (all when None), per window, in
+    one transaction: readers see the old set or the new one. Returns the comparisons written."""
+    from voxwatch.store.postgres import stream_observations  # the store's row reader; imported late: it imports this
+
+    at = time.time() if now is None else now
+    chosen = None if datasets is None else tuple(sorted(set(datasets)))
+    if chosen == ():
+        return 0
+    longest = max(WINDOWS.values())
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('voxwatch comparisons', 0))")
+        rows = list(stream_observations(conn, RowFilter(since=at - longest, datasets=chosen or ())))
+        if chosen is None:
+            conn.execute("DELETE FROM comparisons")
+        else:
+            conn.execute("DELETE FROM comparisons WHERE dataset = ANY(%s)", (list(chosen),))
+        written = 0
+        for window, span in WINDOWS.items():
+            found = compute(r for r in rows if r.started_at >= at - span)
+            if found:
+                with conn.cursor() as cur:
+                    cur.executemany(f"INSERT INTO comparisons (time_window, {', '.join(COLUMNS)}, computed_at) "
+                                    f"VALUES ({', '.join(['%s'] * (len(COLUMNS) + 2))})",
+                                    [(window, *flat(c).values(), at) for c in found])
+                written += len(found)
+    return written
+
+
+def read(conn: psycopg.Connection, window: str) -> list[Comparison]:
+    """One window's stored comparisons, in key order."""
+    cur = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM comparisons WHERE time_window = %s "
+                       f"ORDER BY {', '.join(COLUMNS[:10])}", (window,))
+    return [from_flat(v) for v in cur]
