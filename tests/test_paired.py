@@ -203,6 +203,7 @@ def test_postgres_refreshes_a_rankings_comparisons_when_its_tick_finishes():
     """Rows alone leave the comparisons table as it was; the tick's finished run record recomputes the
     comparisons of the datasets it measured, and a running record does not."""
     from voxwatch.foundation.observation import RunRecord
+    from voxwatch.store import comparisons as table
     from voxwatch.store import open_store
 
     rows = board_rows(ticks=8)
@@ -217,6 +218,9 @@ def test_postgres_refreshes_a_rankings_comparisons_when_its_tick_finishes():
             store.finish_run(RunRecord(last, rows[-1].started_at, "local", 1, status="succeeded",
                                        finished_at=time.time(), rows=30, failed_rows=0))
             stored = store.comparisons("30d")
+            later = time.time() + 2 * 86400  # no tick for two days: the 24 h comparisons are of rows gone from it
+            assert table.read(store.connection(), "24h", now=later) == [] and table.read(store.connection(), "24h")
+            assert len(table.read(store.connection(), "30d", now=later)) == len(stored)
         finally:
             store.close()
     expected = compute(rows)

@@ -70,8 +70,11 @@ def refresh(conn: psycopg.Connection, datasets: Iterable[str] | None = None, now
     return written
 
 
-def read(conn: psycopg.Connection, window: str) -> list[Comparison]:
-    """One window's stored comparisons, in key order."""
-    cur = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM comparisons WHERE time_window = %s "
-                       f"ORDER BY {', '.join(COLUMNS[:10])}", (window,))
+def read(conn: psycopg.Connection, window: str, now: float | None = None) -> list[Comparison]:
+    """One window's stored comparisons, in key order; none computed longer ago than the window is
+    long (no tick has finished since: every row they were computed from has left the window, as
+    the leaderboard hides a series whose newest row has)."""
+    at = time.time() if now is None else now
+    cur = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM comparisons WHERE time_window = %s AND computed_at >= %s "
+                       f"ORDER BY {', '.join(COLUMNS[:10])}", (window, at - WINDOWS[window]))
     return [from_flat(v) for v in cur]
