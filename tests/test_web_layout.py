@@ -326,7 +326,7 @@ def test_a_filter_never_reranks_the_full_tables_either(tmp_path):
     ranked table and in the full ("All metrics") table alike, never 1 among the few left."""
     template = next(r for r in ROWS if r.status == "ok" and r.protocol == "stt-stream" and r.method_version == METHOD_VERSION)
     rows = [replace(template, model_id=model_id, vendor=model_id.split("/")[0], region="us-east",
-                    dataset="stt-starter-clean", run_id=f"{model_id}-{i // 5}", clip_id=f"clip{i}",
+                    dataset="stt-starter-clean", run_id=f"tick-{i // 5}", clip_id=f"clip{i}",  # the same clips
                     started_at=NOW - (0.5 + i * 0.5) * DAY, ttfs_ms=base + 7.0 * (i % 5), first_partial_ms=base / 2)
             for model_id, base in (("deepgram/nova-3", 200.0), ("openai/gpt-4o-transcribe:realtime", 900.0))
             for i in range(30)]
