@@ -41,6 +41,8 @@ class Finding:
     n_recent: int
     n_baseline: int
     why: str  # what decided it, in words
+    decisive: bool | None = None  # a sequential rule: strong enough to fire once pending (None: any holding)
+    observed_at: float | None = None  # a sequential rule: when its newest observation (run) started
 
 
 def _too_few(n_recent: int, n_baseline: int, rules: Alerts, what: str, least: tuple[int, int] | None = None
