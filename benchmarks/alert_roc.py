@@ -105,7 +105,9 @@ def runs(w: World, starts: np.ndarray, labels: np.ndarray, draw: int) -> list[np
     random utterances, with a fresh tick effect each."""
     rng, change = w.rng, w.change
     n, k = starts.size, w.panel.size
-    drawn = np.argsort(rng.random((n, CATALOG)), axis=1)[:, :draw]
+    order = rng.random((n, CATALOG))
+    order[:, w.panel] = 2.0  # the draw is of the utterances outside the panel (harness.tick._draw_tasks)
+    drawn = np.argsort(order, axis=1)[:, :draw]
     utt = np.concatenate([np.tile(w.panel, (n, 1)), drawn], axis=1).ravel()
     per = k + draw
     in_panel = np.tile(np.r_[np.ones(k, dtype=bool), np.zeros(draw, dtype=bool)], n)
