@@ -125,7 +125,7 @@ def runs(w: World, starts: np.ndarray, labels: np.ndarray, draw: int) -> list[np
     bad_tick = rng.random(n) < 1 / 200
     u = rng.random(at.size)
     fail = np.where(bad_tick[idx], 0.5, 0.01)
-    status = np.where(u < 0.005, "timeout", np.where(u < 0.005 + fail, "server_error", "ok")).astype(object)
+    status = np.where(u < 0.005, "timeout", np.where(u < 0.005 + fail, "server_error", "ok"))
     status[outage] = "server_error"
     words = w.words_u[utt]
     errors = rng.binomial(words, np.minimum(w.wer_u[utt] + np.where(after, change.wer_points / 100, 0.0), 1.0))
@@ -153,14 +153,15 @@ class Replay:
 
 def evaluate_once(columns: list[np.ndarray], now: float, rules: Alerts, open_: dict[str, Open],
                   out: Replay) -> bool:
-    """One evaluation at `now` of the rows before it, moving open_ as evaluate._apply moves the
-    alerts table; True when a pending sequential alert wants a burst."""
+    """One evaluation at `now` of the rows before it (columns sorted by time: the two windows are one
+    slice), moving open_ as evaluate._apply moves the alerts table; True when a pending sequential
+    alert wants a burst."""
     at = columns[0]
     recent_from = now - rules.recent_hours * H
-    keep = (at >= recent_from - rules.baseline_days * D) & (at < now)
-    if int((keep & (at >= recent_from)).sum()) < rules.min_recent:
+    lo, mid, hi = np.searchsorted(at, [recent_from - rules.baseline_days * D, recent_from, now])
+    if hi - mid < rules.min_recent:
         return False
-    window = [c[keep] for c in columns]
+    window = [c[lo:hi] for c in columns]
     wants = False
     for c in judge(SERIES, LATENCY, window, recent_from, rules):
         f, alert = c.finding, open_.get(c.key)
@@ -193,29 +194,31 @@ def replay_new(world: World, base: list[np.ndarray], ticks: np.ndarray, rules: A
     evaluation, and while a pending sequential alert wants one and alerts.bursts.allowed, a burst (the
     panel alone, a fresh tick effect) a minute later, then another evaluation."""
     out, open_ = Replay(), {}
-    columns = [c.copy() for c in base]
-    at = columns[0]
+    columns = list(base)
     day_bursts: dict[int, int] = {}
-    label = 10_000_000
+    label = int(base[5].max()) + 1 if base[5].size else 0  # burst run ids after the ticks' (small integers)
     for t in ticks:
-        mine = (at >= t) & (at < t + TICK)
-        now = float(at[mine][-1] + (ROW_S if columns[1][mine][-1] == "ok" else FAILED_ROW_S))
-        out.regular_clips += int(mine.sum())
+        a, b = np.searchsorted(columns[0], [t, t + TICK])
+        if b == a:
+            continue
+        now = _end([c[a:b] for c in columns[:2]])
+        out.regular_clips += int(b - a)
         wants = evaluate_once(columns, now, rules, open_, out)
         while wants:
-            pend = [a for a in open_.values() if a.state == "pending"]
+            pend = [x for x in open_.values() if x.state == "pending"]
             day = int(now // D)
-            if not any(allowed(a.bursts, day_bursts.get(day, 0), rules) for a in pend):
+            if not any(allowed(x.bursts, day_bursts.get(day, 0), rules) for x in pend):
                 break
-            for a in pend:
-                a.bursts += 1
+            for x in pend:
+                x.bursts += 1
             day_bursts[day] = day_bursts.get(day, 0) + 1
-            label += 1
             burst = runs(world, np.array([now + BURST_DELAY_S]), np.array([label]), 0)
+            label += 1
             out.bursts.append(now)
             out.burst_clips += burst[0].size
-            columns = [np.concatenate([a, b]) for a, b in zip(columns, burst)]
-            at = columns[0]
+            merged = [np.concatenate([c, x]) for c, x in zip(columns, burst)]
+            order = np.argsort(merged[0], kind="stable")  # kept in time order (a burst may overlap a tick)
+            columns = [c[order] for c in merged]
             now = _end(burst)
             wants = evaluate_once(columns, now, rules, open_, out)
     return out
@@ -274,7 +277,7 @@ def trial(seed: int, design: str, kind: str, rules: Alerts) -> float | None:
 
 
 TARGET_PER_30D = 0.1
-SIZES = {False: (8, 1, 30.0, 40, 20), True: (2, 1, 10.0, 12, 6)}  # new, old series; days; step trials; outages
+SIZES = {False: (32, 1, 30.0, 40, 20), True: (2, 1, 10.0, 12, 6)}  # new, old series; days; step trials; outages
 
 
 def _detected(values: list[float | None], within_min: float) -> float:

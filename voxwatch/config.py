@@ -202,6 +202,7 @@ class Alerts:
     wer_pending_at: float = 2.0
     wer_fire_at: float = 8.0
     increment_cap: float = 3.0
+    hour_window: int = 3
     outage_share: float = 0.5
     min_baseline_observations: int = 48
     bursts_per_alert: int = 2
@@ -246,7 +247,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
                "delivery_timeout_s": _positive_float,
                "latency_allowance": _positive_float, "latency_pending_at": _positive_float,
                "latency_fire_at": _positive_float, "wer_allowance": _positive_float, "wer_pending_at": _positive_float,
-               "wer_fire_at": _positive_float, "increment_cap": _positive_float, "outage_share": _fraction,
+               "wer_fire_at": _positive_float, "increment_cap": _positive_float, "hour_window": _nonnegative_int, "outage_share": _fraction,
                "min_baseline_observations": _positive_int, "bursts_per_alert": _nonnegative_int,
                "bursts_per_day": _nonnegative_int},
 }

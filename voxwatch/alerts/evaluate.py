@@ -22,6 +22,7 @@ import numpy as np
 from voxwatch.config import Alerts
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.clustered import design
+from voxwatch.metrics.sequential import factorise
 from voxwatch.metrics.conversation_aggregate import decided_items
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.metrics.specs import for_protocol
@@ -30,8 +31,8 @@ from voxwatch.alerts import store
 from voxwatch.alerts.lifecycle import step
 from voxwatch.alerts.notify import Delivery, deliver
 from voxwatch.alerts.panel_rules import latency_sequential, outage, wer_sequential
-from voxwatch.alerts.rules import (Finding, Scored, adherence_drop, conversation_latency_shift, latency_shift, rate_spike,
-                    wer_shift)
+from voxwatch.alerts.rules import (Finding, Scored, adherence_drop, conversation_latency_shift, immaterial_rate, latency_shift,
+                                   rate_spike, wer_shift)
 from voxwatch.datasets.sampling import panel
 from voxwatch.alerts.store import CONVERSATION_TURN_COLUMNS, Alert, ConversationSeries, Series, Values
 
@@ -188,15 +189,15 @@ def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_fro
     calls this with simulated columns): latency per headline metric in ms (rtf is latency_ms over
     the clip's duration, so latency_ms covers it), WER paired by utterance, and the three rates of
     metrics.series.RATES. Only `ok` rows feed latency and WER; every attempt counts in the rates."""
-    status = np.asarray(columns[_STATUS], dtype=object)
-    attempt = ~np.isin(status, list(NOT_AN_ATTEMPT))
+    status = _statuses(columns[_STATUS])
+    attempt = ~_any_of(status, NOT_AN_ATTEMPT)
     started = np.asarray(columns[_STARTED], dtype=np.float64)
     recent = started >= recent_from
-    ticks, utterances = np.asarray(columns[_TICK]), np.asarray(columns[_UTTERANCE])
+    ticks, utterances = _codes(columns[_TICK]), _codes(columns[_UTTERANCE])  # labels as integers, once
     ok = status == "ok"
     in_panel = np.asarray(columns[_PANEL], dtype=bool) if len(columns[_PANEL]) else np.zeros(status.size, dtype=bool)
-    if np.unique(ticks[in_panel & ~recent]).size >= rules.min_baseline_observations:
-        yield from judge_panel(s, latency, columns, in_panel & attempt, recent, rules)
+    if factorise(ticks[in_panel & ~recent])[0].size >= rules.min_baseline_observations:
+        yield from judge_panel(s, latency, columns, in_panel & attempt, recent, rules, status, ticks, utterances)
         yield from _rate_checks(s, status, attempt, recent, ticks, utterances, rules)
         return
     for i, metric in enumerate(latency, _FIRST_LATENCY):
@@ -219,39 +220,75 @@ def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_fro
 
 
 def judge_panel(s: Series, latency: list[str], columns: Sequence[Sequence], panel_rows: np.ndarray,
-                recent: np.ndarray, rules: Alerts) -> Iterator[Check]:
+                recent: np.ndarray, rules: Alerts, status: np.ndarray | None = None, ticks: np.ndarray | None = None,
+                utterances: np.ndarray | None = None) -> Iterator[Check]:
     """The sequential rules on the sentinel panel's attempts (panel_rows): latency per headline metric
     and WER over each run's paired difference, and the newest run's failures (outage). Each tick and
     each confirmation burst is one observation; the window rules are not applied beside them (their
     false alarms would add to these')."""
     started = np.asarray(columns[_STARTED], dtype=np.float64)[panel_rows]
-    status = np.asarray(columns[_STATUS], dtype=object)[panel_rows]
-    runs, utts, now = np.asarray(columns[_TICK])[panel_rows], np.asarray(columns[_UTTERANCE])[panel_rows], recent[panel_rows]
+    status = (_statuses(columns[_STATUS]) if status is None else status)[panel_rows]
+    runs = (_codes(columns[_TICK]) if ticks is None else ticks)[panel_rows]
+    utts = (_codes(columns[_UTTERANCE]) if utterances is None else utterances)[panel_rows]
+    now = recent[panel_rows]
     ok = status == "ok"
     yield Check("outage", "panel_failures", s, outage(~ok, utts, runs, started, now, rules))
     for i, metric in enumerate(latency, _FIRST_LATENCY):
         value = np.asarray(columns[i], dtype=np.float64)[panel_rows]
         has = ok & ~np.isnan(value)
         yield Check("latency", metric, s, latency_sequential(value[has], utts[has], runs[has], started[has], now[has], rules))
-    words = np.asarray(columns[_WORDS], dtype=object)[panel_rows]
-    scored = ok & (words != None)  # noqa: E711 (element-wise)
+    words = np.asarray(columns[_WORDS])[panel_rows]
+    scored = ok & (words != None) if words.dtype == object else ok.copy()  # noqa: E711 (element-wise)
     if (scored & now).any():  # a TTS series under its newest instrument only, as the window rule
         instrument = np.asarray(columns[_INSTRUMENT], dtype=object)[panel_rows]
         scored &= instrument == instrument[np.flatnonzero(scored & now)[-1]]
-        errors = np.asarray(columns[_ERRORS], dtype=object)[panel_rows]
+        errors = np.asarray(columns[_ERRORS])[panel_rows]
         yield Check("wer", "wer", s, wer_sequential(errors[scored].astype(np.int64), words[scored].astype(np.int64),
                                                     utts[scored], runs[scored], started[scored], now[scored], rules))
 
 
 def _rate_checks(s: Series, status: np.ndarray, attempt: np.ndarray, recent: np.ndarray, ticks: np.ndarray,
                  utterances: np.ndarray, rules: Alerts) -> Iterator[Check]:
-    """The three rates of metrics.series.RATES, clustered by utterance and tick, over every attempt."""
+    """The three rates of metrics.series.RATES, clustered by utterance and tick, over every attempt.
+    A rate not up by rate_increase_points cannot hold whatever its p, so its multiway variance (the
+    costly part) is computed only for a material rise; the finding then says so without a p."""
     now, before = attempt & recent, attempt & ~recent
-    d_now = design(utterance=utterances[now], tick=ticks[now])
-    d_before = design(utterance=utterances[before], tick=ticks[before])
+    designs: list = []
     for kind, statuses in RATES.items():
-        hits = np.isin(status, list(statuses))
-        yield Check(kind, kind, s, rate_spike(hits[now], d_now, hits[before], d_before, rules, kind.replace("_", " ")))
+        what = kind.replace("_", " ")
+        hits = _any_of(status, statuses)
+        quick = immaterial_rate(hits[now], hits[before], rules, what)
+        if quick is not None:
+            yield Check(kind, kind, s, quick)
+            continue
+        if not designs:
+            designs = [design(utterance=utterances[now], tick=ticks[now]),
+                       design(utterance=utterances[before], tick=ticks[before])]
+        yield Check(kind, kind, s, rate_spike(hits[now], designs[0], hits[before], designs[1], rules, what))
+
+
+def _statuses(column: Sequence) -> np.ndarray:
+    """Row statuses as a string array (fast to compare)."""
+    a = np.asarray(column)
+    return a.astype(str) if a.dtype == object else a
+
+
+def _any_of(status: np.ndarray, values) -> np.ndarray:
+    out = np.zeros(status.shape, dtype=bool)
+    for v in values:
+        out |= status == v
+    return out
+
+
+def _codes(labels: Sequence) -> np.ndarray:
+    """Labels (run ids, utterance ids; None for a row with none) as integers in their sorted order, so
+    the rules factorise them once per series, not once per rule (None sorts first, as its own label)."""
+    a = np.asarray(labels)
+    if a.dtype.kind in "iu":
+        return a
+    if a.dtype == object:
+        a = np.array(["" if x is None else "\x01" + str(x) for x in a.tolist()])
+    return factorise(a)[1]
 
 
 def stale(finding: Finding, last_evaluated_at: float | None) -> bool:

@@ -52,7 +52,7 @@ def latency_sequential(values: np.ndarray, utterances: np.ndarray, runs: np.ndar
                        f"no panel baseline yet ({b.value.size} runs, fewer than {rules.min_baseline_observations})")
     now = ok & recent
     r = latency_observations(logs[now], utterances[now], runs[now], started[now], reference)
-    s = sequential_shift(r, b, rules.latency_allowance, rules.increment_cap)
+    s = sequential_shift(r, b, rules.latency_allowance, rules.increment_cap, rules.hour_window)
     if s is None:
         return _not_judged(int(r.value.size), int(b.value.size), "no recent panel run: not judged")
     median_ms = float(np.exp(np.median(logs[base])))
@@ -76,7 +76,7 @@ def wer_sequential(errors: np.ndarray, words: np.ndarray, utterances: np.ndarray
         return Finding(False, None, None, None, 0, int(b.value.size),
                        f"no panel baseline yet ({b.value.size} runs, fewer than {rules.min_baseline_observations})")
     r = wer_observations(errors[recent], words[recent], utterances[recent], runs[recent], started[recent], reference)
-    s = sequential_shift(r, b, rules.wer_allowance, rules.increment_cap)
+    s = sequential_shift(r, b, rules.wer_allowance, rules.increment_cap, rules.hour_window)
     if s is None:
         return _not_judged(int(r.value.size), int(b.value.size), "no recent panel run: not judged")
     e, w = errors[base].astype(np.float64), words[base].astype(np.float64)

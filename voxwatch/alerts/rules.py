@@ -141,6 +141,23 @@ def rate_spike(recent_hits: Sequence[bool], recent: Design, baseline_hits: Seque
                    + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
 
 
+def immaterial_rate(recent_hits: Sequence[bool], baseline_hits: Sequence[bool], rules: Alerts,
+                    what: str) -> Finding | None:
+    """rate_spike's verdict when it needs no variance: too few attempts, no baseline, or a rise short
+    of rate_increase_points (it cannot hold, whatever its p; p is then not computed). None when the
+    rise is material and rate_spike must test it."""
+    h, g = np.asarray(recent_hits, dtype=bool), np.asarray(baseline_hits, dtype=bool)
+    early = _too_few(h.size, g.size, rules, "attempts")
+    if early is not None:
+        return early
+    now, before = float(h.mean()), float(g.mean())
+    if (now - before) * 100 >= rules.rate_increase_points:
+        return None
+    return Finding(False, now, before, None, h.size, g.size,
+                   f"{what} {now * 100:.1f} % ({int(h.sum())}/{h.size}) vs {before * 100:.1f} % "
+                   f"({int(g.sum())}/{g.size}); not material (needs +{rules.rate_increase_points:g} points)")
+
+
 def _conversations(rules: Alerts) -> tuple[int, int]:
     return rules.min_recent_conversations, rules.min_baseline_conversations
 

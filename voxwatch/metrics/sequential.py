@@ -27,12 +27,52 @@ class Observations:
     rows: np.ndarray
 
 
+def factorise(labels: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct labels, each row's index among them): np.unique's answer, in O(rows) for
+    small non-negative integer labels (run and utterance codes the evaluator made once)."""
+    a = np.asarray(labels)
+    if a.dtype.kind in "iu" and a.size and a.min() >= 0 and a.max() < 4 * a.size + 1024:
+        present = np.bincount(a) > 0
+        index = np.cumsum(present) - 1
+        return np.flatnonzero(present), index[a]
+    keys, code = np.unique(a, return_inverse=True)
+    return keys, code.ravel()
+
+
+def group_medians(values: np.ndarray, code: np.ndarray, groups: int) -> np.ndarray:
+    """Each group's median of `values` (code: each value's group, 0..groups-1; NaN for an empty group),
+    without sorting the rows by value: a stable integer sort by group, then each group's values sorted
+    in a padded matrix (groups are runs of ~20 panel rows, or utterances of ~1,440)."""
+    v, c = np.asarray(values, dtype=np.float64), np.asarray(code, dtype=np.int64)
+    count = np.bincount(c, minlength=groups)
+    width = int(count.max()) if c.size else 0
+    out = np.full(groups, np.nan)
+    if width == 0:
+        return out
+    if groups * width > 8 * c.size + 4096:  # very unequal groups: one lexsort instead of a padded matrix
+        order = np.lexsort((v, c))
+        starts = np.r_[0, np.cumsum(count)[:-1]]
+        has = count > 0
+        sv = v[order]
+        lo, hi = starts + (count - 1) // 2, starts + count // 2
+        out[has] = (sv[lo[has]] + sv[hi[has]]) / 2
+        return out
+    order = np.argsort(c.astype(np.uint16) if groups <= 65536 else c, kind="stable")
+    starts = np.r_[0, np.cumsum(count)[:-1]]
+    sc = c[order]
+    matrix = np.full((groups, width), np.inf)
+    matrix[sc, np.arange(c.size) - starts[sc]] = v[order]
+    matrix.sort(axis=1)
+    has = count > 0
+    rows = np.flatnonzero(has)
+    out[has] = (matrix[rows, (count[has] - 1) // 2] + matrix[rows, count[has] // 2]) / 2
+    return out
+
+
 def _runs(runs: Sequence[Hashable], started: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's run index (runs ordered by their first row), and each run's first time."""
-    r = np.asarray(runs)
+    """Each row's run index (runs ordered by their first row), each run's first time and row count."""
     t = np.asarray(started, dtype=np.float64)
-    labels, code = np.unique(r, return_inverse=True)
-    code = code.ravel()
+    labels, code = factorise(runs)
     first = np.full(labels.size, np.inf)
     np.minimum.at(first, code, t)
     order = np.argsort(first, kind="stable")
@@ -58,19 +98,13 @@ class Reference:
 
 def utterance_reference(values: Sequence[float], utterances: Sequence[Hashable]) -> Reference:
     """Each utterance's baseline median (of log latency)."""
-    v = np.asarray(values, dtype=np.float64)
-    keys, code = np.unique(np.asarray(utterances), return_inverse=True)
-    code = code.ravel()
-    order = np.lexsort((v, code))
-    v, count = v[order], np.bincount(code, minlength=keys.size)
-    starts = np.r_[0, np.cumsum(count)[:-1]]
-    return Reference(keys, (v[starts + (count - 1) // 2] + v[starts + count // 2]) / 2)
+    keys, code = factorise(utterances)
+    return Reference(keys, group_medians(values, code, keys.size))
 
 
 def utterance_wer(errors: Sequence[int], words: Sequence[int], utterances: Sequence[Hashable]) -> Reference:
     """Each utterance's pooled baseline WER (errors over reference words; NaN with no words)."""
-    keys, code = np.unique(np.asarray(utterances), return_inverse=True)
-    code = code.ravel()
+    keys, code = factorise(utterances)
     e = np.bincount(code, weights=np.asarray(errors, dtype=np.float64), minlength=keys.size)
     w = np.bincount(code, weights=np.asarray(words, dtype=np.float64), minlength=keys.size)
     return Reference(keys, np.where(w > 0, e / np.where(w > 0, w, 1), np.nan))
@@ -86,11 +120,7 @@ def latency_observations(log_values: Sequence[float], utterances: Sequence[Hasha
     if not keep.any():
         return Observations(np.empty(0), np.empty(0), np.empty(0, dtype=np.int64))
     code, first, count = _runs(np.asarray(runs)[keep], np.asarray(started)[keep])
-    d = (v - ref)[keep]
-    order = np.lexsort((d, code))
-    d, code = d[order], code[order]
-    starts = np.r_[0, np.cumsum(count)[:-1]]
-    med = (d[starts + (count - 1) // 2] + d[starts + count // 2]) / 2
+    med = group_medians((v - ref)[keep], code, first.size)
     return Observations(first, med, count)
 
 
@@ -138,16 +168,48 @@ class Sequential:
     newest_at: float
 
 
-def sequential_shift(recent: Observations, baseline: Observations, k: float, cap: float) -> Sequential | None:
-    """The recent window's observations standardised by the baseline's (centre: their median; scale:
-    their robust sd), through cusum(). None with no recent observation, or a baseline of fewer than
-    3 observations or no spread."""
+HOUR_S = 3600.0
+MIN_PER_HOUR_CENTRE = 8
+"""Fewer baseline observations in an hour-of-day window than this: the overall median is its centre."""
+
+
+def hour_centres(baseline: Observations, hours: int) -> np.ndarray:
+    """The baseline's centre for each UTC hour of day (24 values): the median of the baseline
+    observations that started within the `hours` one-hour bins centred on it (a circular window:
+    hours = 3 is that hour and its two neighbours). A provider's latency follows its load through
+    the day, so an observation is compared with the baseline at a similar time of day, not with the
+    day's median; an hour with fewer than MIN_PER_HOUR_CENTRE observations takes the overall median.
+    hours <= 0 or >= 24: the overall median for every hour."""
+    overall = float(np.median(baseline.value))
+    if hours <= 0 or hours >= 24:
+        return np.full(24, overall)
+    hour = (np.floor(baseline.at / HOUR_S) % 24).astype(np.int64)
+    half = hours // 2
+    offsets = np.arange(-half, hours - half)
+    code = ((hour[None, :] + offsets[:, None]) % 24).ravel()
+    values = np.tile(baseline.value, offsets.size)
+    centres = group_medians(values, code, 24)
+    count = np.bincount(code, minlength=24)
+    return np.where(count >= MIN_PER_HOUR_CENTRE, centres, overall)
+
+
+def _hour(at: np.ndarray) -> np.ndarray:
+    return (np.floor(np.asarray(at, dtype=np.float64) / HOUR_S) % 24).astype(np.int64)
+
+
+def sequential_shift(recent: Observations, baseline: Observations, k: float, cap: float,
+                     hours: int = 0) -> Sequential | None:
+    """The recent window's observations standardised by the baseline's (centre: their median at a
+    similar time of day, hour_centres(); scale: the robust sd of the baseline observations about
+    their own hours' centres), through cusum(). None with no recent observation, or a baseline of
+    fewer than 3 observations or no spread."""
     if recent.value.size == 0 or baseline.value.size < 3:
         return None
-    centre, scale = float(np.median(baseline.value)), robust_sd(baseline.value)
+    centres = hour_centres(baseline, hours)
+    scale = robust_sd(baseline.value - centres[_hour(baseline.at)])
     if not scale > 0:
         return None
-    d = recent.value - centre
+    d = recent.value - centres[_hour(recent.at)]
     path = cusum(d / scale, k, cap)
     zeros = np.flatnonzero(path == 0)
     since = int(zeros[-1]) + 1 if zeros.size else 0
