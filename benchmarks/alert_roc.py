@@ -149,6 +149,8 @@ class Replay:
     bursts: list[float] = field(default_factory=list)
     regular_clips: int = 0
     burst_clips: int = 0
+    pending: dict[str, int] = field(default_factory=dict)  # evaluations that asked for a burst, by kind
+    ticks: int = 0
 
 
 def evaluate_once(columns: list[np.ndarray], now: float, rules: Alerts, open_: dict[str, Open],
@@ -179,7 +181,9 @@ def evaluate_once(columns: list[np.ndarray], now: float, rules: Alerts, open_: d
         if alert is None:
             alert = open_[c.key] = Open(move.state, move.streak, now)
         alert.state, alert.streak, alert.last_evaluated_at = move.state, move.streak, now
-        wants |= move.state == "pending" and f.decisive is not None
+        if move.state == "pending" and f.decisive is not None:
+            wants = True
+            out.pending[c.kind] = out.pending.get(c.kind, 0) + 1
     return wants
 
 
@@ -203,6 +207,7 @@ def replay_new(world: World, base: list[np.ndarray], ticks: np.ndarray, rules: A
             continue
         now = _end([c[a:b] for c in columns[:2]])
         out.regular_clips += int(b - a)
+        out.ticks += 1
         wants = evaluate_once(columns, now, rules, open_, out)
         while wants:
             pend = [x for x in open_.values() if x.state == "pending"]
@@ -227,6 +232,8 @@ def replay_new(world: World, base: list[np.ndarray], ticks: np.ndarray, rules: A
 def replay_old(columns: list[np.ndarray], evaluations: np.ndarray, rules: Alerts) -> Replay:
     """The old design: the random draw alone, an evaluation every evaluate_every_minutes."""
     out, open_ = Replay(), {}
+    span = (columns[0] >= evaluations[0]) & (columns[0] < evaluations[-1])
+    out.regular_clips, out.ticks = int(span.sum()), int(np.unique(columns[5][span]).size)
     for now in evaluations:
         evaluate_once(columns, float(now), rules, open_, out)
     return out
@@ -299,12 +306,23 @@ def _summary(replays: list[Replay], days: float, trials: dict[str, list[float | 
            "false_alarms_upper_95": round(poisson_upper(len(kinds), months), 3),
            "false_alarms_by_kind": {k: kinds.count(k) for k in sorted(set(kinds))},
            "bursts_per_series_day": round(sum(len(r.bursts) for r in replays) / (len(replays) * days), 2),
-           "burst_clips_share": round(extra / regular, 4) if regular else 0.0}
+           "burst_clips_share": round(extra / regular, 4) if regular else 0.0,
+           "clips_per_tick": round(regular / max(1, sum(r.ticks for r in replays)), 2),
+           "burst_clips_per_tick": round(extra / max(1, sum(r.ticks for r in replays)), 2),
+           "bursts_asked_by_kind": {k: sum(r.pending.get(k, 0) for r in replays)
+                                    for k in sorted({k for r in replays for k in r.pending})}}
     for kind, values in trials.items():
         out[f"{kind}_detected_within_target"] = _detected(values, WITHIN[kind] / MIN)
         out[f"{kind}_median_minutes"] = _median(values)
         out[f"{kind}_fired_before_step"] = sum(v is not None and v < 0 for v in values) / len(values)
     return out
+
+
+def _rules_line(rules: Alerts) -> str:
+    return (f"panel {PANEL_SIZE}, latency allowance/pending/fire {rules.latency_allowance:g}/{rules.latency_pending_at:g}/"
+            f"{rules.latency_fire_at:g}, WER {rules.wer_allowance:g}/{rules.wer_pending_at:g}/{rules.wer_fire_at:g}, "
+            f"cap {rules.increment_cap:g}, hour window {rules.hour_window}, outage from {rules.outage_share:g}, bursts "
+            f"<= {rules.bursts_per_alert} an alert and {rules.bursts_per_day} a series-day")
 
 
 def main() -> None:
@@ -330,18 +348,20 @@ def main() -> None:
           f"clips, {PANEL_SIZE / PER_TICK:.0%} more than the draw alone), sequential rules, an evaluation after each "
           f"tick and burst; old: {PER_TICK} drawn, window rules, an evaluation every {rules.evaluate_every_minutes} min")
     print(f"stable series: {n_new} x {days:g} d (old: {n_old}); {n_trials} trials per step, {n_outages} outages\n")
-    head = (f"{'design':<8}{'series-mo':>10}{'false /30 d':>12}{'(95 % up)':>10}{'by kind':>30}{'lat <=60 min':>13}"
+    head = (f"{'design':<8}{'series-mo':>10}{'false /30 d':>12}{'(95 % up)':>10}{'by kind':>22}{'lat <=60 min':>13}"
             f"{'lat median':>11}{'wer <=3 h':>10}{'wer median':>11}{'outage <=10 min':>16}{'outage median':>14}"
-            f"{'bursts/day':>11}{'burst clips':>12}")
+            f"{'clips/tick':>11}{'bursts/day':>11}{'burst clips':>12}")
     print(head)
     for name in ("old", "new"):
         r = result[name]
         print(f"{name:<8}{r['series_months']:>10g}{r['false_alarms_per_series_30d']:>12.3f}"
-              f"{r['false_alarms_upper_95']:>10.3f}{json.dumps(r['false_alarms_by_kind']):>30}"
+              f"{r['false_alarms_upper_95']:>10.3f}{json.dumps(r['false_alarms_by_kind']):>22}"
               f"{r['latency_detected_within_target']:>13.0%}{str(r['latency_median_minutes']):>11}"
               f"{r['wer_detected_within_target']:>10.0%}{str(r['wer_median_minutes']):>11}"
               f"{r['outage_detected_within_target']:>16.0%}{str(r['outage_median_minutes']):>14}"
+              f"{r['clips_per_tick'] + r['burst_clips_per_tick']:>11.1f}"
               f"{r['bursts_per_series_day']:>11g}{r['burst_clips_share']:>12.1%}")
+    print(f"\nnew rules: {_rules_line(rules)}\n")
     new = result["new"]
     result["latency_detection_target_met"] = new["latency_detected_within_target"] >= 0.95
     result["wer_detection_target_met"] = new["wer_detected_within_target"] >= 0.90

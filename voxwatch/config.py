@@ -196,17 +196,17 @@ class Alerts:
     # the sentinel panel's sequential rules (docs/ALERTS.md "Sequential rules"); CUSUM units are
     # the baseline's robust sd of one observation (one tick or burst)
     latency_allowance: float = 1.0
-    latency_pending_at: float = 2.0
+    latency_pending_at: float = 1.25
     latency_fire_at: float = 5.0
-    wer_allowance: float = 0.5
-    wer_pending_at: float = 2.0
-    wer_fire_at: float = 8.0
-    increment_cap: float = 3.0
+    wer_allowance: float = 0.75
+    wer_pending_at: float = 1.5
+    wer_fire_at: float = 7.0
+    increment_cap: float = 2.5
     hour_window: int = 3
     outage_share: float = 0.5
     min_baseline_observations: int = 48
-    bursts_per_alert: int = 2
-    bursts_per_day: int = 8
+    bursts_per_alert: int = 10
+    bursts_per_day: int = 20
     fire_after: int = 2
     resolve_after: int = 2
     include_emulator: bool = False
@@ -299,7 +299,7 @@ class Config:
     broker: Broker = Broker()
     schedule_regions: tuple[str, ...] = ()  # regions beat plans for; empty means [worker] region
     alerts: Alerts = Alerts()
-    panel_size: int = 20  # the sentinel panel: utterances per family every tick measures beside its draw
+    panel_size: int = 24  # the sentinel panel: utterances per family every tick measures beside its draw
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
     reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
@@ -462,7 +462,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         broker=_broker(values["broker"], [where[("broker", k)] for k in _BROKER_LIMITS if ("broker", k) in where]),
         schedule_regions=values["schedule"]["regions"],
         alerts=Alerts(**values["alerts"]),
-        panel_size=values["run"].get("panel_size", 20),
+        panel_size=values["run"].get("panel_size", 24),
         reconcile_after_s=values["run"]["reconcile_after_s"],
         reconcile_every_s=values["run"]["reconcile_every_s"],
         scenarios_dir=Path(values["scenarios"]["dir"]),

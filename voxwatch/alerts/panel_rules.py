@@ -2,8 +2,9 @@
 over per-run paired differences (voxwatch/metrics/sequential.py), and outages from the newest run.
 
 A rule is pending once its evidence reaches `*_pending_at` (the evaluator then asks for a
-confirmation burst: the panel measured again at once), and decisive from `*_fire_at`: a pending
-alert fires at its fire_after-th successive holding evaluation only when decisive. Everything is
+confirmation burst: the panel measured again at once), and decisive from `*_fire_at` when the
+effect is also material: a pending alert fires at its fire_after-th successive holding evaluation
+only when decisive. Everything is
 computed from the rows of the window at each evaluation, so a replay gives the same verdicts.
 """
 
@@ -28,13 +29,13 @@ def _not_judged(n_recent: int, n_baseline: int, why: str) -> Finding:
 
 def _verdict(s: Sequential, pending_at: float, fire_at: float, material: bool, recent: float, baseline: float,
              what: str, effect: str, rules: Alerts, allowance: float) -> Finding:
-    holds = s.statistic >= pending_at and material
+    holds = s.statistic >= pending_at  # pending (a burst) on evidence alone; firing also needs materiality
     return Finding(holds, recent, baseline, None, s.n_recent, s.n_baseline,
                    f"panel {what}: {effect} over the last {s.n_evidence} of {s.n_recent} runs (ticks and bursts), "
                    f"CUSUM {s.statistic:.1f} (pending at {pending_at:g}, fires at {fire_at:g}; allowance "
                    f"{allowance:g}, increments capped at {rules.increment_cap:g}, in baseline sd {s.scale:.3g}; "
-                   f"{s.n_baseline} baseline runs)" + ("" if material else "; not material"),
-                   decisive=holds and s.statistic >= fire_at, observed_at=s.newest_at)
+                   f"{s.n_baseline} baseline runs)" + ("" if material else "; not material: cannot fire"),
+                   decisive=holds and s.statistic >= fire_at and material, observed_at=s.newest_at)
 
 
 def latency_sequential(values: np.ndarray, utterances: np.ndarray, runs: np.ndarray, started: np.ndarray,
@@ -60,7 +61,7 @@ def latency_sequential(values: np.ndarray, utterances: np.ndarray, runs: np.ndar
     added = median_ms * (ratio - 1)
     material = (ratio - 1) * 100 >= rules.latency_increase_pct and added >= rules.latency_increase_ms
     effect = (f"{added:+.0f} ms ({(ratio - 1) * 100:+.0f} %, 95 % interval {(low - 1) * 100:+.0f} to "
-              f"{(high - 1) * 100:+.0f} %) against each utterance's 30 d median, panel median {median_ms:.0f} ms")
+              f"{(high - 1) * 100:+.0f} %) against each utterance's {rules.baseline_days:g} d median, panel median {median_ms:.0f} ms")
     return _verdict(s, rules.latency_pending_at, rules.latency_fire_at, material, median_ms * ratio, median_ms,
                     "latency", effect, rules, rules.latency_allowance)
 
@@ -82,7 +83,7 @@ def wer_sequential(errors: np.ndarray, words: np.ndarray, utterances: np.ndarray
     e, w = errors[base].astype(np.float64), words[base].astype(np.float64)
     baseline = float(e.sum() / w.sum()) if w.sum() > 0 else 0.0
     effect = (f"{s.effect * 100:+.1f} WER points (95 % interval {s.low * 100:+.1f} to {s.high * 100:+.1f}) against "
-              f"each utterance's 30 d WER, panel WER {baseline * 100:.1f} %")
+              f"each utterance's {rules.baseline_days:g} d WER, panel WER {baseline * 100:.1f} %")
     return _verdict(s, rules.wer_pending_at, rules.wer_fire_at, True, baseline + s.effect, baseline, "WER", effect,
                     rules, rules.wer_allowance)
 

@@ -154,9 +154,8 @@ def cusum(z: np.ndarray, k: float, cap: float) -> np.ndarray:
 @dataclass(frozen=True)
 class Sequential:
     """The CUSUM of a window's observations against the baseline's: its value at the newest
-    observation, the effect (the mean difference over the observations since the CUSUM last stood
-    at zero, the run of evidence; the newest one alone when it stands at zero) with a 95 % interval
-    at the baseline's scale, and the counts."""
+    observation, the effect (the mean difference over the observations since the change,
+    latest_change()) with a 95 % interval at the baseline's scale, and the counts."""
     statistic: float
     effect: float
     low: float
@@ -166,6 +165,21 @@ class Sequential:
     n_evidence: int
     n_baseline: int
     newest_at: float
+
+
+def latest_change(d: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """The observations since the change, as the effect is estimated from: of the run of evidence
+    (the observations since the CUSUM last stood at zero; the newest one alone when it stands at
+    zero), its most recent stretch of j observations with the largest sqrt(j) x mean, the
+    likelihood-ratio estimate of where a step began. Evidence that accumulated slowly before a
+    step (observations just over the allowance) does not dilute the step's size."""
+    zeros = np.flatnonzero(path == 0)
+    since = int(zeros[-1]) + 1 if zeros.size else 0
+    segment = d[since:] if since < d.size else d[-1:]
+    n = np.arange(1, segment.size + 1)
+    means = np.cumsum(segment[::-1]) / n
+    j = int(np.argmax(means * np.sqrt(n))) + 1
+    return segment[-j:]
 
 
 HOUR_S = 3600.0
@@ -211,9 +225,7 @@ def sequential_shift(recent: Observations, baseline: Observations, k: float, cap
         return None
     d = recent.value - centres[_hour(recent.at)]
     path = cusum(d / scale, k, cap)
-    zeros = np.flatnonzero(path == 0)
-    since = int(zeros[-1]) + 1 if zeros.size else 0
-    segment = d[since:] if since < d.size else d[-1:]
+    segment = latest_change(d, path)
     half = 1.96 * scale / np.sqrt(segment.size)
     effect = float(segment.mean())
     return Sequential(float(path[-1]), effect, effect - half, effect + half, scale, int(d.size), int(segment.size),
