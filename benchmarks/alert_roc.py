@@ -200,13 +200,14 @@ def replay_new(world: World, base: list[np.ndarray], ticks: np.ndarray, rules: A
     out, open_ = Replay(), {}
     columns = list(base)
     day_bursts: dict[int, int] = {}
-    label = int(base[5].max()) + 1 if base[5].size else 0  # burst run ids after the ticks' (small integers)
+    label = first_burst = int(base[5].max()) + 1 if base[5].size else 0  # burst run ids after the ticks' (small integers)
     for t in ticks:
         a, b = np.searchsorted(columns[0], [t, t + TICK])
-        if b == a:
+        mine = columns[5][a:b] < first_burst  # the tick's rows (a long chain of bursts may spill past t)
+        if not mine.any():
             continue
-        now = _end([c[a:b] for c in columns[:2]])
-        out.regular_clips += int(b - a)
+        now = _end([c[a:b][mine] for c in columns[:2]])
+        out.regular_clips += int(mine.sum())
         out.ticks += 1
         wants = evaluate_once(columns, now, rules, open_, out)
         while wants:
