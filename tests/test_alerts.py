@@ -229,7 +229,7 @@ def test_a_rate_spike_is_clustered_by_tick_and_needs_the_absolute_floor():
 def test_the_rate_kinds_count_exactly_the_statuses_of_metrics_series_rates():
     """Each rate kind is one of metrics.series.RATES (the leaderboard's definition), so each status
     counts in exactly the kind the leaderboard counts it in."""
-    from voxwatch.alerts.evaluate import _series_checks
+    from voxwatch.alerts.evaluate import judge
     from voxwatch.alerts.store import Series
     from voxwatch.foundation.series_key import RowsKey
 
@@ -237,12 +237,12 @@ def test_the_rate_kinds_count_exactly_the_statuses_of_metrics_series_rates():
     series = Series(RowsKey("test/rates@1", "stt-starter-clean", "eu", "4"), "stt", "stt-batch", 0)
     for status in statuses:
         # baseline: 60 ticks of 10 ok rows; recent: 12 ticks of 10 rows, 3 of each 10 with `status`
-        # (started_at, status, instrument, S + D + I, N, tick, utterance, latency_ms, connect_ms)
-        rows = [(float(k), "ok", None, None, None, k // 10, k % 64, 200.0, 20.0) for k in range(600)]
-        rows += [(1000.0 + k, status if k % 10 < 3 else "ok", None, None, None, 100 + k // 10, k % 64, 200.0, 20.0)
-                 for k in range(120)]
-        checks = {c.kind: c.finding for c in _series_checks(series, ["latency_ms", "connect_ms"], rows, 1000.0,
-                                                            rules(min_baseline=5))}
+        # (started_at, status, instrument, S + D + I, N, tick, utterance, panel, latency_ms, connect_ms)
+        rows = [(float(k), "ok", None, None, None, k // 10, k % 64, False, 200.0, 20.0) for k in range(600)]
+        rows += [(1000.0 + k, status if k % 10 < 3 else "ok", None, None, None, 100 + k // 10, k % 64, False, 200.0,
+                  20.0) for k in range(120)]
+        checks = {c.kind: c.finding for c in judge(series, ["latency_ms", "connect_ms"], list(zip(*rows)), 1000.0,
+                                                   rules(min_baseline=5))}
         counted = {kind for kind, members in SERIES_RATES.items() if status in members}
         assert {k for k in SERIES_RATES if checks[k].recent == pytest.approx(0.3)} == counted
         assert {k for k in SERIES_RATES if checks[k].holds} == counted

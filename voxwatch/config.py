@@ -30,6 +30,12 @@ class ConfigError(ValueError):
     pass
 
 
+def _nonnegative_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError("must be an integer >= 0")
+    return v
+
+
 def _positive_int(v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_INT:
         raise ValueError(f"expected a positive integer (at most {MAX_INT})")
@@ -187,6 +193,20 @@ class Alerts:
     min_recent_conversations: int = 5
     min_baseline_conversations: int = 10
     adherence_drop_points: float = 10.0
+    # the sentinel panel's sequential rules (docs/ALERTS.md "Sequential rules"); CUSUM units are
+    # the baseline's robust sd of one observation (one tick or burst)
+    latency_allowance: float = 1.0
+    latency_pending_at: float = 1.25
+    latency_fire_at: float = 5.0
+    wer_allowance: float = 0.75
+    wer_pending_at: float = 1.5
+    wer_fire_at: float = 7.0
+    increment_cap: float = 2.5
+    hour_window: int = 3
+    outage_share: float = 0.5
+    min_baseline_observations: int = 48
+    bursts_per_alert: int = 10
+    bursts_per_day: int = 20
     fire_after: int = 2
     resolve_after: int = 2
     include_emulator: bool = False
@@ -200,7 +220,7 @@ _BOARD_KEYS: dict[str, Callable[[Any], Any]] = {"models": _names, "datasets": _n
 SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _name_part},
     "store": {"url": _store_url, "spool_dir": _text},
-    "run": {"sample_size": _positive_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
+    "run": {"sample_size": _positive_int, "panel_size": _nonnegative_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text,
             "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
     "schedule": {"every_minutes": _positive_int, "regions": _regions},
@@ -224,7 +244,12 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
                "min_recent_conversations": _samples, "min_baseline_conversations": _samples,
                "adherence_drop_points": _positive_float, "fire_after": _positive_int, "resolve_after": _positive_int, "include_emulator": _flag,
                "webhooks": _webhooks, "delivery_attempts": _positive_int, "delivery_backoff_s": _positive_float,
-               "delivery_timeout_s": _positive_float},
+               "delivery_timeout_s": _positive_float,
+               "latency_allowance": _positive_float, "latency_pending_at": _positive_float,
+               "latency_fire_at": _positive_float, "wer_allowance": _positive_float, "wer_pending_at": _positive_float,
+               "wer_fire_at": _positive_float, "increment_cap": _positive_float, "hour_window": _nonnegative_int, "outage_share": _fraction,
+               "min_baseline_observations": _positive_int, "bursts_per_alert": _nonnegative_int,
+               "bursts_per_day": _nonnegative_int},
 }
 
 
@@ -274,6 +299,7 @@ class Config:
     broker: Broker = Broker()
     schedule_regions: tuple[str, ...] = ()  # regions beat plans for; empty means [worker] region
     alerts: Alerts = Alerts()
+    panel_size: int = 24  # the sentinel panel: utterances per family every tick measures beside its draw
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
     reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
@@ -436,6 +462,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         broker=_broker(values["broker"], [where[("broker", k)] for k in _BROKER_LIMITS if ("broker", k) in where]),
         schedule_regions=values["schedule"]["regions"],
         alerts=Alerts(**values["alerts"]),
+        panel_size=values["run"].get("panel_size", 24),
         reconcile_after_s=values["run"]["reconcile_after_s"],
         reconcile_every_s=values["run"]["reconcile_every_s"],
         scenarios_dir=Path(values["scenarios"]["dir"]),

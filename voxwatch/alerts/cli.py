@@ -50,7 +50,7 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
 
 def cmd_evaluate(cfg: Config) -> int:
     with store.connected(cfg.store_url, "cannot evaluate the alerts of") as conn:
-        result = run(conn, cfg.alerts, time.time())
+        result = run(conn, cfg.alerts, time.time(), panel_size=cfg.panel_size)
     counts = {e: sum(t.event == e for t in result.transitions) for e in ("pending", "firing", "resolved", "cleared")}
     print(f"evaluated {result.checks} checks at {_when(result.at)}: {counts['pending']} opened (pending), "
           f"{counts['firing']} firing, {counts['resolved']} resolved, {counts['cleared']} cleared before firing")

@@ -22,6 +22,7 @@ import numpy as np
 from voxwatch.config import Alerts
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.clustered import design
+from voxwatch.metrics.sequential import factorise
 from voxwatch.metrics.conversation_aggregate import decided_items
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.metrics.specs import for_protocol
@@ -29,11 +30,14 @@ from voxwatch.metrics.specs import for_protocol
 from voxwatch.alerts import store
 from voxwatch.alerts.lifecycle import step
 from voxwatch.alerts.notify import Delivery, deliver
-from voxwatch.alerts.rules import (Finding, Scored, adherence_drop, conversation_latency_shift, latency_shift, rate_spike,
-                    wer_shift)
+from voxwatch.alerts.panel_rules import latency_sequential, outage, wer_sequential
+from voxwatch.alerts.rules import (Finding, Scored, adherence_drop, conversation_latency_shift, immaterial_rate, latency_shift,
+                                   rate_spike, wer_shift)
+from voxwatch.datasets.sampling import panel
 from voxwatch.alerts.store import CONVERSATION_TURN_COLUMNS, Alert, ConversationSeries, Series, Values
 
-_STARTED, _STATUS, _INSTRUMENT, _ERRORS, _WORDS, _TICK, _UTTERANCE, _FIRST_LATENCY = range(8)  # store.series_rows
+_STARTED, _STATUS, _INSTRUMENT, _ERRORS, _WORDS, _TICK, _UTTERANCE, _PANEL, _FIRST_LATENCY = range(9)
+"""store.series_rows' columns, with _PANEL (the clip's ref there) made a bool: a sentinel panel row."""
 WHAT = {"adherence_drop": "instruction adherence drop", "conversation_latency": "conversation V2V regression"}
 """How a summary names the conversation kinds; a rate kind is a spike, any other kind a regression."""
 
@@ -71,36 +75,53 @@ class Transition:
         return self.event in ("firing", "resolved")
 
 
+@dataclass(frozen=True)
+class BurstRequest:
+    """A pending sequential alert's series, to have its panel measured again at once (a confirmation
+    burst, docs/ALERTS.md); the worker bounds them per alert and per series and day."""
+    alert_id: int
+    key: str
+    model_id: str
+    dataset: str
+    region: str
+
+
 @dataclass
 class Evaluation:
     at: float
     checks: int
     transitions: list[Transition]
     deliveries: list[Delivery] = field(default_factory=list)
+    bursts: list[BurstRequest] = field(default_factory=list)
 
 
-def run(conn: psycopg.Connection, rules: Alerts, now: float, environ: Mapping[str, str] | None = None) -> Evaluation:
+def run(conn: psycopg.Connection, rules: Alerts, now: float, environ: Mapping[str, str] | None = None,
+        panel_size: int = 0) -> Evaluation:
     """Evaluate at `now`, then notify the webhooks of each firing and resolution (after the commit: a
     notification is never sent for a transition that did not happen)."""
-    result = evaluate(conn, rules, now)
+    result = evaluate(conn, rules, now, panel_size)
     result.deliveries = deliver(conn, [t for t in result.transitions if t.notifies], rules,
                                 os.environ if environ is None else environ)
     return result
 
 
-def evaluate(conn: psycopg.Connection, rules: Alerts, now: float) -> Evaluation:
+def evaluate(conn: psycopg.Connection, rules: Alerts, now: float, panel_size: int = 0) -> Evaluation:
     """Check every series measured in the recent window [now - recent_hours, now) against its baseline
     (the baseline_days before that) and apply the lifecycle; rows after `now` are not read, so a test
-    can replay history by stepping `now`."""
+    can replay history by stepping `now`. `panel_size`: [run] panel_size, the sentinel panel the
+    ticks measure (0: none, the window rules alone)."""
     with conn.transaction():
         store.lock(conn)
-        checks = list(_checks(conn, rules, now))
-        moves = _apply(conn, checks, rules, now)
-        after = store.alerts_by_id(conn, [alert_id for _, alert_id in moves])
-    return Evaluation(now, len(checks), [Transition(event, after[alert_id]) for event, alert_id in moves])
+        checks = list(_checks(conn, rules, now, panel_size))
+        moves, pending = _apply(conn, checks, rules, now)
+        after = store.alerts_by_id(conn, [alert_id for _, alert_id in moves] + [i for i, _ in pending])
+    bursts = [BurstRequest(i, after[i].key, after[i].model_id, after[i].dataset, after[i].region)
+              for i, _ in pending if after[i].state == "pending"]
+    return Evaluation(now, len(checks), [Transition(event, after[alert_id]) for event, alert_id in moves],
+                      bursts=bursts)
 
 
-def _checks(conn: psycopg.Connection, rules: Alerts, now: float) -> Iterator[Check]:
+def _checks(conn: psycopg.Connection, rules: Alerts, now: float, panel_size: int = 0) -> Iterator[Check]:
     recent_from = now - rules.recent_hours * 3600
     baseline_from = recent_from - rules.baseline_days * 86400
     for s in store.recent_series(conn, recent_from, now, rules.include_emulator):
@@ -108,7 +129,7 @@ def _checks(conn: psycopg.Connection, rules: Alerts, now: float) -> Iterator[Che
             continue  # no rule could judge it: its baseline is not even read
         latency = [m for m in for_protocol(s.protocol, headline_only=True) if m.unit == "ms"]
         rows = store.series_rows(conn, s, latency, baseline_from, now, rules.include_emulator)
-        yield from _series_checks(s, [m.name for m in latency], rows, recent_from, rules)
+        yield from _series_checks(conn, s, [m.name for m in latency], rows, recent_from, rules, panel_size)
     for c in store.recent_conversation_series(conn, recent_from, now, rules.include_emulator):
         if c.recent_conversations < rules.min_recent_conversations:
             continue  # no conversation rule could judge it
@@ -142,11 +163,24 @@ def judge_conversations(c: ConversationSeries, turns: list[tuple], recent_from: 
                 conversation_latency_shift(v[vnow], vlab[vnow], v[~vnow], vlab[~vnow], rules))
 
 
-def _series_checks(s: Series, latency: list[str], rows: list[tuple], recent_from: float,
-                   rules: Alerts) -> Iterator[Check]:
-    """store.series_rows' rows, as columns, judged by `judge`."""
+def _series_checks(conn: psycopg.Connection, s: Series, latency: list[str], rows: list[tuple], recent_from: float,
+                   rules: Alerts, panel_size: int) -> Iterator[Check]:
+    """store.series_rows' rows, as columns (the clip refs made panel flags), judged by `judge`."""
     columns = list(zip(*rows)) if rows else [()] * (_FIRST_LATENCY + len(latency))
+    columns[_PANEL] = panel_flags(store.clip_utterances(conn, set(columns[_PANEL])), columns[_PANEL], panel_size)
     yield from judge(s, latency, columns, recent_from, rules)
+
+
+def panel_flags(utterances: Mapping[int, tuple[str, str]], clip_refs: Sequence[int], panel_size: int) -> np.ndarray:
+    """Which rows are of the sentinel panel: per family, the panel_size utterance ids of smallest hash
+    among those the rows measured (datasets.sampling.panel; a panel utterance is in every tick, so
+    it is always among them)."""
+    by_family: dict[str, set[str]] = {}
+    for family, uid in utterances.values():
+        if family is not None and uid is not None:
+            by_family.setdefault(family, set()).add(uid)
+    pinned = {(f, u) for f, ids in by_family.items() for u in panel(f, sorted(ids), panel_size)}
+    return np.array([utterances.get(r) in pinned for r in clip_refs], dtype=bool)
 
 
 def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_from: float,
@@ -155,11 +189,17 @@ def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_fro
     calls this with simulated columns): latency per headline metric in ms (rtf is latency_ms over
     the clip's duration, so latency_ms covers it), WER paired by utterance, and the three rates of
     metrics.series.RATES. Only `ok` rows feed latency and WER; every attempt counts in the rates."""
-    status = np.asarray(columns[_STATUS], dtype=object)
-    attempt = ~np.isin(status, list(NOT_AN_ATTEMPT))
-    recent = np.asarray(columns[_STARTED], dtype=np.float64) >= recent_from
-    ticks, utterances = np.asarray(columns[_TICK]), np.asarray(columns[_UTTERANCE])
+    status = _statuses(columns[_STATUS])
+    attempt = ~_any_of(status, NOT_AN_ATTEMPT)
+    started = np.asarray(columns[_STARTED], dtype=np.float64)
+    recent = started >= recent_from
+    ticks, utterances = _codes(columns[_TICK]), _codes(columns[_UTTERANCE])  # labels as integers, once
     ok = status == "ok"
+    in_panel = np.asarray(columns[_PANEL], dtype=bool) if len(columns[_PANEL]) else np.zeros(status.size, dtype=bool)
+    if factorise(ticks[in_panel & ~recent])[0].size >= rules.min_baseline_observations:
+        yield from judge_panel(s, latency, columns, in_panel & attempt, recent, rules, status, ticks, utterances)
+        yield from _rate_checks(s, status, attempt, recent, ticks, utterances, rules)
+        return
     for i, metric in enumerate(latency, _FIRST_LATENCY):
         value = np.asarray(columns[i], dtype=np.float64)  # None (not measured) becomes NaN
         has = ok & ~np.isnan(value)
@@ -176,34 +216,118 @@ def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_fro
             return Scored(utterances[keep], ticks[keep], errors[keep].astype(np.int64), words[keep].astype(np.int64))
 
         yield Check("wer", "wer", s, wer_shift(window(scored & recent), window(scored & ~recent), rules))
+    yield from _rate_checks(s, status, attempt, recent, ticks, utterances, rules)
+
+
+def judge_panel(s: Series, latency: list[str], columns: Sequence[Sequence], panel_rows: np.ndarray,
+                recent: np.ndarray, rules: Alerts, status: np.ndarray | None = None, ticks: np.ndarray | None = None,
+                utterances: np.ndarray | None = None) -> Iterator[Check]:
+    """The sequential rules on the sentinel panel's attempts (panel_rows): latency per headline metric
+    and WER over each run's paired difference, and the newest run's failures (outage). Each tick and
+    each confirmation burst is one observation; the window rules are not applied beside them (their
+    false alarms would add to these')."""
+    started = np.asarray(columns[_STARTED], dtype=np.float64)[panel_rows]
+    status = (_statuses(columns[_STATUS]) if status is None else status)[panel_rows]
+    runs = (_codes(columns[_TICK]) if ticks is None else ticks)[panel_rows]
+    utts = (_codes(columns[_UTTERANCE]) if utterances is None else utterances)[panel_rows]
+    now = recent[panel_rows]
+    ok = status == "ok"
+    yield Check("outage", "panel_failures", s, outage(~ok, utts, runs, started, now, rules))
+    for i, metric in enumerate(latency, _FIRST_LATENCY):
+        value = np.asarray(columns[i], dtype=np.float64)[panel_rows]
+        has = ok & ~np.isnan(value)
+        yield Check("latency", metric, s, latency_sequential(value[has], utts[has], runs[has], started[has], now[has], rules))
+    words = np.asarray(columns[_WORDS])[panel_rows]
+    scored = ok & (words != None) if words.dtype == object else ok.copy()  # noqa: E711 (element-wise)
+    if (scored & now).any():  # a TTS series under its newest instrument only, as the window rule
+        instrument = np.asarray(columns[_INSTRUMENT], dtype=object)[panel_rows]
+        scored &= instrument == instrument[np.flatnonzero(scored & now)[-1]]
+        errors = np.asarray(columns[_ERRORS])[panel_rows]
+        yield Check("wer", "wer", s, wer_sequential(errors[scored].astype(np.int64), words[scored].astype(np.int64),
+                                                    utts[scored], runs[scored], started[scored], now[scored], rules))
+
+
+def _rate_checks(s: Series, status: np.ndarray, attempt: np.ndarray, recent: np.ndarray, ticks: np.ndarray,
+                 utterances: np.ndarray, rules: Alerts) -> Iterator[Check]:
+    """The three rates of metrics.series.RATES, clustered by utterance and tick, over every attempt.
+    A rate not up by rate_increase_points cannot hold whatever its p, so its multiway variance (the
+    costly part) is computed only for a material rise; the finding then says so without a p."""
     now, before = attempt & recent, attempt & ~recent
-    d_now = design(utterance=utterances[now], tick=ticks[now])
-    d_before = design(utterance=utterances[before], tick=ticks[before])
+    designs: list = []
     for kind, statuses in RATES.items():
-        hits = np.isin(status, list(statuses))
-        yield Check(kind, kind, s, rate_spike(hits[now], d_now, hits[before], d_before, rules, kind.replace("_", " ")))
+        what = kind.replace("_", " ")
+        hits = _any_of(status, statuses)
+        quick = immaterial_rate(hits[now], hits[before], rules, what)
+        if quick is not None:
+            yield Check(kind, kind, s, quick)
+            continue
+        if not designs:
+            designs = [design(utterance=utterances[now], tick=ticks[now]),
+                       design(utterance=utterances[before], tick=ticks[before])]
+        yield Check(kind, kind, s, rate_spike(hits[now], designs[0], hits[before], designs[1], rules, what))
 
 
-def _apply(conn: psycopg.Connection, checks: list[Check], rules: Alerts, now: float) -> list[tuple[str, int]]:
-    """Move each key's alert along the lifecycle; returns the transitions (event, alert id) in order."""
+def _statuses(column: Sequence) -> np.ndarray:
+    """Row statuses as a string array (fast to compare)."""
+    a = np.asarray(column)
+    return a.astype(str) if a.dtype == object else a
+
+
+def _any_of(status: np.ndarray, values) -> np.ndarray:
+    out = np.zeros(status.shape, dtype=bool)
+    for v in values:
+        out |= status == v
+    return out
+
+
+def _codes(labels: Sequence) -> np.ndarray:
+    """Labels (run ids, utterance ids; None for a row with none) as integers in their sorted order, so
+    the rules factorise them once per series, not once per rule (None sorts first, as its own label)."""
+    a = np.asarray(labels)
+    if a.dtype.kind in "iu":
+        return a
+    if a.dtype == object:
+        a = np.array(["" if x is None else "\x01" + str(x) for x in a.tolist()])
+    return factorise(a)[1]
+
+
+def stale(finding: Finding, last_evaluated_at: float | None) -> bool:
+    """A sequential finding with no observation (run) started since the alert's last evaluation: it
+    is the same evidence again, and must not count as a second successive evaluation (a beat
+    evaluation between ticks), so the alert stays as it is."""
+    return (finding.observed_at is not None and last_evaluated_at is not None
+            and finding.observed_at < last_evaluated_at)
+
+
+def _apply(conn: psycopg.Connection, checks: list[Check], rules: Alerts,
+           now: float) -> tuple[list[tuple[str, int]], list[tuple[int, str]]]:
+    """Move each key's alert along the lifecycle; returns the transitions (event, alert id) in order,
+    and the (alert id, key) of each sequential alert that is pending on a fresh observation (to be
+    confirmed by a burst)."""
     open_ = store.open_alerts(conn)
     out: list[tuple[str, int]] = []
+    pending: list[tuple[int, str]] = []
     for check in checks:
         alert, holds = open_.pop(check.key, None), check.finding.holds
-        if holds is None:  # too few recent samples: an open alert stays as it is
-            if alert is not None:
+        if holds is None or (alert is not None and stale(check.finding, alert.last_evaluated_at)):
+            if alert is not None:  # too few recent samples, or nothing new: an open alert stays as it is
                 store.touch(conn, [alert.id], now)
             continue
         values = check.values(rules)
-        move = step(None if alert is None else alert.state, 0 if alert is None else alert.streak, holds, rules)
+        move = step(None if alert is None else alert.state, 0 if alert is None else alert.streak, holds, rules,
+                    check.finding.decisive)
         if alert is None:
             if move.state is not None:
                 new_id = store.open_alert(conn, check.key, check.kind, check.series, check.metric, move.state, now, values)
                 out.append((move.state, new_id))
+                if move.state == "pending" and check.finding.decisive is not None:
+                    pending.append((new_id, check.key))
             continue
         store.update_alert(conn, alert, now, values, move.state, move.streak)
         if move.event is not None:
             out.append((move.event, alert.id))
+        if move.state == "pending" and check.finding.decisive is not None:
+            pending.append((alert.id, check.key))
     if open_:  # open, but their series had no rows to judge this time
         store.touch(conn, [a.id for a in open_.values()], now)
-    return out
+    return out, pending

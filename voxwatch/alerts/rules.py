@@ -41,6 +41,8 @@ class Finding:
     n_recent: int
     n_baseline: int
     why: str  # what decided it, in words
+    decisive: bool | None = None  # a sequential rule: strong enough to fire once pending (None: any holding)
+    observed_at: float | None = None  # a sequential rule: when its newest observation (run) started
 
 
 def _too_few(n_recent: int, n_baseline: int, rules: Alerts, what: str, least: tuple[int, int] | None = None
@@ -137,6 +139,23 @@ def rate_spike(recent_hits: Sequence[bool], recent: Design, baseline_hits: Seque
                    f"{before * 100:.1f} % ({int(g.sum())}/{g.size}), clustered one-sided t p = {p:.2g}"
                    + ("" if material else f"; not material (needs +{rules.rate_increase_points:g} points)")
                    + ("" if significant else f"; not significant (needs p < {rules.p_value:g})"))
+
+
+def immaterial_rate(recent_hits: Sequence[bool], baseline_hits: Sequence[bool], rules: Alerts,
+                    what: str) -> Finding | None:
+    """rate_spike's verdict when it needs no variance: too few attempts, no baseline, or a rise short
+    of rate_increase_points (it cannot hold, whatever its p; p is then not computed). None when the
+    rise is material and rate_spike must test it."""
+    h, g = np.asarray(recent_hits, dtype=bool), np.asarray(baseline_hits, dtype=bool)
+    early = _too_few(h.size, g.size, rules, "attempts")
+    if early is not None:
+        return early
+    now, before = float(h.mean()), float(g.mean())
+    if (now - before) * 100 >= rules.rate_increase_points:
+        return None
+    return Finding(False, now, before, None, h.size, g.size,
+                   f"{what} {now * 100:.1f} % ({int(h.sum())}/{h.size}) vs {before * 100:.1f} % "
+                   f"({int(g.sum())}/{g.size}); not material (needs +{rules.rate_increase_points:g} points)")
 
 
 def _conversations(rules: Alerts) -> tuple[int, int]:

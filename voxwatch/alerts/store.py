@@ -174,10 +174,10 @@ def conversation_turns(conn: psycopg.Connection, s: ConversationSeries, since: f
 def series_sql(latency: list[MetricSpec], include_emulator: bool) -> str:
     """The read of one series' rows in [since, until): started_at, status, instrument_id, S + D + I, N,
     the row's tick (its run) and utterance (its clip), as interned refs (the rules only group by
-    them), then each latency metric; by key, run by run, as the aggregates' refresh reads
+    them), its clip's obs_clips ref (clip_utterances names it: the panel), then each latency metric; by key, run by run, as the aggregates' refresh reads
     (layout.series_sql)."""
     cols = ", ".join(["f.started_at", "f.status", "c.instrument_id", "f.substitutions + f.deletions + f.insertions",
-                      "f.ref_words", "f.run_id_ref", "f.clip_id_ref"] + [f"f.{m.name}" for m in latency])
+                      "f.ref_words", "f.run_id_ref", "f.clip_id_ref", "f.clip_ref"] + [f"f.{m.name}" for m in latency])
     return layout.series_sql(cols, until=True, emulator=include_emulator)
 
 
@@ -186,6 +186,12 @@ def series_rows(conn: psycopg.Connection, s: Series, latency: list[MetricSpec], 
     with conn.cursor(binary=True) as cur:
         return cur.execute(series_sql(latency, include_emulator),
                            {**s.key._asdict(), "since": since, "until": until}).fetchall()
+
+
+def clip_utterances(conn: psycopg.Connection, clip_refs: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """The (family, utterance_id) of each obs_clips ref: what the sentinel panel is pinned by."""
+    return {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT ref, family, utterance_id FROM obs_clips WHERE ref = ANY(%s)", ([int(x) for x in clip_refs],))}
 
 
 def open_alerts(conn: psycopg.Connection) -> dict[str, Alert]:

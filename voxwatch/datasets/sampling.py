@@ -22,3 +22,17 @@ def draw(run_seed: int, family: str, utterance_ids: list[str], n: int) -> list[s
         return ids
     rng = np.random.default_rng(family_seed(run_seed, family))
     return [ids[i] for i in sorted(rng.choice(len(ids), size=n, replace=False))]
+
+
+def panel_rank(family: str, utterance_id: str) -> bytes:
+    """An utterance's place in its family's sentinel panel order: sha256 of "family:utterance_id", so
+    an utterance added to the catalog displaces a panel member only if its own hash is smaller."""
+    return hashlib.sha256(f"{family}:{utterance_id}".encode()).digest()
+
+
+def panel(family: str, utterance_ids: list[str], k: int) -> list[str]:
+    """The family's sentinel panel (METHOD "Sampling"): the k utterance ids of smallest panel_rank, in
+    catalog order. Every tick measures them beside its random draw, so a window is compared with its
+    baseline on the same utterances; pinned by hash, not by draw, it is the same on every host."""
+    ids = sorted(set(utterance_ids), key=lambda u: panel_rank(family, u))[:max(k, 0)]
+    return sorted(ids)

@@ -22,7 +22,7 @@ from voxwatch.foundation import preload
 from voxwatch.config import Config
 from voxwatch.datasets.catalog import Catalog, Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
-from voxwatch.datasets.sampling import draw
+from voxwatch.datasets.sampling import draw, panel
 from voxwatch.foundation.observation import Observation, RunRecord, run_status
 from voxwatch.providers.keys import key_variable, model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
@@ -56,10 +56,15 @@ class Plan:
 
 
 def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: list[str] | None = None,
-              datasets: list[str] | None = None, sample_size: int | None = None, seed: int | None = None) -> Plan:
-    """Resolve models and datasets (integrity-checked), then draw one sample per family."""
+              datasets: list[str] | None = None, sample_size: int | None = None, seed: int | None = None,
+              panel_size: int | None = None, draw_size: int | None = None) -> Plan:
+    """Resolve models and datasets (integrity-checked), then per family its sentinel panel
+    and a random draw of sample_size of the others (draw_size 0: the panel alone, a confirmation
+    burst). The panel is [run] panel_size unless panel_size is given; an explicit sample_size alone
+    asks for exactly that sample (a one-off run, no panel)."""
     seed = seed if seed is not None else (config.seed if config.seed >= 0 else random.SystemRandom().randrange(2**31))
-    n = sample_size or config.sample_size
+    n = draw_size if draw_size is not None else (sample_size or config.sample_size)
+    k = panel_size if panel_size is not None else (0 if sample_size else config.panel_size)
     if models is not None:
         chosen_models = [registry.resolve(m) for m in models]
     else:
@@ -90,8 +95,16 @@ def plan_tick(config: Config, registry: Registry, catalog: Catalog, *, models: l
     if unused:
         raise PlanError(f"dataset(s) {', '.join(sorted(unused))} fit no board of the chosen models")
     for board, (board_models, board_sets) in by_board.items():
-        plan.tasks.extend(_draw_tasks(runnable_models(board_models, plan, registry.day), board_sets, seed, n))
+        plan.tasks.extend(_draw_tasks(runnable_models(board_models, plan, registry.day), board_sets, seed, n, k))
     return plan
+
+
+def plan_burst(config: Config, registry: Registry, catalog: Catalog, model: str, dataset: str) -> Plan:
+    """A confirmation burst (docs/ALERTS.md): the dataset's sentinel panel alone, for one model."""
+    if config.panel_size <= 0:
+        raise PlanError("no sentinel panel ([run] panel_size = 0): a burst would measure nothing")
+    return plan_tick(config, registry, catalog, models=[model], datasets=[dataset], draw_size=0,
+                     panel_size=config.panel_size)
 
 
 def runnable_models(models: list[ModelInfo], plan: Plan, day: dt.date) -> list[ModelInfo]:
@@ -111,8 +124,9 @@ def runnable_models(models: list[ModelInfo], plan: Plan, day: dt.date) -> list[M
     return runnable
 
 
-def _draw_tasks(models: list[ModelInfo], datasets: list[Dataset], seed: int, n: int) -> list[Task]:
-    """One draw per family, shared by every model and every condition; ordered item-major."""
+def _draw_tasks(models: list[ModelInfo], datasets: list[Dataset], seed: int, n: int, k: int = 0) -> list[Task]:
+    """Per family its panel of k utterances first, then one draw of n of the other utterances, shared by
+    every model and every condition; ordered item-major (the panel first, so an outage shows early)."""
     families: dict[str, list[Dataset]] = {}
     for ds in datasets:
         families.setdefault(ds.info.family, []).append(ds)
@@ -120,7 +134,9 @@ def _draw_tasks(models: list[ModelInfo], datasets: list[Dataset], seed: int, n: 
     for family, members in families.items():
         by_uid = [{_uid(i): i for i in ds.items} for ds in members]
         common = set.intersection(*(set(m) for m in by_uid))
-        for uid in draw(seed, family, sorted(common), n):
+        pinned = panel(family, sorted(common), k)
+        drawn = draw(seed, family, sorted(common - set(pinned)), n) if n > 0 else []
+        for uid in pinned + drawn:
             for ds, items in zip(members, by_uid):
                 tasks.extend(Task(m, ds, items[uid]) for m in models)
     return tasks

@@ -55,6 +55,19 @@ class Ledger:
         self.redis.set(key, random.SystemRandom().randrange(2**31), nx=True, ex=KEEP_S)
         return int(self.redis.get(key))
 
+    def take_burst(self, series: str, alert_id: int, day: int, allowed) -> bool:
+        """Count one confirmation burst against the alert and the series' UTC day, if `allowed`(alert's
+        bursts so far, the day's so far) says so (alerts.bursts.allowed); False leaves both counts."""
+        alert, per_day = f"{self.prefix}:burst:alert:{alert_id}", f"{self.prefix}:burst:day:{series}:{day}"
+        n_alert, n_day = self.redis.incr(alert), self.redis.incr(per_day)
+        self.redis.expire(alert, 2 * 86400)
+        self.redis.expire(per_day, 2 * 86400)
+        if allowed(n_alert - 1, n_day - 1):
+            return True
+        self.redis.decr(alert)
+        self.redis.decr(per_day)
+        return False
+
     def claim_slot(self, run_id: str, plan_id: str) -> tuple[str, bool]:
         """The plan that owns a scheduled run (one per slot): (its task id, whether this call claimed it).
         A second plan for the slot (a restarted beat sends it again) finds another owner; a redelivered

@@ -29,7 +29,7 @@ from voxwatch.datasets.catalog import IntegrityError, UnknownDataset
 from voxwatch.datasets.manifest import ManifestError
 from voxwatch.foundation.observation import Observation, RunRecord
 from voxwatch.providers.registry import RegistryError
-from voxwatch.foundation.store_url import StoreError
+from voxwatch.foundation.store_url import POSTGRES, StoreError, store_kind
 from voxwatch.store.spool import SPOOLED, drain
 
 from voxwatch.workers.celery_app import app, current_config, queue_name
@@ -37,7 +37,7 @@ from voxwatch.workers.job import Job
 from voxwatch.workers.process_state import ProcessState, close_state, state
 from voxwatch.workers.reconcile import finish_counted, reconcile
 from voxwatch.harness.retry_after import hold_s
-from voxwatch.harness.tick import PlanError, plan_tick
+from voxwatch.harness.tick import Plan, PlanError, plan_burst, plan_tick
 from voxwatch.workers.schedule import slot_of, slot_run_id
 
 log = get_task_logger(__name__)
@@ -76,19 +76,47 @@ def plan(self, region: str, board: str | None = None, models: list[str] | None =
     if not drawn.tasks:
         log.warning("run %s not started: nothing to measure", run_id)
         return None
+    _fan_out(self.app, st, drawn, run_id, seed, region)
+    return run_id
+
+
+def _fan_out(celery_app, st: ProcessState, drawn: Plan, run_id: str, seed: int, region: str,
+             note: str | None = None) -> None:
+    """Open the run and enqueue one measure task per planned task, in the plan's order."""
     run = RunRecord(run_id=run_id, started_at=st.ledger.started_at(run_id) or time.time(), region=region, seed=seed,
-                    planned=len(drawn.tasks))
+                    planned=len(drawn.tasks), note=note)
     st.ledger.open_run(run, len(drawn.tasks))
     try:
         st.store.start_run(run)
     except StoreError as exc:  # measure anyway: rows the store refuses are spooled, never lost
         log.warning("run %s: the store refused its record (%s)", run_id, exc)
-    queue = queue_name(config, region)
-    with self.app.producer_or_acquire() as producer:
+    queue = queue_name(st.config, region)
+    with celery_app.producer_or_acquire() as producer:
         for task in drawn.tasks:
             job = Job.of(task, run_id, seed)
             measure.apply_async(kwargs=job.kwargs(), task_id=job.key, queue=queue, producer=producer)
     log.info("run %s: %d measure tasks on %s, seed %d", run_id, len(drawn.tasks), queue, seed)
+
+
+@app.task(name="voxwatch.alerts.burst", bind=True)
+def burst(self, model: str, dataset: str, region: str, alert_id: int | None = None) -> str | None:
+    """A confirmation burst (docs/ALERTS.md): the dataset's sentinel panel measured at once for one
+    model, as a run of its own; when its last row is counted, finish_run triggers an evaluation. The
+    run id is the task's, so a redelivered burst measures once."""
+    config = current_config()
+    st = state(config)
+    run_id = self.request.id.replace("-", "")
+    if st.ledger.is_finished(run_id):
+        return run_id
+    try:
+        drawn = plan_burst(config, st.registry, st.catalog, model, dataset)
+    except PLAN_ERRORS as exc:
+        log.error("burst %s for %s on %s not started: %s", run_id, model, dataset, exc)
+        return None
+    if not drawn.tasks:
+        return None
+    seed = st.ledger.run_seed(run_id, _seed(st, None, None))
+    _fan_out(self.app, st, drawn, run_id, seed, region, note=f"confirmation burst for alert {alert_id}")
     return run_id
 
 
@@ -166,9 +194,31 @@ def evaluate_alerts() -> dict[str, int]:
     from voxwatch.alerts.evaluate import run
     from voxwatch.alerts.store import connected
 
+    from voxwatch.alerts.bursts import allowed, cost
+
     config = current_config()
     with connected(config.store_url, "cannot evaluate the alerts of") as conn:
-        result = run(conn, config.alerts, time.time())
+        result = run(conn, config.alerts, time.time(), panel_size=config.panel_size)
+    st = state(config)
+    sent: set[tuple[str, str, str]] = set()
+    for b in result.bursts:  # one burst per series, however many of its alerts are pending
+        series = (b.model_id, b.dataset, b.region)
+        if series in sent:
+            continue
+        try:
+            ok = st.ledger.take_burst("|".join(series), b.alert_id, int(result.at // 86400),
+                                      lambda n_alert, n_day: allowed(n_alert, n_day, config.alerts))
+        except redis.RedisError as exc:
+            log.warning("alert %d: no confirmation burst (Redis cannot count it: %s)", b.alert_id, exc)
+            continue
+        if not ok:
+            log.info("alert %d: no confirmation burst (bursts_per_alert or bursts_per_day spent)", b.alert_id)
+            continue
+        sent.add(series)
+        burst.apply_async(kwargs={"model": b.model_id, "dataset": b.dataset, "region": b.region,
+                                  "alert_id": b.alert_id}, queue=queue_name(config, b.region))
+        log.info("alert %d pending: confirmation burst of %s on %s @ %s, %s", b.alert_id, b.model_id, b.dataset,
+                 b.region, cost(config.panel_size, None))
     counts: dict[str, int] = {}
     for t in result.transitions:
         counts[t.event] = counts.get(t.event, 0) + 1
@@ -299,6 +349,16 @@ def finish_run(st: ProcessState, run_id: str) -> None:
     with contextlib.suppress(redis.RedisError):
         st.ledger.mark_finished(run_id)
     log.info("run %s %s: %d observations (%d not ok)", run_id, run.status, run.rows, run.failed_rows)
+    evaluate_after_run(st)
+
+
+def evaluate_after_run(st: ProcessState) -> None:
+    """Event-driven alerts: every finished run (a tick or a burst) is followed by an evaluation, so
+    an outage pages within one tick, not at the next 15-minute beat (docs/ALERTS.md)."""
+    if store_kind(st.config.store_url) != POSTGRES:
+        return
+    with contextlib.suppress(Exception):  # the beat's evaluation still comes; a broker hiccup must not fail the row
+        evaluate_alerts.apply_async(queue=queue_name(st.config, st.config.region))
 
 
 _STDLIB_MAIN = mp_process.current_process()  # imported in the worker's main process, before the pool forks
