@@ -84,8 +84,10 @@ def cmd_run(args) -> int:
     models = _names(args.models) if args.models else None
     if models is None and args.board:  # one board: its configured models only
         models = list(cfg.boards[args.board].models)
+    # one tick in-process, with no alert evaluating it: the sentinel panel serves the distributed
+    # alerts (docs/ALERTS.md), so a run measures its draw alone
     plan = plan_tick(cfg, registry, _catalog(cfg), models=models, datasets=_names(args.datasets) if args.datasets else None,
-                     sample_size=args.sample_size, seed=args.seed)
+                     sample_size=args.sample_size, seed=args.seed, panel_size=0)
     if args.board:
         _on_board(plan, registry, args.board)
     talks = None
