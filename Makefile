@@ -16,13 +16,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/voxwatch run --conversation-turns 3
 
-# the whole suite, what CI runs: three workers, a test file each (most tests wait on audio paced in real
-# time or on subprocesses, so three files at a time keep 2 cores busy; each file keeps its emulators,
+# the whole suite, what CI runs: four workers, a test file each (most tests wait on audio paced in real
+# time or on subprocesses, so four files at a time keep 2 cores busy; each file keeps its emulators,
 # databases and Redis queues to itself). The preflight gets Postgres, Redis and Chromium or stops in one line.
 test:
 	@sh tests/support/preflight.sh --browser
 	@$(MAKE) --no-print-directory install
-	$(BIN)/python -m pytest -n 3 --dist loadfile
+	$(BIN)/python -m pytest -n 4 --dist loadfile
 
 # the developer's loop, under 2 minutes on 2 cores: everything but the slow kinds (pyproject.toml markers)
 test-quick:

@@ -55,6 +55,7 @@ def test_beat_sends_the_first_tick_at_start_and_worker_and_beat_keep_their_heart
     region = f"first-{uuid.uuid4().hex[:6]}"
     env = worker_env(broker, store, tmp_path / "var", LIMITS) | {
         "VOXWATCH_WORKER_REGION": region, "VOXWATCH_SCHEDULE_EVERY_MINUTES": DAY_MINUTES, "VOXWATCH_RUN_SAMPLE_SIZE": "1",
+        "VOXWATCH_RUN_PANEL_SIZE": "0",
         "VOXWATCH_BOARDS_STT_MODELS": "", "VOXWATCH_BOARDS_S2S_CONVERSATION_MODELS": ""}  # one TTS model, one prompt
     worker_beat, beat_beat = tmp_path / "worker.alive", tmp_path / "beat.alive"
     schedule = tmp_path / "celerybeat-schedule"

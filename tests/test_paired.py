@@ -24,7 +24,7 @@ from voxwatch.store.comparisons import compute
 from support.browser import browser  # noqa: F401 (a fixture)
 from support.postgres import fresh_postgres
 from support.processes import run_cli
-from support.web_seed import serving
+from support.web_seed import serving, sqlite_store
 
 FAST, SLOW, TWIN = "sim/fast@1", "sim/slow@1", "sim/slow-twin@1"
 DATASET = "sim-paired"
@@ -120,14 +120,13 @@ def test_a_model_of_another_method_version_or_region_is_never_compared():
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, str]:
-    """The same rows in a SQLite store and in a Postgres store, added to Postgres by `voxwatch ingest`
-    (which refreshes its comparisons table as a finished tick does)."""
+    """The same rows in a SQLite store (added directly) and in a Postgres store (added by `voxwatch
+    ingest`, which refreshes its comparisons table as a finished tick does)."""
     folder = tmp_path_factory.mktemp("paired")
     rows = board_rows()
     export = folder / "rows.jsonl"
     export.write_text("".join(json.dumps(asdict(r)) + "\n" for r in rows))
-    sqlite = f"sqlite:///{folder / 'voxwatch.sqlite'}"
-    run_cli("ingest", str(export), "--store", sqlite)
+    sqlite = sqlite_store(folder, rows)
     with fresh_postgres() as pg:
         run_cli("db", "upgrade", "--store", pg)
         run_cli("ingest", str(export), "--store", pg)

@@ -263,7 +263,8 @@ def beat_restarted(s: Scenario) -> dict:
     """Beat keeps its last send times in its schedule file, written after its first send and then at
     most every 3 minutes: killed after a plan it had not recorded, it sends that slot's plan again."""
     board = {"VOXWATCH_BOARDS_STT_MODELS": MODEL, "VOXWATCH_BOARDS_STT_DATASETS": CLEAN,
-             "VOXWATCH_SCHEDULE_EVERY_MINUTES": "1", "VOXWATCH_RUN_SAMPLE_SIZE": "1"}
+             "VOXWATCH_SCHEDULE_EVERY_MINUTES": "1", "VOXWATCH_RUN_SAMPLE_SIZE": "1",
+             "VOXWATCH_RUN_PANEL_SIZE": "0"}  # one clip a tick: the slot, not the panel, is under test
     worker = s.worker(**board)
     first = s.beat(**board)
     # beat writes its schedule file once its first tick's sends are out (a plan due at start-up goes in
