@@ -19,6 +19,7 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import COLUMNS, Comparison, compare, flat, from_flat
 from voxwatch.metrics.ranking import comparable
 from voxwatch.metrics.series import WINDOWS, series_rows
+from voxwatch.store.observation_reads import stream_observations
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.series_data import group
 
@@ -44,8 +45,6 @@ def compute(rows: Iterable[Observation]) -> list[Comparison]:
 def refresh(conn: psycopg.Connection, datasets: Iterable[str] | None = None, now: float | None = None) -> int:
     """Recompute the comparisons of every ranking of these datasets (all when None), per window, in
     one transaction: readers see the old set or the new one. Returns the comparisons written."""
-    from voxwatch.store.postgres import stream_observations  # the store's row reader; imported late: it imports this
-
     at = time.time() if now is None else now
     chosen = None if datasets is None else tuple(sorted(set(datasets)))
     if chosen == ():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from math import inf as INF
 from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -20,7 +19,7 @@ import psycopg
 from voxwatch.store.conversation_rows import CONVERSATION_FIELDS, TURN_FIELDS, ConversationRow, TurnRow
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.series import MetricRow
-from voxwatch.foundation.observation import FIELDS, RUN_FIELDS, Observation, RunRecord
+from voxwatch.foundation.observation import RUN_FIELDS, Observation, RunRecord
 from voxwatch.foundation.series_key import RowsKey
 from voxwatch.providers.registry import Registry
 from voxwatch.foundation.store_url import StoreError
@@ -30,6 +29,7 @@ from voxwatch.store import preference, preference_fits
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.interning import Dictionaries, Spans
 from voxwatch.store.layout import FACT_COLUMNS, FACT_REFS
+from voxwatch.store.observation_reads import stream_observations
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.runs import unrecorded_run
 from voxwatch.foundation.store_url import StoreURL, parse_store_url
@@ -38,7 +38,6 @@ SMALL_BATCH = 16
 """Up to this many rows go in by executemany (one prepared INSERT, pipelined); more are COPYed.
 benchmarks/store_scale.py measures both by batch size."""
 
-_COLS = ", ".join(FIELDS)
 _FIELD_TYPES = {name: sql_type.split(" COLLATE")[0] for name, sql_type in migrations.columns(Observation)}
 _FACT_TYPES = [("integer" if c in FACT_REFS else _FIELD_TYPES[c]) for c in FACT_COLUMNS]
 _FACTS = ", ".join(FACT_COLUMNS)
@@ -286,19 +285,6 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
         for conn in (self._db, self._lookups):
             if conn is not None:
                 conn.close()
-
-
-def stream_observations(conn: psycopg.Connection, only: RowFilter) -> Iterator[Observation]:
-    """The rows `only` selects, in time order, on a connection: the store's, or the web app's own
-    read-only one (which must not open a PostgresStore: that migrates)."""
-    where, args = only.where("%s")
-    sql = f"SELECT {_COLS} FROM observations" + where
-    if only.since is not None or only.until is not None:  # a span: found through its runs (docs/STORE.md)
-        sql = f"SELECT {_COLS} FROM observations_during(%s, %s)" + where
-        args = [-INF if only.since is None else only.since, INF if only.until is None else only.until, *args]
-    with conn.cursor() as cur:
-        for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(migrations.KEY), args, size=1000):
-            yield Observation(*row)
 
 
 def read_conversations(cur: psycopg.Cursor, sql: str, args: list) -> list[tuple[ConversationRow, list[TurnRow]]]:

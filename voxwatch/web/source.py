@@ -38,7 +38,8 @@ from voxwatch.store import aggregates, layout, open_store
 from voxwatch.store import comparisons as paired_table
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
-from voxwatch.store.postgres import PostgresStore, read_conversations, stream_observations
+from voxwatch.store.observation_reads import stream_observations
+from voxwatch.store.postgres import PostgresStore, read_conversations
 from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.foundation.store_url import SQLITE, StoreURL, parse_store_url
