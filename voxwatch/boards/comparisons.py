@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from voxwatch.boards.leaderboard import since
+from voxwatch.boards.listing import aligned
 from voxwatch.metrics.paired import COLUMNS, Comparison, flat
 from voxwatch.metrics.specs import METRICS
 from voxwatch.store.comparisons import compute
@@ -86,23 +87,23 @@ def format_table(comparisons: list[Comparison]) -> str:
     if not comparisons:
         return "No paired comparisons: a ranking needs two models with intervals measured on the same clips."
     header = ("statistic", "model a", "model b", "b - a [95% CI]", "p (Holm)", "cells", "ticks", "verdict")
-    table: list[tuple[str, ...] | str] = []
+    headings: dict[int, str] = {}  # a ranking's heading, before the row it is over
+    rows: list[tuple[str, ...]] = []
     last = None
     for c in sorted(comparisons, key=lambda c: (c.ranking, c.statistic, c.a, c.b)):
         if c.ranking != last:
-            board, dataset, protocol, region, method = c.ranking
-            table.append(f"{dataset}, {protocol} @ {region} (method v{method})")
+            _, dataset, protocol, region, method = c.ranking
+            headings[len(rows)] = f"-- {dataset}, {protocol} @ {region} (method v{method})"
             last = c.ranking
         d = c.difference
         ci = "" if d.ci is None else f" [{_value(c.statistic, d.ci[0])}, {_value(c.statistic, d.ci[1])}]"
-        table.append((c.statistic, c.a.model_id + (f" ({c.a.instrument})" if c.a.instrument else ""),
-                      c.b.model_id + (f" ({c.b.instrument})" if c.b.instrument else ""),
-                      _value(c.statistic, d.estimate) + ci, "n/a" if c.p_holm is None else f"{c.p_holm:.2g}",
-                      str(d.cells), str(d.ticks), verdict(c)))
-    rows = [header] + [r for r in table if not isinstance(r, str)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
-    for r in table:
-        lines.append(f"-- {r}" if isinstance(r, str) else "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
+        rows.append((c.statistic, c.a.model_id + (f" ({c.a.instrument})" if c.a.instrument else ""),
+                     c.b.model_id + (f" ({c.b.instrument})" if c.b.instrument else ""),
+                     _value(c.statistic, d.estimate) + ci, "n/a" if c.p_holm is None else f"{c.p_holm:.2g}",
+                     str(d.cells), str(d.ticks), verdict(c)))
+    title, *body = aligned([header, *rows])
+    lines = [title]
+    for i, line in enumerate(body):
+        lines.extend([headings[i], line] if i in headings else [line])
     lines.append("\n" + ABOUT)
     return "\n".join(lines)
