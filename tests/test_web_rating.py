@@ -41,7 +41,7 @@ from voxwatch.web.app import create_app
 
 from support.postgres import fresh_postgres
 from support.processes import run_cli
-from support.browser import browser  # noqa: F401 (a fixture)
+from support.browser import browser, wait_replaced  # noqa: F401 (a fixture)
 from support.web_seed import serving
 
 pytestmark = pytest.mark.e2e
@@ -320,8 +320,6 @@ def test_a_store_that_is_down_keeps_the_answers_to_send_again(seeded: Seeded, ca
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_in_chromium_a_rater_completes_their_pairs(kind: str, request, tmp_path, browser):  # noqa: F811
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
-    from selenium.webdriver.support.ui import WebDriverWait
 
     with _store_url(request, kind) as url:
         s = _seed(url, tmp_path)
@@ -359,7 +357,7 @@ def test_in_chromium_a_rater_completes_their_pairs(kind: str, request, tmp_path,
                     browser.find_element(By.CSS_SELECTOR, f'input[name="{name}"][value="{plan[pair_id]}"]').click()
                 form = browser.find_element(By.CSS_SELECTOR, "form.rating-form")
                 form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-                WebDriverWait(browser, 20).until(staleness_of(form))  # the next page has replaced this one
+                wait_replaced(browser, form)  # the next page has replaced this one
             assert sorted(seen) == sorted(plan)
             assert browser.current_url == link  # the last answer leads back to the progress page
             assert browser.find_element(By.CSS_SELECTOR, '[data-field="rated"]').text == "4"

@@ -34,3 +34,27 @@ def browser():
         yield driver
     finally:
         driver.quit()
+
+
+def wait_replaced(driver, element, timeout: float = 20) -> None:
+    """Wait until a navigation has replaced the document holding `element`, and the new one has loaded.
+
+    Selenium's staleness_of asks the old element whether it is enabled; while the old document is being
+    torn down ChromeDriver can answer "Node with given id does not belong to the document" (an unknown
+    error, not a stale element), which says the same thing: the element's document is gone."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def gone(_driver) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+        return False
+
+    WebDriverWait(driver, timeout).until(gone)
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.readyState") == "complete")
