@@ -125,7 +125,11 @@ return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.in
         chartWidths: Array.from(document.querySelectorAll('svg.board-chart')).filter(s => s.getBoundingClientRect().width > 0)
           .map(s => s.getBoundingClientRect().width),
         labelPx: Array.from(document.querySelectorAll('svg.board-chart text.label')).filter(t => t.getBoundingClientRect().height > 0)
-          .map(t => t.getBoundingClientRect().height)};
+          .map(t => t.getBoundingClientRect().height),
+        chartOffsets: Array.from(document.querySelectorAll('details.charts[open]')).map(d =>
+          box(d.querySelector('figure')).left - box(d).left),
+        summaries: Array.from(document.querySelectorAll('details > summary')).filter(s => box(s).height > 0)
+          .map(s => box(s).toJSON())};
 """
 
 
@@ -167,6 +171,19 @@ def test_charts_fit_their_column_and_keep_legible_text(measured):
         m = measured[("stt", size)]
         assert m["chartWidths"] and max(m["chartWidths"]) <= width
         assert min(m["labelPx"]) >= 9, f"chart text {min(m['labelPx']):.1f} px tall at {size}"  # was ~5 px
+
+
+def test_charts_start_at_their_blocks_left_edge_and_no_summary_overlaps_another(measured):
+    """The charts' figures start at the left of their block, not in a right-hand column beside an empty
+    half (pages.css' .charts grid once matched details.charts); each fold's summary line (the paired
+    comparisons, the charts) stands clear of the next one."""
+    for size in SIZES:
+        m = measured[("stt", size)]
+        assert m["chartOffsets"] and max(abs(x) for x in m["chartOffsets"]) <= 2, (size, m["chartOffsets"])
+        tops = sorted(m["summaries"], key=lambda b: b["top"])
+        assert len(tops) >= 2, m["summaries"]
+        for upper, lower in zip(tops, tops[1:]):
+            assert upper["bottom"] <= lower["top"] + 0.5, (size, upper, lower)
 
 
 def test_screenshots_are_saved(measured):
