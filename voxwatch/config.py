@@ -60,6 +60,12 @@ def _positive_float(v: Any) -> float:
     return float(v)
 
 
+def _nonnegative_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_SECONDS:  # False for nan
+        raise ValueError(f"expected a finite number >= 0 (at most {MAX_SECONDS:g})")
+    return float(v)
+
+
 def _text(v: Any) -> str:
     if not isinstance(v, str) or not v.strip():
         raise ValueError("expected a non-empty string")
@@ -227,7 +233,8 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
                "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int,
                "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
-    "datasets": {"dir": _text, "fetch_catalog": _text, "fetch_timeout_s": _positive_float, "fetch_attempts": _positive_int},
+    "datasets": {"dir": _text, "fetch_catalog": _text, "fetch_timeout_s": _positive_float, "fetch_attempts": _positive_int,
+                 "fetch_deadline_s": _nonnegative_float},
     "scenarios": {"dir": _text},
     "preference": {"prompts_dir": _text, "outputs_dir": _text, "gold_pass_share": _fraction,
                    "gold_min_answers": _positive_int},
@@ -311,6 +318,7 @@ class Config:
     fetch_catalog: Path = Path("var/fetch-catalog.toml")  # your fetch entries and --pin records (voxwatch/datasets/remote.py)
     fetch_timeout_s: float = 30.0  # `voxwatch datasets fetch`: a server silent this long is a timeout
     fetch_attempts: int = 4  # ... tries per file, each resuming where the last stopped
+    fetch_deadline_s: float = 0.0  # ... every try at one file together; 0: from its size (datasets.download.deadline_for)
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -474,6 +482,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         fetch_catalog=Path(values["datasets"]["fetch_catalog"]),
         fetch_timeout_s=values["datasets"]["fetch_timeout_s"],
         fetch_attempts=values["datasets"]["fetch_attempts"],
+        fetch_deadline_s=values["datasets"]["fetch_deadline_s"],
     )
 
 
