@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from voxwatch.foundation.text import control_chars
 
 from voxwatch.foundation.redaction import redact_url
+from voxwatch.foundation.server_url import server_url_problem
 from voxwatch.foundation.store_url import EXPECTED, store_kind
 
 BOARDS = ("stt", "tts", "s2s")
@@ -384,6 +385,15 @@ VENDOR_VARIABLE = re.compile(r"VOXWATCH_[A-Z0-9_]+_(API_KEY|BASE_URL)")
 """providers.keys.vendor_variable: a vendor's key and base URL (any vendor, registered or a test's)."""
 
 
+def _server_url_variables(env: Mapping[str, str]) -> None:
+    """A server address set in the environment (VOXWATCH_<VENDOR>_BASE_URL, the judge's) obeys the rule a
+    registry file's base_url does (foundation.server_url); the message never quotes it."""
+    for var in sorted(v for v in env if v.startswith("VOXWATCH_") and v.endswith("_BASE_URL")):
+        problem = server_url_problem(env[var].strip().rstrip("/")) if env[var].strip() else None
+        if problem:
+            raise ConfigError(f"environment {var}: {problem}")
+
+
 def _unknown_variables(env: Mapping[str, str], allowed: set[str]) -> None:
     """A VOXWATCH_* variable nobody reads is a misspelling whose value would be silently ignored."""
     known = {env_name(name, key) for name, keys in SCHEMA.items() for key in keys} | set(OTHER_VARIABLES) | allowed
@@ -407,6 +417,8 @@ def _read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not UTF-8 (line {line}); TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML (nested deeper than a parser can read)") from None
 
 
 @cache
@@ -450,6 +462,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
                     raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key}: {exc}") from None
                 raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
     _unknown_variables(env, {hook.url_env for hook in values["alerts"]["webhooks"]})
+    _server_url_variables(env)
     return Config(
         region=values["worker"]["region"],
         store_url=values["store"]["url"],

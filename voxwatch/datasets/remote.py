@@ -86,6 +86,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise FetchError(f"{path}: cannot read the fetch catalog ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FetchError(f"{path}: not a valid fetch catalog ({exc})") from None
+    except RecursionError:
+        raise FetchError(f"{path}: not a valid fetch catalog (nested deeper than a parser can read)") from None
 
 
 _ENTRY_KEYS = {"name", "description", "license", "citation", "homepage", "language", "speech", "layout",
