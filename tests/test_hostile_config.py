@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.postgres import fresh_postgres
 from support.processes import run_cli
 from test_user_registry import SERVER
 from voxwatch.providers.base import ProviderError
@@ -82,3 +83,27 @@ def test_good_server_addresses_still_pass_both_paths(tmp_path: Path):
     assert Registry.default(files=[registry_file]).vendors["my-vllm"].base_url == "http://10.0.0.5:8000/v1"
     env = {"VOXWATCH_REGISTRY_FILES": str(registry_file), "VOXWATCH_SPEECHMATICS_BASE_URL": "wss://global.rt.speechmatics.com/"}
     assert run_cli("providers", "list", env=env).returncode == 0
+
+
+WEBHOOK_TOKEN = "tok3nSECRET"
+BAD_WEBHOOK_URLS = ["", "   ", f"ftp://hooks.example/T0/B1/{WEBHOOK_TOKEN}", f"hooks.example/T0/B1/{WEBHOOK_TOKEN}",
+                    f"not a url {WEBHOOK_TOKEN}", f"https:///services/{WEBHOOK_TOKEN}", f"https://hooks.example:{WEBHOOK_TOKEN}/",
+                    f"https://hooks.example/\r\nX-Evil: {WEBHOOK_TOKEN}", f"gopher://hooks.example/{WEBHOOK_TOKEN}"]
+
+
+@pytest.mark.parametrize("url", BAD_WEBHOOK_URLS)
+def test_a_webhook_url_that_is_not_an_http_url_stops_alerts_evaluate_naming_the_setting(url: str):
+    env = {"VOXWATCH_ALERTS_WEBHOOKS": "ops:slack:OPS_URL", "OPS_URL": url}
+    with fresh_postgres() as store:
+        proc = run_cli("alerts", "evaluate", "--store", store, env=env, check=False)
+    err = _one_line_error(proc)
+    assert err.startswith("voxwatch: error: [alerts] webhooks: ops: the environment variable OPS_URL (this webhook's URL)")
+    assert WEBHOOK_TOKEN not in err and "hooks.example" not in err
+
+
+def test_an_unset_webhook_url_stops_alerts_evaluate_but_not_a_process_that_delivers_nothing():
+    env = {"VOXWATCH_ALERTS_WEBHOOKS": "ops:slack:OPS_URL"}
+    assert run_cli("providers", "list", env=env).returncode == 0  # the web app's case: no URL, nothing to deliver
+    with fresh_postgres() as store:
+        proc = run_cli("alerts", "evaluate", "--store", store, env=env, check=False)
+    assert "[alerts] webhooks: ops: the environment variable OPS_URL (this webhook's URL) is not set" in _one_line_error(proc)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 from voxwatch.foundation.text import control_chars
 
 from voxwatch.foundation.redaction import redact_url
-from voxwatch.foundation.server_url import server_url_problem
+from voxwatch.foundation.server_url import server_url_problem, webhook_url_problem
 from voxwatch.foundation.store_url import EXPECTED, store_kind
 
 BOARDS = ("stt", "tts", "s2s")
@@ -394,6 +394,25 @@ def _server_url_variables(env: Mapping[str, str]) -> None:
             raise ConfigError(f"environment {var}: {problem}")
 
 
+def _webhook_url_variables(env: Mapping[str, str], hooks: tuple[Webhook, ...]) -> None:
+    """A webhook's URL, when its variable is set, is an http(s) URL with a host: a mistake shows when the
+    configuration is read, not when an alert fires. (A process that delivers nothing, the web app, has
+    none; `voxwatch alerts evaluate` requires them: require_webhook_urls.) The message names the variable only."""
+    for hook in hooks:
+        problem = webhook_url_problem(env[hook.url_env]) if hook.url_env in env else None
+        if problem:
+            raise ConfigError(f"[alerts] webhooks: {hook.name}: the environment variable {hook.url_env} (this "
+                              f"webhook's URL) {problem}")
+
+
+def require_webhook_urls(hooks: tuple[Webhook, ...], env: Mapping[str, str]) -> None:
+    """For a command that delivers alerts: every webhook's variable is set (load() checked the values)."""
+    for hook in hooks:
+        if hook.url_env not in env:
+            raise ConfigError(f"[alerts] webhooks: {hook.name}: the environment variable {hook.url_env} (this "
+                              "webhook's URL) is not set")
+
+
 def _unknown_variables(env: Mapping[str, str], allowed: set[str]) -> None:
     """A VOXWATCH_* variable nobody reads is a misspelling whose value would be silently ignored."""
     known = {env_name(name, key) for name, keys in SCHEMA.items() for key in keys} | set(OTHER_VARIABLES) | allowed
@@ -463,6 +482,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
                 raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
     _unknown_variables(env, {hook.url_env for hook in values["alerts"]["webhooks"]})
     _server_url_variables(env)
+    _webhook_url_variables(env, values["alerts"]["webhooks"])
     return Config(
         region=values["worker"]["region"],
         store_url=values["store"]["url"],
