@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import re
 import tarfile
 import time
@@ -235,3 +236,10 @@ def test_the_default_deadline_grows_with_the_declared_size():
     assert deadline_for(0) == DEADLINE_FLOOR_S
     assert deadline_for(346_663_984) == pytest.approx(DEADLINE_FLOOR_S + 346_663_984 / MIN_RATE)
     assert deadline_for(None) > deadline_for(1 << 30)
+
+
+def test_a_password_in_a_catalog_url_is_not_recorded_in_the_datasets_provenance(tmp_path):
+    (tmp_path / "fetch.toml").write_text(_entry("cred", f"https://reader:{PASSWORD}@data.example/cred.tar.gz", ""))
+    record = remote.load(tmp_path / "fetch.toml")["cred"].record({"cred.tar.gz": "0" * 64})
+    assert record["files"][0]["url"] == "https://reader:***@data.example/cred.tar.gz"
+    assert PASSWORD not in json.dumps(record)
