@@ -7,6 +7,7 @@ in one line (exit 2), without the secret and without a raw control character.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,18 @@ def test_a_bad_server_address_is_refused_alike_in_a_registry_file_and_in_the_env
         return  # an environment cannot hold a NUL
     proc = run_cli("providers", "list", env={"VOXWATCH_MY_VLLM_BASE_URL": json.loads(f'"{url}"')}, check=False)
     assert "environment VOXWATCH_MY_VLLM_BASE_URL:" in _one_line_error(proc)
+
+
+@pytest.mark.parametrize("field", ["source", "note"])
+def test_a_control_character_in_any_text_of_a_registry_file_is_refused_and_shown_escaped(tmp_path: Path, field: str):
+    registry_file = tmp_path / "models.toml"
+    hostile = '"ours \\u001b[2J\\r\\nX-Evil: 1"'  # TOML escapes: ESC, CR, LF
+    text = SERVER.format(url="http://h:1")
+    text = re.sub(r"(?m)^source = .*$", lambda _: f"source = {hostile}", text) if field == "source" else text + f"note = {hostile}\n"
+    registry_file.write_text(text)
+    proc = run_cli("providers", "list", env={"VOXWATCH_REGISTRY_FILES": str(registry_file)}, check=False)
+    err = _one_line_error(proc)
+    assert f"models.toml vendor #1: {field} holds control character(s)" in err and "\\x1b" in err and "\\r" in err
 
 
 def test_the_adapters_own_reading_of_the_environment_refuses_what_the_configuration_does(monkeypatch):

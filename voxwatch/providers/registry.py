@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from voxwatch.foundation.server_url import HTTP, server_url_problem
+from voxwatch.foundation.text import control_chars
 from voxwatch.providers import preference_configs
 from voxwatch.providers.keys import api_key, key_variable
 from voxwatch.providers.lifecycle import LifecycleError, Standing, current_day, standing
@@ -147,6 +148,8 @@ def _typed(entry: dict[str, Any], kinds: dict[str, type], required: set[str], wh
             raise RegistryError(f"{where}: {name} must be {kind.__name__}, got {value!r}")
         if kind is str and not value.strip() and name not in _MAY_BE_EMPTY:
             raise RegistryError(f"{where}: {name} must not be empty")
+        if kind is str and control_chars(value):  # listed and sent as they are: a terminal or a header would obey it
+            raise RegistryError(f"{where}: {name} holds control character(s) {', '.join(control_chars(value))}")
 
 
 def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
