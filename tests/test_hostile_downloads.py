@@ -170,6 +170,15 @@ def test_the_password_in_a_catalog_url_is_scrubbed_from_the_error(server, tmp_pa
     _one_line_error(proc, "gone.tar.gz", "http://reader:***@127.0.0.1", "404 Not Found")
 
 
+@pytest.mark.parametrize("url", [f"http://reader:{PASSWORD}@127.0.0.1:port/x", f"http://reader:{PASSWORD}@[::1/x",
+                                 f"http://reader:{PASSWORD}@127.0.0.1:1/\x00x", f"http://reader:{PASSWORD}@/x"])
+def test_a_malformed_catalog_url_is_one_line_without_its_password(tmp_path, url):
+    with pytest.raises(FetchError) as refused:
+        download(Wanted(url, "f.bin", "", size=10), tmp_path / "f.bin", Limits(timeout_s=2, attempts=1))
+    assert str(refused.value).startswith("f.bin: http://") and PASSWORD not in str(refused.value)
+    assert "\n" not in str(refused.value) and not (tmp_path / "f.bin.part").exists()
+
+
 def _tar_gz(members: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz", compresslevel=1) as tar:

@@ -142,12 +142,12 @@ def _fetch_part(client: httpx.Client, wanted: Wanted, part: Path, limits: Limits
                              f"nothing was written") from None
         except httpx.TransportError as exc:  # refused, reset, the body cut short, a redirect to another scheme
             failure = f"connection failed ({type(exc).__name__})"
-        except httpx.HTTPError as exc:  # a malformed URL or answer
-            raise FetchError(f"{wanted.name}: {wanted.url}: not a usable answer ({type(exc).__name__})") from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # a malformed URL or answer
+            raise FetchError(f"{wanted.name}: {wanted.url}: not a usable URL or answer ({type(exc).__name__})") from None
         if budget.left_s() <= 0:
             raise budget.out_of_time(_hashers(part)[2])
         if attempt < limits.attempts:
-            time.sleep(min(limits.backoff_s * attempt, budget.left_s()))
+            time.sleep(max(0.0, min(limits.backoff_s * attempt, budget.left_s())))
     raise FetchError(f"{wanted.name}: {wanted.url}: {failure} ({limits.attempts} attempt(s)); "
                      f"the part downloaded is kept, run the fetch again to resume")
 
