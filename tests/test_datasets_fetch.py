@@ -11,8 +11,7 @@ import io
 import json
 import re
 import tarfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Iterator
 
@@ -22,6 +21,7 @@ import pytest
 import soundfile as sf
 from whisper_normalizer.english import EnglishTextNormalizer
 
+from support.loopback_http import Loopback
 from support.processes import run_cli
 from voxwatch.foundation.audio import read_pcm16
 from voxwatch.datasets.catalog import Catalog, bundled_root
@@ -34,14 +34,13 @@ ROOT = "LibriSpeech/test-clean"
 CLIPS = ("u001", "u003", "u008", "u010", "u012", "u015")
 
 
-class Server:
+class Server(Loopback):
     """A loopback file server: files by path, a behaviour per path, and every request's Range logged."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.behaviour: dict[str, str] = {}  # "drop-once", "slow"
         self.requests: list[tuple[str, str | None]] = []
-        self.stop = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -79,22 +78,13 @@ class Server:
                     return
                 self.wfile.write(body[start:])
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}{path}"
+        super().__init__(Handler)
 
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    s = Server()
-    s.thread.start()
-    yield s
-    s.stop.set()
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    with Server() as s:
+        yield s
 
 
 def _sha(data: bytes) -> str:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from voxwatch.foundation.text import control_chars
 
 from voxwatch.foundation.redaction import redact_url
+from voxwatch.foundation.server_url import server_url_problem, webhook_url_problem
 from voxwatch.foundation.store_url import EXPECTED, store_kind
 
 BOARDS = ("stt", "tts", "s2s")
@@ -57,6 +58,12 @@ def _seed(v: Any) -> int:
 def _positive_float(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SECONDS:  # False for nan
         raise ValueError(f"expected a positive finite number (at most {MAX_SECONDS:g})")
+    return float(v)
+
+
+def _nonnegative_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_SECONDS:  # False for nan
+        raise ValueError(f"expected a finite number >= 0 (at most {MAX_SECONDS:g})")
     return float(v)
 
 
@@ -227,7 +234,8 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
                "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int,
                "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
-    "datasets": {"dir": _text, "fetch_catalog": _text, "fetch_timeout_s": _positive_float, "fetch_attempts": _positive_int},
+    "datasets": {"dir": _text, "fetch_catalog": _text, "fetch_timeout_s": _positive_float, "fetch_attempts": _positive_int,
+                 "fetch_deadline_s": _nonnegative_float},
     "scenarios": {"dir": _text},
     "preference": {"prompts_dir": _text, "outputs_dir": _text, "gold_pass_share": _fraction,
                    "gold_min_answers": _positive_int},
@@ -311,6 +319,7 @@ class Config:
     fetch_catalog: Path = Path("var/fetch-catalog.toml")  # your fetch entries and --pin records (voxwatch/datasets/remote.py)
     fetch_timeout_s: float = 30.0  # `voxwatch datasets fetch`: a server silent this long is a timeout
     fetch_attempts: int = 4  # ... tries per file, each resuming where the last stopped
+    fetch_deadline_s: float = 0.0  # ... every try at one file together; 0: from its size (datasets.download.deadline_for)
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -376,6 +385,34 @@ VENDOR_VARIABLE = re.compile(r"VOXWATCH_[A-Z0-9_]+_(API_KEY|BASE_URL)")
 """providers.keys.vendor_variable: a vendor's key and base URL (any vendor, registered or a test's)."""
 
 
+def _server_url_variables(env: Mapping[str, str]) -> None:
+    """A server address set in the environment (VOXWATCH_<VENDOR>_BASE_URL, the judge's) obeys the rule a
+    registry file's base_url does (foundation.server_url); the message never quotes it."""
+    for var in sorted(v for v in env if v.startswith("VOXWATCH_") and v.endswith("_BASE_URL")):
+        problem = server_url_problem(env[var].strip().rstrip("/")) if env[var].strip() else None
+        if problem:
+            raise ConfigError(f"environment {var}: {problem}")
+
+
+def _webhook_url_variables(env: Mapping[str, str], hooks: tuple[Webhook, ...]) -> None:
+    """A webhook's URL, when its variable is set, is an http(s) URL with a host: a mistake shows when the
+    configuration is read, not when an alert fires. (A process that delivers nothing, the web app, has
+    none; `voxwatch alerts evaluate` requires them: require_webhook_urls.) The message names the variable only."""
+    for hook in hooks:
+        problem = webhook_url_problem(env[hook.url_env]) if hook.url_env in env else None
+        if problem:
+            raise ConfigError(f"[alerts] webhooks: {hook.name}: the environment variable {hook.url_env} (this "
+                              f"webhook's URL) {problem}")
+
+
+def require_webhook_urls(hooks: tuple[Webhook, ...], env: Mapping[str, str]) -> None:
+    """For a command that delivers alerts: every webhook's variable is set (load() checked the values)."""
+    for hook in hooks:
+        if hook.url_env not in env:
+            raise ConfigError(f"[alerts] webhooks: {hook.name}: the environment variable {hook.url_env} (this "
+                              "webhook's URL) is not set")
+
+
 def _unknown_variables(env: Mapping[str, str], allowed: set[str]) -> None:
     """A VOXWATCH_* variable nobody reads is a misspelling whose value would be silently ignored."""
     known = {env_name(name, key) for name, keys in SCHEMA.items() for key in keys} | set(OTHER_VARIABLES) | allowed
@@ -399,6 +436,8 @@ def _read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not UTF-8 (line {line}); TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML (nested deeper than a parser can read)") from None
 
 
 @cache
@@ -442,6 +481,8 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
                     raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key}: {exc}") from None
                 raise ConfigError(f"{where.get((name, key), source)}: [{name}] {key} = {shown!r}: {exc}") from None
     _unknown_variables(env, {hook.url_env for hook in values["alerts"]["webhooks"]})
+    _server_url_variables(env)
+    _webhook_url_variables(env, values["alerts"]["webhooks"])
     return Config(
         region=values["worker"]["region"],
         store_url=values["store"]["url"],
@@ -474,6 +515,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         fetch_catalog=Path(values["datasets"]["fetch_catalog"]),
         fetch_timeout_s=values["datasets"]["fetch_timeout_s"],
         fetch_attempts=values["datasets"]["fetch_attempts"],
+        fetch_deadline_s=values["datasets"]["fetch_deadline_s"],
     )
 
 

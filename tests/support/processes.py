@@ -4,6 +4,7 @@ caller's VOXWATCH_ settings leaking in."""
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +13,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            check: bool = True) -> subprocess.CompletedProcess:
+            check: bool = True, max_file_bytes: int | None = None) -> subprocess.CompletedProcess:
+    """`max_file_bytes`: RLIMIT_FSIZE of the CLI, so a test of bounded disk fails at that bound (a
+    write past it is EFBIG) rather than filling the disk."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")}
     full_env.update(env or {})
+    limit = None if max_file_bytes is None else (
+        lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, resource.getrlimit(resource.RLIMIT_FSIZE)[1])))
     proc = subprocess.run([sys.executable, "-m", "voxwatch.cli", *args], cwd=cwd or REPO, env=full_env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, preexec_fn=limit)
     if check and proc.returncode != 0:
         raise AssertionError(f"voxwatch {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc

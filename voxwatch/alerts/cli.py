@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from datetime import datetime, timezone
 from typing import Callable
 
 
 from voxwatch.boards import listing
-from voxwatch.config import Config
+from voxwatch.config import Config, require_webhook_urls
 
 from voxwatch.alerts import store
 from voxwatch.alerts.evaluate import run
@@ -49,6 +50,7 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_evaluate(cfg: Config) -> int:
+    require_webhook_urls(cfg.alerts.webhooks, os.environ)
     with store.connected(cfg.store_url, "cannot evaluate the alerts of") as conn:
         result = run(conn, cfg.alerts, time.time(), panel_size=cfg.panel_size)
     counts = {e: sum(t.event == e for t in result.transitions) for e in ("pending", "firing", "resolved", "cleared")}

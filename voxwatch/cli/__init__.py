@@ -412,7 +412,8 @@ def cmd_datasets_fetch(args) -> int:
     if args.name not in entries:
         raise UnknownDataset(f"{args.name!r} is not in the fetch catalog; `voxwatch datasets fetch` lists it")
     entry = entries[args.name]
-    done = fetch(entry, cfg.datasets_dir, _catalog(cfg).names(), Limits(cfg.fetch_timeout_s, cfg.fetch_attempts),
+    done = fetch(entry, cfg.datasets_dir, _catalog(cfg).names(), Limits(cfg.fetch_timeout_s, cfg.fetch_attempts,
+                                                                          deadline_s=cfg.fetch_deadline_s or None),
                  pin=args.pin)
     for file, sha in done.pinned.items():
         remote.append_pin(cfg.fetch_catalog, entry.name, next(f for f in entry.files if f.name == file), sha)

@@ -2,7 +2,8 @@
 
 Each file of the entry is downloaded into `<datasets dir>/.downloads/NAME/` (resumable, verified:
 datasets.download), its transcripts read by the entry's layout, the subset chosen, and only those
-utterances' audio taken out of the archives (a member whose sha256 the entry pins is checked).
+utterances' audio taken out of the archives (a member whose sha256 the entry pins is checked; each
+member, and all of an archive's together, within the entry's caps, counted as the bytes come out).
 They are then imported exactly as `voxwatch datasets import` imports a user's folder (catalog
 format, VAD anchors, sha256 per clip) as the clean dataset NAME, and each degraded condition the
 entry names is built from it as NAME-<transform> with the starter family's transforms. Everything
@@ -11,11 +12,13 @@ is written in a staging folder and moved into place only when all of it succeede
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import tarfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from voxwatch.datasets.build_starter import build_degraded_family
 from voxwatch.datasets.download import FetchError, Limits, Wanted, download
@@ -80,6 +83,33 @@ def fetch(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limi
     return Fetched(moved, len(clean.clips), {f.name: verified[f.name] for f in entry.files if not f.sha256})
 
 
+@dataclass
+class _Unpacked:
+    """What one archive may still unpack to: its entry's cap per member and in all, checked on the
+    header's claim before a byte is written and on the bytes as they are written (a bomb stops there)."""
+
+    file: RemoteFile
+    total: int = 0
+
+    def copy(self, member: tarfile.TarInfo, src: BinaryIO, dst: BinaryIO) -> None:
+        self._check(member, member.size)
+        n = 0
+        while block := src.read(min(1 << 20, self.file.max_member_bytes - n + 1)):
+            n += len(block)
+            self._check(member, n)
+            dst.write(block)
+        self.total += n
+
+    def _check(self, member: tarfile.TarInfo, size: int) -> None:
+        f = self.file
+        if size > f.max_member_bytes:
+            raise FetchError(f"{f.name}: member {member.name} unpacks to more than max_member_bytes ({f.max_member_bytes}); "
+                             f"refused, nothing was written")
+        if self.total + size > f.max_unpacked_bytes:
+            raise FetchError(f"{f.name}: the members taken out unpack to more than max_unpacked_bytes "
+                             f"({f.max_unpacked_bytes}) at {member.name}; refused, nothing was written")
+
+
 def _remove_if_empty(cache: Path) -> None:
     for folder in (cache, cache.parent):
         try:
@@ -100,11 +130,14 @@ def _transcripts(entry: RemoteEntry, paths: dict[str, Path]) -> dict[str, str]:
             if is_transcript(entry.layout, entry.layout_params, f.name):
                 texts[f.name] = _decode(f.name, paths[f.name].read_bytes())
             continue
+        unpacked = _Unpacked(f)
         for member, tar in _members(f, paths[f.name]):
             if member.isfile() and is_transcript(entry.layout, entry.layout_params, member.name):
                 if member.size > _MAX_TRANSCRIPT_BYTES:
                     raise FetchError(f"{f.name}: {member.name} is {member.size} bytes; not a transcript")
-                texts[member.name] = _decode(f"{f.name}:{member.name}", tar.extractfile(member).read())
+                text = io.BytesIO()
+                unpacked.copy(member, tar.extractfile(member), text)
+                texts[member.name] = _decode(f"{f.name}:{member.name}", text.getvalue())
     return texts
 
 
@@ -134,14 +167,18 @@ def _extract(entry: RemoteEntry, paths: dict[str, Path], chosen: list[Utterance]
             if f.name in wanted:
                 shutil.copyfile(paths[f.name], out / _local_name(wanted.pop(f.name)))
             continue
-        pins = f.members
+        pins, unpacked = f.members, _Unpacked(f)
         for member, tar in _members(f, paths[f.name]):
             u = wanted.get(member.name)
             if u is None or not member.isfile():
                 continue
             target = out / _local_name(u)
-            with tar.extractfile(member) as src, target.open("wb") as dst:
-                shutil.copyfileobj(src, dst)
+            try:
+                with tar.extractfile(member) as src, target.open("wb") as dst:
+                    unpacked.copy(member, src, dst)
+            except FetchError:
+                target.unlink(missing_ok=True)
+                raise
             if member.name in pins and file_sha256(target) != pins[member.name]:
                 raise FetchError(f"{f.name}: member {member.name}: checksum mismatch (sha256 {file_sha256(target)} "
                                  f"is not the pinned {pins[member.name]}); nothing was written")

@@ -21,6 +21,7 @@ from typing import Any
 
 from voxwatch.datasets import degrade
 from voxwatch.datasets.download import FetchError
+from voxwatch.foundation.redaction import redact_url
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 LAYOUTS = ("librispeech", "tsv")
@@ -28,6 +29,8 @@ LICENSES = ("CC-BY-4.0", "CC0-1.0", "CC-BY-SA-4.0")  # redistributable, commerci
 _SHA256 = re.compile(r"^([0-9a-f]{64})?$")
 _MD5 = re.compile(r"^([0-9a-f]{32})?$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_MEMBER_BYTES = 64 << 20  # an archive member taken out (a clip or a transcript): 10 minutes of 48 kHz WAV fit
+MAX_UNPACKED_BYTES = 4 << 30  # everything taken out of one archive together
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ class RemoteFile:
     md5: str = ""  # the source's own published md5, checked too when given
     size: int | None = None
     members: dict[str, str] = field(default_factory=dict)  # archive member path -> its pinned sha256, checked when taken out
+    max_member_bytes: int = MAX_MEMBER_BYTES  # an archive: the most one member taken out may unpack to
+    max_unpacked_bytes: int = MAX_UNPACKED_BYTES  # ... and all of them together
 
     @property
     def is_archive(self) -> bool:
@@ -66,7 +71,7 @@ class RemoteEntry:
         which of them only a user's pin vouches for (this fetch's --pin included)."""
         return {"license": self.license, "citation": self.citation, "homepage": self.homepage,
                 "language": self.language, "speech": self.speech, "subset": self.subset,
-                "files": [{"name": f.name, "url": f.url, "sha256": verified[f.name]} for f in self.files],
+                "files": [{"name": f.name, "url": redact_url(f.url), "sha256": verified[f.name]} for f in self.files],
                 "pinned_by_user": [f.name for f in self.files if f.name in self.pinned_by_user or not f.sha256]}
 
 
@@ -81,11 +86,13 @@ def _read(path: Path) -> dict[str, Any]:
         raise FetchError(f"{path}: cannot read the fetch catalog ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FetchError(f"{path}: not a valid fetch catalog ({exc})") from None
+    except RecursionError:
+        raise FetchError(f"{path}: not a valid fetch catalog (nested deeper than a parser can read)") from None
 
 
 _ENTRY_KEYS = {"name", "description", "license", "citation", "homepage", "language", "speech", "layout",
                "files", "subset", "sources", "layout_params", "degraded"}
-_FILE_KEYS = {"name", "url", "sha256", "md5", "size", "members"}
+_FILE_KEYS = {"name", "url", "sha256", "md5", "size", "members", "max_member_bytes", "max_unpacked_bytes"}
 
 
 def _entry(raw: Any, where: str) -> RemoteEntry:
@@ -121,7 +128,8 @@ def _entry(raw: Any, where: str) -> RemoteEntry:
 
 def _file(raw: Any, where: str) -> RemoteFile:
     if not isinstance(raw, dict) or set(raw) - _FILE_KEYS or not {"name", "url", "sha256"} <= set(raw):
-        raise FetchError(f"{where}: expected name, url, sha256 and optionally md5, size, members")
+        raise FetchError(f"{where}: expected name, url, sha256 and optionally md5, size, members, max_member_bytes, "
+                         "max_unpacked_bytes")
     if not _FILE_NAME.match(raw["name"]):
         raise FetchError(f"{where}: name {raw['name']!r}: letters, digits, '.', '_' or '-'")
     if not _SHA256.match(raw["sha256"]) or not _MD5.match(raw.get("md5", "")):
@@ -132,7 +140,12 @@ def _file(raw: Any, where: str) -> RemoteFile:
     if len(members) != len(raw.get("members", [])) or not all(
             isinstance(p, str) and isinstance(h, str) and h and _SHA256.match(h) for p, h in members.items()):
         raise FetchError(f"{where} ({raw['name']}): members: each a distinct {{path, sha256}}")
-    return RemoteFile(raw["name"], raw["url"], raw["sha256"], raw.get("md5", ""), raw.get("size"), members)
+    counts = {k: raw[k] for k in ("size", "max_member_bytes", "max_unpacked_bytes") if k in raw}
+    bad = [k for k, v in counts.items() if isinstance(v, bool) or not isinstance(v, int) or v <= 0]
+    if bad:
+        raise FetchError(f"{where} ({raw['name']}): {', '.join(bad)}: a positive number of bytes")
+    return RemoteFile(raw["name"], raw["url"], raw["sha256"], raw.get("md5", ""), raw.get("size"), members,
+                      raw.get("max_member_bytes", MAX_MEMBER_BYTES), raw.get("max_unpacked_bytes", MAX_UNPACKED_BYTES))
 
 
 def load(user_file: Path | None) -> dict[str, RemoteEntry]:

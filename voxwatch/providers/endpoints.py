@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 import websockets
 
+from voxwatch.foundation.server_url import server_url_problem
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import Secret, api_key, vendor_variable
 from voxwatch.providers.stamped import StampedConnection, stamped_connection
@@ -29,7 +30,14 @@ HTTP_TIMEOUT_S = 60.0
 
 
 def base_url(vendor: str, default: str) -> str:
-    return os.environ.get(vendor_variable(vendor, "BASE_URL"), "").strip().rstrip("/") or default
+    """VOXWATCH_<VENDOR>_BASE_URL, else `default`; an override is held to a registry file's base_url rule
+    (the configuration refuses it at start; this is for a process that never read the configuration)."""
+    variable = vendor_variable(vendor, "BASE_URL")
+    override = os.environ.get(variable, "").strip().rstrip("/")
+    problem = server_url_problem(override) if override else None
+    if problem:
+        raise ProviderError(f"{variable} {problem}", "error")
+    return override or default
 
 
 def ws_url(url: str) -> str:

@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import urlsplit
 
+from voxwatch.foundation.server_url import HTTP, server_url_problem
+from voxwatch.foundation.text import control_chars
 from voxwatch.providers import preference_configs
 from voxwatch.providers.keys import api_key, key_variable
 from voxwatch.providers.lifecycle import LifecycleError, Standing, current_day, standing
@@ -147,6 +148,8 @@ def _typed(entry: dict[str, Any], kinds: dict[str, type], required: set[str], wh
             raise RegistryError(f"{where}: {name} must be {kind.__name__}, got {value!r}")
         if kind is str and not value.strip() and name not in _MAY_BE_EMPTY:
             raise RegistryError(f"{where}: {name} must not be empty")
+        if kind is str and control_chars(value):  # listed and sent as they are: a terminal or a header would obey it
+            raise RegistryError(f"{where}: {name} holds control character(s) {', '.join(control_chars(value))}")
 
 
 def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
@@ -209,11 +212,9 @@ def _check_server(entry: dict[str, Any], where: str) -> None:
                             "server is) go together")
     if "speaks" in entry and entry["speaks"] not in FAMILIES:
         raise RegistryError(f"{where}: speaks must be one of {tuple(FAMILIES)}, got {entry['speaks']!r}")
-    if "base_url" in entry:
-        url = urlsplit(entry["base_url"])
-        if url.scheme not in ("http", "https") or not url.hostname or "@" in url.netloc or url.query:
-            raise RegistryError(f"{where}: base_url must be http(s)://host[:port][/path], without credentials or a "
-                                "query (a key comes from the environment only)")
+    problem = server_url_problem(entry["base_url"], HTTP) if "base_url" in entry else None
+    if problem:
+        raise RegistryError(f"{where}: base_url {problem}")
     key_env = entry.get("key_env")
     if key_env is not None and key_env not in ("", key_variable(entry["name"])):
         raise RegistryError(f"{where}: key_env {key_env!r}: API keys come from the environment only, as "
@@ -254,6 +255,8 @@ def _tables(text: str, source: str) -> dict[str, Any]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RegistryError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise RegistryError(f"{source}: nested deeper than a TOML parser can read; not a registry file") from None
     unknown = set(data) - set(_TABLES)
     if unknown:
         raise RegistryError(f"{source}: unknown table(s) {sorted(unknown)}; the file holds [[vendor]], [[model]], "

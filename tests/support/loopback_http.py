@@ -1,0 +1,30 @@
+"""A throwaway HTTP server on 127.0.0.1 for the download tests: a handler class served from a daemon
+thread until close() (or the end of a `with` block); `stop` is set first, so a handler that waits or drips on it ends at once."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Loopback:
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.stop = threading.Event()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, path: str, auth: str = "") -> str:
+        """http://[auth@]127.0.0.1:PORT/path; `auth` is "user:password" to put in the URL."""
+        return f"http://{auth + '@' if auth else ''}127.0.0.1:{self.httpd.server_address[1]}{path}"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> "Loopback":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
