@@ -15,8 +15,9 @@ import re
 import threading
 
 import httpx
-import psycopg
 import pytest
+
+from voxwatch.store.connection import connect
 
 from support.postgres import fresh_postgres
 from support.processes import run_cli
@@ -177,7 +178,7 @@ def test_rate_pages_wait_for_a_render_slot_as_the_boards_do(request, tmp_path): 
         run_cli("db", "upgrade", "--store", url)
         s = _seed(url, tmp_path)
         with serving(url, tmp_path / "serve.log", None, "--renders", "1", "--queue-wait", "0.5") as base:
-            with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=False) as lock:
+            with connect(url, autocommit=False) as lock:
                 lock.execute("LOCK TABLE preference_raters IN ACCESS EXCLUSIVE MODE")
                 stuck: list[int] = []
                 holder = threading.Thread(target=lambda: stuck.append(
