@@ -97,6 +97,26 @@ def test_nothing_a_raters_link_opens_names_a_configuration_or_a_gold_pair(seeded
                                if k != "content-security-policy"), (response.url, secret)
 
 
+def test_a_raters_audio_carries_no_file_time(seeded: Seeded):  # W1: a gold pair's broken audio was written later
+    ann, broken = TOKENS["ann"], seeded.pairs["broken"]
+    mtime = (seeded.outputs / broken.broken_audio_path).stat().st_mtime
+    with _client(seeded) as client:
+        tags = set()
+        for pair in seeded.pairs.values():
+            for shown in ("prompt", "first", "second"):
+                response = client.get(f"/rate/{ann}/audio/{pair.pair_id}/{shown}.wav")
+                assert response.status_code == 200 and "last-modified" not in response.headers, (pair.gold, shown)
+                assert str(int(mtime)) not in response.headers["etag"]
+                tags.add(response.headers["etag"])
+        first = f"/rate/{ann}/audio/{broken.pair_id}/first.wav"
+        etag = client.get(first).headers["etag"]
+        part = client.get(first, headers={"Range": "bytes=0-3", "If-Range": etag})
+        assert part.status_code == 206 and part.content == b"RIFF"
+        whole = client.get(first, headers={"Range": "bytes=0-3", "If-Range": '"another"'})
+        assert whole.status_code == 200 and len(whole.content) > 4
+    assert len(tags) >= 4  # one per file, whatever its time
+
+
 def test_the_access_log_masks_the_raters_token(seeded: Seeded, tmp_path):  # W2
     ann, pair = TOKENS["ann"], seeded.pairs["a_first"]
     log = tmp_path / "serve.log"

@@ -17,6 +17,7 @@ operator's (operator.py): it maps pairs to configurations and gold kinds, which 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -224,6 +225,23 @@ async def _answer(request: Request) -> Response:
     return RedirectResponse(_next_url(token, left), status_code=303, headers=PRIVATE)
 
 
+class AudioFile(FileResponse):
+    """A WAV for a rater: no Last-Modified and an ETag that is a digest, never the file's time. A
+    file's time would tell the replies `preference generate` wrote (configuration by configuration)
+    from the broken audio `preference pairs` wrote for a gold pair. Ranges still work (If-Range by
+    the ETag); nothing is cached (no-store)."""
+
+    def __init__(self, path: Path) -> None:
+        st = path.stat()
+        super().__init__(path, media_type="audio/wav", headers=PRIVATE, stat_result=st)
+        del self.headers["last-modified"]
+        identity = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()
+        self.headers["etag"] = '"' + hashlib.sha256(identity).hexdigest()[:32] + '"'
+
+    def _should_use_range(self, http_if_range: str) -> bool:  # Starlette's also compares Last-Modified
+        return http_if_range == self.headers["etag"]
+
+
 def _audio_path(store, pair: PairRow, shown: str) -> str | None:
     """The stored path (under outputs_dir) of what plays `shown` ("first" or "second"): the side's
     output, or the broken audio on a broken gold pair's broken side."""
@@ -255,7 +273,7 @@ async def rate_audio(request: Request) -> Response:
         raise HTTPException(404, "The audio is 'prompt', 'first' or 'second'.")
     view = await _view(request, rater)
     if shown == PROMPT:
-        return FileResponse(_prompt_audio(request, view.prompt), media_type="audio/wav", headers=PRIVATE)
+        return AudioFile(_prompt_audio(request, view.prompt))
     folder: Path | None = request.app.state.preference_outputs_dir
     relative = await _call(request, "read an output from", lambda s: _audio_path(s, view.pair, shown))
     path = None
@@ -266,7 +284,7 @@ async def rate_audio(request: Request) -> Response:
             log.warning("pair %s: audio path leads outside the outputs folder", view.pair.pair_id)
     if path is None or not path.is_file():
         raise HTTPException(404, "This audio is not on this server.")
-    return FileResponse(path, media_type="audio/wav", headers=PRIVATE)
+    return AudioFile(path)
 
 
 async def ratings_export(request: Request) -> Response:
