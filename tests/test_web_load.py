@@ -162,7 +162,7 @@ def test_every_response_carries_the_security_headers(busy):
     for path, r in responses.items():
         assert r.headers["content-security-policy"] == POLICY, path
         assert (r.headers["x-content-type-options"], r.headers["x-frame-options"], r.headers["referrer-policy"]) == (
-            "nosniff", "DENY", "no-referrer"), path
+            "nosniff", "DENY", "same-origin"), path
         assert "server" not in r.headers, path
     policy = dict((d.split()[0], d.split()[1:]) for d in POLICY.split("; "))
     assert policy["default-src"] == ["'none'"] and "script-src" not in policy  # no script from anywhere

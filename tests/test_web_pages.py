@@ -92,7 +92,8 @@ def test_the_api_page_lists_every_path_parameter_and_field(server):
             assert f'data-parameter="{p["name"]}"' in section, (path, p["name"])
         for status in item["get"]["responses"]:
             assert f'data-status="{status}"' in section, (path, status)
-        assert re.search(r'<pre class="curl"><code>curl -s &#34;\$SITE/api/v1/', section), path
+        token = '-H &#34;Authorization: Bearer \\$VOXWATCH_OPERATOR_TOKEN&#34; ' if "security" in spec["paths"][path]["get"] else ""
+        assert re.search(r'<pre class="curl"><code>curl -s ' + token + r'&#34;\$SITE/api/v1/', section), path
     schemas = dict(re.findall(r'<section class="schema" id="schema-[^"]+" data-schema="([^"]+)">(.*?)</section>', page, re.S))
     assert list(schemas) == list(spec["components"]["schemas"])
     for name, schema in spec["components"]["schemas"].items():

@@ -47,6 +47,8 @@ from support.web_seed import serving
 pytestmark = pytest.mark.e2e
 
 DESIGN = "test-design"
+OPERATOR_TOKEN = "operator-" + "o" * 30
+OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
 TOKENS = {"ann": "ann-token-" + "x" * 20, "bob": "bob-token-" + "y" * 20, "cy": "cy-token-" + "z" * 20}
 
 
@@ -112,9 +114,11 @@ def seeded(request, tmp_path) -> Iterator[Seeded]:
 
 @contextlib.contextmanager
 def _client(s: Seeded, ratings_url: str | None = None) -> Iterator[TestClient]:
-    app = create_app(s.url, ratings_store_url=ratings_url, preference_outputs_dir=s.outputs)
+    """A client of the app as a browser on its own pages is: its POSTs say they come from the site."""
+    app = create_app(s.url, ratings_store_url=ratings_url, preference_outputs_dir=s.outputs,
+                     operator_token=OPERATOR_TOKEN)
     try:
-        with TestClient(app, follow_redirects=False) as client:
+        with TestClient(app, follow_redirects=False, headers={"Origin": "http://testserver"}) as client:
             yield client
     finally:
         app.state.ratings.close()
@@ -179,7 +183,7 @@ def test_answers_are_stored_in_the_pairs_terms_and_a_bad_form_stores_nothing(see
             (name, -2, "b", seeded.raters["ann"]) for name in full}  # B was better: -2 in A/B terms
         assert all(abs(r.answered_at - time.time()) < 600 for r in stored)
         again = client.post(f"/rate/{ann}/pair/{first}", data={**full, "overall": "-3"})
-        assert again.status_code == 400 and "a rating is not changed" in again.text
+        assert again.status_code == 409 and "a rating once given is not changed" in again.text  # no raw time
         assert "You have rated this pair already" in client.get(f"/rate/{ann}/pair/{first}").text
 
 
@@ -282,9 +286,9 @@ def test_the_ratings_export_has_rater_ids_and_no_token(seeded: Seeded):
     a = seeded.pairs["a_first"]
     with _client(seeded) as client:
         assert client.post(f"/rate/{TOKENS['ann']}/pair/{a.pair_id}", data=_answers(a, -1)).status_code == 303
-        got = client.get("/api/v1/preference/ratings.csv")
-        lines = client.get("/api/v1/preference/ratings.jsonl")
-        assert client.get("/api/v1/preference/ratings.xml").status_code == 404
+        got = client.get("/api/v1/preference/ratings.csv", headers=OPERATOR)
+        lines = client.get("/api/v1/preference/ratings.jsonl", headers=OPERATOR)
+        assert client.get("/api/v1/preference/ratings.xml", headers=OPERATOR).status_code == 404
         spec = client.get("/api/v1/openapi.json").json()
     assert got.status_code == 200 and got.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(got.text)))

@@ -372,6 +372,7 @@ def env_name(section: str, key: str) -> str:
 
 OTHER_VARIABLES = (
     "VOXWATCH_CONFIG", "VOXWATCH_TODAY", "VOXWATCH_GRAFANA_TOKEN", "VOXWATCH_SPEECH_DIR", "VOXWATCH_TEST_POSTGRES",
+    "VOXWATCH_OPERATOR_TOKEN",  # voxwatch.web.operator: opens the raw ratings' export on the web
     # docker compose's (.env.example): read by compose and the Grafana container, harmless here
     "VOXWATCH_PG_READER", "VOXWATCH_PG_READER_PASSWORD", "VOXWATCH_PG_HOST", "VOXWATCH_PG_PORT", "VOXWATCH_PG_DATABASE",
     "VOXWATCH_PG_SSLMODE", "VOXWATCH_PG_WEB", "VOXWATCH_PG_WEB_PASSWORD", "VOXWATCH_BIND", "VOXWATCH_WEB_PORT", "VOXWATCH_WORKER_CONCURRENCY", "VOXWATCH_SLACK_WEBHOOK_URL",

@@ -7,7 +7,9 @@ so storing one for a prompt the gate excludes is refused.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Iterable
 
 CMOS_MIN, CMOS_MAX = -3, 3
@@ -54,6 +56,29 @@ assert len(RUBRICS) == 12 and len(GATED) == 3 and {r.group for r in RUBRICS} == 
 
 class RatingError(ValueError):
     """A rating that cannot be stored: the message says which field and why."""
+
+
+class AlreadyRated(RatingError):
+    """A different answer to a (rater, pair, rubric) already answered: a rating is not changed."""
+
+
+LATEST_ANSWER = 253_402_300_799.0
+"""9999-12-31 23:59:59 UTC: an answer time past it (or before 1970, or not finite) is no time at all,
+and JSON has no spelling for infinity."""
+
+
+def check_answered_at(answered_at: float) -> None:
+    """Raise RatingError unless `answered_at` is unix seconds between 1970 and 9999."""
+    if not (math.isfinite(answered_at) and 0 <= answered_at <= LATEST_ANSWER):
+        raise RatingError(f"answered_at must be unix seconds from 0 to {LATEST_ANSWER:.0f}, got {answered_at!r}")
+
+
+def answered_text(answered_at: float) -> str:
+    """An answer time as ISO 8601 UTC to the second (a stored time outside check_answered_at's range as is)."""
+    try:
+        return datetime.fromtimestamp(answered_at, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return repr(answered_at)
 
 
 def prompt_tags(tags: Iterable[str], condition: str) -> frozenset[str]:

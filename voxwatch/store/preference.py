@@ -17,7 +17,8 @@ from dataclasses import fields
 from typing import Any, Iterable, Sequence
 
 from voxwatch.store.preference_rows import SIDES, OutputRow, PairRow, PromptRow, RaterRow, RatingRow, names
-from voxwatch.foundation.rubrics import CMOS_MAX, CMOS_MIN, RatingError, check_rating
+from voxwatch.foundation.rubrics import (CMOS_MAX, CMOS_MIN, AlreadyRated, RatingError, answered_text,
+                                        check_answered_at, check_rating)
 
 PROMPTS, OUTPUTS, PAIRS, RATERS, RATINGS = ("preference_prompts", "preference_outputs", "preference_pairs",
                                            "preference_raters", "preference_ratings")
@@ -220,6 +221,7 @@ class PreferenceRows:
                     raters.add(row.rater_id)
                 try:
                     check_rating(row.rubric, row.cmos, *prompts[row.pair_id])
+                    check_answered_at(row.answered_at)
                 except RatingError as exc:
                     raise RatingError(f"{what}: {exc}") from None
                 cur.execute(f"SELECT cmos, answered_at, shown_first FROM {RATINGS} WHERE rater_id = {m} AND "
@@ -228,7 +230,8 @@ class PreferenceRows:
                 if stored is not None:
                     if tuple(stored) == (row.cmos, row.answered_at, row.shown_first):
                         continue
-                    raise RatingError(f"{what}: already answered {stored[0]:+d} at {stored[1]}; a rating is not changed")
+                    raise AlreadyRated(f"{what}: already answered {stored[0]:+d} at {answered_text(stored[1])}; "
+                                       "a rating is not changed")
                 self._insert_row(cur, RATINGS, row, returning=False)
                 added += 1
         return added

@@ -11,6 +11,9 @@ from dataclasses import dataclass, fields
 
 SIDES = ("a", "b")
 GOLD_IDENTICAL, GOLD_BROKEN = "identical", "broken"
+MAX_ID = 2**63 - 1
+"""The largest id either store's integer key holds (SQLite's INTEGER, Postgres's BIGINT): a larger one
+names no row, and SQLite cannot even be asked about it."""
 
 
 @dataclass(slots=True)

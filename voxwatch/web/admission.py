@@ -22,14 +22,19 @@ class Admission:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[bool]:
         """Yields True while holding a render slot, or False at once when the request is turned away."""
-        admitted = await self._acquire()
+        admitted = await self.enter()
         try:
             yield admitted
         finally:
             if admitted:
-                self._slots.release()
+                self.leave()
 
-    async def _acquire(self) -> bool:
+    def leave(self) -> None:
+        """Give back the slot an `enter` that returned True took."""
+        self._slots.release()
+
+    async def enter(self) -> bool:
+        """Take a render slot (True), or False when the request is turned away; True must be left."""
         if self._slots.locked() and self._waiting >= self.queue:
             return False
         self._waiting += 1

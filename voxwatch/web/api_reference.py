@@ -96,14 +96,16 @@ SITE = "$SITE"
 which a kept page would show every later visitor."""
 
 
-def _curl(path: str, parameters: list[dict]) -> str:
+def _curl(path: str, parameters: list[dict], secured: bool = False) -> str:
+    """The example request; an operator-only path's sends the operator's token from the environment."""
     filled = path
     for p in parameters:
         if p["in"] == "path":
             filled = filled.replace("{" + p["name"] + "}", EXAMPLE_PATH_VALUES.get(p["name"], p["name"].upper()))
     query = {p["name"]: p["schema"]["enum"][0] for p in parameters
              if p["in"] == "query" and "enum" in p["schema"] and "default" not in p["schema"]}
-    return f"curl -s \"{SITE}{filled}{'?' + urlencode(query) if query else ''}\""
+    auth = '-H "Authorization: Bearer $VOXWATCH_OPERATOR_TOKEN" ' if secured else ""
+    return f"curl -s {auth}\"{SITE}{filled}{'?' + urlencode(query) if query else ''}\""
 
 
 def endpoints() -> list[Endpoint]:
@@ -115,7 +117,8 @@ def endpoints() -> list[Endpoint]:
         answers = [Answer(status, r["description"], list(r.get("content", {})),
                           next((_ref_name(c["schema"]) for c in r.get("content", {}).values()), None))
                    for status, r in get["responses"].items()]
-        out.append(Endpoint(path, get["summary"], parameters, answers, _curl(path, get["parameters"])))
+        out.append(Endpoint(path, get["summary"], parameters, answers,
+                            _curl(path, get["parameters"], bool(get.get("security")))))
     return out
 
 

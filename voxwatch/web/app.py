@@ -40,6 +40,7 @@ from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
 from voxwatch.web import api, formatting, pages, preference_views, rating, site_pages, views
+from voxwatch.web.access_log import log_config as access_log_config
 from voxwatch.web.admission import Admission
 from voxwatch.web.cache import CachedPages, Pages
 from voxwatch.web.compression import Compressed
@@ -72,8 +73,13 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
+    """The error page or API error, with the exception's headers (a 405's Allow, a 401's WWW-Authenticate)."""
     assert isinstance(exc, HTTPException)
-    return _error(request, exc.status_code, str(exc.detail))
+    response = _error(request, exc.status_code, str(exc.detail))
+    response.headers.update(exc.headers or {})
+    if exc.status_code == 405 and "allow" not in response.headers:  # StaticFiles' 405 names no methods
+        response.headers["Allow"] = "GET, HEAD"
+    return response
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -102,13 +108,14 @@ RECORDINGS = "/recording/"
 def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits(),
                recordings_dir: Path | None = None, ratings_store_url: str | None = None,
                preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None,
-               preference_prompts_dir: Path | None = None) -> Starlette:
+               preference_prompts_dir: Path | None = None, operator_token: str | None = None) -> Starlette:
     """The app for one store; nothing connects until the first request. `recordings_dir`, the folder
     a conversation row's `recording` is relative to: None shows no player and serves no recording.
     `ratings_store_url`: the store the rating pages write to (default: `store_url`), opened on first
     use; `preference_outputs_dir`: where the rated audio is (None: the rating pages play nothing);
     `datasets_dir`: the imported datasets, whose provenance the boards state beside the bundled ones';
-    `preference_prompts_dir`: the imported prompt sets, whose audio a rater hears beside the bundled set's."""
+    `preference_prompts_dir`: the imported prompt sets, whose audio a rater hears beside the bundled set's;
+    `operator_token`: what opens the raw ratings' export (operator.py; None: it is not served)."""
     preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
     source = open_source(store_url, registry)
@@ -117,7 +124,8 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
                        admission=Admission(limits.renders, limits.queue_wait_s, limits.queue),
                        pages=Pages(limits.cache_entries, limits.cache_bytes, limits.max_age_s),
                        turned_away=_turned_away(max(1, math.ceil(limits.queue_wait_s))),
-                       uncached=(api.HEALTH,), streamed=(RECORDINGS, *rating.UNCACHED_PREFIXES))
+                       uncached=(api.HEALTH,), streamed=(RECORDINGS,),
+                       admitted=rating.UNCACHED_PREFIXES)
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, verdict=board_comparisons.verdict,
@@ -142,7 +150,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         exception_handlers={StoreUnavailable: _unavailable, HTTPException: _http_error, 500: _server_error},
-        middleware=[Middleware(PublicAPI), Middleware(Compressed), cache],
+        middleware=[Middleware(PublicAPI, private=rating.OPERATOR_PREFIXES), Middleware(Compressed), cache],
     )
     app.state.registry = registry
     app.state.source = MemoSource(source, freshness, limits.max_age_s)
@@ -152,6 +160,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     app.state.catalog = Catalog([bundled_root()] + ([datasets_dir] if datasets_dir else []))
     app.state.ratings = RatingStore(ratings_store_url or store_url)
     app.state.preference_outputs_dir = preference_outputs_dir
+    app.state.operator_token = operator_token
     app.state.prompt_sets = PromptCatalog([prompts_root()] + ([preference_prompts_dir] if preference_prompts_dir else []))
     return app
 
@@ -159,18 +168,20 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
 def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), access_log: bool = False,
           recordings_dir: Path | None = None, ratings_store_url: str | None = None,
           preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None,
-          registry: Registry | None = None, preference_prompts_dir: Path | None = None) -> int:
+          registry: Registry | None = None, preference_prompts_dir: Path | None = None,
+          operator_token: str | None = None) -> int:
     """Run the app until interrupted; the log names the store with its password hidden. No Server
     header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
     costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(store_url, registry, limits=limits, recordings_dir=recordings_dir,
                      ratings_store_url=ratings_store_url, preference_outputs_dir=preference_outputs_dir,
-                     datasets_dir=datasets_dir, preference_prompts_dir=preference_prompts_dir)
+                     datasets_dir=datasets_dir, preference_prompts_dir=preference_prompts_dir,
+                     operator_token=operator_token)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,
-                    http="httptools", loop="uvloop")
+                    log_config=access_log_config(), http="httptools", loop="uvloop")
     finally:
         app.state.freshness.close()
         app.state.source.close()

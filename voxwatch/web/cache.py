@@ -148,13 +148,15 @@ class Pages:
 
 class CachedPages:
     """ASGI middleware: GETs from the cache, renders through admission, `uncached` paths and paths
-    under a `streamed` prefix (files: kept in memory they would only crowd out pages) straight to the app."""
+    under a `streamed` prefix (files: kept in memory they would only crowd out pages) straight to the app,
+    and paths under an `admitted` prefix (per user or a write: the rating pages) to the app through
+    admission, streamed and never kept, so a flood of them is turned away as the boards' renders are."""
 
     def __init__(self, app: ASGIApp, freshness: Freshness, admission: Admission, pages: Pages,
                  turned_away: Callable[[Scope], Response], uncached: tuple[str, ...] = (),
-                 streamed: tuple[str, ...] = ()) -> None:
+                 streamed: tuple[str, ...] = (), admitted: tuple[str, ...] = ()) -> None:
         self.app, self.freshness, self.admission, self.pages = app, freshness, admission, pages
-        self.turned_away, self.uncached, self.streamed = turned_away, uncached, streamed
+        self.turned_away, self.uncached, self.streamed, self.admitted = turned_away, uncached, streamed, admitted
         self._renders: dict[tuple[Key, Hashable], asyncio.Future[Page]] = {}
         self._background: set[asyncio.Task] = set()
 
@@ -163,6 +165,9 @@ class CachedPages:
             await self.app(scope, receive, send)
             return
         send = no_store_unless_set(send)  # kept pages say public themselves
+        if scope["path"].startswith(self.admitted):
+            await self._admitted(scope, receive, send)
+            return
         if scope["path"] in self.uncached or scope["path"].startswith(self.streamed):
             await self.app(scope, receive, send)
             return
@@ -217,9 +222,54 @@ class CachedPages:
         finally:
             del self._renders[(key, version)]
 
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Never kept, but work like a render's, so it takes a render slot: from when its body is in (a
+        slow sender holds none) until its response starts (a slow reader of a file holds none either)."""
+        receive = await _buffered(receive)
+        if not await self.admission.enter():
+            await self.turned_away(scope)(scope, receive, send)
+            return
+        held = True
+
+        def leave() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.admission.leave()
+
+        async def started(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                leave()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, started)
+        finally:
+            leave()
+
     async def _render(self, scope: Scope, receive: Receive) -> Page:
         async with self.admission.slot() as admitted:
             return await capture(self.app if admitted else self.turned_away(scope), scope, receive)
+
+
+BUFFERED_BODY = 65_536
+"""Bytes of a request body read before admission: more than any form here (the app refuses larger)."""
+
+
+async def _buffered(receive: Receive) -> Receive:
+    """`receive` with the request's body (up to BUFFERED_BODY bytes) already read, replayed first."""
+    messages: list[Message] = []
+    size = 0
+    while size <= BUFFERED_BODY:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+        size += len(message.get("body", b""))
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+    return replay
 
 
 async def _no_body() -> Message:

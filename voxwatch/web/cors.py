@@ -3,6 +3,8 @@
 Only the read-only API: no credentials (a wildcard origin never carries cookies or auth), no other
 method, and nothing outside /api/v1 (the pages, and the rating pages that take a rater's answers by
 POST, send no CORS header at all). A preflight for a GET or HEAD of the API is answered here with 204.
+Operator data under /api/v1 (`private`: the raw ratings' export, behind the operator's token) is not
+public: it gets no CORS header, so no other site's script may read it, nor is its preflight answered.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ PREFLIGHT = ALLOWED + [(b"access-control-allow-methods", METHODS),
 class PublicAPI:
     """ASGI middleware: the CORS headers on GET and HEAD responses under PREFIX, and their preflights."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, private: tuple[str, ...] = ()) -> None:
+        self.app, self.private = app, private
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(PREFIX):
+        if scope["type"] != "http" or not scope["path"].startswith(PREFIX) or scope["path"].startswith(self.private):
             await self.app(scope, receive, send)
             return
         asked = dict(scope["headers"]).get(b"access-control-request-method", b"").upper()

@@ -5,7 +5,8 @@ presentation attributes, no style attributes) and a conversation's recording fro
 own /recording/ (and the rating pages' audio from /rate/): no script, no inline style, no image,
 font or frame from anywhere. So the policy allows the own stylesheet and media, and forms posting
 to the server itself (the rating form), and nothing else; no page may be framed, and no address
-(a rater's link holds their token) leaks in a Referer.
+(a rater's link holds their token) leaks to another site in a Referer (same-origin: a browser then
+sends the rating form's real Origin, which same_site.py checks, rather than `null`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; base-uri 'none'; form-action 'self'; "
           "frame-ancestors 'none'")
 HEADERS = [(b"content-security-policy", POLICY.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer")]
+           (b"x-frame-options", b"DENY"), (b"referrer-policy", b"same-origin")]
 _NAMES = {name for name, _ in HEADERS}
 
 

@@ -270,8 +270,13 @@ def document() -> dict:
                  "description": "Read-only: the public leaderboard of voice AI latency and accuracy. Rows measured "
                                 "against emulators never appear. Latencies in ms, rates and WER as fractions."},
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {"schemas": schemas, "securitySchemes": {OPERATOR_SCHEME: {
+            "type": "http", "scheme": "bearer",
+            "description": "The operator's token (VOXWATCH_OPERATOR_TOKEN): opens operator data, the ratings export"}}},
     }
+
+
+OPERATOR_SCHEME = "operatorToken"
 
 
 def _ratings_paths() -> dict:
@@ -282,11 +287,15 @@ def _ratings_paths() -> dict:
     kinds = {"csv": ("text/csv", f"CSV with a header line: {columns}"),
              "jsonl": ("application/x-ndjson", f"one JSON object a line with the keys {columns}")}
     return {f"/api/v1/preference/ratings.{fmt}": {"get": {
-        "summary": "Every preference rating, one a line: the rater's id (never their link's token), the pair, its "
-                   "prompt and configurations and gold kind, the rubric, the CMOS in the pair's A/B terms (-3..+3, "
-                   "positive: A better), when, and the side shown first",
+        "summary": "Operator data, not public: every preference rating, one a line: the rater's id (never their "
+                   "link's token), the pair, its prompt and configurations and gold kind, the rubric, the CMOS in the "
+                   "pair's A/B terms (-3..+3, positive: A better), when, and the side shown first. Only with the "
+                   "server's operator token (VOXWATCH_OPERATOR_TOKEN) as a bearer token; never cross-origin",
         "parameters": [],
+        "security": [{OPERATOR_SCHEME: []}],
         "responses": {"200": {"description": description, "content": {kind: {"schema": {"type": "string"}}}},
+                      "401": _json(_ref("Error"), "No operator token, or not this server's."),
+                      "404": _json(_ref("Error"), "This server has no operator token: the export is not served."),
                       **_ERRORS}}} for fmt, (kind, description) in kinds.items()}
 
 

@@ -9,11 +9,15 @@ a CMOS scale from "first much better" (+3) to "second much better" (-3). The ans
 the pair's A/B terms (rubrics.pair_terms) and stored whole by store.add_ratings, with the time and
 the side shown first; a form that misses or garbles an answer is shown again with the reason and
 nothing is stored. A store that cannot be written answers 503 with the answers kept in the page,
-to send again. Every response here is per rater (or a write), so none passes the page cache.
+to send again. Every response here is per rater (or a write), so none passes the page cache; each
+takes a render slot as a board's render does (cache.py). A POST is taken only from the site's own
+pages (same_site.py), a second answer to a rated pair is a 409, and the ratings' export is the
+operator's (operator.py): it maps pairs to configurations and gold kinds, which no rater may see.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -26,16 +30,20 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from voxwatch.foundation.redaction import MASK
 from voxwatch.preference.cli import RATE_PATH
 from voxwatch.preference.generate import resolve_audio
 from voxwatch.preference.ratings_io import FORMATS, dumps, export_records
-from voxwatch.store.preference_rows import GOLD_BROKEN, PairRow, PromptRow, RaterRow, RatingRow
-from voxwatch.foundation.rubrics import BY_NAME, CMOS_MAX, CMOS_MIN, GROUPS, RatingError, Rubric, asked, pair_terms
+from voxwatch.store.preference_rows import GOLD_BROKEN, MAX_ID, PairRow, PromptRow, RaterRow, RatingRow
+from voxwatch.foundation.rubrics import (BY_NAME, CMOS_MAX, CMOS_MIN, GROUPS, AlreadyRated, RatingError, Rubric, asked,
+                                        pair_terms)
 
+from voxwatch.web import operator, same_site
 from voxwatch.web.source import StoreUnavailable, log
 
 EXPORT = "/api/v1/preference/ratings."
-"""The ratings' CSV and JSONL export: ratings.csv, ratings.jsonl (rater ids, never tokens)."""
+"""The ratings' CSV and JSONL export: ratings.csv, ratings.jsonl (rater ids, never tokens). Operator
+data (it names each pair's configurations and gold kind): served only with the operator's token."""
 SHOWN = ("first", "second")
 PROMPT = "prompt"  # the caller's request, played above the two replies
 SCALE = tuple((v, label) for v, label in zip(range(CMOS_MAX, CMOS_MIN - 1, -1), (
@@ -46,6 +54,7 @@ GROUP_TITLES = {"overall": "Overall", "speech": "Speech", "content": "Content", 
                 "conditional": "About this recording"}
 assert set(GROUP_TITLES) == set(GROUPS)
 NOT_KNOWN = "This rating link is not known."
+ALREADY = "You have rated this pair already; a rating once given is not changed."
 PRIVATE = {"Cache-Control": "no-store"}
 
 
@@ -66,7 +75,7 @@ class PairView:
 
 def logged_path(path: str) -> str:
     """A request path as the log may show it: a rater's token is their credential, so it is masked."""
-    return re.sub(r"^/rate/[^/]+", "/rate/***", path)
+    return re.sub(r"^/rate/[^/?]+", "/rate/" + MASK, path)
 
 
 def _render(request: Request, template: str, status_code: int = 200, **context) -> Response:
@@ -97,8 +106,16 @@ def _pair_view(store, rater_id: int, pair_id: int) -> PairView | None:
     return PairView(pair, prompt, asked(json.loads(prompt.tags), prompt.condition), rated)
 
 
+def _pair_id(text: str) -> int:
+    """The URL's pair id, or a 404: only digits, and at most MAX_ID (no store holds a larger one, SQLite
+    cannot even be asked about it, and Python will not read an integer of over 4,300 digits)."""
+    if re.fullmatch(r"[0-9]{1,19}", text) and int(text) <= MAX_ID:
+        return int(text)
+    raise HTTPException(404, f"There is no pair {text} to rate." if len(text) <= 20 else "There is no such pair to rate.")
+
+
 async def _view(request: Request, rater: RaterRow) -> PairView:
-    pair_id = request.path_params["pair_id"]
+    pair_id = _pair_id(request.path_params["pair_id"])
     view = await _call(request, "read a pair from", lambda s: _pair_view(s, rater.rater_id, pair_id))
     if view is None:
         raise HTTPException(404, f"There is no pair {pair_id} to rate.")
@@ -178,11 +195,14 @@ def parse_answers(form: dict[str, str], rubrics: tuple[Rubric, ...]) -> tuple[di
 
 
 async def _answer(request: Request) -> Response:
+    same_site.require(request)
     form = await read_form(request)
     token = request.path_params["token"]
     try:
         rater = await _rater(request)
         view = await _view(request, rater)
+        if view.rated:
+            return _render(request, "rate_pair.html", 409, view=view, token=token, chosen={}, message=ALREADY)
         answers, problems = parse_answers(form, view.rubrics)
         if not problems:
             now, first = time.time(), view.pair.shown_first
@@ -190,6 +210,8 @@ async def _answer(request: Request) -> Response:
                     for name, cmos in answers.items()]
             try:
                 await _call(request, "write ratings to", lambda s: s.add_ratings(rows))
+            except AlreadyRated:  # a second submit that raced the first past the check above
+                return _render(request, "rate_pair.html", 409, view=view, token=token, chosen={}, message=ALREADY)
             except RatingError as exc:
                 problems.append(str(exc))
         if problems:
@@ -201,6 +223,23 @@ async def _answer(request: Request) -> Response:
         kept = [(k, v) for k, v in form.items() if k in BY_NAME]
         return _render(request, "rate_retry.html", 503, kept=kept, message=exc.public)
     return RedirectResponse(_next_url(token, left), status_code=303, headers=PRIVATE)
+
+
+class AudioFile(FileResponse):
+    """A WAV for a rater: no Last-Modified and an ETag that is a digest, never the file's time. A
+    file's time would tell the replies `preference generate` wrote (configuration by configuration)
+    from the broken audio `preference pairs` wrote for a gold pair. Ranges still work (If-Range by
+    the ETag); nothing is cached (no-store)."""
+
+    def __init__(self, path: Path) -> None:
+        st = path.stat()
+        super().__init__(path, media_type="audio/wav", headers=PRIVATE, stat_result=st)
+        del self.headers["last-modified"]
+        identity = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()
+        self.headers["etag"] = '"' + hashlib.sha256(identity).hexdigest()[:32] + '"'
+
+    def _should_use_range(self, http_if_range: str) -> bool:  # Starlette's also compares Last-Modified
+        return http_if_range == self.headers["etag"]
 
 
 def _audio_path(store, pair: PairRow, shown: str) -> str | None:
@@ -234,7 +273,7 @@ async def rate_audio(request: Request) -> Response:
         raise HTTPException(404, "The audio is 'prompt', 'first' or 'second'.")
     view = await _view(request, rater)
     if shown == PROMPT:
-        return FileResponse(_prompt_audio(request, view.prompt), media_type="audio/wav", headers=PRIVATE)
+        return AudioFile(_prompt_audio(request, view.prompt))
     folder: Path | None = request.app.state.preference_outputs_dir
     relative = await _call(request, "read an output from", lambda s: _audio_path(s, view.pair, shown))
     path = None
@@ -245,11 +284,13 @@ async def rate_audio(request: Request) -> Response:
             log.warning("pair %s: audio path leads outside the outputs folder", view.pair.pair_id)
     if path is None or not path.is_file():
         raise HTTPException(404, "This audio is not on this server.")
-    return FileResponse(path, media_type="audio/wav", headers=PRIVATE)
+    return AudioFile(path)
 
 
 async def ratings_export(request: Request) -> Response:
-    """Every rating with the pair it rates, as CSV or JSONL (ratings_io's lines: rater ids, no token)."""
+    """Every rating with the pair it rates, as CSV or JSONL (ratings_io's lines: rater ids, no token),
+    for the operator only (operator.require): the lines unblind the study to a rater who reads them."""
+    operator.require(request)
     fmt = request.path_params["fmt"]
     if fmt not in FORMATS:
         raise HTTPException(404, f"the ratings export is ratings.{' or ratings.'.join(FORMATS)}")
@@ -261,10 +302,12 @@ async def ratings_export(request: Request) -> Response:
 
 routes = [
     Route(RATE_PATH + "{token}", rate_home),
-    Route(RATE_PATH + "{token}/pair/{pair_id:int}", rate_pair, methods=["GET", "POST"]),
-    Route(RATE_PATH + "{token}/audio/{pair_id:int}/{shown}.wav", rate_audio),
+    Route(RATE_PATH + "{token}/pair/{pair_id}", rate_pair, methods=["GET", "POST"]),  # ids read by _pair_id
+    Route(RATE_PATH + "{token}/audio/{pair_id}/{shown}.wav", rate_audio),
     Route(EXPORT + "{fmt}", ratings_export),
 ]
+OPERATOR_PREFIXES = (EXPORT,)
+"""Operator data under /api/v1: never shared cross-origin (cors.py)."""
 UNCACHED_PREFIXES = (RATE_PATH, EXPORT)
 """Paths the page cache passes straight to the app: per rater, a write, or rows the store's version
 does not follow (on Postgres it tracks the boards' tables, not the ratings)."""
