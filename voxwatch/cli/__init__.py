@@ -3,7 +3,8 @@
 Exit codes: 0 done; 1 a run in which every row failed (or no model to measure, none skipped), a
 webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store, an
 unreachable URL), said in one line on stderr; 3 rows measured that neither the store nor any spool
-folder would take (counted, and every folder named, in one line); 130 interrupted; 141 (128 +
+folder would take (counted, and every folder named, in one line); 130 interrupted; 143 terminated
+(SIGTERM: `run` and the imports stop as on Ctrl-C, an import's staging folder removed); 141 (128 +
 SIGPIPE, as a shell reports a tool the pipe closed on) its reader closed standard output early, e.g.
 `voxwatch export | head`.
 """
@@ -45,6 +46,7 @@ from voxwatch.store.spool import RowsFileError, Unkept, add_spooled, read_spool
 from voxwatch.foundation.store_url import SQLITE, store_kind
 from voxwatch.boards.listing import aligned
 from voxwatch.foundation.text import one_line
+from voxwatch.foundation.termination import EXIT_CODE as TERMINATED, Terminated, raise_terminated
 from voxwatch.harness.tick import PlanError, plan_tick, resolve_instrument, run_tick
 
 USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
@@ -75,12 +77,8 @@ def _languages(cfg: config_mod.Config, rows) -> dict[str, str | None]:
     return {d: lookup(catalog, d).language for d in {r.dataset for r in rows}}
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def cmd_run(args) -> int:
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, raise_terminated)
     cfg = _config(args)
     registry = Registry.default(files=cfg.registry_files)
     models = _names(args.models) if args.models else None
@@ -806,7 +804,9 @@ def _dispatch(argv: list[str] | None) -> int:
     except Unkept as exc:  # a conversation the store refused, with every spool folder full
         print(f"voxwatch: error: {one_line(str(exc))}", file=sys.stderr)
         return UNKEPT
-    except KeyboardInterrupt:
-        print("voxwatch: interrupted; completed rows are stored", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated) where a command unwinds on it
+        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        left = "; ".join(getattr(exc, "__notes__", ())) or "completed rows are stored"
+        print(f"voxwatch: {what}; {left}", file=sys.stderr)
+        return TERMINATED if isinstance(exc, Terminated) else 130
 
