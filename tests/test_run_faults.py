@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import shutil
-import socket
 import subprocess
 import re
 import tempfile
@@ -48,11 +46,11 @@ from voxwatch.workers.process_state import ProcessState
 from voxwatch.workers.reconcile import reconcile
 from voxwatch.harness.tick import plan_tick
 from voxwatch.workers.schedule import slot_of, slot_run_id
+from support.private_postgres import PG_BIN, PrivatePostgres, free_port, initdb, run_as_postgres
 from support.voxwatch_process import Voxwatch, Worker
 
 pytestmark = pytest.mark.faults
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PS = "pocketsphinx/en-us@5.1.1"
 MODEL = "deepgram/nova-3"  # against its emulator
 CLEAN = "stt-starter-clean"
@@ -67,12 +65,6 @@ ENV = {"VOXWATCH_BROKER_SOFT_TIME_LIMIT_S": "25", "VOXWATCH_BROKER_TIME_LIMIT_S"
        "VOXWATCH_SCHEDULE_EVERY_MINUTES": "60"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _until(what: str, check: Callable[[], object], timeout: float = WAIT_S, every: float = 1.0):
     """Poll check() until it returns something true; returns that."""
     deadline = time.monotonic() + timeout
@@ -82,33 +74,11 @@ def _until(what: str, check: Callable[[], object], timeout: float = WAIT_S, ever
     return value
 
 
-class PrivatePostgres:
-    """A Postgres cluster of the test's own (copied from a template made once), on a free port."""
-
-    def __init__(self, template: Path, root: Path, as_postgres: list[str]) -> None:
-        self.data, self.log, self.run_as = root / "data", root / "postgres.log", as_postgres
-        self.port = _free_port()
-        subprocess.run([*self.run_as, "cp", "-a", str(template), str(self.data)], check=True)
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def _ctl(self, *args: str) -> None:
-        subprocess.run([*self.run_as, str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-t", "180", *args],
-                       check=True, capture_output=True, timeout=240)
-
-    def start(self) -> None:
-        self._ctl("-l", str(self.log), "-o", f"-p {self.port} -c listen_addresses=127.0.0.1 "
-                  f"-c unix_socket_directories={self.data} -c fsync=off -c synchronous_commit=off "
-                  "-c full_page_writes=off -c shared_buffers=16MB -c max_connections=50", "start")
-
-    def stop(self) -> None:
-        self._ctl("-m", "fast", "stop")  # clients are cut off at once, as when a server goes away
-
-
 class PrivateRedis:
     """`redis-server --save "" --appendonly no` of the test's own on a free port."""
 
     def __init__(self, root: Path) -> None:
-        self.dir, self.port = root, _free_port()
+        self.dir, self.port = root, free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen | None = None
 
@@ -330,7 +300,7 @@ def _row(run_id: str, clip: str, status: str = "ok", at: float | None = None) ->
 
 def _spool(spool_dir: Path, row: Observation) -> Path:
     """Spool the row as a worker does when its store is down (nothing listens at the store's port)."""
-    down = load(environ={"VOXWATCH_STORE_URL": f"postgresql://postgres@127.0.0.1:{_free_port()}/voxwatch",
+    down = load(environ={"VOXWATCH_STORE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/voxwatch",
                          "VOXWATCH_STORE_SPOOL_DIR": str(spool_dir)})
     writer = ProcessState(down).writer(row.run_id)
     writer.write(row)
@@ -404,7 +374,7 @@ def test_a_worker_adds_what_its_host_spooled_once_the_store_takes_a_row(tmp_path
 
     url = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
     cfg = load(environ={"VOXWATCH_STORE_URL": url, "VOXWATCH_STORE_SPOOL_DIR": str(tmp_path / "spool"),
-                        "VOXWATCH_BROKER_URL": f"redis://127.0.0.1:{_free_port()}/0"})  # nothing listens there
+                        "VOXWATCH_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0"})  # nothing listens there
     store = open_store(url)
     store.start_run(RunRecord("r", time.time(), "eu", 7, planned=2))
     store.close()
@@ -433,24 +403,19 @@ def scenarios(request) -> Iterator[dict[str, Future]]:
         yield {}  # the scenario tests skip
         return
     root = Path(tempfile.mkdtemp(prefix="voxwatch-faults-"))
-    as_postgres: list[str] = []
-    if os.geteuid() == 0:  # Postgres refuses to run as root
-        as_postgres = ["runuser", "-u", "postgres", "--"]
-        pw = pwd.getpwnam("postgres")
-        os.chown(root, pw.pw_uid, pw.pw_gid)
+    as_postgres = run_as_postgres(root)
     worlds: list[Scenario] = []
     pool = ThreadPoolExecutor(len(SCENARIOS))
     emulator = Voxwatch(["emulate", "--vendors", "deepgram"], {}, root / "emulate.log", "voxwatch emulate")
     try:
-        subprocess.run([*as_postgres, str(PG_BIN / "initdb"), "-D", str(root / "template"), "-U", "postgres",
-                        "-A", "trust", "-E", "UTF8", "--no-sync"], check=True, capture_output=True, timeout=300)
+        initdb(root / "template", as_postgres)
         emulator.wait_for("# emulators are running", timeout=WAIT_S)
         exports = dict(line[len("export "):].split("=", 1) for line in emulator.text().splitlines()
                        if line.startswith("export "))
         for name in wanted:
             (root / name).mkdir()
             if as_postgres:
-                os.chown(root / name, pw.pw_uid, pw.pw_gid)
+                run_as_postgres(root / name)
             worlds.append(Scenario(name, root / name, PrivatePostgres(root / "template", root / name, as_postgres),
                                    PrivateRedis(root / name), exports))
 

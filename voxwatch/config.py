@@ -7,8 +7,10 @@ error that names the key and the problem. API keys are not configuration: see pr
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
+import tempfile
 import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
@@ -73,6 +75,11 @@ def _text(v: Any) -> str:
     if control_chars(v):
         raise ValueError("expected text without control characters")
     return v
+
+
+def _text_or_empty(v: Any) -> str:
+    """A folder, or "" for the default the key's comment names."""
+    return v if v == "" else _text(v)
 
 
 def _store_url(v: Any) -> str:
@@ -226,7 +233,7 @@ class Alerts:
 _BOARD_KEYS: dict[str, Callable[[Any], Any]] = {"models": _names, "datasets": _names}
 SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _name_part},
-    "store": {"url": _store_url, "spool_dir": _text},
+    "store": {"url": _store_url, "spool_dir": _text, "spool_fallback_dir": _text_or_empty},
     "run": {"sample_size": _positive_int, "panel_size": _nonnegative_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text,
             "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
@@ -320,6 +327,7 @@ class Config:
     fetch_timeout_s: float = 30.0  # `voxwatch datasets fetch`: a server silent this long is a timeout
     fetch_attempts: int = 4  # ... tries per file, each resuming where the last stopped
     fetch_deadline_s: float = 0.0  # ... every try at one file together; 0: from its size (datasets.download.deadline_for)
+    spool_fallback_dir: Path | None = None  # where rows go when spool_dir cannot take them; None: spool_dirs says
 
     def with_store(self, url: str) -> "Config":
         try:
@@ -327,6 +335,17 @@ class Config:
         except ValueError as exc:
             raise ConfigError(f"--store: {exc}") from None
         return replace(self, store_url=url)
+
+    @property
+    def spool_dirs(self) -> tuple[Path, ...]:
+        """Where rows the store refuses go, in order: spool_dir, then the fallback for when its disk is
+        full (by default a folder of this store's own under the system's temporary folder, so one
+        store's rows are never drained into another)."""
+        fallback = self.spool_fallback_dir
+        if fallback is None:
+            store = hashlib.sha256(redact_url(self.store_url).encode()).hexdigest()[:12]
+            fallback = Path(tempfile.gettempdir()) / "voxwatch-spool" / store
+        return (self.spool_dir,) if fallback == self.spool_dir else (self.spool_dir, fallback)
 
 
 def _flatten(data: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
@@ -497,6 +516,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         every_minutes=values["schedule"]["every_minutes"],
         datasets_dir=Path(values["datasets"]["dir"]),
         spool_dir=Path(values["store"]["spool_dir"]),
+        spool_fallback_dir=Path(values["store"]["spool_fallback_dir"]) if values["store"]["spool_fallback_dir"] else None,
         boards={b: Board(**{k: values[f"boards.{b}"][k] for k in _BOARD_FIELDS if k in values[f"boards.{b}"]})
                 for b in BOARDS},
         tts_instrument=values["boards.tts"]["instrument"],

@@ -2,8 +2,11 @@
 
 Exit codes: 0 done; 1 a run in which every row failed (or no model to measure, none skipped), a
 webhook not delivered; 2 a bad request (an unknown id, a bad option, config, file or store, an
-unreachable URL), said in one line on stderr; 130 interrupted; 141 (128 + SIGPIPE, as a shell reports
-a tool the pipe closed on) its reader closed standard output early, e.g. `voxwatch export | head`.
+unreachable URL), said in one line on stderr; 3 rows measured that neither the store nor any spool
+folder would take (counted, and every folder named, in one line); 130 interrupted; 143 terminated
+(SIGTERM: `run` and the imports stop as on Ctrl-C, an import's staging folder removed); 141 (128 +
+SIGPIPE, as a shell reports a tool the pipe closed on) its reader closed standard output early, e.g.
+`voxwatch export | head`.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ from voxwatch.boards.row_options import add_row_filters, row_filter, span_text
 from voxwatch.store import RowFilter, open_store, redact
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.web.limits import Limits
-from voxwatch.store.spool import RowsFileError, add_spooled, read_spool
+from voxwatch.store.spool import RowsFileError, Unkept, add_spooled, read_spool
 from voxwatch.foundation.store_url import SQLITE, store_kind
 from voxwatch.boards.listing import aligned
 from voxwatch.foundation.text import one_line
+from voxwatch.foundation.termination import EXIT_CODE as TERMINATED, Terminated, raise_terminated
 from voxwatch.harness.tick import PlanError, plan_tick, resolve_instrument, run_tick
 
 USER_ERRORS = (config_mod.ConfigError, RegistryError, ManifestError, IntegrityError, AudioError, StoreError,
@@ -73,12 +77,8 @@ def _languages(cfg: config_mod.Config, rows) -> dict[str, str | None]:
     return {d: lookup(catalog, d).language for d in {r.dataset for r in rows}}
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def cmd_run(args) -> int:
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, raise_terminated)
     cfg = _config(args)
     registry = Registry.default(files=cfg.registry_files)
     models = _names(args.models) if args.models else None
@@ -102,15 +102,15 @@ def cmd_run(args) -> int:
         print("nothing to measure: no runnable model on the chosen boards")
         return 1 if not plan.skipped and not (talks and talks.skipped) else 0
     store = open_store(cfg.store_url)
-    failed_run = False
+    code = 0
     try:
         if plan.tasks:
-            failed_run = _run_tick(args, cfg, store, registry, plan)
+            code = _run_tick(args, cfg, store, registry, plan)
         if holding:
-            failed_run = _hold_conversations(cfg, store, registry, talks) or failed_run
+            code = code or (1 if _hold_conversations(cfg, store, registry, talks) else 0)
     finally:
         store.close()
-    return 1 if failed_run else 0
+    return code
 
 
 def _on_board(plan, registry: Registry, board: str) -> None:
@@ -120,28 +120,39 @@ def _on_board(plan, registry: Registry, board: str) -> None:
             raise PlanError(f"{model.id} is on the {model.board} board, not {board} (--board {board})")
 
 
-def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> bool:
-    """Measure the plan's single-turn rows, print the run and the leaderboard; True if every row failed."""
+def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> int:
+    """Measure the plan's single-turn rows, print the run and the leaderboard; the exit code: UNKEPT
+    when rows could be neither stored nor spooled, 1 if every row failed, else 0."""
     instrument, instrument_id = resolve_instrument(cfg, registry, plan)
     result = run_tick(cfg, store, registry, plan, progress=wanted(args),
                       instrument=instrument, instrument_id=instrument_id)
     if result.spooled is not None:
-        print(f"warning: the store refused some rows; they are safe in {result.spooled} "
-              f"(add them later with: voxwatch ingest {result.spooled})", file=sys.stderr)
+        print(f"warning: the store refused some rows; they are safe in {result.spooled} (added by `voxwatch runs "
+              f"reconcile` once the store answers, or: voxwatch ingest {result.spooled})", file=sys.stderr)
+    if result.unkept is not None:  # the store is down and every spool folder full: say so, and leave it there
+        print(f"run {result.run.run_id} {result.run.status}: {result.run.rows} observations kept, "
+              f"store {redact(cfg.store_url)}")
+        print(f"voxwatch: error: run {result.run.run_id}: {one_line(str(result.unkept))}", file=sys.stderr)
+        return UNKEPT
     failed = [r for r in result.rows if r.status != "ok"]
     print(f"run {result.run.run_id} {result.run.status}: {len(result.rows)} observations "
           f"({len(failed)} not ok), seed {plan.seed}, store {redact(cfg.store_url)}")
     for r in failed[:10]:
         print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
     print()
-    rows = leaderboard.from_store(store, "30d", registry)
-    print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
-                                   languages=_languages(cfg, rows)))
+    try:
+        rows = leaderboard.from_store(store, "30d", registry)
+        print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
+                                       languages=_languages(cfg, rows)))
+    except StoreError as exc:
+        if result.spooled is None:
+            raise
+        print(f"no leaderboard: {one_line(str(exc))}")  # the store is away; the run's rows are safe in the spool
     if result.run.status == "failed":  # every row not ok: the run record says so, and so does the exit code
         print(f"voxwatch: every one of the {len(result.rows)} observations failed (run {result.run.run_id})",
               file=sys.stderr)
-        return True
-    return False
+        return 1
+    return 0
 
 
 def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks) -> bool:
@@ -763,6 +774,10 @@ def version_text() -> str:
     return f"voxwatch {__version__} (method v{METHOD_VERSION})"
 
 
+UNKEPT = 3
+"""The exit code when rows were measured that neither the store nor any spool folder would take
+(store.spool.Unkept): the count and every folder tried are said in one line."""
+
 PIPE_CLOSED = 128 + signal.SIGPIPE
 """The exit code when the reader of standard output went away (`| head`): what a shell reports for a
 tool SIGPIPE ended, said without a traceback."""
@@ -788,7 +803,12 @@ def _dispatch(argv: list[str] | None) -> int:
     except USER_ERRORS as exc:
         print(f"voxwatch: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("voxwatch: interrupted; completed rows are stored", file=sys.stderr)
-        return 130
+    except Unkept as exc:  # a conversation the store refused, with every spool folder full
+        print(f"voxwatch: error: {one_line(str(exc))}", file=sys.stderr)
+        return UNKEPT
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated) where a command unwinds on it
+        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        left = "; ".join(getattr(exc, "__notes__", ())) or "completed rows are stored"
+        print(f"voxwatch: {what}; {left}", file=sys.stderr)
+        return TERMINATED if isinstance(exc, Terminated) else 130
 

@@ -1,7 +1,7 @@
 """`voxwatch runs list` and `voxwatch runs reconcile`: the run records, and finishing runs from the store.
 
 `reconcile` is what beat sends every [run] reconcile_every_s in distributed mode
-(voxwatch.workers.reconcile): it first adds the rows spooled in [store] spool_dir, then finishes
+(voxwatch.workers.reconcile): it first adds the rows spooled in [store] spool_dir (and spool_fallback_dir), then finishes
 every run whose planned rows are all stored, and every run still short of rows at its deadline.
 """
 
@@ -58,12 +58,12 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
 def cmd_reconcile(cfg: Config) -> int:
     store = open_store(cfg.store_url, create=False)  # a mistyped path is an error, not a new store
     try:
-        drained = drain(store, cfg.spool_dir)
+        drained = drain(store, cfg.spool_dirs)
         for problem in drained.unreadable:
             print(f"spool file set aside, not ingested: {problem}")
         if drained.rows:
             print(f"spool: {sum(drained.rows.values())} rows of {len(drained.rows)} runs stored from "
-                  f"{drained.files} files in {cfg.spool_dir}")
+                  f"{drained.files} files in {', '.join(map(str, cfg.spool_dirs))}")
         if drained.error is not None:
             raise drained.error
         now = time.time()

@@ -153,7 +153,7 @@ def hold_conversations(config: Config, store: Store, registry: Registry, plan: C
                     for persona in personas:
                         held = asyncio.run(hold_conversation(adapter, model, full, plan.turns, persona, settings,
                                                              run_id=run.run_id, region=config.region))
-                        path, _ = keep_conversation(store, config.spool_dir, held.row, held.turns)
+                        path, _ = keep_conversation(store, config.spool_dirs, held.row, held.turns)
                         if path is None:
                             stored.append((held.row, held.turns))
                         else:

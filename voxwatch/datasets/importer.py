@@ -15,6 +15,8 @@ every clip of every dataset succeeded, so a bad file leaves nothing half-importe
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import shutil
 import tempfile
@@ -26,6 +28,7 @@ from typing import Iterator
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.foundation.integrity import file_sha256
 from voxwatch.foundation.languages import checked
+from voxwatch.foundation.termination import terminable
 
 from voxwatch.datasets import degrade as degrade_mod
 from voxwatch.foundation.audio import (CATALOG_RATE, AudioError, decode_mono, normalize_loudness, probe, resample,
@@ -163,17 +166,64 @@ def move_into_place(folders: list[Path], dest_root: Path, error: type[Exception]
 
 @contextmanager
 def staged(dest_root: Path, name: str, section: str, error: type[Exception]) -> Iterator[Path]:
-    """A staging folder (staging_folder) removed when the block fails; an OSError there is `error`
-    naming dest_root. The block moves the folder into place once it is complete."""
-    work = staging_folder(dest_root, name, section, error)
+    """A staging folder (staging_folder) removed when the block fails, Ctrl-C and SIGTERM included;
+    an OSError there is `error` naming dest_root. The block moves the folder into place once it is
+    complete. One import of a name at a time (its lock): holding it, the staging folders a killed
+    import of that name left are removed first."""
+    with terminable(), import_lock(dest_root, name, section, error):
+        for stale in stale_staging(dest_root, name):
+            shutil.rmtree(stale, ignore_errors=True)
+        work = staging_folder(dest_root, name, section, error)
+        try:
+            yield work
+        except OSError as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            raise error(f"cannot write into {dest_root} ({exc.strerror or exc})") from None
+        except BaseException as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            if isinstance(exc, KeyboardInterrupt):
+                exc.add_note(f"nothing was imported into {dest_root}")
+            raise
+
+
+@contextmanager
+def import_lock(dest_root: Path, name: str, section: str, error: type[Exception]) -> Iterator[None]:
+    """The lock of imports of `name` into dest_root: a dot file beside the datasets, flock'ed (the
+    kernel frees it when its process dies, however it dies) and removed when the import ends;
+    `error` when a live import holds it."""
+    path = dest_root / f".{name}.lock"
     try:
-        yield work
+        dest_root.mkdir(parents=True, exist_ok=True)
+        lock = path.open("a")
     except OSError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        raise error(f"cannot write into {dest_root} ({exc.strerror or exc})") from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+        raise error(f"cannot write to the {section} folder {dest_root} ({exc.strerror}); "
+                    f"set [{section}] dir to a folder you can write") from None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not _same_file(path, lock.fileno()):  # its holder removed it as we opened it: a new one may be held
+                raise BlockingIOError
+        except BlockingIOError:
+            raise error(f"another import of {name!r} into {dest_root} is running; wait for it to finish") from None
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)  # still held: whoever opened it meanwhile sees it is not the file any more
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        on_disk, held = os.stat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
+
+
+def stale_staging(dest_root: Path, name: str) -> list[Path]:
+    """The staging folders of `name` (staging_folder's: `.NAME-` and tempfile's 8 characters, so no
+    other name's) in dest_root; with its lock held, a killed import's."""
+    own = re.compile(rf"\.{re.escape(name)}-[a-z0-9_]{{8}}")
+    return [p for p in dest_root.iterdir() if own.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
 
 
 def staging_folder(dest_root: Path, name: str, section: str, error: type[Exception]) -> Path:

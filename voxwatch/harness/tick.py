@@ -28,7 +28,7 @@ from voxwatch.providers.keys import key_variable, model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store import Store
 from voxwatch.foundation.store_url import StoreError
-from voxwatch.store.spool import SpoolingWriter
+from voxwatch.store.spool import SpoolingWriter, Unkept
 
 from voxwatch.harness.measure import MeasureContext, failed_observation, measure_item
 from voxwatch.harness.retry_after import VendorHolds, hold_s
@@ -152,6 +152,7 @@ class TickResult:
     rows: list[Observation]
     skipped: list[str]
     spooled: Path | None = None
+    unkept: Unkept | None = None  # rows neither the store nor a spool folder took: counted, said, not in run.rows
 
 
 def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, progress: bool = True,
@@ -160,13 +161,15 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     """Measure every task of the plan and store each row as it completes.
 
     An interrupted tick ends `partial` (or `failed` with no ok row) and keeps what it completed;
-    rows the store refuses are retried and finally spooled to a file, never dropped.
+    rows the store refuses are retried and finally spooled to a file (spool_dir, else its fallback),
+    never dropped silently: rows no folder takes either end the run `partial` (or `failed`) without
+    them, counted in its note and in `unkept`.
     """
     preload.numerics()  # before the first measurement, not inside it
     run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed,
                     planned=len(plan.tasks))
     store.start_run(run)
-    writer = SpoolingWriter(store, config.spool_dir, run.run_id)
+    writer = SpoolingWriter(store, config.spool_dirs, run.run_id)
     rows: list[Observation] = []
     try:
         asyncio.run(_measure_all(config, writer, registry, plan, run, rows, progress, instrument, instrument_id, on_row))
@@ -179,12 +182,27 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
         run.finished_at = time.time()
         spooled = writer.flush()
         if spooled is not None:
-            run.note = ((run.note + "; ") if run.note else "") + f"store refused rows ({writer.last_error}); spooled to {spooled}"
+            run.note = _noted(run.note, f"store refused rows ({writer.last_error}); spooled to {spooled}")
+        if writer.unkept_error is not None:
+            _without_unkept(run, writer)
         try:
             store.finish_run(run)
         except StoreError:
-            pass  # the rows are safe (stored or spooled); the run record is bookkeeping
-    return TickResult(run, rows, plan.skipped, spooled)
+            pass  # the rows are safe (stored or spooled): the reconciler finishes the record from them
+    return TickResult(run, rows, plan.skipped, spooled, writer.unkept_error)
+
+
+def _noted(note: str | None, more: str) -> str:
+    return f"{note}; {more}" if note else more
+
+
+def _without_unkept(run: RunRecord, writer: SpoolingWriter) -> None:
+    """The run's record without the rows nothing kept: `partial` (or `failed`), saying how many and why."""
+    measured = run.rows
+    run.rows -= len(writer.unkept)
+    run.failed_rows -= sum(row.status != "ok" for row in writer.unkept)
+    run.status = run_status(run.rows, run.failed_rows, complete=False)
+    run.note = _noted(run.note, f"{len(writer.unkept)} of {measured} rows lost: {writer.unkept_error}")
 
 
 def create_adapter(registry: Registry, model: ModelInfo, region: str | None = None) -> object:

@@ -14,6 +14,10 @@ A conversation the store refuses is spooled too, as one line of its own kind
 (`{"record": "conversation", "conversation": {...}, "turns": [...]}`, the rows of
 voxwatch.store.conversation_rows), in the same files, drained and ingested by the same paths; the store
 keeps a conversation once (by its id), so it too may be added twice.
+
+A spool folder that cannot take a file (its disk is full, it cannot be written) leaves no part
+file, and the file goes to the next folder ([store] spool_fallback_dir, config.spool_dirs); rows
+no folder takes are Unkept: counted and reported with every folder tried, never a traceback.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow, conversation_of_record, conversation_record
 from voxwatch.foundation.observation import Observation, from_record, made_safe
+from voxwatch.foundation.text import one_line
 from voxwatch.store import Store
 from voxwatch.foundation.store_url import StoreError
 
@@ -40,11 +45,25 @@ class RowsFileError(ValueError):
     """A line of a rows file that is not an observation; the message names the file and line."""
 
 
+class Unkept(Exception):
+    """Records neither the store nor any spool folder would take: how many, the store's refusal and
+    each folder's reason, in one line."""
+
+    def __init__(self, count: int, refusal: StoreError | None, tried: list[tuple[Path, str]]) -> None:
+        self.count, self.refusal, self.tried = count, refusal, tried
+        folders = "; ".join(f"{folder}: {why}" for folder, why in tried)
+        super().__init__(one_line(f"{count} rows could not be kept: the store refused them ({refusal}) and no spool "
+                                  f"folder could be written ({folders})"))
+
+
 class SpoolingWriter:
-    def __init__(self, store: Store, spool_dir: Path, run_id: str) -> None:
-        self.store, self.spool_dir, self.run_id = store, spool_dir, run_id
+    def __init__(self, store: Store, spool_dirs: Path | Sequence[Path], run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.spool_dirs = _folders(spool_dirs)
         self.pending: list[Observation] = []
         self.last_error: StoreError | None = None
+        self.unkept: list[Observation] = []  # rows nothing would take (flush); gone when the process ends
+        self.unkept_error: Unkept | None = None
 
     def write(self, row: Observation) -> None:
         """Store the row now, or hold it (with any held before) until the store answers again."""
@@ -57,7 +76,8 @@ class SpoolingWriter:
             self.last_error = exc
 
     def flush(self) -> Path | None:
-        """One more try; rows the store still refuses go to a spool file, whose path is returned."""
+        """One more try; rows the store still refuses go to a spool file, whose path is returned.
+        Rows no spool folder takes either are added to `unkept` (and `unkept_error` says why); None then."""
         if not self.pending:
             return None
         try:
@@ -66,34 +86,61 @@ class SpoolingWriter:
             return None
         except StoreError as exc:
             self.last_error = exc
-        path = _spool_file(self.spool_dir, self.run_id, [asdict(row) for row in self.pending])
-        self.pending = []
-        return path
+        try:
+            return spool_records(self.spool_dirs, self.run_id, [asdict(row) for row in self.pending], self.last_error)
+        except Unkept as exc:
+            self.unkept += self.pending
+            self.unkept_error = Unkept(len(self.unkept), exc.refusal, exc.tried)
+            return None
+        finally:
+            self.pending = []
 
 
-def keep_conversation(store: Store, spool_dir: Path, row: ConversationRow,
+def keep_conversation(store: Store, spool_dirs: Path | Sequence[Path], row: ConversationRow,
                       turns: list[TurnRow]) -> tuple[Path | None, StoreError | None]:
     """Store a conversation with its turns, or spool it when the store refuses it: (the spool file,
-    the store's refusal), both None once it is stored (or was stored before: nothing is written)."""
+    the store's refusal), both None once it is stored (or was stored before: nothing is written).
+    Unkept when no spool folder takes it either."""
     try:
         store.add_conversation(row, turns)
         return None, None
     except StoreError as exc:
-        return _spool_file(spool_dir, row.run_id, [conversation_record(row, turns)]), exc
+        return spool_records(_folders(spool_dirs), row.run_id, [conversation_record(row, turns)], exc), exc
+
+
+def spool_records(spool_dirs: Sequence[Path], run_id: str, records: list[dict], refusal: StoreError | None) -> Path:
+    """A spool file of these records in the first folder that takes it whole; Unkept (naming every
+    folder and why it refused) when none does."""
+    tried = []
+    for folder in spool_dirs:
+        try:
+            return _spool_file(folder, run_id, records)
+        except OSError as exc:
+            tried.append((folder, exc.strerror or str(exc)))
+    raise Unkept(len(records), refusal, tried)
 
 
 def _spool_file(spool_dir: Path, run_id: str, records: list[dict]) -> Path:
-    """A spool file of these records, written aside and then named: whole once it can be seen."""
+    """A spool file of these records, written aside and then named: whole once it can be seen, and
+    the part file removed when it cannot be written whole."""
     spool_dir.mkdir(parents=True, exist_ok=True)
     path = spool_dir / f"unsaved-{run_id}-{uuid.uuid4().hex[:8]}.jsonl"
     aside = path.with_name(f".{path.name}.part")  # not a spool file until it is whole
-    with aside.open("w") as f:
-        for record in records:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(aside, path)
+    try:
+        with aside.open("w") as f:
+            for record in records:
+                f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(aside, path)
+    except BaseException:
+        aside.unlink(missing_ok=True)
+        raise
     return path
+
+
+def _folders(spool_dirs: Path | Sequence[Path]) -> tuple[Path, ...]:
+    return (spool_dirs,) if isinstance(spool_dirs, Path) else tuple(spool_dirs)
 
 
 @dataclass
@@ -108,11 +155,16 @@ class Drained:
     error: StoreError | None = None
 
 
-def drain(store: Store, spool_dir: Path, until: float | None = None) -> Drained:
-    """Add every spool file in spool_dir to the store, deleting each once its rows are stored; with
-    `until` (time.monotonic()), start no file after it (the rest wait for the next drain)."""
+def spooled_files(spool_dirs: Path | Sequence[Path]) -> list[Path]:
+    """The spool files waiting in these folders (config.spool_dirs: spool_dir and its fallback)."""
+    return [p for folder in _folders(spool_dirs) if folder.is_dir() for p in sorted(folder.glob(SPOOLED))]
+
+
+def drain(store: Store, spool_dirs: Path | Sequence[Path], until: float | None = None) -> Drained:
+    """Add every spool file in the spool folders to the store, deleting each once its rows are stored;
+    with `until` (time.monotonic()), start no file after it (the rest wait for the next drain)."""
     result = Drained()
-    for path in sorted(spool_dir.glob(SPOOLED)) if spool_dir.is_dir() else []:
+    for path in spooled_files(spool_dirs):
         if until is not None and time.monotonic() >= until:
             break
         try:

@@ -67,7 +67,7 @@ def failure(st: ProcessState, job: ConversationJob, status: str, reason: str) ->
 
 def record_rows(st: ProcessState, job: ConversationJob, held: Held) -> bool:
     """Store the conversation, or spool it (noted on the run); True when the store took it."""
-    path, refused = keep_conversation(st.store_or_refusal(), st.config.spool_dir, held.row, held.turns)
+    path, refused = keep_conversation(st.store_or_refusal(), st.config.spool_dirs, held.row, held.turns)
     if path is None:
         return True
     log.warning("conversation %s: the store refused it (%s); spooled to %s", job.key, refused, path)

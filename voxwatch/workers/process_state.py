@@ -139,7 +139,7 @@ class ProcessState:
 
     def writer(self, run_id: str) -> SpoolingWriter:
         """Rows go to the store, or to the spool file when it cannot even be opened."""
-        return SpoolingWriter(self.store_or_refusal(), self.config.spool_dir, run_id)
+        return SpoolingWriter(self.store_or_refusal(), self.config.spool_dirs, run_id)
 
     def store_or_refusal(self) -> Store:
         """The store, or one that refuses every write with the reason it cannot be opened (so what

@@ -30,7 +30,7 @@ from voxwatch.datasets.manifest import ManifestError
 from voxwatch.foundation.observation import Observation, RunRecord
 from voxwatch.providers.registry import RegistryError
 from voxwatch.foundation.store_url import POSTGRES, StoreError, store_kind
-from voxwatch.store.spool import SPOOLED, drain
+from voxwatch.store.spool import drain, spooled_files
 
 from voxwatch.workers.celery_app import app, current_config, queue_name
 from voxwatch.workers.job import Job
@@ -167,10 +167,10 @@ def reconcile_runs() -> int:
 def drain_spool(st: ProcessState, until: float | None = None) -> bool:
     """Add the rows this host spooled while the store was down (starting no file after `until`) and
     finish the runs they complete; False when the store refused them (they stay for the next drain)."""
-    if not any(st.config.spool_dir.glob(SPOOLED)):
+    if not spooled_files(st.config.spool_dirs):
         return True
     try:
-        drained = drain(st.store, st.config.spool_dir, until)
+        drained = drain(st.store, st.config.spool_dirs, until)
         for problem in drained.unreadable:
             log.error("spool file set aside, not ingested: %s", problem)
         if drained.rows:
@@ -288,6 +288,8 @@ def record(st: ProcessState, job: Job, row: Observation, drain_until: float | No
         drain_spool(st, drain_until)
     if spooled is not None:
         note_spooled(st, job.run_id, f"rows ({writer.last_error})", spooled)
+    if writer.unkept_error is not None:  # counted all the same: the run is finished short of it at its deadline
+        log.error("run %s: %s", job.run_id, writer.unkept_error)
     try:
         if row.status == "rate_limited":
             st.ledger.hold_vendor(st.config.region, row.vendor, hold_s(row.retry_after_s, st.config.default_backoff_s))
