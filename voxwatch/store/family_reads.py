@@ -38,7 +38,6 @@ FAMILY_SQL = (
     + ", ".join(f"f.{m}" for m in LATENCIES)
     + " FROM obs_facts f JOIN cl ON cl.ref = f.clip_ref JOIN obs_contexts c ON c.ref = f.context_ref "
     f"WHERE {in_runs(_RUNS)} AND f.context_ref = ANY({_CONTEXTS}) AND f.started_at >= %(since)s "
-    "AND f.clip_ref = ANY(ARRAY(SELECT ref FROM cl)) "
     "ORDER BY f.started_at, f.run_id_ref, f.model_id_ref, f.dataset_ref, f.clip_ref, f.attempt")
 """The family's real STT rows measured since %(since)s, in time order, with their model's and
 dataset's refs (named once each afterwards, not joined on every row)."""
