@@ -132,3 +132,29 @@ def test_a_bad_month_to_detach_before_is_one_line_and_exit_2(pg_url: str, month:
 def test_detach_before_on_sqlite_is_refused_in_one_line(tmp_path: Path):
     proc = run_cli("db", "detach-before", "2026-01", "--store", f"sqlite:///{tmp_path / 's.sqlite'}", check=False)
     assert proc.returncode == 2 and "only the Postgres store" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_role_that_may_not_make_partitions_still_opens_the_store(pg_url: str):
+    """The web's role (docker/postgres-roles.sh: reads, and adds ratings) opens the store; in a month
+    whose next partition no writer has made yet, it opens without making it."""
+    import secrets
+
+    open_store(pg_url).close()
+    nxt = table_of(next_month(month_of(time.time())))
+    role = f"voxwatch_test_reader_{secrets.token_hex(4)}"
+    with connect(pg_url) as conn:
+        conn.execute(f"DROP TABLE {nxt}")
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT pg_read_all_data TO {role}")
+        conn.execute(f"GRANT CREATE ON SCHEMA public TO {role}")  # may create tables, is not the owner of obs_facts
+    try:
+        reader = open_store(pg_url.replace("postgresql://postgres@", f"postgresql://{role}@"))
+        assert reader.migrated == [] and nxt not in _attached(pg_url)
+        reader.close()
+        writer = open_store(pg_url)
+        assert nxt in _attached(pg_url)  # the next writer's open makes it
+        writer.close()
+    finally:
+        with connect(pg_url) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")

@@ -78,9 +78,15 @@ def ensure(cur: psycopg.Cursor, months: Iterable[int]) -> None:
 
 
 def ahead(cur: psycopg.Cursor, now: float | None = None) -> None:
-    """The current and the next month's partitions (every open makes them, so writes rarely must)."""
+    """The current and the next month's partitions (every open makes them, so writes rarely must).
+    A role that may not make them (the web's, which opens the store to add ratings) leaves them to
+    the next writer: a reader needs no partition of a month with no rows."""
     month = month_of(time.time() if now is None else now)
-    ensure(cur, (month, next_month(month)))
+    try:
+        with cur.connection.transaction():  # a savepoint: the refusal must not abort the caller's transaction
+            ensure(cur, (month, next_month(month)))
+    except psycopg.errors.InsufficientPrivilege:
+        pass
 
 
 def detach_before(conn: psycopg.Connection, month: int) -> list[str]:
