@@ -135,9 +135,9 @@ def _instrument(board: str, instrument_id: str | None) -> str | None:
 
 _FIRST_SEEN_SQL = layout.series_sql("f.started_at") + " LIMIT 1"
 _CLIP_CONTEXTS = "ARRAY(SELECT ref FROM obs_contexts WHERE board = %(board)s AND emulator IS NOT TRUE)"
-_CLIP_VALUES_SQL = ("SELECT DISTINCT f.speaker, f.accent FROM obs_facts f WHERE f.run_id_ref = ANY(ARRAY("
-                    f"SELECT DISTINCT run_id_ref FROM obs_spans WHERE context_ref = ANY({_CLIP_CONTEXTS}) "
-                    f"AND last_at >= %(since)s)) AND f.context_ref = ANY({_CLIP_CONTEXTS}) AND f.started_at >= %(since)s")
+_CLIP_VALUES_SQL = ("SELECT DISTINCT f.speaker, f.accent FROM obs_facts f WHERE " + layout.in_runs(
+    f"ARRAY(SELECT DISTINCT run_id_ref FROM obs_spans WHERE context_ref = ANY({_CLIP_CONTEXTS}) AND last_at >= %(since)s)")
+    + f" AND f.context_ref = ANY({_CLIP_CONTEXTS}) AND f.started_at >= %(since)s")
 """The speakers and accents of a board's real rows since a time: the fact rows of the board's runs,
 found through the spans as a series' are (layout.series_sql), narrow columns only."""
 _NEWEST_SQL = ("SELECT max(s.last_at) FROM obs_spans s JOIN obs_contexts c ON c.ref = s.context_ref "
