@@ -158,3 +158,20 @@ def test_a_role_that_may_not_make_partitions_still_opens_the_store(pg_url: str):
         with connect(pg_url) as conn:
             conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_series_read_opens_only_its_runs_months(pg_url: str):
+    """A series' window is found through its runs; their months' span prunes the other partitions as
+    the query starts, so a year of months costs a recent window nothing."""
+    from voxwatch.store import aggregates
+
+    store = open_store(pg_url)
+    store.add([obs(f"c{i}", run_id=f"r{i % 4}", age_s=HOUR + (i % 4) * 40 * DAY) for i in range(40)], refresh=False)
+    with connect(pg_url) as conn:
+        plan = [r[0] for r in conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + aggregates._FETCH, {
+            "model_id": "pocketsphinx/en-us@5.1.1", "dataset": "stt-starter-clean", "region": "local",
+            "method_version": "3", "since": NOW - DAY})]
+    scans = {line.split(" on ")[1].split()[0]: "never executed" in line for line in plan if " on obs_facts_" in line}
+    assert len(scans) >= 4, plan  # this month's and the next's, and those of the runs 40, 80 and 120 days old
+    assert [t for t, skipped in scans.items() if not skipped] == [table_of(month_of(NOW - HOUR))], plan
+    store.close()
