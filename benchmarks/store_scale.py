@@ -352,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                    "write_to_current_ms": result["write_to_current"]["median_ms"],
                    "leaderboard_30d_ms": result["leaderboard_30d"]["median_ms"],
                    "family_page_30d_ms": result["family_page_30d"]["median_ms"]}
-        for name, (figure, op, target) in TARGETS.items():
-            result[f"{name}_target_met"] = figures[figure] >= target if op == ">=" else figures[figure] <= target
+        for target_name, (figure, op, target) in TARGETS.items():  # not `name`: the scratch database's, dropped below
+            result[f"{target_name}_target_met"] = figures[figure] >= target if op == ">=" else figures[figure] <= target
     finally:
         if not args.keep:
             with connect(args.url) as admin:
