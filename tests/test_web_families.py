@@ -13,6 +13,8 @@ import csv
 import io
 import json
 import re
+import math
+from dataclasses import replace
 from html import unescape
 from html.parser import HTMLParser
 from typing import Iterator
@@ -27,7 +29,7 @@ from voxwatch.metrics.degradation import Side, degradation
 from voxwatch.foundation.observation import Observation
 
 from support.processes import REPO, run_cli
-from support.family_seed import (ACCENT, CLEAN, CLIPPING, FAMILY, HAND, LOST, MODELS, NOISE, SPEAKER, UTTERANCES,
+from support.family_seed import (ACCENT, CLEAN, CLIPPING, DAY, FAMILY, HAND, LOST, MODELS, NOISE, SPEAKER, UTTERANCES,
                          family_rows)
 from support.browser import browser  # noqa: F401 (a fixture)
 from support.web_seed import seeded_store, serving, sqlite_store  # noqa: F401 (the module's fixtures)
@@ -291,3 +293,84 @@ def test_an_accent_with_a_comma_is_one_accent_and_the_option_repeats():
     assert row_filter(parser.parse_args([])).accents == ()
     with pytest.raises(SystemExit):
         parser.parse_args(["--accent", "  "])
+
+
+def _distractors() -> list[Observation]:
+    """Rows the family page must leave out or window out: an emulator's, a TTS row, another family's,
+    one with no utterance, and the family's rows 10 and 50 days old (another month's partition)."""
+    base = [r for r in ROWS if r.family == FAMILY][:40]
+    out = [replace(r, run_id=f"emu-{r.run_id}", emulator=True, substitutions=0) for r in base[:10]]
+    out += [replace(base[0], run_id="tts", board="tts", protocol="tts-stream")]
+    out += [replace(base[1], run_id="other", family="other-family")]
+    out += [replace(base[2], run_id="no-utt", utterance_id=None)]
+    out += [replace(r, run_id=f"old-{age}-{r.run_id}", started_at=r.started_at - age * DAY) for age in (10, 50) for r in base]
+    return out
+
+
+def test_the_postgres_family_read_is_the_metric_definition_on_the_same_rows(tmp_path):
+    """The family page on Postgres reads narrow rows in SQL (store.family_reads); its numbers are those of
+    metrics.degradation over the window's observations, as SQLite's read gives them."""
+    from voxwatch.boards.leaderboard import since
+    from voxwatch.providers.registry import Registry
+    from voxwatch.store import open_store
+    from voxwatch.store.connection import connect
+    from voxwatch.store.family_reads import FAMILY_SQL
+    from voxwatch.web.family_views import build, family_view, lines
+    from voxwatch.web.source import open_source
+
+    from support.postgres import fresh_postgres
+
+    rows = ROWS + _distractors()
+    assert len({(r.run_id, r.model_id, r.dataset, r.clip_id, r.attempt) for r in rows}) == len(rows)  # none dropped as a repeat
+    lite_url = f"sqlite:///{tmp_path / 'family.sqlite'}"
+    lite = open_store(lite_url)
+    lite.add(rows)
+    lite.close()
+    registry = Registry.default()
+    with fresh_postgres() as url:
+        pg = open_store(url)
+        pg.add(rows)
+        pg.close()
+        sources = [open_source(u, registry) for u in (url, lite_url)]
+        try:
+            seen = 0
+            for family in (FAMILY, HAND, "other-family", "no-such-family"):
+                for window in ("24h", "7d", "30d"):
+                    for region in (None, "us-east", "eu-west"):
+                        defined = build([r for r in rows if not r.emulator and r.started_at >= since(window)],
+                                        family, window, region)
+                        for source in sources:
+                            view = family_view(source, family, window, region)
+                            assert (view.conditions, view.clean_datasets, view.regions) == \
+                                (defined.conditions, defined.clean_datasets, defined.regions), source.kind
+                            assert _same_lines(lines(view), lines(defined)), (source.kind, family, window, region)
+                        seen += len(lines(defined))
+            assert seen > 20
+            with connect(url) as conn:  # by key, run by run, in each month's partition: never a pass over the table
+                conn.execute("SET enable_seqscan = off")
+                plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + FAMILY_SQL,
+                                                            {"family": FAMILY, "since": since("30d"), "board": "stt"}))
+            scans = [line for line in plan.splitlines() if " on obs_facts_" in line]
+            assert scans and all("Index Scan using obs_facts_" in line for line in scans), plan
+        finally:
+            for source in sources:
+                source.close()
+
+
+def _same_lines(a: list[dict], b: list[dict]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.keys() != y.keys():
+            return False
+        for k in x:
+            u, v = x[k], y[k]
+            if isinstance(u, float) or isinstance(v, float):
+                if u is None or v is None or not math.isclose(u, v, rel_tol=1e-12, abs_tol=1e-12):
+                    return False
+            elif isinstance(u, tuple) and u and isinstance(u[0], float):
+                if v is None or not all(math.isclose(p, q, rel_tol=1e-12, abs_tol=1e-12) for p, q in zip(u, v)):
+                    return False
+            elif u != v:
+                return False
+    return True

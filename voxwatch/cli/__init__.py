@@ -40,6 +40,7 @@ from voxwatch.conversations.cli import ERRORS as SCENARIO_ERRORS, register as re
 from voxwatch.cli.progress import Progress, add_progress, wanted
 from voxwatch.boards.row_options import add_row_filters, row_filter, span_text
 from voxwatch.store import RowFilter, open_store, redact
+from voxwatch.store.partitions import parse_month
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.web.limits import Limits
 from voxwatch.store.spool import RowsFileError, Unkept, add_spooled, read_spool
@@ -454,6 +455,11 @@ def cmd_db(args) -> int:
         applied = getattr(store, "migrated", [])
         print(f"{redact(cfg.store_url)}: schema up to date"
               + (f" (applied migrations {', '.join(map(str, applied))})" if applied else ""))
+        if args.action == "detach-before":
+            if not hasattr(store, "detach_before"):
+                raise StoreError("only the Postgres store is partitioned by month: a SQLite store has nothing to detach")
+            detached = store.detach_before(args.month)
+            print(f"detached {len(detached)} month(s), kept as tables for archiving: {', '.join(detached) or 'none'}")
         if args.action == "refresh" and hasattr(store, "refresh"):
             with Progress("refreshing", "series", wanted(args)) as bar:
                 refreshed = store.refresh(progress=bar)
@@ -667,6 +673,11 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("--store", help="store URL (default: config)")
         add_progress(cmd)
         cmd.set_defaults(func=cmd_db)
+    cmd = db.add_parser("detach-before", help="detach the observations of every month before MONTH (Postgres), "
+                                              "keeping each as a table of its own for archiving (docs/STORE.md)")
+    cmd.add_argument("month", type=_month, help="the first month kept, as YYYY-MM")
+    cmd.add_argument("--store", help="store URL (default: config)")
+    cmd.set_defaults(func=cmd_db)
 
     sv = sub.add_parser("serve", help="serve the public leaderboard web app and its read-only JSON API")
     sv.add_argument("--store", help="store URL (default: config)")
@@ -794,6 +805,13 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return PIPE_CLOSED
+
+
+def _month(text: str) -> int:
+    try:
+        return parse_month(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _dispatch(argv: list[str] | None) -> int:

@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Sequence
 import psycopg
 
 from voxwatch.foundation.observation import Observation
+from voxwatch.store import partitions
 from voxwatch.store.layout import DICTIONARIES, INLINE, KEY_NAMES, digest_of
 
 LOOKAHEAD = 5000
@@ -34,6 +35,8 @@ class Dictionaries:
         self.types = types  # field -> SQL type, for the arrays a lookup sends
         self.connect = connect  # the lookups' own autocommit connection
         self.names: dict[str, int] = {}
+        self.run_months: dict[int, int] = {}  # run ref -> its partition's month (obs_runs)
+        self.months: set[int] = set()  # the months whose partition this store has seen attached
         self.entries: dict[str, dict[tuple, int]] = {table: {} for table in DICTIONARIES}
 
     def facts(self, rows: Sequence[Observation], spans: Spans) -> Iterator[tuple]:
@@ -41,8 +44,12 @@ class Dictionaries:
         what is new; each row's (run, context) span is widened in `spans` as it goes.
 
         Key order lets the server append each key at the right edge of the primary key's index (its
-        fast path for the rightmost leaf) instead of descending the tree for every row."""
-        keys = self._keys(rows)
+        fast path for the rightmost leaf) instead of descending the tree for every row. The keys (and
+        so each run's month, and its partition) are settled here, before the caller's COPY starts: a
+        statement under way never sees a partition attached after it began."""
+        return self._facts(rows, self._keys(rows), spans)
+
+    def _facts(self, rows: Sequence[Observation], keys: list[tuple], spans: Spans) -> Iterator[tuple]:
         clips, contexts = self.entries["obs_clips"], self.entries["obs_contexts"]
         clip, context, inline, seen = _clip, _context, _inline, spans.spans  # locals: the client's hot loop
         last_context, last_ref, last_key, span = None, 0, -1, [0.0, 0.0]
@@ -68,7 +75,8 @@ class Dictionaries:
             yield fact
 
     def _keys(self, rows: Sequence[Observation]) -> list[tuple]:
-        """Each row's key as refs (layout.FACT_KEY), its names looked up first when any is new."""
+        """Each row's key as refs with its run's month (layout.FACT_KEY), its names and its runs' months
+        looked up first when any is new."""
         try:
             return self._refs(rows)
         except KeyError:
@@ -76,22 +84,42 @@ class Dictionaries:
             return self._refs(rows)
 
     def _refs(self, rows: Sequence[Observation]) -> list[tuple]:
-        names = self.names
-        return [(names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt) for r in rows]
+        names, months = self.names, self.run_months
+        return [(names[r.run_id], names[r.model_id], names[r.dataset], names[r.clip_id], r.attempt,
+                 months[names[r.run_id]]) for r in rows]
 
     def _learn(self, rows: Sequence[Observation], entries_of: Sequence[Observation]) -> None:
         """Look up (inserting what is missing) every name of `rows` and every clip and context of
         `entries_of` that the cache lacks."""
         names = sorted({n for r in rows for n in (r.run_id, r.model_id, r.dataset, r.clip_id)} - self.names.keys())
+        first: dict[str, float] = {}  # each run's first row here: the month of a run new to the store
+        for r in rows:
+            if r.run_id not in self.names or self.names[r.run_id] not in self.run_months:
+                first[r.run_id] = min(first.get(r.run_id, r.started_at), r.started_at)
         new = {"obs_clips": {_clip(r) for r in entries_of}, "obs_contexts": {_context(r) for r in entries_of}}
         new = {t: list(values - self.entries[t].keys()) for t, values in new.items()}
         conn = self.connect()
         with conn.transaction(), conn.cursor() as cur:
             found_names = self._names(cur, names) if names else {}
             found = {table: self._entries(cur, table, values) for table, values in new.items() if values}
+            refs = {**self.names, **found_names}
+            run_months = self._run_months(cur, {refs[run]: partitions.month_of(at) for run, at in first.items()})
+            partitions.ensure(cur, set(run_months.values()) - self.months)
         self.names.update(found_names)  # cached once committed
+        self.run_months.update(run_months)
+        self.months.update(run_months.values())
         for table, refs in found.items():
             self.entries[table].update(refs)
+
+    @staticmethod
+    def _run_months(cur: psycopg.Cursor, months: dict[int, int]) -> dict[int, int]:
+        """Each run's month (partitions.RUNS_DDL): the one stored, else this one (its first row's here)."""
+        if not months:
+            return {}
+        refs = list(months)
+        cur.execute("INSERT INTO obs_runs SELECT * FROM unnest(%s::integer[], %s::integer[]) ON CONFLICT DO NOTHING",
+                    (refs, [months[r] for r in refs]))
+        return dict(cur.execute("SELECT run_ref, month FROM obs_runs WHERE run_ref = ANY(%s)", (refs,)))
 
     @staticmethod
     def _names(cur: psycopg.Cursor, names: list[str]) -> dict[str, int]:

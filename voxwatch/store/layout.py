@@ -37,8 +37,11 @@ _ELSEWHERE = set(KEY_NAMES) | set(CLIP_FIELDS) | set(CONTEXT_FIELDS)
 INLINE = tuple(f for f in FIELDS if f not in _ELSEWHERE)
 """The fields the fact row holds itself, in Observation order. A new Observation field lands here
 unless it is added to a dictionary above: `upgrade` adds its column to obs_facts and redraws the view."""
-FACT_KEY = tuple(f"{f}_ref" for f in KEY_NAMES) + ("attempt",)
-FACT_REFS = FACT_KEY[:-1] + ("clip_ref", "context_ref")
+PARTITION = "run_month"
+"""The fact table's partition key: the UTC month (yyyymm) of its run's first stored row (store.partitions)."""
+FACT_KEY = tuple(f"{f}_ref" for f in KEY_NAMES) + ("attempt", PARTITION)
+"""The primary key: the observation's key, and the partition key (one per run, so the key stays one key)."""
+FACT_REFS = tuple(f"{f}_ref" for f in KEY_NAMES) + ("clip_ref", "context_ref")
 FACT_COLUMNS = FACT_KEY + ("clip_ref", "context_ref") + tuple(f for f in INLINE if f != "attempt")
 """The fact row's columns, in the order of a COPY: the key, the two dictionary refs, the row's own."""
 
@@ -77,13 +80,25 @@ def runs_during(low: str, high: str) -> str:
     return f"ARRAY(SELECT DISTINCT run_id_ref FROM obs_spans WHERE last_at >= {low} AND first_at <= {high})"
 
 
+def in_runs(runs: str, alias: str = "f", months: bool = True) -> str:
+    """The fact rows of these runs (an SQL array of run refs): by key, in only their months' partitions
+    (the span of their months comes from subqueries, so Postgres prunes the partitions outside it as
+    the query starts; it cannot prune on `= ANY` of a subquery's array).
+    months=False: the key alone (the table before it was partitioned, for migration 7's SQL)."""
+    if not months:
+        return f"{alias}.run_id_ref = ANY({runs})"
+    months_of = f"FROM obs_runs WHERE run_ref = ANY({runs})"
+    return (f"{alias}.run_id_ref = ANY({runs}) AND {alias}.{PARTITION} BETWEEN (SELECT min(month) {months_of}) "
+            f"AND (SELECT max(month) {months_of})")
+
+
 def derived_objects() -> list[str]:
     """The view and function drawn from the tables (redrawn by `upgrade` whenever a field is added)."""
     return [
         f"CREATE VIEW observations AS SELECT {SELECT_OBSERVATION} FROM {FROM_OBSERVATION}",
         "CREATE FUNCTION observations_during(low double precision, high double precision) RETURNS SETOF observations "
         f"LANGUAGE sql STABLE AS $$ SELECT {SELECT_OBSERVATION} FROM {FROM_OBSERVATION} "
-        f"WHERE f.run_id_ref = ANY({runs_during('low', 'high')}) AND f.started_at BETWEEN low AND high $$",
+        f"WHERE {in_runs(runs_during('low', 'high'))} AND f.started_at BETWEEN low AND high $$",
     ]
 
 
@@ -97,7 +112,7 @@ fields, in its order, so a RowsKey zips onto them."""
 
 
 def series_sql(select: str, keys: tuple[str, ...] = SERIES, until: bool = False, emulator: bool = False,
-               where: str = "", ordered: bool = True) -> str:
+               where: str = "", ordered: bool = True, months: bool = True) -> str:
     """The rows of one series (or of a model: keys=("model_id",)) measured since %(since)s, and before
     %(until)s when until=True, in time order, read by key run by run. `select` may use the fact row `f`,
     its context `c` and its dataset's name `d.name`. Parameters: each of `keys`, since, until.
@@ -109,7 +124,7 @@ def series_sql(select: str, keys: tuple[str, ...] = SERIES, until: bool = False,
     contexts = f"ARRAY(SELECT ref FROM obs_contexts WHERE {contexts})"
     spans = (f"SELECT DISTINCT run_id_ref FROM obs_spans WHERE context_ref = ANY({contexts}) AND last_at >= %(since)s"
              + (" AND first_at < %(until)s" if until else ""))
-    conditions = [f"f.run_id_ref = ANY(ARRAY({spans}))"]
+    conditions = [in_runs(f"ARRAY({spans})", months=months)]
     conditions += [f"f.{k}_ref = {_name(k)}" for k in ("model_id", "dataset") if k in keys]
     conditions += ["f.started_at >= %(since)s"] + (["f.started_at < %(until)s"] if until else [])
     conditions.append(f"f.context_ref = ANY({contexts})")
@@ -118,10 +133,16 @@ def series_sql(select: str, keys: tuple[str, ...] = SERIES, until: bool = False,
             + (" ORDER BY f.started_at" if ordered else ""))
 
 
-MEASURED_MODELS = (
-    "CREATE OR REPLACE FUNCTION measured_models(models text[]) RETURNS SETOF text LANGUAGE sql STABLE AS $$ "
-    "SELECT u.m FROM unnest(models) AS u(m) WHERE EXISTS ("
-    + series_sql("1", keys=("model_id",), ordered=False) % {"model_id": "u.m", "since": "'-infinity'"} + ") $$")
+def measured_models(months: bool = True) -> str:
+    """Those of these models that have a row not measured against an emulator (MEASURED_MODELS);
+    months=False: as migration 7 drew it, before the fact table was partitioned."""
+    return ("CREATE OR REPLACE FUNCTION measured_models(models text[]) RETURNS SETOF text LANGUAGE sql STABLE AS $$ "
+            "SELECT u.m FROM unnest(models) AS u(m) WHERE EXISTS ("
+            + series_sql("1", keys=("model_id",), ordered=False, months=months) % {"model_id": "u.m", "since": "'-infinity'"}
+            + ") $$")
+
+
+MEASURED_MODELS = measured_models()
 """Those of these models that have a row not measured against an emulator (what the alert-history
 dashboard asks of its alerts' models): each model's rows read as a series is (series_sql: the runs
 of real contexts, found once, then one probe of the key per run), instead of a filter on

@@ -23,8 +23,10 @@ from voxwatch.store.comparisons import DDL as COMPARISONS_DDL
 from voxwatch.store.exclusions import DDL as EXCLUSIONS_DDL
 from voxwatch.store.preference import ddl as preference_ddl
 from voxwatch.store.preference_fits import ddl as preference_fits_ddl
+from voxwatch.store import partitions
 from voxwatch.store.layout import (CLIP_FIELDS, CONTEXT_FIELDS, DICTIONARIES, DIGEST_FUNCTION, FACT_COLUMNS, FACT_KEY, FACT_REFS,
-                     INLINE, KEY_NAMES, MEASURED_MODELS, derived_objects, digest_of)
+                                   INLINE, KEY_NAMES, MEASURED_MODELS, PARTITION, derived_objects, digest_of,
+                                   measured_models)
 
 _TYPES = {"int": "bigint", "float": "double precision", "bool": "boolean", "str": 'text COLLATE "C"'}
 _LOCK = 0x766F7877  # pg_advisory_xact_lock key: one migrator at a time ("voxw")
@@ -68,6 +70,11 @@ def _aggregate_columns() -> list[tuple[str, str]]:
     return [(c, f"{t} NOT NULL DEFAULT ''" if c == "instrument" else t) for c, t in cols]
 
 
+_V6_KEY = tuple(c for c in FACT_KEY if c != PARTITION)
+_V6_COLUMNS = tuple(c for c in FACT_COLUMNS if c != PARTITION)
+"""The fact table as migration 6 made it, before it was partitioned (migration 15)."""
+
+
 def _narrow_layout(cur: psycopg.Cursor) -> None:
     """Migration 6: the dictionaries, the fact table and the run spans (voxwatch.store.layout); the
     wide table's rows are moved over in SQL and the table dropped (the view takes its name)."""
@@ -78,7 +85,7 @@ def _narrow_layout(cur: psycopg.Cursor) -> None:
         cur.execute(_table(table, [("ref", "serial"), ("digest", "bytea NOT NULL UNIQUE")] + [(c, types[c]) for c in cols],
                            "PRIMARY KEY (ref)"))
     fact_types = {**types, **{c: "integer" for c in FACT_REFS}}
-    cur.execute(_table("obs_facts", [(c, fact_types[c]) for c in FACT_COLUMNS], f"PRIMARY KEY ({', '.join(FACT_KEY)})"))
+    cur.execute(_table("obs_facts", [(c, fact_types[c]) for c in _V6_COLUMNS], f"PRIMARY KEY ({', '.join(_V6_KEY)})"))
     cur.execute("CREATE TABLE obs_spans (run_id_ref integer, context_ref integer, first_at double precision NOT NULL, "
                 "last_at double precision NOT NULL, PRIMARY KEY (run_id_ref, context_ref))")
     cur.execute("CREATE INDEX obs_spans_last ON obs_spans (last_at)")
@@ -96,10 +103,35 @@ def _narrow_layout(cur: psycopg.Cursor) -> None:
     joins = (" ".join(f"JOIN obs_names n_{k} ON n_{k}.digest = voxwatch_digest(ARRAY[o.{k}])" for k in KEY_NAMES)
              + f" JOIN obs_clips cl ON cl.digest = {digest_of(CLIP_FIELDS, 'o', types)}"
              + f" JOIN obs_contexts cx ON cx.digest = {digest_of(CONTEXT_FIELDS, 'o', types)}")
-    cur.execute(f"INSERT INTO obs_facts ({', '.join(FACT_COLUMNS)}) SELECT {', '.join(select)} FROM observations o {joins}")
+    cur.execute(f"INSERT INTO obs_facts ({', '.join(_V6_COLUMNS)}) SELECT {', '.join(select)} FROM observations o {joins}")
     cur.execute("INSERT INTO obs_spans SELECT run_id_ref, context_ref, min(started_at), max(started_at) "
                 "FROM obs_facts GROUP BY 1, 2")
     cur.execute("DROP TABLE observations")
+
+
+def _by_month(cur: psycopg.Cursor) -> None:
+    """Migration 15: obs_facts partitioned by RANGE on run_month (voxwatch.store.partitions). Each
+    run's month is the month of its first row; the rows move into the partitioned table in SQL, in
+    this one transaction (a failure leaves the old table as it was), and the old table is dropped."""
+    cur.execute(partitions.RUNS_DDL)
+    cur.execute("INSERT INTO obs_runs SELECT run_id_ref, (extract(year FROM t) * 100 + extract(month FROM t))::integer "
+                "FROM (SELECT run_id_ref, to_timestamp(min(started_at)) AT TIME ZONE 'UTC' AS t "
+                "FROM obs_facts GROUP BY run_id_ref) AS r")
+    cur.execute("DROP VIEW IF EXISTS observations CASCADE")  # upgrade draws it again over the new table
+    cur.execute("ALTER TABLE obs_facts RENAME TO obs_facts_unpartitioned")
+    cur.execute("ALTER INDEX obs_facts_pkey RENAME TO obs_facts_unpartitioned_pkey")
+    types = {**dict(columns(Observation)), **{c: "integer" for c in FACT_REFS}, PARTITION: "integer"}
+    cur.execute(_table("obs_facts", [(c, types[c]) for c in FACT_COLUMNS], f"PRIMARY KEY ({', '.join(FACT_KEY)})")
+                + f" PARTITION BY RANGE ({PARTITION})")
+    partitions.ensure(cur, [m for (m,) in cur.execute("SELECT DISTINCT month FROM obs_runs")])
+    partitions.ahead(cur)
+    have = {c for (c,) in cur.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_schema = current_schema() AND table_name = 'obs_facts_unpartitioned'")}
+    moved = [c for c in FACT_COLUMNS if c in have]  # a field the old table lacks stays NULL, as upgrade would add it
+    cur.execute(f"INSERT INTO obs_facts ({', '.join(moved)}, {PARTITION}) SELECT {', '.join('o.' + c for c in moved)}, r.month "
+                "FROM obs_facts_unpartitioned o JOIN obs_runs r ON r.run_ref = o.run_id_ref")
+    cur.execute("DROP TABLE obs_facts_unpartitioned")
+    cur.execute(MEASURED_MODELS)  # its runs' rows now in their months' partitions
 
 
 MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
@@ -137,7 +169,7 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # observations as narrow fact rows with their repeated text in dictionaries (voxwatch.store.layout)
     (6, _narrow_layout),
     # measured_models(models): those with a row not measured against an emulator (the alert-history dashboard)
-    (7, MEASURED_MODELS),
+    (7, measured_models(months=False)),
     # the reconciler reads the runs started in its look-back every minute (voxwatch.workers.reconcile)
     # (the recent ones, and those still running, whatever their age)
     (8, "CREATE INDEX runs_started ON runs (started_at);\n"
@@ -158,6 +190,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (13, EXCLUSIONS_DDL),
     # every ranking's paired comparisons per window (voxwatch.store.comparisons), refreshed as ticks finish
     (14, COMPARISONS_DDL),
+    # the fact table partitioned by month, each run's month in obs_runs (voxwatch.store.partitions)
+    (15, _by_month),
 ]
 
 
@@ -185,6 +219,8 @@ def upgrade(conn: psycopg.Connection) -> list[int]:
                         cur.execute(statement)
                 cur.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
                 applied.append(version)
+        if have & {15} or 15 in applied:  # partitioned: this month's and the next's, so that writes rarely make one
+            partitions.ahead(cur)
         types = dict(columns(Observation))
         for table, cols in (("obs_facts", [(f, types[f]) for f in INLINE]),
                             *((t, [(f, types[f]) for f in fs]) for t, fs in DICTIONARIES.items()),

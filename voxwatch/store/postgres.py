@@ -23,12 +23,12 @@ from voxwatch.foundation.observation import RUN_FIELDS, Observation, RunRecord
 from voxwatch.foundation.series_key import RowsKey
 from voxwatch.providers.registry import Registry
 from voxwatch.foundation.store_url import StoreError
-from voxwatch.store import aggregates, comparisons, exclusions, migrations
+from voxwatch.store import aggregates, comparisons, exclusions, migrations, partitions
 from voxwatch.store import conversations as conv
 from voxwatch.store import preference, preference_fits
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.interning import Dictionaries, Spans
-from voxwatch.store.layout import FACT_COLUMNS, FACT_REFS
+from voxwatch.store.layout import FACT_COLUMNS, FACT_REFS, PARTITION
 from voxwatch.store.observation_reads import stream_observations
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.runs import unrecorded_run
@@ -39,7 +39,7 @@ SMALL_BATCH = 16
 benchmarks/store_scale.py measures both by batch size."""
 
 _FIELD_TYPES = {name: sql_type.split(" COLLATE")[0] for name, sql_type in migrations.columns(Observation)}
-_FACT_TYPES = [("integer" if c in FACT_REFS else _FIELD_TYPES[c]) for c in FACT_COLUMNS]
+_FACT_TYPES = [("integer" if c in FACT_REFS or c == PARTITION else _FIELD_TYPES[c]) for c in FACT_COLUMNS]
 _FACTS = ", ".join(FACT_COLUMNS)
 _INSERT = f"INSERT INTO obs_facts ({_FACTS}) VALUES ({', '.join(['%s'] * len(FACT_COLUMNS))}) ON CONFLICT DO NOTHING"
 _COPY = f"COPY {{}} ({_FACTS}) FROM STDIN (FORMAT BINARY)"  # binary: about twice as fast as text for these rows
@@ -158,10 +158,11 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
         and the rows go through a staging table that skips the stored keys."""
         conn, spans = self._connect(), Spans()
         try:
+            facts = self._dictionaries.facts(rows, spans)  # the keys, and their partitions, before the COPY
             with conn.transaction(), conn.cursor() as cur:
                 with cur.copy(_COPY.format("obs_facts")) as copy:
                     copy.set_types(_FACT_TYPES)
-                    for f in self._dictionaries.facts(rows, spans):
+                    for f in facts:
                         copy.write_row(f)
                 cur.execute(_SPANS, spans.arrays())
                 return len(rows)
@@ -204,6 +205,14 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             return aggregates.read(self._connect(), window, since)
         except psycopg.Error as exc:
             raise self.error("cannot read the aggregates of", exc) from None
+
+    def detach_before(self, month: int) -> list[str]:
+        """Detach the fact partitions of every month before `month` (yyyymm), keeping their tables for
+        archiving (store.partitions); returns their names."""
+        try:
+            return partitions.detach_before(self._connect(), month)
+        except psycopg.Error as exc:
+            raise self.error("cannot detach old months of", exc) from None
 
     def start_run(self, run: RunRecord) -> None:
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in RUN_FIELDS if c != "run_id")

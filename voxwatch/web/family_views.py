@@ -2,7 +2,8 @@
 for every STT series (model, region, method version), its clean dataset against each degraded
 condition of the family on the utterances measured in both (metrics.degradation, the one definition).
 
-Nothing here computes a statistic: it reads the family's rows of the window, splits them into each
+Nothing here computes a statistic: it reads the family's rows of the window (Postgres: only the
+columns it needs, in SQL: store.family_reads; SQLite: its observations), splits them into each
 series' clean and degraded sides (a row's utterance is its utterance_id: the same sentence in every
 condition) and hands each pair to metrics.degradation. The page, the API and the CSV are this view.
 """
@@ -19,11 +20,11 @@ from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.degradation import MIN_PAIRED_UTTERANCES, Degradation, Side, degradation
 from voxwatch.metrics.ranking import ranked_metric
 from voxwatch.foundation.observation import Observation
-from voxwatch.store.row_filter import RowFilter
+from voxwatch.store.family_reads import BOARD as FAMILY_BOARD, FamilyRow
 
 from voxwatch.web.source import Source
 
-BOARD = "stt"
+BOARD = FAMILY_BOARD
 CLEAN = "clean"
 """The condition a family's degraded conditions are compared with."""
 
@@ -58,7 +59,7 @@ class FamilyView:
     series: list[FamilySeries]
 
 
-def _side(rows: list[Observation], metric: str) -> Side:
+def _side(rows: list[Observation | FamilyRow], metric: str) -> Side:
     scored = [r.status == "ok" and None not in (r.substitutions, r.deletions, r.insertions, r.ref_words) for r in rows]
     return Side(utterances=[r.utterance_id for r in rows], ticks=[r.run_id for r in rows],
                 statuses=[r.status for r in rows],
@@ -67,13 +68,13 @@ def _side(rows: list[Observation], metric: str) -> Side:
                 latency=[getattr(r, metric) if r.status == "ok" else None for r in rows])
 
 
-def build(rows: list[Observation], family: str, window: str, region: str | None = None) -> FamilyView:
+def build(rows: list[Observation | FamilyRow], family: str, window: str, region: str | None = None) -> FamilyView:
     """The view from the family's rows of the window (rows of other families or boards are left out;
     rows with no utterance_id cannot be paired and count nowhere)."""
     mine = [r for r in rows if r.family == family and r.board == BOARD and r.utterance_id]
     regions = sorted({r.region for r in mine})
     mine = [r for r in mine if region is None or r.region == region]
-    groups: dict[tuple[str, str, str, str], dict[tuple[str, str], list[Observation]]] = {}
+    groups: dict[tuple[str, str, str, str], dict[tuple[str, str], list[Observation | FamilyRow]]] = {}
     for r in mine:
         key = (r.model_id, r.region, r.method_version, r.protocol)
         groups.setdefault(key, {}).setdefault((r.dataset, r.condition or ""), []).append(r)
@@ -100,8 +101,7 @@ def build(rows: list[Observation], family: str, window: str, region: str | None 
 
 def family_view(source: Source, family: str, window: str, region: str | None = None) -> FamilyView:
     """The family's view over a rolling window of the source's rows."""
-    rows = source.observations(RowFilter(since=since(window), boards=(BOARD,), families=(family,)))
-    return build(rows, family, window, region)
+    return build(source.family_rows(family, since(window)), family, window, region)
 
 
 def lines(view: FamilyView) -> list[dict]:

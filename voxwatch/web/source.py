@@ -38,6 +38,7 @@ from voxwatch.store import aggregates, layout, open_store
 from voxwatch.store import comparisons as paired_table
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
+from voxwatch.store.family_reads import BOARD as FAMILY_BOARD, FamilyRow, family_rows
 from voxwatch.store.observation_reads import stream_observations
 from voxwatch.store.postgres import PostgresStore, read_conversations
 from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
@@ -77,6 +78,9 @@ class Source(Protocol):
 
     def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         """The window's leaderboard; over the clips `only` selects (speakers, accents) when given."""
+
+    def family_rows(self, family: str, since: float) -> list:
+        """A dataset family's STT rows since a time, with the Observation fields the family page reads."""
 
     def comparisons(self, window: str, only: RowFilter | None = None) -> list[Comparison]:
         """The window's paired comparisons (boards.comparisons.from_store), over the clips `only` selects."""
@@ -131,9 +135,9 @@ def _instrument(board: str, instrument_id: str | None) -> str | None:
 
 _FIRST_SEEN_SQL = layout.series_sql("f.started_at") + " LIMIT 1"
 _CLIP_CONTEXTS = "ARRAY(SELECT ref FROM obs_contexts WHERE board = %(board)s AND emulator IS NOT TRUE)"
-_CLIP_VALUES_SQL = ("SELECT DISTINCT f.speaker, f.accent FROM obs_facts f WHERE f.run_id_ref = ANY(ARRAY("
-                    f"SELECT DISTINCT run_id_ref FROM obs_spans WHERE context_ref = ANY({_CLIP_CONTEXTS}) "
-                    f"AND last_at >= %(since)s)) AND f.context_ref = ANY({_CLIP_CONTEXTS}) AND f.started_at >= %(since)s")
+_CLIP_VALUES_SQL = ("SELECT DISTINCT f.speaker, f.accent FROM obs_facts f WHERE " + layout.in_runs(
+    f"ARRAY(SELECT DISTINCT run_id_ref FROM obs_spans WHERE context_ref = ANY({_CLIP_CONTEXTS}) AND last_at >= %(since)s)")
+    + f" AND f.context_ref = ANY({_CLIP_CONTEXTS}) AND f.started_at >= %(since)s")
 """The speakers and accents of a board's real rows since a time: the fact rows of the board's runs,
 found through the spans as a series' are (layout.series_sql), narrow columns only."""
 _NEWEST_SQL = ("SELECT max(s.last_at) FROM obs_spans s JOIN obs_contexts c ON c.ref = s.context_ref "
@@ -208,6 +212,11 @@ class PostgresSource:
         """What leaderboard.from_store reads for a board over some clips, and the family page's rows."""
         with self._reading("the observations") as conn:
             return [r for r in stream_observations(conn, only) if not r.emulator]
+
+    def family_rows(self, family: str, since: float) -> list[FamilyRow]:
+        """The family page's rows: narrow, in SQL (store.family_reads)."""
+        with self._reading("a family's rows") as conn:
+            return family_rows(conn, family, since)
 
     def clip_values(self, board: str, since: float) -> ClipValues:
         with self._reading("the speakers and accents") as conn:
@@ -336,6 +345,10 @@ class SQLiteSource:
     def observations(self, only: RowFilter) -> list[Observation]:
         with self._store("the observations") as store:
             return [r for r in store.observations(only=only) if not r.emulator]
+
+    def family_rows(self, family: str, since: float) -> list[Observation]:
+        """The family page's rows: the family's STT observations of the window."""
+        return self.observations(RowFilter(since=since, boards=(FAMILY_BOARD,), families=(family,)))
 
     def clip_values(self, board: str, since: float) -> ClipValues:
         with self._store("the speakers and accents") as store:
