@@ -12,8 +12,10 @@ import pytest
 from support.processes import run_cli
 from test_registry import VENDOR
 from test_user_registry import model
+from voxwatch.alerts.bursts import EMULATOR, NO_PRICE, clip_price, cost, price_per_clip
 from voxwatch.boards import leaderboard
 from voxwatch.boards.prices import shown_price
+from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.metrics.price import Price, board_figure
 from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS
 from voxwatch.providers.registry import Registry, RegistryError
@@ -107,6 +109,31 @@ def test_the_package_prices_are_sourced_and_local_engines_and_cascades_have_none
         assert price.source.strip() and price.checked <= registry.day
     assert not any(m.price for m in registry.models.values() if m.region == "local")
     assert shown_price(registry, "cascade/local/x") is None
+
+
+def _clip(seconds: float) -> Clip:
+    return Clip(id="c1", utterance_id="u1", text="hello there", path="c1.wav", sha256="0" * 64, duration_s=seconds,
+                sample_rate=16000, speech_start=0.2, speech_end=seconds - 0.2)
+
+
+def test_a_bursts_price_per_clip_is_the_price_per_audio_hour_times_the_clip(tmp_path: Path, monkeypatch):
+    registry = _registry(tmp_path, _stt(*PRICED))
+    ears = registry.resolve("acme/ears-2")
+    assert clip_price(ears, _clip(6.0)) == pytest.approx(0.0125 * 6.0 / 60)
+    per_clip, why = price_per_clip([(ears, _clip(6.0)), (ears, _clip(12.0))])
+    assert per_clip == pytest.approx(0.0125 * 9.0 / 60) and why == ""
+    assert cost(10, per_clip) == f"10 extra clips (~${10 * per_clip:.4f})"
+    flash = registry.resolve("elevenlabs/eleven_flash_v2_5:ws")
+    assert clip_price(flash, Prompt("p1", "x" * 200, "short")) == pytest.approx(50.0 * 200 / 1e6)
+    assert price_per_clip([(registry.resolve("deepgram/nova-3"), _clip(6.0))]) == (None, NO_PRICE)
+
+
+def test_a_burst_against_an_emulator_never_has_a_price(tmp_path: Path, monkeypatch):
+    registry = _registry(tmp_path, _stt(*PRICED))
+    monkeypatch.setenv("VOXWATCH_ACME_BASE_URL", "http://127.0.0.1:8123")
+    per_clip, why = price_per_clip([(registry.resolve("acme/ears-2"), _clip(6.0))])
+    assert per_clip is None and why == EMULATOR
+    assert "$" not in cost(10, per_clip, why)
 
 
 def test_the_cli_table_has_a_price_column_and_its_legend():
