@@ -60,7 +60,7 @@ def alerts(store: str) -> list[tuple[str, str]]:
 class _Tables(HTMLParser):
     """The ranked tables (table.ranked) of a page: each table's attributes and rows, each row's
     attributes and its cells by data-field (text, and the attributes of the cell); and every chart
-    mark (g.bar, g.point) with the ranked table it follows."""
+    mark (g.bar, g.point, g.point.price: a price chart's) with the ranked table it follows."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -81,7 +81,8 @@ class _Tables(HTMLParser):
             self._cell = {**a, "text": ""}
             self.tables[-1]["rows"][-1]["cells"][a["data-field"]] = self._cell
         elif tag == "g" and ("bar" in classes or "point" in classes):
-            self.marks.append({**a, "kind": "bar" if "bar" in classes else "point", "table": len(self.tables) - 1})
+            kind = "bar" if "bar" in classes else "price" if "price" in classes else "point"
+            self.marks.append({**a, "kind": kind, "table": len(self.tables) - 1})
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "td":
@@ -362,7 +363,7 @@ def test_a_filter_never_reranks_the_full_tables_either(tmp_path):
 
 def test_the_charts_draw_the_tables_numbers(server):
     api = _api(server, "stt")
-    points = bars = 0
+    points = bars = prices = 0
     for board in ("stt", "tts", "s2s"):
         page = parsed(server, f"/board/{board}")
         for mark in page.marks:
@@ -373,6 +374,10 @@ def test_the_charts_draw_the_tables_numbers(server):
                 points += 1
                 assert float(mark["data-x"]) == _value(p50)
                 assert float(mark["data-y"]) == _value(row["cells"]["pooled_wer"])
+            elif mark["kind"] == "price":  # the price chart: p50 against the model's price (the price cell's)
+                prices += 1
+                assert float(mark["data-x"]) == _value(p50)
+                assert float(mark["data-y"]) == _value(row["cells"]["price"])
             else:
                 bars += 1
                 assert float(mark["data-value"]) == _value(p50)
@@ -384,12 +389,14 @@ def test_the_charts_draw_the_tables_numbers(server):
                 assert _value(p50) == source["p50"]
                 if mark["kind"] == "point":
                     assert float(mark["data-y"]) == source["pooled_wer"]
+                elif mark["kind"] == "price":
+                    assert float(mark["data-y"]) == source["price"]
                 else:
                     assert [float(mark["data-low"]), float(mark["data-high"])] == source["p50_ci"]
         drawn = {(m["table"], m["data-key"]) for m in page.marks if m["kind"] == "bar"}
         with_p50 = {(i, r["data-key"]) for i, t in enumerate(page.tables) for r in t["rows"] if "p50" in r["cells"]}
         assert drawn == with_p50  # a bar for every line with a p50, and no other
-    assert points >= 4 and bars >= 6
+    assert points >= 4 and bars >= 6 and prices >= 1  # openai/whisper-1 has a list price in the registry
     svg = httpx.get(f"{server}/board/stt").text
     assert 'class="board-chart scatter"' in svg and 'viewBox="0 0 ' in svg and "<script" not in svg
 

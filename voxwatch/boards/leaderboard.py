@@ -21,7 +21,9 @@ from voxwatch.metrics.specs import METRICS
 from voxwatch.metrics.wer import CHARACTER, scorer_for
 from voxwatch.foundation.languages import is_english
 from voxwatch.foundation.observation import Observation
-from voxwatch.providers.lifecycle import Standing
+from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields, shown_price
+from voxwatch.metrics.price import BOARD_FIGURE_UNIT
+from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.series_data import group
@@ -78,7 +80,7 @@ def _ordered(rows: list[MetricRow], ranked: dict) -> list[MetricRow]:
 
 
 TABLE_HEADER = ("rank", "model", "dataset", "region", "method", "metric", "n", "mean", "p50 [95% CI]", "p95", "max",
-                "errors", "timeouts", "inaudible", "pooled WER [95% CI]", "entity errors [95% CI]")
+                "errors", "timeouts", "inaudible", "pooled WER [95% CI]", "entity errors [95% CI]", "price")
 
 
 def standings(registry: Registry | None, model_ids: Iterable[str]) -> dict[str, Standing]:
@@ -133,11 +135,12 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
                       if r.entity_error_rate is not None else "n/a")
             series = (str(rank) if rank else "-", r.model_id, r.dataset, r.region, f"v{r.method_version}")
             places = _PLACES.get(r.metric, 1)
+            price = shown_price(registry, r.model_id)
             table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean, places=places),
                           _num(r.p50, places=places) + _ci(r.p50_ci, places=places), _num(r.p95, places=places),
                           _num(r.max, places=places),
                           *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer,
-                             entity) if first else ("",) * 5)))
+                             entity, price.cell() if price else "-") if first else ("",) * 6)))
         widths = [max(len(row[i]) for row in table if not isinstance(row, str)) for i in range(len(TABLE_HEADER))]
         for k, row in enumerate(table):
             if isinstance(row, str):
@@ -151,6 +154,7 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
         lines.extend(f"  note: {n}" for n in notes)
         lines.extend(f"  status: {model_id} {s.notice}" for model_id, s in
                      sorted(standings(registry, {r.model_id for r in mine}).items()) if s.notice)
+        lines.append(price_legend(board))
     lines.append("\n" + ranking_note() + " '-' is not ranked (superseded method, or no interval yet: n < 5 or one "
                  "tick). Intervals [95% CI] are each series' own (`voxwatch compare` shows the pairs).\nn/a: under the statistic's "
                  f"floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. Latencies in ms; rtf in x "
@@ -158,14 +162,22 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
     return "\n".join(lines).lstrip("\n")
 
 
-def format_csv(rows: list[MetricRow]) -> str:
+def price_legend(board: str) -> str:
+    """What a board's price column is: its unit, where it comes from, when it is stale (metrics.price)."""
+    return (f"  price: {BOARD_FIGURE_UNIT[board]}, from the vendor's list price in the registry (its source and "
+            f"check date: `voxwatch providers list`); '(stale)': checked over {CHECK_MAX_AGE_DAYS} days ago; "
+            "'-': no list price recorded")
+
+
+def format_csv(rows: list[MetricRow], registry: Registry | None = None) -> str:
+    """Every row at full precision, with its model's price fields (boards.prices) where the registry is given."""
     buf = io.StringIO()
     names = [n for f in fields(MetricRow)
              for n in ((f"{f.name}_low", f"{f.name}_high") if f.name.endswith("_ci") else (f.name,))]
-    writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=names + list(PRICE_FIELDS), lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow(flat(r))
+        writer.writerow({**flat(r), **price_fields(registry, r.model_id)})
     return buf.getvalue()
 
 

@@ -212,7 +212,7 @@ def cmd_leaderboard(args) -> int:
         if board is not None:
             print(f"\nS2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
-        sys.stdout.write(leaderboard.format_csv([r for r in rows if only.keeps(r)]))
+        sys.stdout.write(leaderboard.format_csv([r for r in rows if only.keeps(r)], registry))
     return 0
 
 

@@ -14,6 +14,9 @@ import os
 from dataclasses import dataclass
 
 WARNING_DAYS = 90
+CHECK_MAX_AGE_DAYS = 180
+"""How old a registry check against a vendor may be before what it recorded (a list price) is shown
+as stale: vendors change prices without changing the model's id."""
 TODAY_VARIABLE = "VOXWATCH_TODAY"
 
 

@@ -25,9 +25,11 @@ from typing import Any, Sequence
 
 from voxwatch.foundation.server_url import HTTP, server_url_problem
 from voxwatch.foundation.text import control_chars
+from voxwatch.metrics import price as prices
+from voxwatch.metrics.price import Price
 from voxwatch.providers import preference_configs
 from voxwatch.providers.keys import api_key, key_variable
-from voxwatch.providers.lifecycle import LifecycleError, Standing, current_day, standing
+from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, LifecycleError, Standing, current_day, standing
 
 BOARDS = ("stt", "tts", "s2s")
 PROTOCOLS = {"stt-stream": "stt", "stt-batch": "stt", "tts-stream": "tts", "s2s": "s2s"}
@@ -81,6 +83,11 @@ class ModelInfo:
     description: str | None = None  # what the entry is, where its id cannot say (a baseline that is no model)
     origin: str = PACKAGE  # the registry file the entry came from: the package's, or a user file's path
     base_url: str | None = None  # its vendor's registered server (a vendor that speaks a protocol family)
+    price: Price | None = None  # its vendor's list price, where one was found (metrics/price.py)
+
+    def price_stale(self, day: dt.date) -> bool:
+        """Its price was checked longer ago than a check is trusted (CHECK_MAX_AGE_DAYS)."""
+        return self.price is not None and prices.is_stale(self.price.checked, day, CHECK_MAX_AGE_DAYS)
 
     @property
     def version(self) -> str | None:
@@ -120,9 +127,12 @@ class VendorInfo:
 _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": str, "status": str,
            "region": str, "needs_key": bool, "voice": str, "exclusions": list,
            "checked": dt.date, "source": str, "deprecated": dt.date, "shutdown": dt.date, "successor": str,
-           "session_limit_s": int, "undated": str, "session_limit_unknown": str, "description": str}
+           "session_limit_s": int, "undated": str, "session_limit_unknown": str, "description": str,
+           "price_usd": object, "price_output_usd": object, "price_unit": str, "price_source": str,
+           "price_checked": dt.date}  # a price's numbers are checked by metrics.price.problem
+_PRICE = ("price_usd", "price_output_usd", "price_unit", "price_source", "price_checked")
 _OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
-             "session_limit_unknown", "description"}
+             "session_limit_unknown", "description", *_PRICE}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
 _VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str,
                   "speaks": str, "base_url": str, "key_env": str}
@@ -183,7 +193,25 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
                      entry["region"], entry["needs_key"], entry.get("voice"), tuple(exclusions),
                      checked=entry["checked"], source=entry["source"], deprecated=deprecated, shutdown=shutdown,
                      successor=entry.get("successor"), session_limit_s=limit, undated=entry.get("undated"),
-                     session_limit_unknown=unknown, description=entry.get("description"))
+                     session_limit_unknown=unknown, description=entry.get("description"),
+                     price=_price(entry, f"{where} ({mid})"))
+
+
+def _price(entry: dict[str, Any], where: str) -> Price | None:
+    """A model's list price: all of price_usd, price_unit, price_source and price_checked (and an S2S
+    model's price_output_usd), or none of them; a number >= 0 in a unit that fits its board."""
+    given = [name for name in _PRICE if name in entry]
+    if not given:
+        return None
+    missing = [n for n in ("price_usd", "price_unit", "price_source", "price_checked") if n not in entry]
+    if missing:
+        raise RegistryError(f"{where}: a price needs {', '.join(missing)} too (or no price field at all)")
+    bad = prices.problem(entry["board"], entry["price_usd"], entry["price_unit"], entry.get("price_output_usd"))
+    if bad:
+        raise RegistryError(f"{where}: {bad}")
+    output = entry.get("price_output_usd")
+    return Price(float(entry["price_usd"]), entry["price_unit"], entry["price_source"], entry["price_checked"],
+                 None if output is None else float(output))
 
 
 def _parse_vendor(entry: dict[str, Any], where: str) -> VendorInfo:

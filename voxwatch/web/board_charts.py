@@ -1,5 +1,5 @@
 """Server-side SVG charts that compare the models of one ranking: a bar per model (its headline p50
-with its 95 % interval as a whisker) and latency against WER (one point per model).
+with its 95 % interval as a whisker), latency against WER and latency against price (one point per model).
 
 Each chart is drawn in a narrow coordinate box (WIDTH units) and scaled by the stylesheet to the
 width it is given (`width: 100%`), so on a phone its text stays near its drawn size instead of
@@ -39,7 +39,7 @@ class Point:
     label: str
     key: str
     x: float
-    y: float  # a rate: drawn in percent
+    y: float  # a rate (drawn in percent), or US dollars (scatter's dollars=True)
 
 
 def _tick(v: float) -> str:
@@ -99,11 +99,17 @@ def span_ticks(low: float, high: float, count: int = 4) -> list[float]:
     return [start + i * step for i in range(math.ceil((high - start) / step - 1e-9) + 1)]
 
 
-def scatter(title: str, x_label: str, y_label: str, points: list[Point]) -> str:
+def scatter(title: str, x_label: str, y_label: str, points: list[Point], dollars: bool = False) -> str:
     """One numbered point per model (the number is its line in the table, named in the legend
-    below), x a latency, y a rate drawn in percent; each axis spans its values."""
+    below), x a latency, y a rate drawn in percent (or, `dollars`, a price in US dollars); each axis
+    spans its values."""
+    scale = 1.0 if dollars else 100.0
+
+    def y_text(v: float) -> str:  # v in drawn units
+        return f"${v:,.2f}" if dollars else f"{v:.2f}%"
+
     x_ticks = span_ticks(min(p.x for p in points), max(p.x for p in points))
-    y_ticks = span_ticks(min(100 * p.y for p in points), max(100 * p.y for p in points))
+    y_ticks = span_ticks(min(scale * p.y for p in points), max(scale * p.y for p in points))
     if len(x_ticks) < 2:
         x_ticks.append(x_ticks[0] + 1)
     if len(y_ticks) < 2:
@@ -115,7 +121,7 @@ def scatter(title: str, x_label: str, y_label: str, points: list[Point]) -> str:
         return S_LEFT + (v - x_ticks[0]) / (x_ticks[-1] - x_ticks[0]) * plot_w
 
     def y(v: float) -> float:
-        return S_TOP + plot_h - (100 * v - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
+        return S_TOP + plot_h - (scale * v - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
 
     out = _open("scatter", title, height)
     for t in x_ticks:
@@ -123,9 +129,10 @@ def scatter(title: str, x_label: str, y_label: str, points: list[Point]) -> str:
         out.append(f'<text class="x-tick" x="{x(t):.1f}" y="{S_TOP + plot_h + 16}" text-anchor="middle">'
                    f"{_tick(t)}</text>")
     for t in y_ticks:
-        yt = y(t / 100)
+        yt = y(t / scale)
         out.append(f'<line x1="{S_LEFT}" x2="{S_LEFT + plot_w}" y1="{yt:.1f}" y2="{yt:.1f}" stroke="#eee"/>')
-        out.append(f'<text class="y-tick" x="{S_LEFT - 5}" y="{yt + 4:.1f}" text-anchor="end">{_tick(t)}%</text>')
+        out.append(f'<text class="y-tick" x="{S_LEFT - 5}" y="{yt + 4:.1f}" text-anchor="end">'
+                   f'{("$" + _tick(t)) if dollars else _tick(t) + "%"}</text>')
     out.append(f'<text x="{S_LEFT + plot_w / 2:.1f}" y="{S_TOP + plot_h + 34}" text-anchor="middle">'
                f"{escape(x_label)}</text>")
     mid = S_TOP + plot_h / 2
@@ -136,12 +143,13 @@ def scatter(title: str, x_label: str, y_label: str, points: list[Point]) -> str:
     legend_top = S_TOP + plot_h + S_BOTTOM
     for i, p in enumerate(points, 1):
         px, py = x(p.x), y(p.y)
-        out.append(f'<g class="point" data-key="{escape(p.key)}" data-x="{p.x!r}" data-y="{p.y!r}">')
+        out.append(f'<g class="point{" price" if dollars else ""}" data-key="{escape(p.key)}" data-x="{p.x!r}" '
+                   f'data-y="{p.y!r}">')
         out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="5" fill="{COLOR}"><title>{escape(p.label)}: '
-                   f"{_tick(p.x)}, {100 * p.y:.2f}%</title></circle>")
+                   f"{_tick(p.x)}, {y_text(scale * p.y)}</title></circle>")
         out.append(f'<text class="number" x="{px + 7:.1f}" y="{py - 5:.1f}" font-weight="bold">{i}</text>')
         out.append(f'<text class="label" x="8" font-size="{FONT - 1}" y="{legend_top + (i - 1) * LEGEND_ROW:.1f}">{i}: '
-                   f"{escape(p.label)} ({_tick(p.x)}, {100 * p.y:.2f}%)</text>")
+                   f"{escape(p.label)} ({_tick(p.x)}, {y_text(scale * p.y)})</text>")
         out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)

@@ -21,8 +21,10 @@ from voxwatch.alerts.store import Alert
 from voxwatch.datasets.provenance import Provenance
 from voxwatch.foundation.series_key import RowsKey
 from voxwatch.boards.leaderboard import WINDOWS
+from voxwatch.boards.prices import ShownPrice
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison
+from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.metrics.ranking import PROTOCOL_NAMES, rank_order, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.series import MetricRow
 
@@ -42,6 +44,7 @@ SORTS: dict[str, Callable[["Entry"], object]] = {
     "connect": lambda e: e.connect.p50 if e.connect else None,
     "error_rate": lambda e: e.row.error_rate,
     "wer": lambda e: e.row.pooled_wer,
+    "price": lambda e: e.price.figure if e.price else None,
 }
 """The sortable columns (`?sort=`) and the value each sorts by."""
 ORDERS = ("asc", "desc")
@@ -98,6 +101,7 @@ class Entry:
     unranked: str | None
     vendor: str
     alerts: tuple[Alert, ...] = ()
+    price: ShownPrice | None = None  # its model's list price in the board's unit (boards.prices)
 
     @property
     def key(self) -> str:
@@ -173,9 +177,10 @@ def sort_entries(entries: list[Entry], column: str, order: str) -> list[Entry]:
 
 
 def ranked_sections(rows: list[MetricRow], comparisons: list[Comparison], f: Filters, vendor: Callable[[str], str],
-                    provenance: Callable[[str], Provenance], alerts: Iterable[Alert] = ()) -> list[ProtocolSection]:
+                    provenance: Callable[[str], Provenance], alerts: Iterable[Alert] = (),
+                    price: Callable[[str], ShownPrice | None] = lambda model_id: None) -> list[ProtocolSection]:
     """Per board and protocol, one ranked table per dataset, holding the series the filters keep,
-    ranked by the window's paired comparisons."""
+    ranked by the window's paired comparisons; each line with its model's `price`."""
     ranked = ranks(rows, METHOD_VERSION, comparisons)  # over every series of the window: a filter never changes a rank
     connect = {series_id(r): r for r in rows if r.metric == CONNECT}
     firing: dict[RowsKey, list[Alert]] = {}
@@ -193,7 +198,7 @@ def ranked_sections(rows: list[MetricRow], comparisons: list[Comparison], f: Fil
                                   RankedTable(r.board, r.dataset, r.protocol, provenance(r.dataset)))
         sid = series_id(r)
         table.entries.append(Entry(r, connect.get(sid), ranked.get(sid), why_unranked(r, METHOD_VERSION), maker,
-                                   tuple(firing.get(sid.rows_key, ()))))
+                                   tuple(firing.get(sid.rows_key, ())), price(r.model_id)))
     sections: dict[tuple[str, str], ProtocolSection] = {}
     for key in sorted(tables, key=lambda k: (k[0], METRIC_ORDER.get(ranked_metric(k[1]) or "", len(METRIC_ORDER)),
                                              k[2])):
@@ -206,8 +211,9 @@ def ranked_sections(rows: list[MetricRow], comparisons: list[Comparison], f: Fil
 
 
 def charts(table: RankedTable) -> dict[str, str]:
-    """The table's pictures, in its order: its metric's p50 with the 95 % interval per line, and on a
-    table with scored words, that p50 against pooled WER."""
+    """The table's pictures, in its order: its metric's p50 with the 95 % interval per line, on a
+    table with scored words that p50 against pooled WER, and where a model has a price (in the
+    board's unit, metrics.price), that p50 against the price."""
     bars = [Bar(e.label, e.key, e.row.p50, *(e.row.p50_ci or (None, None))) for e in table.entries
             if e.row.p50 is not None]
     points = [Point(e.label, e.key, e.row.p50, e.row.pooled_wer) for e in table.entries
@@ -218,4 +224,9 @@ def charts(table: RankedTable) -> dict[str, str]:
     if points:
         out["scatter"] = scatter(f"{table.metric} p50 against pooled WER", f"{table.metric} p50 ({table.unit})",
                                  "pooled WER", points)
+    priced = [Point(e.label, e.key, e.row.p50, e.price.figure) for e in table.entries
+              if e.row.p50 is not None and e.price is not None and e.price.figure is not None]
+    if priced:
+        out["price"] = scatter(f"{table.metric} p50 against price", f"{table.metric} p50 ({table.unit})",
+                               BOARD_FIGURE_UNIT[table.board], priced, dollars=True)
     return out

@@ -15,9 +15,11 @@ from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Scorecard, Percentiles, Rate
 from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.paired import COLUMNS
+from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.metrics.series import WINDOWS, MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.preference.standings_format import BREAKDOWNS, ROW_FIELDS
+from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS
 from voxwatch.providers.registry import BOARDS, STATUSES
 
 from voxwatch.web.family_views import SERIES_FIELDS
@@ -81,6 +83,20 @@ def _get(summary: str, ok: dict, parameters: list[dict] | None = None, errors: d
                     "responses": {"200": ok, **_ERRORS, **(errors or {})}}}
 
 
+_PRICE_FIELDS = {
+    "price": {**_NULLABLE_NUMBER, "description": "the model's list price in its board's unit (price_unit; "
+              "docs/METHOD.md 'Price'); null: no list price in the registry, or one per 1M audio tokens (price_list)"},
+    "price_unit": {**_NULLABLE_STRING, "enum": [*BOARD_FIGURE_UNIT.values(), None],
+                   "description": "the unit of price on this board"},
+    "price_source": {**_NULLABLE_STRING, "description": "where the list price was read (a URL or a document)"},
+    "price_checked": {**_NULLABLE_DATE, "description": "when the list price was last checked"},
+    "price_stale": {"type": ["boolean", "null"], "description": f"checked more than {CHECK_MAX_AGE_DAYS} days "
+                    "before status_date: the vendor may have changed it"},
+    "price_list": {**_NULLABLE_STRING, "description": "the list price as the vendor states it "
+                   "('$0.006 per audio minute', '$10 in / $20 out per 1M audio tokens')"}}
+"""A leaderboard row's price (voxwatch/boards/prices.py), in the JSON and the CSV alike."""
+
+
 def document() -> dict:
     schemas = {
         "LeaderboardRow": _dataclass_schema(MetricRow, {
@@ -92,7 +108,8 @@ def document() -> dict:
             "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "
-                             "2027-01-20; ...' in the 90 days before the shutdown; null when there is nothing to say"}}),
+                             "2027-01-20; ...' in the 90 days before the shutdown; null when there is nothing to say"},
+            **_PRICE_FIELDS}),
         "MethodChange": _obj({"from": _STRING, "to": _STRING, "on": {"type": "string", "format": "date"}}),
         "MethodNote": _obj({"model_id": _STRING, "dataset": _STRING, "region": _STRING, "text": _STRING,
                             "changes": _array(_ref("MethodChange"))}),

@@ -15,7 +15,9 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from voxwatch.boards import leaderboard
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.boards.leaderboard import WINDOWS
+from voxwatch.boards.prices import shown_price
 from voxwatch.datasets.provenance import ORIGINS, Provenance, families, lookup
+from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
@@ -46,7 +48,8 @@ def _page_context(request: Request, rows: list, comparisons: list, board: str | 
             provenances[dataset] = lookup(request.app.state.catalog, dataset)
         return provenances[dataset]
 
-    sections = board_views.ranked_sections(rows, comparisons, f, vendor, provenance, views.alerts(source).alerts)
+    sections = board_views.ranked_sections(rows, comparisons, f, vendor, provenance, views.alerts(source).alerts,
+                                           lambda model_id: shown_price(registry, model_id))
     shown = sorted({t.dataset for s in sections for t in s.tables})
     options = board_views.options(rows, vendor, provenance)
     if board is not None:
@@ -58,7 +61,7 @@ def _page_context(request: Request, rows: list, comparisons: list, board: str | 
                              and len(set(members.get(p.family, {}).values())) > 1},
             "charts": {(t.board, t.protocol, t.dataset): board_views.charts(t) for s in sections for t in s.tables},
             "provenance": [provenance(d) for d in shown], "newest": source.newest(board), "now": time.time(), "origin_words": ORIGINS,
-            "na_reason": views.na_reason, "field_na": views.field_na}
+            "na_reason": views.na_reason, "field_na": views.field_na, "price_units": BOARD_FIGURE_UNIT}
 
 
 def overview_page(request: Request) -> Response:
@@ -82,7 +85,8 @@ def board_page(request: Request) -> Response:
         name = "-".join(["voxwatch", board, window] + ([re.sub(r"[^A-Za-z0-9._-]", "_", dataset)] if dataset else []))
         disposition = {"Content-Disposition": f'attachment; filename="{name}.{fmt}"'}
         if fmt == "csv":
-            return Response(leaderboard.format_csv(views.board_rows(source, window, board, dataset, clips)),
+            return Response(leaderboard.format_csv(views.board_rows(source, window, board, dataset, clips),
+                                                    request.app.state.registry),
                             media_type="text/csv; charset=utf-8", headers=disposition)
         return JSONResponse(views.leaderboard_document(source, request.app.state.registry, window, board, dataset,
                                                        speaker=speaker, accent=accent), headers=disposition)

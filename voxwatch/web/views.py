@@ -14,6 +14,7 @@ from datetime import date, datetime, timezone
 from itertools import groupby
 
 from voxwatch.boards import leaderboard
+from voxwatch.boards.prices import price_fields
 from voxwatch.boards.comparisons import ABOUT, SERIES_ABOUT, records
 from voxwatch.boards.comparisons import involving as board_comparisons_involving
 from voxwatch.foundation.series_key import RowsKey, SeriesKey
@@ -172,7 +173,8 @@ def leaderboard_document(source: Source, registry: Registry, window: str, board:
         "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(),
         "ranks": ranking_note(), "intervals": {"series": SERIES_ABOUT, "comparisons": ABOUT},
         "rows": [{**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
-                  "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id))} for r in rows],
+                  "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id)),
+                  **price_fields(registry, r.model_id)} for r in rows],
         "comparisons": records(comparisons),
         "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
                    "changes": [{"from": a, "to": b, "on": day} for a, b, day in n.changes]} for n in notes],

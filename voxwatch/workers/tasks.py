@@ -218,7 +218,7 @@ def evaluate_alerts() -> dict[str, int]:
         burst.apply_async(kwargs={"model": b.model_id, "dataset": b.dataset, "region": b.region,
                                   "alert_id": b.alert_id}, queue=queue_name(config, b.region))
         log.info("alert %d pending: confirmation burst of %s on %s @ %s, %s", b.alert_id, b.model_id, b.dataset,
-                 b.region, cost(config.panel_size, None))
+                 b.region, cost(config.panel_size, *_burst_price(config, st, b.model_id, b.dataset)))
     counts: dict[str, int] = {}
     for t in result.transitions:
         counts[t.event] = counts.get(t.event, 0) + 1
@@ -226,6 +226,17 @@ def evaluate_alerts() -> dict[str, int]:
     log.info("alerts: %d checks, transitions %s, %d deliveries (%d failed)", result.checks, counts or "none",
              len(result.deliveries), failed)
     return counts
+
+
+def _burst_price(config, st: ProcessState, model: str, dataset: str) -> tuple[float | None, str]:
+    """A burst's price per clip from the registry's list price over the panel it will measure (or why none)."""
+    from voxwatch.alerts.bursts import NO_PRICE, price_per_clip
+
+    try:
+        drawn = plan_burst(config, st.registry, st.catalog, model, dataset)
+    except PLAN_ERRORS:
+        return None, NO_PRICE
+    return price_per_clip((t.model, t.item) for t in drawn.tasks)
 
 
 def _seed(st: ProcessState, seed: int | None, sent_at: float | None) -> int:
