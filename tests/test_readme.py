@@ -10,7 +10,7 @@ import time
 from benchmarks import make_run
 from voxwatch.boards import leaderboard
 from voxwatch.store.comparisons import compute
-from voxwatch.boards.leaderboard import TABLE_HEADER
+from voxwatch.boards.leaderboard import QUALITY_BOARDS, QUALITY_HEADER, TABLE_HEADER
 from voxwatch.foundation.observation import Observation
 from voxwatch.metrics import METHOD_VERSION
 
@@ -46,8 +46,9 @@ def test_the_recorded_board_is_of_the_current_method_and_layout():
     _, _, board = make_run.parse_record(RECORD)
     headings = re.findall(r"^(STT|TTS|S2S) board - rolling 30d, current method v(\w+)", board, re.M)
     assert headings and {v for _, v in headings} == {METHOD_VERSION}
-    columns = [re.split(r"\s{2,}", line.strip()) for line in board.splitlines() if line.startswith("rank  model")]
-    assert columns and all(c == list(TABLE_HEADER) for c in columns)
+    columns = {title.split()[0].lower(): re.split(r"\s{2,}", header.strip())
+               for title, header in re.findall(r"^(\w+ board - .*)\n(rank  model.*)$", board, re.M)}
+    assert columns and all(c == list(TABLE_HEADER + (QUALITY_HEADER if b in QUALITY_BOARDS else ())) for b, c in columns.items())
     legend = _a_board().split("\n\n")[-1]
     assert legend.startswith("Ranks per dataset") and legend in board
 

@@ -81,6 +81,16 @@ def _ordered(rows: list[MetricRow], ranked: dict) -> list[MetricRow]:
 
 TABLE_HEADER = ("rank", "model", "dataset", "region", "method", "metric", "n", "mean", "p50 [95% CI]", "p95", "max",
                 "errors", "timeouts", "inaudible", "pooled WER [95% CI]", "entity errors [95% CI]", "price")
+QUALITY_HEADER = ("speech quality MOS [95% CI]",)
+"""The TTS and S2S boards' last column: the mean DNSMOS P.835 OVRL of the audio the models sent."""
+QUALITY_BOARDS = ("tts", "s2s")
+
+
+def quality_cell(r: MetricRow) -> str:
+    """A series' speech quality as the CLI shows it: the mean MOS, its interval, the clips scored."""
+    if r.quality_mos is None:
+        return f"n/a ({r.quality_clips} scored)" if r.quality_clips else "n/a"
+    return _num(r.quality_mos, places=2) + _ci(r.quality_mos_ci, places=2) + f" ({r.quality_clips} clips)"
 
 
 def standings(registry: Registry | None, model_ids: Iterable[str]) -> dict[str, Standing]:
@@ -122,7 +132,9 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
         lines.append(f"\n{board.upper()} board - {span or 'rolling ' + window}, current method v{METHOD_VERSION}"
                      + (f" (rows of method v{', v'.join(m for m in methods if m != METHOD_VERSION)} are shown, not "
                         "ranked: versions are never pooled)" if methods != [METHOD_VERSION] else ""))
-        table: list[tuple[str, ...] | str] = [TABLE_HEADER]  # a str is a ranking's heading
+        quality = board in QUALITY_BOARDS
+        header = TABLE_HEADER + (QUALITY_HEADER if quality else ())
+        table: list[tuple[str, ...] | str] = [header]  # a str is a ranking's heading
         for i, r in enumerate(mine):
             first = i == 0 or series_id(mine[i - 1]) != series_id(r)
             if i == 0 or (mine[i - 1].dataset, mine[i - 1].protocol) != (r.dataset, r.protocol):
@@ -140,8 +152,9 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
                           _num(r.p50, places=places) + _ci(r.p50_ci, places=places), _num(r.p95, places=places),
                           _num(r.max, places=places),
                           *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer,
-                             entity, price.cell() if price else "-") if first else ("",) * 6)))
-        widths = [max(len(row[i]) for row in table if not isinstance(row, str)) for i in range(len(TABLE_HEADER))]
+                             entity, price.cell() if price else "-") if first else ("",) * 6),
+                          *(((quality_cell(r) if first else ""),) if quality else ())))
+        widths = [max(len(row[i]) for row in table if not isinstance(row, str)) for i in range(len(header))]
         for k, row in enumerate(table):
             if isinstance(row, str):
                 lines.append(f"-- {row}")
@@ -158,7 +171,8 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
     lines.append("\n" + ranking_note() + " '-' is not ranked (superseded method, or no interval yet: n < 5 or one "
                  "tick). Intervals [95% CI] are each series' own (`voxwatch compare` shows the pairs).\nn/a: under the statistic's "
                  f"floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. Latencies in ms; rtf in x "
-                 "real time; rates over attempts; WER is pooled over the scored clips.")
+                 "real time; rates over attempts; WER is pooled over the scored clips; speech quality (TTS, S2S) is the mean "
+                 "DNSMOS P.835 OVRL (1-5, higher is better) of the audio the model sent.")
     return "\n".join(lines).lstrip("\n")
 
 

@@ -12,3 +12,15 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class ModelIntegrityError(RuntimeError):
+    """Model weights whose sha256 is not the one the code was validated with."""
+
+
+def verified(path: Path, expected_sha256: str) -> Path:
+    """The path, once its file's sha256 is the expected one (ModelIntegrityError in one line otherwise)."""
+    actual = file_sha256(path)
+    if actual != expected_sha256:
+        raise ModelIntegrityError(f"{path}: sha256 {actual} does not match {expected_sha256}")
+    return path

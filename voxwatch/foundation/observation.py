@@ -73,6 +73,10 @@ class Observation:
     entities_missed: int | None = None
     instrument_id: str | None = None
     instrument_error: str | None = None
+    # speech quality (METHOD "Speech quality"): the synthesized audio's (TTS) or the reply's (S2S)
+    # DNSMOS P.835 OVRL, and the instrument that scored it (model and weights' digest); None when not scored
+    quality_mos: float | None = None
+    quality_instrument: str | None = None
     # versions
     method_version: str = ""
     runner_version: str = ""

@@ -40,6 +40,7 @@ from voxwatch.providers.base import HarnessFault, ProviderError, in_language, on
 from voxwatch.providers.close_codes import closed
 from voxwatch.foundation.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
+from voxwatch.providers.local.dnsmos_quality import INSTRUMENT_ID as QUALITY_INSTRUMENT
 from voxwatch.providers.registry import ModelInfo
 
 from voxwatch.harness.pacer import paced_send
@@ -63,6 +64,7 @@ class MeasureContext:
     chunk_ms: int = 20
     instrument: Callable[[np.ndarray], str] | None = None  # float32 16 kHz -> transcript
     instrument_id: str | None = None
+    quality: Callable[[np.ndarray], float] | None = None  # float32 16 kHz -> speech quality MOS (TTS, S2S replies)
     secrets: tuple[Secret | None, ...] = ()
     clock: Clock = time.perf_counter_ns
     emulator: bool = False
@@ -208,6 +210,7 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
             raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
         row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
         _http_facts(row, timeline)
+        await _score_quality(row, stream.samples, stream.sample_rate, ctx)
         if ctx.instrument is None:
             return
         row.instrument_id = ctx.instrument_id
@@ -222,6 +225,19 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
         except Exception as exc:  # an instrument failure is not a provider failure
             row.instrument_error = f"{type(exc).__name__}: {exc}"
     return compute
+
+
+async def _score_quality(row: Observation, samples: np.ndarray, rate: int, ctx: MeasureContext) -> None:
+    """The speech quality of the audio a model sent (METHOD "Speech quality"), once per row, off the
+    clock; a failure of the instrument is an instrument error, never a provider failure."""
+    if ctx.quality is None:
+        return
+    row.quality_instrument = QUALITY_INSTRUMENT
+    try:
+        audio16k = resample(samples, rate, 16000).astype(np.float32)
+        row.quality_mos = await asyncio.to_thread(ctx.quality, audio16k)
+    except Exception as exc:
+        row.instrument_error = row.instrument_error or f"{QUALITY_INSTRUMENT}: {type(exc).__name__}: {exc}"
 
 
 def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
@@ -249,6 +265,7 @@ async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Obs
             lv = levels(reply.samples)
             raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
         row.v2v_ms = v.v2v_ms
+        await _score_quality(row, reply.samples, reply.sample_rate, ctx)
     return record
 
 

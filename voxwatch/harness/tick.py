@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 from tqdm import tqdm
 
 from voxwatch.foundation import preload
@@ -25,6 +26,7 @@ from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.datasets.sampling import draw, panel
 from voxwatch.foundation.observation import Observation, RunRecord, run_status
 from voxwatch.providers.keys import key_variable, model_secrets
+from voxwatch.providers.local.dnsmos_quality import DnsmosQuality
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store import Store
 from voxwatch.foundation.store_url import StoreError
@@ -250,11 +252,19 @@ async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: i
     """One row for one task, in-process or in a Celery worker: the worker's region is stamped on it."""
     ctx = MeasureContext(run_id=run_id, seed=seed, region=config.region, timeout_s=config.timeout_s,
                          chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if task.model.board == "tts" else None,
-                         instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False))
+                         instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False),
+                         quality=speech_quality if task.model.board in ("tts", "s2s") else None)
     if isinstance(adapter, Exception):
         return failed_observation(task.model, task.dataset, task.item, ctx, "error",
                                   f"adapter unavailable: {adapter}")
     return await measure_item(task.model, adapter, task.dataset, task.item, ctx)
+
+
+def speech_quality(audio16k: np.ndarray) -> float:
+    """The fixed speech quality instrument's score, its model loaded on the first call in a process
+    (in the harness' thread, off the clock); a model that cannot load (its weights fail their sha256)
+    raises on each call: an instrument error on each row."""
+    return DnsmosQuality.get().score(audio16k)
 
 
 def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[Callable | None, str | None]:

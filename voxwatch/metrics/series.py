@@ -103,6 +103,9 @@ class MetricRow:
     entity_error_rate: float | None = None
     entities: int = 0  # tagged entities in the clips the entity error rate pools
     entity_error_rate_ci: tuple[float, float] | None = None
+    quality_mos: float | None = None  # TTS and S2S: the mean speech quality of the ok rows scored (METHOD "Speech quality")
+    quality_clips: int = 0
+    quality_mos_ci: tuple[float, float] | None = None
 
 
 def flat(row: MetricRow) -> dict:
@@ -194,6 +197,7 @@ class SeriesData:
     words: Sequence[int | None]
     entities_missed: Sequence[int | None] = ()
     entities_total: Sequence[int | None] = ()  # both empty, or one entry per row (None: untagged or not scored)
+    quality: Sequence[float | None] = ()  # empty, or one entry per row (None: not scored)
 
 
 def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -267,7 +271,8 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
         pooled_wer=wer, wer_words=int(words.sum()), wer_clips=int(words.size),
         wer_ci=_wer_ci(wer, errors, words, everything.subset(scored)),
         clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
-        clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None)
+        clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None,
+        **speech_quality(statuses, data.quality, everything))
 
     out = []
     for spec in for_protocol(protocol, headline_only=True):
@@ -281,6 +286,18 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
             mean_ci=_mean_ci(x, on, -np.inf if spec.signed else 0.0),
             p50_ci=quantile_ci(x, 50, on), p95_ci=quantile_ci(x, 95, on)))
     return out
+
+
+def speech_quality(statuses: np.ndarray, quality: Sequence[float | None], d: Design) -> dict:
+    """A series' speech quality (METHOD "Speech quality"): the mean score of its ok rows that have one,
+    n/a below MIN_N, with the clustered interval of any mean (1 is the scale's floor)."""
+    if not len(quality):
+        return {}
+    column = np.asarray(quality, dtype=np.float64)  # None becomes NaN: not scored
+    scored = (statuses == "ok") & ~np.isnan(column)
+    x = column[scored]
+    return dict(quality_mos=float(x.mean()) if x.size >= MIN_N else None, quality_clips=int(x.size),
+                quality_mos_ci=_mean_ci(x, d.subset(scored), 1.0))
 
 
 def _clustered_enough(d: Design) -> bool:

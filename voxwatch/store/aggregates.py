@@ -28,11 +28,11 @@ from voxwatch.store.migrations import AGGREGATE_EXTRA, HEADLINE, columns
 Label = tuple[str, str, str]
 """A context's board, protocol and instrument ('' unless TTS): what a series' rows are grouped by."""
 
-_CONTEXT, _STATUS, _AT, _CLIP, _RUN = range(5)  # a fetched row: these, headline metrics, S + D + I, N, entities
+_CONTEXT, _STATUS, _AT, _CLIP, _RUN = range(5)  # a fetched row: these, headline metrics, S + D + I, N, entities, quality
 _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _LONGEST = max(WINDOWS.values())
 _FETCH = series_sql(f"f.context_ref, f.status, f.started_at, f.clip_id_ref, f.run_id_ref, {', '.join('f.' + m for m in HEADLINE)}, "
-                    f"f.substitutions + f.deletions + f.insertions, f.ref_words, f.entities_missed, f.entities_total",
+                    f"f.substitutions + f.deletions + f.insertions, f.ref_words, f.entities_missed, f.entities_total, f.quality_mos",
                     ordered=False)
 """A series' rows as narrow as they come (its contexts' labels are read apart, once per context),
 left unsorted: compute sorts them, cheaply, as they come run by run, about in time order."""
@@ -92,8 +92,8 @@ def _window(s: RowsKey, window: str, rows: list[tuple], labels: dict[int, Label]
         metric_rows = series_rows(key, SeriesData(
             statuses=columns[_STATUS], utterances=columns[_CLIP], ticks=columns[_RUN],
             values={spec.name: columns[_COLUMN[spec.name]] for spec in for_protocol(protocol, headline_only=True)},
-            errors=columns[-4], words=columns[-3],  # (S + D + I, N, missed, tagged) are the last four columns
-            entities_missed=columns[-2], entities_total=columns[-1]))
+            errors=columns[-5], words=columns[-4],  # (S + D + I, N, missed, tagged, quality) are the last five
+            entities_missed=columns[-3], entities_total=columns[-2], quality=columns[-1]))
         for order, row in enumerate(metric_rows):
             out.append((*_flatten(row), window, order, members[-1][_AT], now))
     return out

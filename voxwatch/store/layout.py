@@ -30,7 +30,7 @@ KEY_NAMES = KEY[:-1]
 CLIP_FIELDS = ("condition", "family", "utterance_id", "reference")
 CONTEXT_FIELDS = ("board", "vendor", "protocol", "region", "voice", "dataset_manifest_sha256", "emulator",
                   "http_version", "instrument_id", "method_version", "runner_version", "normalizer",
-                  "normalizer_version", "vad", "vad_version", "vad_params", "onset_version")
+                  "normalizer_version", "vad", "vad_version", "vad_params", "onset_version", "quality_instrument")
 DICTIONARIES = {"obs_clips": CLIP_FIELDS, "obs_contexts": CONTEXT_FIELDS}
 """Each tuple dictionary and its columns; the fact row refers to one entry of each (clip_ref, context_ref)."""
 _ELSEWHERE = set(KEY_NAMES) | set(CLIP_FIELDS) | set(CONTEXT_FIELDS)

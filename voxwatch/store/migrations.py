@@ -134,6 +134,22 @@ def _by_month(cur: psycopg.Cursor) -> None:
     cur.execute(MEASURED_MODELS)  # its runs' rows now in their months' partitions
 
 
+def _speech_quality(cur: psycopg.Cursor) -> None:
+    """Migration 16: a row's speech quality score (obs_facts.quality_mos) and its instrument, a context
+    field (obs_contexts.quality_instrument). A context's digest covers every context field, so each
+    stored context's digest is recomputed with the new one (NULL) and the contexts measured before keep
+    their entry; one whose recomputed digest another entry already has keeps its old digest (a context
+    then has two refs, both valid)."""
+    types = dict(columns(Observation))
+    cur.execute(f"ALTER TABLE obs_facts ADD COLUMN IF NOT EXISTS quality_mos {types['quality_mos']}")
+    cur.execute(f"ALTER TABLE obs_contexts ADD COLUMN IF NOT EXISTS quality_instrument {types['quality_instrument']}")
+    fresh = digest_of(CONTEXT_FIELDS, "o", types)
+    cur.execute(f"UPDATE obs_contexts AS c SET digest = n.fresh FROM ("
+                f"SELECT DISTINCT ON (fresh) ref, fresh FROM (SELECT o.ref, {fresh} AS fresh FROM obs_contexts o) AS d "
+                "ORDER BY fresh, ref) AS n WHERE c.ref = n.ref AND c.digest <> n.fresh "
+                "AND NOT EXISTS (SELECT 1 FROM obs_contexts t WHERE t.digest = n.fresh)")
+
+
 MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (1, ";\n".join([
         _table("observations", list(columns(Observation)), f"PRIMARY KEY ({', '.join(KEY)})"),
@@ -192,6 +208,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (14, COMPARISONS_DDL),
     # the fact table partitioned by month, each run's month in obs_runs (voxwatch.store.partitions)
     (15, _by_month),
+    # speech quality: a row's DNSMOS score and its instrument, a context field (_speech_quality)
+    (16, _speech_quality),
 ]
 
 

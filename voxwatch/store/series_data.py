@@ -41,4 +41,5 @@ def _columns(key: SeriesKey, members: list[Observation]) -> SeriesData:
         errors=[r.substitutions + r.deletions + r.insertions if s else None for r, s in zip(members, scored)],
         words=[r.ref_words if s else None for r, s in zip(members, scored)],
         entities_missed=[r.entities_missed if good else None for r, good in zip(members, ok)],
-        entities_total=[r.entities_total if good else None for r, good in zip(members, ok)])
+        entities_total=[r.entities_total if good else None for r, good in zip(members, ok)],
+        quality=[r.quality_mos if good else None for r, good in zip(members, ok)])

@@ -31,6 +31,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Scope
 
 from voxwatch.boards import comparisons as board_comparisons
+from voxwatch.boards.leaderboard import QUALITY_BOARDS
 from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics import METHOD_VERSION
@@ -129,7 +130,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, verdict=board_comparisons.verdict,
-                                 comparison_about=board_comparisons.ABOUT,
+                                 comparison_about=board_comparisons.ABOUT, quality_boards=QUALITY_BOARDS,
                                  standing=lambda model_id: views.model_standing(registry, model_id))
     app = _App(
         routes=[

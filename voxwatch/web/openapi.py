@@ -105,6 +105,8 @@ def document() -> dict:
                      "1 + the series shown faster on the ranked metric by the paired comparisons (Holm over the "
                      "ranking's pairs); null: superseded method, excluded, or too few samples"},
             "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by"},
+            "quality_mos": {**_NULLABLE_NUMBER, "description": "TTS and S2S: the mean DNSMOS P.835 OVRL (1-5, higher is "
+                            "better) of the audio the model sent, over the ok rows scored; null under 5 (METHOD \"Speech quality\")"},
             "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "

