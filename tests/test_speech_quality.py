@@ -1,5 +1,5 @@
 """Speech quality (METHOD "Speech quality"): the DNSMOS P.835 instrument from the speechmos wheel, its
-weights checked by sha256, a TTS row's score, both stores keeping it (migration 15 on Postgres) and
+weights checked by sha256, a TTS row's score, both stores keeping it (migration 16 on Postgres) and
 the board, the API and the CSV publishing the metric's mean of the stored rows."""
 
 import asyncio
@@ -160,22 +160,22 @@ def test_the_store_keeps_a_rows_speech_quality_postgres(postgres_store_url: str)
     store.close()
 
 
-def test_migration_15_adds_the_columns_and_keeps_each_stored_context_one_entry():
+def test_migration_16_adds_the_columns_and_keeps_each_stored_context_one_entry():
     with fresh_postgres() as url:
         store = open_store(url)
         store.add(_rows()[:1])
         conn = store.connection()
-        # the store as migration 14 left it: no quality columns, contexts digested without the new field
+        # the store as migration 15 left it: no quality columns, contexts digested without the new field
         conn.execute("DROP VIEW observations CASCADE")
         conn.execute("ALTER TABLE obs_facts DROP COLUMN quality_mos")
         conn.execute("ALTER TABLE obs_contexts DROP COLUMN quality_instrument")
         old = digest_of(tuple(f for f in CONTEXT_FIELDS if f != "quality_instrument"), "o",
                         {**dict(columns(Observation))})
         conn.execute(f"UPDATE obs_contexts AS c SET digest = {old} FROM obs_contexts o WHERE o.ref = c.ref")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 15")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 16")
         store.close()
         again = open_store(url)
-        assert again.migrated == [15]
+        assert again.migrated == [16]
         again.add([replace(_rows()[2], quality_instrument=None, quality_mos=None)])  # the same context as the first row
         assert again.connection().execute("SELECT count(*) FROM obs_contexts").fetchone()[0] == 1
         again.add(_rows()[3:4])  # a scored row: its instrument is a new context

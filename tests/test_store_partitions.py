@@ -60,7 +60,7 @@ def test_a_store_made_before_partitioning_keeps_every_row_and_board(pg_url: str,
         stored = conn.execute("SELECT count(*) FROM obs_facts").fetchone()[0]
     assert stored == len(rows)
     store = open_store(pg_url)
-    assert store.migrated == [PARTITIONED]
+    assert store.migrated[0] == PARTITIONED  # and any migration after it
     assert sorted(map(asdict, store.observations()), key=KEY) == sorted(map(asdict, rows), key=KEY)
     by_month = _attached(pg_url)
     months = {month_of(NOW), next_month(month_of(NOW)), month_of(NOW - 100 * DAY), month_of(NOW - 70 * DAY)}
