@@ -150,6 +150,8 @@ def test_a_tampered_dataset_aborts_the_run_before_anything_is_stored(tmp_path: P
     (["run", "--models", "pocketsphinx/latest"], "floating alias"),
     (["run", "--models", "pocketsphinx/en-us"], "exact versioned id: pocketsphinx/en-us@5.1.1"),
     (["run", "--datasets", "no-such-set"], "unknown dataset 'no-such-set'"),
+    (["run", "--datasets", "stt-starter-claen"], "did you mean stt-starter-clean"),  # foundation.text.did_you_mean
+    (["run", "--models", "faster-whisper/tiny-en@1.2.1"], "did you mean faster-whisper/tiny.en@1.2.1"),
     (["run", "--datasets", "tts-prompts", "--models", PS], "fit no board"),
     (["leaderboard", "--store", "mysql://x"], "expected sqlite"),
 ])
