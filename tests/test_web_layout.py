@@ -18,6 +18,8 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
+from voxwatch.metrics.published import rounded
+from voxwatch.web.views import UNITS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import ranked_metric
 from voxwatch.providers.registry import Registry
@@ -207,7 +209,7 @@ def test_streaming_and_batch_never_share_a_table_and_ranks_are_the_apis(server):
                 row = api[(r["data-model"], t["data-dataset"], r["data-region"], r["data-method"], r["data-metric"])]
                 assert r["cells"]["rank"]["text"].strip() == (str(row["rank"]) if row["rank"] else "-")
                 if row["p50"] is not None:
-                    assert _value(r["cells"]["p50"]) == row["p50"]  # the same float, not a recomputation
+                    assert rounded(_value(r["cells"]["p50"]), UNITS[row["metric"]]) == row["p50"]  # published
         if board == "stt":
             assert protocols == {"stt-stream", "stt-batch"}
     overview = parsed(server, "/").tables
@@ -222,7 +224,7 @@ def test_connect_and_p99_are_shown_with_the_apis_numbers(server):
         for r in t["rows"]:
             key = (r["data-model"], t["data-dataset"], r["data-region"], r["data-method"])
             connect = api[key + ("connect_ms",)]
-            assert _value(r["cells"]["connect"]) == connect["p50"]
+            assert rounded(_value(r["cells"]["connect"]), "ms") == connect["p50"]
             shown += connect["p50"] is not None
             assert "p99" in r["cells"] or "na" in r["cells"]
     assert shown > 0
@@ -381,11 +383,12 @@ def test_the_charts_draw_the_tables_numbers(server):
             if board == "stt":
                 source = api[(row["data-model"], table["data-dataset"], row["data-region"], row["data-method"],
                               row["data-metric"])]
-                assert _value(p50) == source["p50"]
+                unit = UNITS[source["metric"]]  # the page's full precision, the API's published one
+                assert rounded(_value(p50), unit) == source["p50"]
                 if mark["kind"] == "point":
-                    assert float(mark["data-y"]) == source["pooled_wer"]
+                    assert rounded(float(mark["data-y"]), "fraction") == source["pooled_wer"]
                 else:
-                    assert [float(mark["data-low"]), float(mark["data-high"])] == source["p50_ci"]
+                    assert rounded([float(mark["data-low"]), float(mark["data-high"])], unit) == source["p50_ci"]
         drawn = {(m["table"], m["data-key"]) for m in page.marks if m["kind"] == "bar"}
         with_p50 = {(i, r["data-key"]) for i, t in enumerate(page.tables) for r in t["rows"] if "p50" in r["cells"]}
         assert drawn == with_p50  # a bar for every line with a p50, and no other

@@ -267,7 +267,7 @@ def cmd_compare(args) -> int:
         sys.stdout.write(board_comparisons.format_csv(found))
     elif args.format == "json":
         print(json.dumps({"window": args.window, "method_version": METHOD_VERSION, "about": board_comparisons.ABOUT,
-                          "comparisons": board_comparisons.records(found)}, indent=2))
+                          "comparisons": board_comparisons.published(found)}, indent=2))
     else:
         span = span_text(only, args.window)
         print(f"Paired comparisons - {span or 'rolling ' + args.window}, method v{METHOD_VERSION}\n")
