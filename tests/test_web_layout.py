@@ -120,10 +120,16 @@ def _api(server: str, board: str) -> dict[tuple, dict]:
 _MEASURE = """
 const cell = document.querySelector('table.ranked tbody tr[data-model] td[data-field="p50"]');
 const model = cell && cell.closest('tr').querySelector('td[data-field="model"]');
+const wer = cell && cell.closest('tr').querySelector('td[data-field="pooled_wer"]');
 const box = e => e && e.getBoundingClientRect();
+const scrolled = t => {  // the All metrics table scrolled to its end inside its own box: its last column's place
+  const scroller = t.closest('.table-scroll'); scroller.scrollLeft = scroller.scrollWidth;
+  const out = {last: box(t.querySelector('thead th:last-child')).toJSON(), box: box(scroller).toJSON()};
+  scroller.scrollLeft = 0; return out; };
 return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
         innerHeight: window.innerHeight, p50: cell && cell.innerText.trim(), p50Box: box(cell) && box(cell).toJSON(),
-        modelBox: box(model) && box(model).toJSON(),
+        modelBox: box(model) && box(model).toJSON(), werBox: box(wer) && box(wer).toJSON(),
+        allMetrics: Array.from(document.querySelectorAll('table.board')).map(scrolled),
         chartWidths: Array.from(document.querySelectorAll('svg.board-chart')).filter(s => s.getBoundingClientRect().width > 0)
           .map(s => s.getBoundingClientRect().width),
         labelPx: Array.from(document.querySelectorAll('svg.board-chart text.label')).filter(t => t.getBoundingClientRect().height > 0)
@@ -163,9 +169,21 @@ def test_no_page_scrolls_sideways(measured, page, size):
 def test_the_headline_numbers_are_in_a_phones_first_screen(measured, page):
     m = measured[(page, "phone")]
     assert m["p50"] and m["p50"][0].isdigit(), m  # the first line's headline p50, a number
-    for box in (m["p50Box"], m["modelBox"]):
+    for box in (m["p50Box"], m["modelBox"], m["werBox"]):  # a model, its headline latency and its accuracy
         assert 0 <= box["top"] and box["bottom"] <= m["innerHeight"], (page, box)
         assert 0 <= box["left"] and box["right"] <= m["innerWidth"], (page, box)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_all_metrics_tables_last_column_is_reachable_in_its_own_box(measured, size):
+    """The board's All metrics table is wider than a laptop's window: it scrolls inside its own box
+    (never the page), and scrolled to its end its last column shows whole inside that box."""
+    for page in ("stt", "tts"):
+        m = measured[(page, size)]
+        assert m["allMetrics"], page
+        for t in m["allMetrics"]:
+            assert 0 <= t["box"]["left"] and t["box"]["right"] <= m["innerWidth"], (page, size, t)
+            assert t["box"]["left"] - 1 <= t["last"]["left"] and t["last"]["right"] <= t["box"]["right"] + 1, (page, size, t)
 
 
 def test_charts_fit_their_column_and_keep_legible_text(measured):
