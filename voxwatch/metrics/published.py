@@ -53,8 +53,9 @@ def comparison_record(record: Mapping) -> dict:
             **{k: p_value(record[k]) for k in ("p_value", "p_holm")}}
 
 
-def when(t: float | None) -> str | None:
-    """Unix seconds as an ISO 8601 UTC time to the millisecond ('2026-12-05T06:00:00.000Z')."""
+def when(t: float | None, timespec: str = "milliseconds") -> str | None:
+    """Unix seconds as an ISO 8601 UTC time, to the millisecond ('2026-12-05T06:00:00.000Z') or as
+    `timespec` says ('seconds': a listing's column)."""
     if t is None:
         return None
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
