@@ -232,6 +232,33 @@ def test_a_bad_filter_is_one_line(command: str, args: tuple[str, ...], message: 
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize("args, meant", [
+    (("--model", "pocketsphinx"), "did you mean pocketsphinx/en-us-5prealpha"),  # a partial id: exact ids only
+    (("--model", "espeak-ng/en-us-1.51,foo/bar"), "stored: espeak-ng/en-us-1.51, pocketsphinx/en-us-5prealpha"),
+    (("--dataset", "stt-starter-claen"), "did you mean stt-starter-clean")])
+@pytest.mark.parametrize("command", [("leaderboard",), ("leaderboard", "--format", "json"), ("compare",), ("export",)])
+def test_a_filter_matching_nothing_stored_is_refused_with_the_ids_it_meant(command: tuple[str, ...],
+                                                                           args: tuple[str, ...], meant: str,
+                                                                           filtered_stores):
+    """Every reader with --model/--dataset, both stores: a filter naming nothing stored is exit 2 and
+    one line with the nearest stored or registered ids, as `voxwatch run` refuses the same typos (an
+    export has written the rows the rest of its filter matched: it streams, then says so)."""
+    for url in filtered_stores[1]:
+        proc = run_cli(*command, *args, "--store", url, check=False)
+        assert proc.returncode == 2 and (proc.stdout == "" or command == ("export",)), (url, proc.stdout)
+        (line,) = proc.stderr.splitlines()
+        assert f"{args[0]} {args[1].split(',')[-1]} matches nothing stored" in line and meant in line, line
+
+
+def test_an_empty_store_is_said_as_before_and_a_typo_refused_there_too(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    run_cli("db", "upgrade", "--store", url)
+    registered = run_cli("leaderboard", "--model", "pocketsphinx/en-us@5.1.1", "--store", url)
+    assert registered.stdout.startswith("No observations in the last 30d. Run `voxwatch run` first.")
+    typo = run_cli("leaderboard", "--model", "pocketsphinx", "--store", url, check=False)
+    assert typo.returncode == 2 and "did you mean pocketsphinx/en-us@5.1.1?" in typo.stderr
+
+
 def test_progress_goes_to_stderr_only_when_asked_or_a_terminal(filtered_stores, tmp_path: Path):
     stored, (sqlite_url, postgres_url) = filtered_stores
     quiet = run_cli("export", "--store", sqlite_url)  # stderr is a pipe here: no bar

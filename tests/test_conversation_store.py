@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 
@@ -178,6 +179,9 @@ def test_voxwatch_run_holds_stores_and_prints_the_conversation_board(store_url: 
     for name in ("instruction adherence", "tool_use_correct", "kb_grounding", "turn_taking", "V2V per turn"):
         assert name in done.stdout, name
     assert "STT board" not in done.stdout  # one board only
+    assert not [line for line in done.stdout.splitlines() if line.startswith("{")]  # no JSON line in the tables
+    assert re.search(r"^conversation [0-9a-f]{32}: local/cascade-scripted-baseline on clinic-desk@v1#\w+, persona "
+                     r"default: ok, 1 turns \(0 failed\), 0 rotations, 0 reconnections\nturn  status", done.stdout, re.M)
     s = open_store(store_url, create=False)
     try:
         [(row, turns)] = s.conversations()

@@ -133,10 +133,12 @@ def stores(tmp_path_factory) -> dict[str, str]:
         yield {"sqlite": sqlite, "postgres": pg, "folder": str(folder)}
 
 
-def _expected() -> list[dict]:
-    from voxwatch.boards.comparisons import records
+def _expected(full: bool = False) -> list[dict]:
+    """metrics/ and boards/ on the same rows: at the JSON's published precision (metrics.published),
+    or at full precision (the CSV's)."""
+    from voxwatch.boards.comparisons import published, records
 
-    return records(compute(board_rows()))
+    return (records if full else published)(compute(board_rows()))
 
 
 def _same(got: list[dict], want: list[dict]) -> None:
@@ -167,6 +169,10 @@ def test_the_cli_prints_the_comparisons_and_ranks_metrics_defines(stores, kind):
     assert lines == {FAST: "1", SLOW: "2", TWIN: "2"}
     rows = list(csv.DictReader(io.StringIO(run_cli("compare", "--format", "csv", "--store", url).stdout)))
     assert len(rows) == len(_expected()) and {r["shown"] for r in rows} == {"True", "False"}
+    for r, w in zip(rows, _expected(full=True)):  # the CSV keeps full precision
+        assert [float(r[k]) for k, v in w.items() if isinstance(v, float)] == pytest.approx(
+            [v for v in w.values() if isinstance(v, float)], rel=1e-9, abs=1e-12)
+    assert any(len(r["estimate"].split(".")[-1]) > 4 for r in rows)  # finer than the JSON's 0.1 ms
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

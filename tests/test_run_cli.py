@@ -65,6 +65,9 @@ def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str
     assert len({tuple(sorted(v)) for v in draws.values()}) == 1 and len(next(iter(draws.values()))) == 2
     assert {r["method_version"] for r in rows} == {METHOD_VERSION} and all(r["vad_params"] and r["normalizer_version"] for r in rows)
     assert {r["region"] for r in rows} == {"local"} and len({r["run_id"] for r in rows}) == 1
+    (listed,) = [r for r in json.loads(run_cli("runs", "list", "--format", "json", "--store", store_url).stdout)
+                 if r["run"] == rows[0]["run_id"]]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", listed[k]) for k in ("started", "finished"))  # ISO 8601 UTC
 
     run_cli("run", "--sample-size", "2", "--store", store_url, "--no-progress",
             env={"VOXWATCH_BOARDS_S2S_CONVERSATION_MODELS": ""})  # no conversation: [boards.s2s] lists none
@@ -150,6 +153,8 @@ def test_a_tampered_dataset_aborts_the_run_before_anything_is_stored(tmp_path: P
     (["run", "--models", "pocketsphinx/latest"], "floating alias"),
     (["run", "--models", "pocketsphinx/en-us"], "exact versioned id: pocketsphinx/en-us@5.1.1"),
     (["run", "--datasets", "no-such-set"], "unknown dataset 'no-such-set'"),
+    (["run", "--datasets", "stt-starter-claen"], "did you mean stt-starter-clean"),  # foundation.text.did_you_mean
+    (["run", "--models", "faster-whisper/tiny-en@1.2.1"], "did you mean faster-whisper/tiny.en@1.2.1"),
     (["run", "--datasets", "tts-prompts", "--models", PS], "fit no board"),
     (["leaderboard", "--store", "mysql://x"], "expected sqlite"),
 ])

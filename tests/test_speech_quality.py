@@ -29,6 +29,7 @@ from voxwatch.providers.local.espeak_engine import EspeakEngine
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.store.layout import CONTEXT_FIELDS, digest_of
+from voxwatch.metrics.published import rounded
 from voxwatch.store.migrations import columns
 
 from support.postgres import fresh_postgres
@@ -193,10 +194,10 @@ def test_the_board_the_api_and_the_csv_show_the_metrics_speech_quality(tmp_path:
         api = httpx.get(f"{base}/api/v1/leaderboard", params={"board": "tts"}).json()["rows"]
         page = httpx.get(f"{base}/board/tts").text
         table = list(csv.DictReader(io.StringIO(httpx.get(f"{base}/board/tts", params={"format": "csv"}).text)))
-    assert api and all(r["quality_mos"] == pytest.approx(expected) and r["quality_clips"] == 12 for r in api)
+    assert api and all(r["quality_mos"] == rounded(expected, "fraction") and r["quality_clips"] == 12 for r in api)
     assert table and all(float(r["quality_mos"]) == pytest.approx(expected) for r in table)
     low, high = api[0]["quality_mos_ci"]
-    assert [float(r["quality_mos_ci_low"]) for r in table] == [pytest.approx(low)] * len(table)
+    assert [rounded(float(r["quality_mos_ci_low"]), "fraction") for r in table] == [low] * len(table)  # API: published
     shown = re.findall(r'data-field="quality_mos" data-value="([^"]+)">([\d.]+)<br><small>12 clips', page)
     assert len(shown) == 1 and float(shown[0][0]) == pytest.approx(expected) and shown[0][1] == f"{expected:.2f}"
     assert f'data-field="quality_mos_ci" class="ci">[{low:.2f}, {high:.2f}]' in page

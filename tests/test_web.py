@@ -26,9 +26,11 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.published import IN_UNIT, rounded
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.providers.registry import Registry
 from voxwatch.store.connection import connect
+from voxwatch.web.views import UNITS
 
 from support.processes import run_cli
 from support.browser import browser  # noqa: F401 (a fixture)
@@ -142,6 +144,10 @@ def test_the_cli_json_is_the_api_document(server, store):
     api = httpx.get(f"{server}/api/v1/leaderboard").json()
     assert set(cli) == set(api) and cli["rows"] == api["rows"] and cli["notes"] == api["notes"] and cli["rows"]
     assert {r["rank"] for r in cli["rows"]} >= {1, None}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", api["generated_at"])  # ISO 8601 UTC
+    figures = [v for r in api["rows"] for v in r.values() if isinstance(v, float)]
+    assert figures and all(round(v, 4) == v for v in figures)  # published precision (metrics.published)
+    assert any(round(v, 1) != v for v in figures)  # rates and WER keep their 4 places
 
 
 def test_downloads_and_api_carry_the_page_figures(server, rendered):
@@ -160,8 +166,8 @@ def test_downloads_and_api_carry_the_page_figures(server, rendered):
         assert int(c["n"]) == j["n"] and (cells["na"].startswith("n/a: excluded") if j["note"] else
                                           int(cells["n"]) == j["n"])
         for field in ("mean", "p50", "p95", "max"):
-            if c[field]:
-                assert float(c[field]) == pytest.approx(j[field], rel=1e-12)
+            if c[field]:  # the CSV at full precision, the JSON at the published one (metrics.published)
+                assert j[field] == rounded(float(c[field]), UNITS[c["metric"]])
                 _close(cells[field], j[field], decimals=3 if c["metric"] == "rtf" else 1)
             elif j["na_reason"]:
                 assert j[field] is None and cells["na"] == "n/a: " + j["na_reason"]
@@ -169,7 +175,8 @@ def test_downloads_and_api_carry_the_page_figures(server, rendered):
                 assert j[field] is None and field == "p95" and cells["p95_na"] == "n/a: n < 100"
         for field in ("mean_ci", "p50_ci", "p95_ci", "wer_ci", "error_rate_ci"):
             from_csv = (float(c[f"{field}_low"]), float(c[f"{field}_high"])) if c[f"{field}_low"] else None
-            assert from_csv == (None if j[field] is None else pytest.approx(j[field], rel=1e-12))
+            assert j[field] == (None if from_csv is None else
+                                rounded(from_csv, UNITS[c["metric"]] if field in IN_UNIT else "fraction"))
     assert not page, f"page rows missing from the download: {sorted(page)}"
 
 

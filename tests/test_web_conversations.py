@@ -358,6 +358,39 @@ def test_in_chromium_the_board_links_to_a_conversation_with_its_player(postgres_
     assert missed.find_element(By.CSS_SELECTOR, 'td[data-field="rule"]').text == "over_clarification"
 
 
+CONVERSATION_PAGES = {"s2s": "/board/s2s", "conversation-a": "/conversation/conv-a",
+                      "conversation-b": "/conversation/conv-b", "conversation-d": "/conversation/conv-d"}
+"""The conversation pages beside test_web_layout's boards: a tool call's JSON, a scenario pin of 64 hex
+digits, a long model id."""
+
+
+def test_conversation_pages_never_scroll_sideways_and_show_the_model_and_pin(postgres_site: Site,
+                                                                             browser):  # noqa: F811
+    """At 390 and 1366 px (test_web_layout.SIZES) each conversation page is as wide as the window (the
+    conversation page was once 677 px wide at 390 px, model id and pin clipped), its model id and pin
+    inside it; screenshots to var/test-artifacts/layout-<page>-<width>.png."""
+    from test_web_layout import ARTIFACTS, SIZES
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        for size, (width, height) in SIZES.items():
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == "phone"})
+            for page, path in CONVERSATION_PAGES.items():
+                browser.get(postgres_site.base + path)
+                m = browser.execute_script("""
+                    const box = s => { const e = document.querySelector(s); return e && e.getBoundingClientRect().toJSON(); };
+                    return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+                            boxes: [box('dd[data-field="model"]'), box('dd[data-field="scenario"] small')]};""")
+                assert m["innerWidth"] == width and m["scrollWidth"] <= width, (page, size, m)
+                for box in m["boxes"] if page != "s2s" else ():
+                    assert box and 0 <= box["left"] and box["right"] <= width, (page, size, box)
+                shot = ARTIFACTS / f"layout-{page}-{width}.png"
+                assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5_000
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_a_new_conversation_changes_the_version_and_the_cached_board(kind: str, trial, tmp_path):
     with _store_url(kind, tmp_path) as url:

@@ -24,6 +24,8 @@ import jsonschema
 import numpy as np
 import pytest
 
+from voxwatch.metrics.published import rounded
+from voxwatch.web.views import UNITS
 from voxwatch.metrics.clustered import design, quantile_interval
 from voxwatch.metrics.degradation import Side, degradation
 from voxwatch.foundation.observation import Observation
@@ -213,14 +215,15 @@ def test_an_accent_board_is_the_series_of_that_accents_rows(server, store):
             v = np.array([getattr(r, metric) for r in ok])
             got = by_key[(model_id, dataset, metric)]
             assert got["attempts"] == len(rows) and got["n"] == v.size
-            assert got["p50"] == pytest.approx(np.percentile(v, 50))
-            assert list(got["p50_ci"]) == pytest.approx(list(quantile_interval(v, 50, design(
-                utterance=[r.clip_id for r in ok], tick=[r.run_id for r in ok]))))
-            assert got["pooled_wer"] == pytest.approx(sum(r.substitutions + r.deletions + r.insertions for r in ok)
-                                                      / sum(r.ref_words for r in ok))
+            unit = UNITS[metric]  # the API at its published precision (metrics.published)
+            assert got["p50"] == rounded(np.percentile(v, 50), unit)
+            assert got["p50_ci"] == rounded(list(quantile_interval(v, 50, design(
+                utterance=[r.clip_id for r in ok], tick=[r.run_id for r in ok]))), unit)
+            assert got["pooled_wer"] == rounded(sum(r.substitutions + r.deletions + r.insertions for r in ok)
+                                                / sum(r.ref_words for r in ok), "fraction")
             cell = re.search(rf'<tr data-model="{re.escape(model_id)}"[^>]*data-dataset="{dataset}"[^>]*>.*?'
                              r'data-field="p50" class="headline" data-value="([^"]+)"', page, re.S)
-            assert float(cell.group(1)) == pytest.approx(got["p50"], rel=1e-12)
+            assert rounded(float(cell.group(1)), unit) == got["p50"]
     unfiltered = httpx.get(f"{server}/api/v1/leaderboard", params={"board": "stt"}).json()["rows"]
     nova = next(r for r in unfiltered if (r["model_id"], r["dataset"], r["metric"]) == ("deepgram/nova-3", CLEAN, "ttfs_ms"))
     assert nova["n"] > by_key[("deepgram/nova-3", CLEAN, "ttfs_ms")]["n"]  # the accent's board is a subset

@@ -18,6 +18,8 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
+from voxwatch.metrics.published import rounded
+from voxwatch.web.views import UNITS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import ranked_metric
 from voxwatch.providers.registry import Registry
@@ -119,10 +121,16 @@ def _api(server: str, board: str) -> dict[tuple, dict]:
 _MEASURE = """
 const cell = document.querySelector('table.ranked tbody tr[data-model] td[data-field="p50"]');
 const model = cell && cell.closest('tr').querySelector('td[data-field="model"]');
+const wer = cell && cell.closest('tr').querySelector('td[data-field="pooled_wer"]');
 const box = e => e && e.getBoundingClientRect();
+const scrolled = t => {  // the All metrics table scrolled to its end inside its own box: its last column's place
+  const scroller = t.closest('.table-scroll'); scroller.scrollLeft = scroller.scrollWidth;
+  const out = {last: box(t.querySelector('thead th:last-child')).toJSON(), box: box(scroller).toJSON()};
+  scroller.scrollLeft = 0; return out; };
 return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
         innerHeight: window.innerHeight, p50: cell && cell.innerText.trim(), p50Box: box(cell) && box(cell).toJSON(),
-        modelBox: box(model) && box(model).toJSON(),
+        modelBox: box(model) && box(model).toJSON(), werBox: box(wer) && box(wer).toJSON(),
+        allMetrics: Array.from(document.querySelectorAll('table.board')).map(scrolled),
         chartWidths: Array.from(document.querySelectorAll('svg.board-chart')).filter(s => s.getBoundingClientRect().width > 0)
           .map(s => s.getBoundingClientRect().width),
         labelPx: Array.from(document.querySelectorAll('svg.board-chart text.label')).filter(t => t.getBoundingClientRect().height > 0)
@@ -162,9 +170,21 @@ def test_no_page_scrolls_sideways(measured, page, size):
 def test_the_headline_numbers_are_in_a_phones_first_screen(measured, page):
     m = measured[(page, "phone")]
     assert m["p50"] and m["p50"][0].isdigit(), m  # the first line's headline p50, a number
-    for box in (m["p50Box"], m["modelBox"]):
+    for box in (m["p50Box"], m["modelBox"], m["werBox"]):  # a model, its headline latency and its accuracy
         assert 0 <= box["top"] and box["bottom"] <= m["innerHeight"], (page, box)
         assert 0 <= box["left"] and box["right"] <= m["innerWidth"], (page, box)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_all_metrics_tables_last_column_is_reachable_in_its_own_box(measured, size):
+    """The board's All metrics table is wider than a laptop's window: it scrolls inside its own box
+    (never the page), and scrolled to its end its last column shows whole inside that box."""
+    for page in ("stt", "tts"):
+        m = measured[(page, size)]
+        assert m["allMetrics"], page
+        for t in m["allMetrics"]:
+            assert 0 <= t["box"]["left"] and t["box"]["right"] <= m["innerWidth"], (page, size, t)
+            assert t["box"]["left"] - 1 <= t["last"]["left"] and t["last"]["right"] <= t["box"]["right"] + 1, (page, size, t)
 
 
 def test_charts_fit_their_column_and_keep_legible_text(measured):
@@ -208,7 +228,7 @@ def test_streaming_and_batch_never_share_a_table_and_ranks_are_the_apis(server):
                 row = api[(r["data-model"], t["data-dataset"], r["data-region"], r["data-method"], r["data-metric"])]
                 assert r["cells"]["rank"]["text"].strip() == (str(row["rank"]) if row["rank"] else "-")
                 if row["p50"] is not None:
-                    assert _value(r["cells"]["p50"]) == row["p50"]  # the same float, not a recomputation
+                    assert rounded(_value(r["cells"]["p50"]), UNITS[row["metric"]]) == row["p50"]  # published
         if board == "stt":
             assert protocols == {"stt-stream", "stt-batch"}
     overview = parsed(server, "/").tables
@@ -223,7 +243,7 @@ def test_connect_and_p99_are_shown_with_the_apis_numbers(server):
         for r in t["rows"]:
             key = (r["data-model"], t["data-dataset"], r["data-region"], r["data-method"])
             connect = api[key + ("connect_ms",)]
-            assert _value(r["cells"]["connect"]) == connect["p50"]
+            assert rounded(_value(r["cells"]["connect"]), "ms") == connect["p50"]
             shown += connect["p50"] is not None
             assert "p99" in r["cells"] or "na" in r["cells"]
     assert shown > 0
@@ -386,13 +406,14 @@ def test_the_charts_draw_the_tables_numbers(server):
             if board == "stt":
                 source = api[(row["data-model"], table["data-dataset"], row["data-region"], row["data-method"],
                               row["data-metric"])]
-                assert _value(p50) == source["p50"]
+                unit = UNITS[source["metric"]]  # the page's full precision, the API's published one
+                assert rounded(_value(p50), unit) == source["p50"]
                 if mark["kind"] == "point":
-                    assert float(mark["data-y"]) == source["pooled_wer"]
+                    assert rounded(float(mark["data-y"]), "fraction") == source["pooled_wer"]
                 elif mark["kind"] == "price":
-                    assert float(mark["data-y"]) == source["price"]
+                    assert rounded(float(mark["data-y"]), "fraction") == source["price"]
                 else:
-                    assert [float(mark["data-low"]), float(mark["data-high"])] == source["p50_ci"]
+                    assert rounded([float(mark["data-low"]), float(mark["data-high"])], unit) == source["p50_ci"]
         drawn = {(m["table"], m["data-key"]) for m in page.marks if m["kind"] == "bar"}
         with_p50 = {(i, r["data-key"]) for i, t in enumerate(page.tables) for r in t["rows"] if "p50" in r["cells"]}
         assert drawn == with_p50  # a bar for every line with a p50, and no other

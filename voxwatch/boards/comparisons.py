@@ -14,6 +14,7 @@ from typing import Iterable
 from voxwatch.boards.leaderboard import since
 from voxwatch.boards.listing import aligned
 from voxwatch.metrics.paired import COLUMNS, Comparison, flat
+from voxwatch.metrics.published import comparison_record
 from voxwatch.metrics.specs import METRICS
 from voxwatch.store.comparisons import compute
 from voxwatch.store.row_filter import RowFilter
@@ -55,6 +56,11 @@ def records(comparisons: Iterable[Comparison]) -> list[dict]:
     """Each comparison as a flat record (metrics.paired.COLUMNS), with its unit: the API's JSON rows."""
     return [{**flat(c), "unit": "fraction" if c.statistic == "pooled_wer" else _UNITS.get(c.statistic, "")}
             for c in comparisons]
+
+
+def published(comparisons: Iterable[Comparison]) -> list[dict]:
+    """The records at their published precision (metrics.published): the JSON's; CSV keeps full precision."""
+    return [comparison_record(r) for r in records(comparisons)]
 
 
 def format_csv(comparisons: Iterable[Comparison]) -> str:

@@ -15,6 +15,7 @@ from typing import Collection, Iterable, Mapping
 
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison
+from voxwatch.metrics.published import PLACES
 from voxwatch.metrics.ranking import rank_order, ranking_note, ranking_title, ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS
@@ -62,7 +63,7 @@ def _ci(ci: tuple[float, float] | None, pct: bool = False, places: int = 1) -> s
     return "" if ci is None else f" [{_num(ci[0], pct, places)}, {_num(ci[1], pct, places)}]"
 
 
-_PLACES = {m.name: 3 if m.unit == "x" else 1 for m in METRICS}  # ms to 0.1, real-time factors to 0.001
+_PLACES = {m.name: PLACES[m.unit] for m in METRICS}  # ms to 0.1, real-time factors to 0.001 (metrics.published)
 
 
 def _ordered(rows: list[MetricRow], ranked: dict) -> list[MetricRow]:

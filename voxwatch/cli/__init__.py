@@ -17,12 +17,13 @@ import json
 import os
 import signal
 import sys
+from contextlib import closing
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from voxwatch import config as config_mod
 from voxwatch.boards import comparisons as board_comparisons
-from voxwatch.boards import leaderboard, listing
+from voxwatch.boards import filter_matches, leaderboard, listing
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.foundation.audio import AudioError
 from voxwatch.datasets.download import FetchError
@@ -186,16 +187,29 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
     return result.run.status == "failed"
 
 
+def _check_filters(store, cfg: config_mod.Config, only: RowFilter, window: str | None) -> None:
+    """A --model or --dataset that matches nothing stored is refused (exit 2) with the ids it likely
+    meant; `window` is the reader's rolling window (None: the whole store)."""
+    if only.models or only.datasets:
+        where = span_text(only, window or "") if only.since is not None or only.until is not None else None
+        filter_matches.check(only, filter_matches.stored(store, window, only),
+                             Registry.default(files=cfg.registry_files).models, _catalog(cfg).names(),
+                             where or (f"in the last {window}" if window else ""))
+
+
 def cmd_leaderboard(args) -> int:
     cfg = _config(args)
     only = row_filter(args)
     ranked = replace(only, models=())  # a model's rank is its place among every model of its board
     registry = Registry.default(files=cfg.registry_files)
     if args.format == "json":
+        with closing(open_store(cfg.store_url, create=False)) as store:
+            _check_filters(store, cfg, only, args.window)
         return _leaderboard_json(args, cfg, registry, only)
     store = open_store(cfg.store_url, create=False)
     board = None
     try:
+        _check_filters(store, cfg, only, args.window)
         rows = leaderboard.from_store(store, args.window, registry, ranked)
         compared = board_comparisons.from_store(store, args.window, ranked) if args.format == "table" else []
         if args.format == "table" and (not only.boards or "s2s" in only.boards) and not only.datasets:
@@ -257,6 +271,7 @@ def cmd_compare(args) -> int:
     only = row_filter(args)
     store = open_store(cfg.store_url, create=False)
     try:
+        _check_filters(store, cfg, only, args.window)
         found = board_comparisons.involving(board_comparisons.from_store(store, args.window, only), only.models)
     finally:
         store.close()
@@ -264,7 +279,7 @@ def cmd_compare(args) -> int:
         sys.stdout.write(board_comparisons.format_csv(found))
     elif args.format == "json":
         print(json.dumps({"window": args.window, "method_version": METHOD_VERSION, "about": board_comparisons.ABOUT,
-                          "comparisons": board_comparisons.records(found)}, indent=2))
+                          "comparisons": board_comparisons.published(found)}, indent=2))
     else:
         span = span_text(only, args.window)
         print(f"Paired comparisons - {span or 'rolling ' + args.window}, method v{METHOD_VERSION}\n")
@@ -282,6 +297,8 @@ def cmd_export(args) -> int:
         store.close()
         raise config_mod.ConfigError(f"--out {args.out}: cannot write ({exc.strerror})") from None
     count = 0
+    models: set[str] = set()  # those the rows written hold: a --model or --dataset among none is checked
+    datasets: set[str] = set()
     try:
         if args.format == "csv":
             writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
@@ -293,7 +310,11 @@ def cmd_export(args) -> int:
                 else:
                     out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
                 count += 1
+                models.add(row.model_id)
+                datasets.add(row.dataset)
                 bar.advance()
+        if set(only.models) - models or set(only.datasets) - datasets:  # a filter that matched no row says so
+            _check_filters(store, cfg, only, None)
     finally:
         store.close()
         if args.out:

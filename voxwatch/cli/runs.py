@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import datetime, timezone
 from typing import Callable
 
 from voxwatch.boards import listing
 from voxwatch.config import Config
 from voxwatch.foundation.observation import RunRecord
+from voxwatch.metrics.published import when
 from voxwatch.store import open_store, redact
 from voxwatch.store.spool import drain
 from voxwatch.workers.reconcile import LOOKBACK_S, reconcile
@@ -84,4 +84,5 @@ def _rows(run: RunRecord) -> str:
 
 
 def _when(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    """ISO 8601 UTC to the second, in the table and in the CSV and JSON (metrics.published)."""
+    return when(t, "seconds")

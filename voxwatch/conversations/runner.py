@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
@@ -278,9 +277,10 @@ async def _score(run: ConversationRun, scenario: Scenario, judge, whole: bool) -
 
 
 def summary_line(run: ConversationRun) -> str:
-    """One line per conversation for logs and the CLI."""
-    turns = len(run.turns)
+    """A conversation's heading over its turns table, in words: a JSON line would sit inside the CLI's
+    table (the stored row, `voxwatch export` and /api/v1/conversations/{id} carry it for a program)."""
     failed = sum(t.status != "ok" for t in run.turns)
-    return json.dumps({"conversation": run.conversation_id, "model": run.model_id, "scenario": run.scenario,
-                       "persona": run.persona, "turns": turns, "failed_turns": failed, "rotations": len(run.rotations),
-                       "reconnections": len(run.reconnections), "status": run.status, "reason": run.reason})
+    reason = f" ({run.reason})" if run.reason else ""
+    return (f"conversation {run.conversation_id}: {run.model_id} on {run.scenario}, persona {run.persona}: "
+            f"{run.status}{reason}, {len(run.turns)} turns ({failed} failed), {len(run.rotations)} rotations, "
+            f"{len(run.reconnections)} reconnections")

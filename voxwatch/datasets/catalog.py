@@ -15,6 +15,7 @@ import numpy as np
 
 from voxwatch.foundation.audio import CATALOG_RATE, AudioError, read_pcm16
 from voxwatch.foundation.integrity import file_sha256
+from voxwatch.foundation.text import did_you_mean
 
 from voxwatch.datasets.manifest import Clip, DatasetInfo, ManifestError, Prompt, read_info, read_records
 from voxwatch.datasets.mulaw import wav_codes
@@ -90,7 +91,8 @@ class Catalog:
     def load(self, name: str, verify: bool = True) -> Dataset:
         folder = self.folders().get(name)
         if folder is None:
-            raise UnknownDataset(f"unknown dataset {name!r}; `voxwatch datasets list` shows the catalog")
+            raise UnknownDataset(f"unknown dataset {name!r}{did_you_mean(name, self.folders())} "
+                                 "(`voxwatch datasets list` shows the catalog)")
         info = read_info(folder)
         if info.name != name:
             raise ManifestError(f"{folder / 'dataset.json'}: name {info.name!r} does not match folder {name!r}")

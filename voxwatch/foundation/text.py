@@ -9,7 +9,9 @@ message) is made safe (`safe_text`), the same way wherever it comes from.
 
 from __future__ import annotations
 
+import difflib
 import re
+from typing import Iterable
 
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 """Unicode's control characters (category Cc: C0, DEL, C1) and lone surrogates (Cs)."""
@@ -33,3 +35,18 @@ def safe_text(text: str) -> str:
 def one_line(text: str) -> str:
     """A message for one line of stderr: every control character (a newline in a file name) escaped."""
     return UNSAFE.sub(lambda m: _escape(m.group()), text)
+
+
+def near_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known names a mistyped or partial one most likely meant: those it begins (a partial id
+    like `pocketsphinx` for `pocketsphinx/en-us@5.1.1`), then difflib's closest, at most n."""
+    known = sorted(set(known))
+    prefixed = [k for k in known if k.startswith(name) and k != name]
+    close = difflib.get_close_matches(name, known, n=n)
+    return list(dict.fromkeys(prefixed + close))[:n]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """'; did you mean X or Y?' for an error message ('' when nothing is near)."""
+    near = near_names(name, known)
+    return f"; did you mean {' or '.join(near)}?" if near else ""

@@ -30,6 +30,7 @@ from voxwatch.metrics.price import Price
 from voxwatch.providers import preference_configs
 from voxwatch.providers.keys import api_key, key_variable
 from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, LifecycleError, Standing, current_day, standing
+from voxwatch.foundation.text import did_you_mean
 
 BOARDS = ("stt", "tts", "s2s")
 PROTOCOLS = {"stt-stream": "stt", "stt-batch": "stt", "tts-stream": "tts", "s2s": "s2s"}
@@ -450,7 +451,8 @@ class Registry:
                                          if m.startswith(vendor + "/") and info.status != "retired")
             hint = f"; use an exact versioned id: {', '.join(exact)}" if exact else ""
             raise RegistryError(f"{model_id!r} is a floating alias, not an exact versioned model id{hint}")
-        raise RegistryError(f"unknown model id {model_id!r}; `voxwatch providers list` shows the registered ids")
+        raise RegistryError(f"unknown model id {model_id!r}{did_you_mean(model_id, self.models)} "
+                            "(`voxwatch providers list` shows the registered ids)")
 
     def create(self, model: ModelInfo, region: str | None = None) -> Any:
         """Instantiate the adapter; a local engine must be the version its id names. An adapter that

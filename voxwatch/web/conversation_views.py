@@ -22,6 +22,7 @@ from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.published import when
 from voxwatch.metrics.conversation_aggregate import Scorecard, Rate
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
 from voxwatch.metrics.series import MIN_ATTEMPTS, percentile_floor
@@ -102,7 +103,7 @@ def _listed(row: ConversationRow) -> dict:
 
 def board_document(board: ConversationBoard) -> dict:
     """The API's /conversations: every block with its statistics, and the newest conversations."""
-    return {"window": board.window, "model_id": board.model_id, "generated_at": time.time(),
+    return {"window": board.window, "model_id": board.model_id, "generated_at": when(time.time()),
             "method_version": METHOD_VERSION,
             "blocks": [{**b.parts, "title": b.title, **_summary_json(b.summary)} for b in board.blocks],
             "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from voxwatch.boards.leaderboard import since
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.published import when
 from voxwatch.metrics.degradation import MIN_PAIRED_UTTERANCES, Degradation, Side, degradation
 from voxwatch.metrics.ranking import ranked_metric
 from voxwatch.foundation.observation import Observation
@@ -113,7 +114,7 @@ def lines(view: FamilyView) -> list[dict]:
 
 def document(view: FamilyView) -> dict:
     """The API's JSON of a family (/api/v1/families/<family>)."""
-    return {"family": view.family, "window": view.window, "region": view.region, "generated_at": time.time(),
+    return {"family": view.family, "window": view.window, "region": view.region, "generated_at": when(time.time()),
             "method_version": METHOD_VERSION, "min_paired_utterances": MIN_PAIRED_UTTERANCES,
             "clean_datasets": view.clean_datasets,
             "conditions": [{"dataset": d, "condition": c} for d, c in view.conditions],

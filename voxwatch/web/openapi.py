@@ -62,6 +62,8 @@ def _array(items: dict) -> dict:
 _STRING, _NULLABLE_STRING = {"type": "string"}, {"type": ["string", "null"]}
 _NULLABLE_NUMBER = {"type": ["number", "null"]}
 _NULLABLE_DATE = {"type": ["string", "null"], "format": "date"}
+_GENERATED = {"type": "string", "format": "date-time", "description": "when the document was made, ISO 8601 UTC to "
+              "the millisecond (2026-12-05T06:00:00.000Z)"}
 _STATUS = {"type": ["string", "null"], "enum": [*STATUSES, None]}
 _STATUS_DATE = {"type": "string", "format": "date", "description": "the day model statuses are computed for (UTC; "
                 "VOXWATCH_TODAY pins it)"}
@@ -121,13 +123,15 @@ def document() -> dict:
             "dataset": _NULLABLE_STRING,
             "speaker": {**_NULLABLE_STRING, "description": "the board over this speaker's clips only (null: every clip)"},
             "accent": {**_NULLABLE_STRING, "description": "the board over clips of this accent only (null: every clip)"},
-            "generated_at": {"type": "number", "description": "unix seconds"},
+            "generated_at": _GENERATED,
             "method_version": {**_STRING, "description": "the method version this server measures with"},
             "status_date": _STATUS_DATE,
             "ranks": {**_STRING, "description": "what a rank means, in words"},
             "intervals": _obj({"series": {**_STRING, "description": "what each row's own intervals are about"},
                                "comparisons": {**_STRING, "description": "what a comparison's interval is about"}}),
-            "rows": _array(_ref("LeaderboardRow")), "notes": _array(_ref("MethodNote")),
+            "rows": {**_array(_ref("LeaderboardRow")), "description": "statistics at their published precision "
+                     "(metrics.published: 0.1 ms, 0.001 x, fractions to 4 places); the CSV keeps full precision"},
+            "notes": _array(_ref("MethodNote")),
             "comparisons": {**_array(_ref("Comparison")), "description": "the paired comparisons the ranks come "
                             "from (as /api/v1/comparisons)"}}),
         "Comparison": _obj({**{name: _STRING for name in COLUMNS[:10]},
@@ -149,7 +153,7 @@ def document() -> dict:
                             "unit": {**_STRING, "description": "ms, x, or fraction (WER)"}}),
         "Comparisons": _obj({"board": {"type": ["string", "null"], "enum": [*BOARDS, None]},
                              "window": {"type": "string", "enum": list(WINDOWS)}, "dataset": _NULLABLE_STRING,
-                             "model": _NULLABLE_STRING, "generated_at": {"type": "number", "description": "unix seconds"},
+                             "model": _NULLABLE_STRING, "generated_at": _GENERATED,
                              "method_version": _STRING, "about": {**_STRING, "description": "what a comparison is"},
                              "ranks": {**_STRING, "description": "how ranks follow from the comparisons"},
                              "comparisons": _array(_ref("Comparison"))}),
@@ -157,7 +161,7 @@ def document() -> dict:
                             **_dataclass_schema(Degradation)["properties"]}),
         "FamilyCondition": _obj({"dataset": _STRING, "condition": _STRING}),
         "Family": _obj({"family": _STRING, "window": {"type": "string", "enum": list(WINDOWS)},
-                        "region": _NULLABLE_STRING, "generated_at": {"type": "number", "description": "unix seconds"},
+                        "region": _NULLABLE_STRING, "generated_at": _GENERATED,
                         "method_version": _STRING,
                         "min_paired_utterances": {"type": "integer", "description": "fewest paired utterances for a "
                                                   "WER difference (null under it, with the reason)"},
@@ -346,7 +350,7 @@ def _conversation_schemas() -> dict:
         "ConversationBlock": block,
         "ConversationListed": listed,
         "ConversationBoard": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "model_id": _NULLABLE_STRING,
-                                   "generated_at": {"type": "number"}, "method_version": _STRING,
+                                   "generated_at": _GENERATED, "method_version": _STRING,
                                    "blocks": _array(_ref("ConversationBlock")), "conversations_total": {"type": "integer"},
                                    "conversations": _array(_ref("ConversationListed"))}),
         "ConversationRow": row,

@@ -15,12 +15,13 @@ from itertools import groupby
 
 from voxwatch.boards import leaderboard
 from voxwatch.boards.prices import price_fields
-from voxwatch.boards.comparisons import ABOUT, SERIES_ABOUT, records
+from voxwatch.boards.comparisons import ABOUT, SERIES_ABOUT, published
 from voxwatch.boards.comparisons import involving as board_comparisons_involving
 from voxwatch.foundation.series_key import RowsKey, SeriesKey
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison
+from voxwatch.metrics.published import metric_record, when
 from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_note, ranks, series_id, why_unranked
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
@@ -169,13 +170,14 @@ def leaderboard_document(source: Source, registry: Registry, window: str, board:
     standing = leaderboard.standings(registry, {r.model_id for r in rows})
     return {
         "board": board, "window": window, "dataset": dataset, "speaker": speaker, "accent": accent,
-        "generated_at": time.time(),
+        "generated_at": when(time.time()),
         "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(),
         "ranks": ranking_note(), "intervals": {"series": SERIES_ABOUT, "comparisons": ABOUT},
-        "rows": [{**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
-                  "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id)),
-                  **price_fields(registry, r.model_id)} for r in rows],
-        "comparisons": records(comparisons),
+        "rows": [metric_record({**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
+                                "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id)),
+                                 **price_fields(registry, r.model_id)},
+                               UNITS.get(r.metric, "")) for r in rows],
+        "comparisons": published(comparisons),
         "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
                    "changes": [{"from": a, "to": b, "on": day} for a, b, day in n.changes]} for n in notes],
     }
@@ -186,9 +188,9 @@ def comparisons_document(source: Source, window: str, board: str | None, dataset
     """The API's /comparisons: the window's paired comparisons (of a board, a dataset, a model), with
     what they are about; "found" holds the comparisons themselves for a CSV (the caller drops it)."""
     found = board_comparisons_involving(board_comparisons(source, window, board, dataset), [model] if model else [])
-    return {"board": board, "window": window, "dataset": dataset, "model": model, "generated_at": time.time(),
+    return {"board": board, "window": window, "dataset": dataset, "model": model, "generated_at": when(time.time()),
             "method_version": METHOD_VERSION, "about": ABOUT, "ranks": ranking_note(),
-            "comparisons": records(found), "found": found}
+            "comparisons": published(found), "found": found}
 
 
 def model_standing(registry: Registry, model_id: str) -> Standing | None:

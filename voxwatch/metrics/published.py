@@ -1,0 +1,61 @@
+"""The precision voxwatch publishes its numbers at in JSON (the API, the CLI's --format json), and its
+times: defined here once, documented in docs/WEB.md (API) and docs/COMMANDS.md.
+
+Latencies to 0.1 ms, real-time factors to 0.001 x, fractions (rates, WER, their intervals) to 4
+places (0.01 percentage point), p-values to 3 significant digits (a tiny one stays non-zero); times
+as ISO 8601 UTC strings to the millisecond. The measurement's own precision is finer than any of
+these, and stays in the CSV downloads and `voxwatch export`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Mapping
+
+PLACES = {"ms": 1, "x": 3, "fraction": 4}
+"""Decimal places by unit (also the text tables' for ms and x)."""
+P_DIGITS = 3
+"""Significant digits of a p-value."""
+
+IN_UNIT = ("mean", "p50", "p95", "p99", "max", "std", "p50_ci", "p95_ci", "mean_ci")
+"""A leaderboard row's statistics in its metric's unit; its other floats are fractions."""
+
+
+def rounded(value, unit: str):
+    """A number (or an interval's pair) at its unit's published precision; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list)):
+        return [rounded(v, unit) for v in value]
+    return round(value, PLACES.get(unit, PLACES["fraction"]))
+
+
+def p_value(p: float | None) -> float | None:
+    return None if p is None else float(f"{p:.{P_DIGITS}g}")
+
+
+def metric_record(record: Mapping, unit: str) -> dict:
+    """A leaderboard row's record (asdict of a MetricRow and more) with every float published:
+    its statistics in `unit`, its rates and WER figures as fractions."""
+    out = dict(record)
+    for name, value in record.items():
+        if isinstance(value, float) or (isinstance(value, (tuple, list)) and value
+                                        and all(isinstance(v, float) for v in value)):
+            out[name] = rounded(value, unit if name in IN_UNIT else "fraction")
+    return out
+
+
+def comparison_record(record: Mapping) -> dict:
+    """A paired comparison's record (boards.comparisons.records) with its figures in its unit and its
+    p-values to P_DIGITS significant digits."""
+    unit = record["unit"]
+    return {**record, **{k: rounded(record[k], unit) for k in ("a", "b", "estimate", "ci_low", "ci_high")},
+            **{k: p_value(record[k]) for k in ("p_value", "p_holm")}}
+
+
+def when(t: float | None, timespec: str = "milliseconds") -> str | None:
+    """Unix seconds as an ISO 8601 UTC time, to the millisecond ('2026-12-05T06:00:00.000Z') or as
+    `timespec` says ('seconds': a listing's column)."""
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
