@@ -372,7 +372,7 @@ def config_cases() -> list[Case]:
                        ("VOXWATCH_BROKER_VISIBILITY_TIMEOUT_S", "60")):
         cases.append(Case(f"env-broker-{var}", ("env", {var: value}), (f"environment {var}: [broker] needs",)))
     cases.append(Case("env-known-variables-accepted", ("env", {"VOXWATCH_DEEPGRAM_API_KEY": "k", "VOXWATCH_TODAY": "2026-12-01",
-                                                                "VOXWATCH_PG_READER": "grafana", "VOXWATCH_ACME_BASE_URL": "x"})))
+                                                                "VOXWATCH_PG_READER": "grafana", "VOXWATCH_ACME_BASE_URL": "http://127.0.0.1:9/acme"})))
     return cases
 
 
