@@ -113,9 +113,13 @@ async def talk(vendor: str, ds, turn_clips, history=(), session_box: list | None
 
 
 def reply_delay_ms(timeline: Timeline, clip) -> float:
-    """From the end of the caller's speech (the first chunk's write plus the clip's speech end) to the
-    first reply audio's arrival."""
-    return (timeline.first(AUDIO).t_ns - timeline.first(CHUNK_SENT).t_ns) / 1e6 - clip.speech_end * 1000
+    """From the end of the caller's speech (the pacer's schedule: the first chunk's deadline plus the
+    clip's speech end) to the first reply audio's arrival. The schedule, not the first write: on a busy
+    machine the first write can be late while the later chunks keep their absolute deadlines, and
+    timing from that write would read the reply early."""
+    first = timeline.first(CHUNK_SENT)
+    assert first.deadline_ns is not None and first.deadline_ns <= first.t_ns
+    return (timeline.first(AUDIO).t_ns - first.deadline_ns) / 1e6 - clip.speech_end * 1000
 
 
 @pytest.mark.parametrize("vendor", sorted(MODELS))
