@@ -360,6 +360,76 @@ def test_the_postgres_family_read_is_the_metric_definition_on_the_same_rows(tmp_
                 source.close()
 
 
+def test_postgres_keeps_each_familys_lines_as_its_runs_finish(tmp_path):
+    """Postgres computes a family's lines when one of its STT runs is recorded as finished (and for
+    every family on `db refresh`), per window and region, and the page reads those: rows stored after
+    it leave the page as it was until the next run finishes; the kept lines are the definition's on
+    the rows of their time. A finished run of another board, or another family, leaves them alone."""
+    from voxwatch.foundation.observation import RunRecord
+    from voxwatch.metrics.family_lines import build
+    from voxwatch.metrics.published import when
+    from voxwatch.providers.registry import Registry
+    from voxwatch.store import open_store
+    from voxwatch.store.connection import connect
+    from voxwatch.web.family_views import document, family_view, lines
+    from voxwatch.web.source import open_source
+
+    from support.postgres import fresh_postgres
+
+    family_rows_ = [r for r in ROWS if r.family == FAMILY and not r.emulator]
+    first_run = family_rows_[0].run_id
+    early = [r for r in family_rows_ if r.run_id != first_run]
+    late = [r for r in family_rows_ if r.run_id == first_run]
+    assert early and late
+    with fresh_postgres() as url:
+        pg = open_store(url)
+        source = open_source(url, Registry.default())
+        try:
+            pg.add(early)
+            with connect(url) as conn:
+                assert conn.execute("SELECT count(*) FROM family_lines").fetchone()[0] == 0
+            live = family_view(source, FAMILY, "30d")  # nothing kept yet: computed from the rows
+            assert live.computed_at is None and lines(live)
+            finished = RunRecord(early[-1].run_id, early[-1].started_at, early[-1].region, 1, status="succeeded",
+                                 finished_at=early[-1].started_at)
+            pg.finish_run(finished)
+            with connect(url) as conn:
+                kept = conn.execute("SELECT time_window, region FROM family_lines WHERE family = %s", (FAMILY,)).fetchall()
+            regions = sorted({r.region for r in early})
+            assert sorted(kept) == sorted((w, reg) for w in ("24h", "7d", "30d")
+                                          for reg in ["", *sorted({r.region for r in early if r.started_at >= since_(w)})])
+            view = family_view(source, FAMILY, "30d")
+            assert view.computed_at is not None
+            assert _same_lines(lines(view), lines(build(early, FAMILY, "30d")))
+            assert document(view)["generated_at"] == when(view.computed_at)  # the API dates the lines, not the request
+            for region in regions:
+                assert _same_lines(lines(family_view(source, FAMILY, "7d", region)),
+                                   lines(build([r for r in early if r.started_at >= since_("7d")], FAMILY, "7d", region)))
+            nowhere = family_view(source, FAMILY, "30d", "no-such-region")  # the kept regions stay the filter's options
+            assert (nowhere.series, nowhere.regions) == ([], view.regions)
+
+            pg.add(late)  # stored, but its run has not finished: the page keeps the lines of their time
+            assert _same_lines(lines(family_view(source, FAMILY, "30d")), lines(view))
+            before = lines(build(early, FAMILY, "30d"))
+            after = lines(build(early + late, FAMILY, "30d"))
+            assert not _same_lines(before, after)  # the late run changes the lines...
+            pg.finish_run(RunRecord(first_run, late[0].started_at, late[0].region, 1, status="succeeded",
+                                    finished_at=late[-1].started_at))
+            assert _same_lines(lines(family_view(source, FAMILY, "30d")), after)  # ... once it has finished
+            with connect(url) as conn:
+                conn.execute("DELETE FROM family_lines")
+            assert pg.refresh_families() >= 3  # db refresh: every family with an utterance, each window
+            assert _same_lines(lines(family_view(source, FAMILY, "30d")), after)
+        finally:
+            source.close()
+            pg.close()
+
+
+def since_(window: str) -> float:
+    from voxwatch.boards.leaderboard import since
+    return since(window)
+
+
 def _same_lines(a: list[dict], b: list[dict]) -> bool:
     if len(a) != len(b):
         return False

@@ -25,6 +25,7 @@ from voxwatch import config as config_mod
 from voxwatch.boards import comparisons as board_comparisons
 from voxwatch.boards import filter_matches, leaderboard, listing
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD
 from voxwatch.foundation.audio import AudioError
 from voxwatch.datasets.download import FetchError
 from voxwatch.datasets.catalog import Catalog, IntegrityError, UnknownDataset, bundled_root
@@ -334,8 +335,9 @@ def cmd_ingest(args) -> int:
         with Progress("storing", "file", wanted(args), total=1) as bar:  # one transaction: all at once
             added = add_spooled(store, rows, conversations)
             bar.advance()
-        if hasattr(store, "refresh_comparisons"):  # Postgres keeps them in a table, refreshed per batch of ticks
+        if hasattr(store, "refresh_comparisons"):  # Postgres keeps them in tables, refreshed per batch of ticks
             store.refresh_comparisons({r.dataset for r in rows})
+            store.refresh_families({r.family for r in rows if r.board == FAMILY_BOARD and r.family and r.utterance_id})
     finally:
         store.close()
     also = f" and {len(conversations)} conversations" if conversations else ""
@@ -485,7 +487,9 @@ def cmd_db(args) -> int:
             with Progress("refreshing", "series", wanted(args)) as bar:
                 refreshed = store.refresh(progress=bar)
             compared = store.refresh_comparisons()
-            print(f"recomputed the rolling aggregates of {refreshed} series and {compared} paired comparisons")
+            lined = store.refresh_families()
+            print(f"recomputed the rolling aggregates of {refreshed} series, {compared} paired comparisons and "
+                  f"{lined} family views")
     finally:
         store.close()
     return 0

@@ -20,6 +20,7 @@ from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.foundation.observation import FIELDS, KEY, Observation, RunRecord
 from voxwatch.store.comparisons import DDL as COMPARISONS_DDL
+from voxwatch.store.family_lines import DDL as FAMILY_LINES_DDL
 from voxwatch.store.exclusions import DDL as EXCLUSIONS_DDL
 from voxwatch.store.preference import ddl as preference_ddl
 from voxwatch.store.preference_fits import ddl as preference_fits_ddl
@@ -210,6 +211,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (15, _by_month),
     # speech quality: a row's DNSMOS score and its instrument, a context field (_speech_quality)
     (16, _speech_quality),
+    # each dataset family's clean-against-degraded lines per window and region (voxwatch.store.family_lines)
+    (17, FAMILY_LINES_DDL),
 ]
 
 

@@ -23,7 +23,8 @@ from voxwatch.foundation.observation import RUN_FIELDS, Observation, RunRecord
 from voxwatch.foundation.series_key import RowsKey
 from voxwatch.providers.registry import Registry
 from voxwatch.foundation.store_url import StoreError
-from voxwatch.store import aggregates, comparisons, exclusions, migrations, partitions
+from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD
+from voxwatch.store import aggregates, comparisons, exclusions, family_lines, migrations, partitions
 from voxwatch.store import conversations as conv
 from voxwatch.store import preference, preference_fits
 from voxwatch.store.connection import connect, database_error
@@ -63,6 +64,10 @@ _RUN_COUNTS = ("SELECT n.name, count(*), count(*) FILTER (WHERE f.status IS DIST
 
 
 # the datasets a run measured, by the key's first column (what a finished tick's comparisons are refreshed for)
+_RUN_FAMILIES = ("SELECT DISTINCT cl.family FROM obs_names n JOIN obs_facts f ON f.run_id_ref = n.ref "
+                 "JOIN obs_clips cl ON cl.ref = f.clip_ref JOIN obs_contexts c ON c.ref = f.context_ref "
+                 "WHERE n.digest = voxwatch_digest(ARRAY[%s::text]) AND c.board = %s AND cl.family IS NOT NULL "
+                 "AND cl.utterance_id IS NOT NULL")
 _RUN_DATASETS = ("SELECT DISTINCT d.name FROM obs_names n JOIN obs_facts f ON f.run_id_ref = n.ref "
                  "JOIN obs_names d ON d.ref = f.dataset_ref WHERE n.digest = voxwatch_digest(ARRAY[%s::text])")
 
@@ -222,18 +227,21 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
 
     def finish_run(self, run: RunRecord) -> None:
         """Record the run's end, then recompute the paired comparisons of the datasets it measured
-        (store.comparisons): they compare every model of a ranking at once, so they follow ticks,
-        not each row's write."""
+        (store.comparisons) and the clean-against-degraded lines of its STT families
+        (store.family_lines): each compares many series at once, so they follow ticks, not each
+        row's write."""
         self.start_run(run)
         if run.status == "running":
             return
-        try:  # the record is written: comparisons that fail to refresh are caught up by the next tick
+        try:  # the record is written: tables that fail to refresh are caught up by the next tick
             with self._cursor("refresh the comparisons of") as cur:
                 datasets = [d for (d,) in cur.execute(_RUN_DATASETS, (run.run_id,))]
+                families = [f for (f,) in cur.execute(_RUN_FAMILIES, (run.run_id, FAMILY_BOARD))]
             self.refresh_comparisons(datasets)
+            self.refresh_families(families)
         except StoreError as exc:
-            log.warning("run %s is recorded, but its paired comparisons were not refreshed (%s): the next finished "
-                        "tick or `voxwatch db refresh` recomputes them", run.run_id, exc)
+            log.warning("run %s is recorded, but its paired comparisons or family lines were not refreshed (%s): the "
+                        "next finished tick or `voxwatch db refresh` recomputes them", run.run_id, exc)
 
     def refresh_comparisons(self, datasets: Iterable[str] | None = None) -> int:
         """Recompute the paired comparisons of these datasets' rankings (every dataset when None)."""
@@ -241,6 +249,15 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             return comparisons.refresh(self._connect(), datasets)
         except psycopg.Error as exc:
             raise self.error("cannot refresh the comparisons of", exc) from None
+
+    def refresh_families(self, families: Iterable[str] | None = None) -> int:
+        """Recompute the clean-against-degraded lines of these families (every family when None)."""
+        if families is not None and not set(families):
+            return 0
+        try:
+            return family_lines.refresh(self._connect(), families)
+        except psycopg.Error as exc:
+            raise self.error("cannot refresh the family lines of", exc) from None
 
     def comparisons(self, window: str) -> list[Comparison]:
         """One window's stored comparisons (what boards.comparisons reads for a rolling window)."""

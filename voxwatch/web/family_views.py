@@ -2,10 +2,10 @@
 for every STT series (model, region, method version), its clean dataset against each degraded
 condition of the family on the utterances measured in both (metrics.degradation, the one definition).
 
-Nothing here computes a statistic: it reads the family's rows of the window (Postgres: only the
-columns it needs, in SQL: store.family_reads; SQLite: its observations), splits them into each
-series' clean and degraded sides (a row's utterance is its utterance_id: the same sentence in every
-condition) and hands each pair to metrics.degradation. The page, the API and the CSV are this view.
+Nothing here computes a statistic: the view is metrics.family_lines.build's, over the family's rows
+of the window (SQLite: its observations) or as Postgres computed it when the last tick finished
+(store.family_lines: a year's store holds millions of a family's rows a month). The page, the API
+and the CSV are this view.
 """
 
 from __future__ import annotations
@@ -13,96 +13,23 @@ from __future__ import annotations
 import csv
 import io
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, fields
 
 from voxwatch.boards.leaderboard import since
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.published import when
-from voxwatch.metrics.degradation import MIN_PAIRED_UTTERANCES, Degradation, Side, degradation
-from voxwatch.metrics.ranking import ranked_metric
-from voxwatch.foundation.observation import Observation
-from voxwatch.store.family_reads import BOARD as FAMILY_BOARD, FamilyRow
+from voxwatch.metrics.degradation import MIN_PAIRED_UTTERANCES, Degradation
+from voxwatch.metrics.family_lines import BOARD, CLEAN, Comparison, FamilySeries, FamilyView, build
 
 from voxwatch.web.source import Source
 
-BOARD = FAMILY_BOARD
-CLEAN = "clean"
-"""The condition a family's degraded conditions are compared with."""
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One degraded dataset of the family against one clean dataset, for one series."""
-    clean_dataset: str
-    dataset: str
-    condition: str
-    figures: Degradation
-
-
-@dataclass
-class FamilySeries:
-    model_id: str
-    region: str
-    method_version: str
-    protocol: str
-    latency_metric: str  # the protocol's headline latency (the metric its board ranks by)
-    comparisons: list[Comparison] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class FamilyView:
-    family: str
-    window: str
-    region: str | None
-    conditions: list[tuple[str, str]]  # (degraded dataset, condition) measured in the window, by name
-    clean_datasets: list[str]
-    regions: list[str]  # every region with rows of the family (the filter's options)
-    series: list[FamilySeries]
-
-
-def _side(rows: list[Observation | FamilyRow], metric: str) -> Side:
-    scored = [r.status == "ok" and None not in (r.substitutions, r.deletions, r.insertions, r.ref_words) for r in rows]
-    return Side(utterances=[r.utterance_id for r in rows], ticks=[r.run_id for r in rows],
-                statuses=[r.status for r in rows],
-                errors=[r.substitutions + r.deletions + r.insertions if s else None for r, s in zip(rows, scored)],
-                words=[r.ref_words if s else None for r, s in zip(rows, scored)],
-                latency=[getattr(r, metric) if r.status == "ok" else None for r in rows])
-
-
-def build(rows: list[Observation | FamilyRow], family: str, window: str, region: str | None = None) -> FamilyView:
-    """The view from the family's rows of the window (rows of other families or boards are left out;
-    rows with no utterance_id cannot be paired and count nowhere)."""
-    mine = [r for r in rows if r.family == family and r.board == BOARD and r.utterance_id]
-    regions = sorted({r.region for r in mine})
-    mine = [r for r in mine if region is None or r.region == region]
-    groups: dict[tuple[str, str, str, str], dict[tuple[str, str], list[Observation | FamilyRow]]] = {}
-    for r in mine:
-        key = (r.model_id, r.region, r.method_version, r.protocol)
-        groups.setdefault(key, {}).setdefault((r.dataset, r.condition or ""), []).append(r)
-    conditions = sorted({d for g in groups.values() for d in g if d[1] != CLEAN})
-    clean = sorted({d for g in groups.values() for d, c in g if c == CLEAN})
-    series = []
-    for (model_id, reg, method, protocol), by_dataset in sorted(groups.items()):
-        metric = ranked_metric(protocol) or "ttfs_ms"
-        s = FamilySeries(model_id, reg, method, protocol, metric)
-        for clean_dataset in clean:
-            base = by_dataset.get((clean_dataset, CLEAN))
-            if base is None:
-                continue
-            for dataset, condition in conditions:
-                other = by_dataset.get((dataset, condition))
-                if other is not None:
-                    s.comparisons.append(Comparison(clean_dataset, dataset, condition,
-                                                    degradation(_side(base, metric), _side(other, metric))))
-        if s.comparisons:
-            series.append(s)
-    series.sort(key=lambda s: (s.method_version != METHOD_VERSION, s.model_id, s.region, s.method_version))
-    return FamilyView(family, window, region, conditions, clean, regions, series)
+__all__ = ["BOARD", "CLEAN", "Comparison", "FamilySeries", "FamilyView", "build", "family_view", "lines", "document",
+           "to_csv"]
 
 
 def family_view(source: Source, family: str, window: str, region: str | None = None) -> FamilyView:
-    """The family's view over a rolling window of the source's rows."""
-    return build(source.family_rows(family, since(window)), family, window, region)
+    """The family's view over a rolling window (the source's kept lines, or computed from its rows)."""
+    return source.family_view(family, window, since(window), region)
 
 
 def lines(view: FamilyView) -> list[dict]:
@@ -114,7 +41,8 @@ def lines(view: FamilyView) -> list[dict]:
 
 def document(view: FamilyView) -> dict:
     """The API's JSON of a family (/api/v1/families/<family>)."""
-    return {"family": view.family, "window": view.window, "region": view.region, "generated_at": when(time.time()),
+    return {"family": view.family, "window": view.window, "region": view.region,
+            "generated_at": when(time.time() if view.computed_at is None else view.computed_at),
             "method_version": METHOD_VERSION, "min_paired_utterances": MIN_PAIRED_UTTERANCES,
             "clean_datasets": view.clean_datasets,
             "conditions": [{"dataset": d, "condition": c} for d, c in view.conditions],

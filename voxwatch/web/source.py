@@ -38,7 +38,9 @@ from voxwatch.store import aggregates, layout, open_store
 from voxwatch.store import comparisons as paired_table
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
-from voxwatch.store.family_reads import BOARD as FAMILY_BOARD, FamilyRow, family_rows
+from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD, FamilyView, build as family_build
+from voxwatch.store import family_lines
+from voxwatch.store.family_reads import FamilyRow, family_rows
 from voxwatch.store.observation_reads import stream_observations
 from voxwatch.store.postgres import PostgresStore, read_conversations
 from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
@@ -81,6 +83,9 @@ class Source(Protocol):
 
     def family_rows(self, family: str, since: float) -> list:
         """A dataset family's STT rows since a time, with the Observation fields the family page reads."""
+
+    def family_view(self, family: str, window: str, since: float, region: str | None = None) -> FamilyView:
+        """A family's clean-against-degraded lines over a rolling window (starting at `since`), over one region or all."""
 
     def comparisons(self, window: str, only: RowFilter | None = None) -> list[Comparison]:
         """The window's paired comparisons (boards.comparisons.from_store), over the clips `only` selects."""
@@ -155,6 +160,7 @@ _ALERTS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM alerts"
 _CONVERSATIONS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM conversations"
 _PREFERENCE_VERSION_SQL = "SELECT max(fit_id) FROM preference_fits"
 _COMPARISONS_VERSION_SQL = "SELECT count(*), max(computed_at) FROM comparisons"
+_FAMILY_LINES_VERSION_SQL = "SELECT count(*), max(computed_at) FROM family_lines"
 ALERTS_NEED_POSTGRES = "alerts need the Postgres store: the regression alerts run only in distributed mode"
 
 
@@ -218,6 +224,13 @@ class PostgresSource:
         with self._reading("a family's rows") as conn:
             return family_rows(conn, family, since)
 
+    def family_view(self, family: str, window: str, since: float, region: str | None = None) -> FamilyView:
+        """The lines kept as the last tick finished (store.family_lines); computed from the rows when
+        none are (a store no tick has finished in since its upgrade, a family no refresh has seen)."""
+        with self._reading("a family's lines") as conn:
+            kept = family_lines.read(conn, family, window, region)
+        return kept if kept is not None else family_build(self.family_rows(family, since), family, window, region)
+
     def clip_values(self, board: str, since: float) -> ClipValues:
         with self._reading("the speakers and accents") as conn:
             return clip_values(conn.execute(_CLIP_VALUES_SQL, {"since": since, "board": board}).fetchall())
@@ -264,12 +277,13 @@ class PostgresSource:
         """Every write rewrites the aggregate rows of the series it touches (new row versions, so a new
         xmin sum), every change of an alert its row, a stored conversation adds its row (they touch
         no aggregate), and so does a preference fit (fits are only ever added), and a finished tick's
-        comparisons (rewritten with a new computed_at): small scans."""
+        comparisons and family lines (rewritten with a new computed_at): small scans."""
         with self._reading("the store's version", "version") as conn:
             seen = conn.execute(_VERSION_SQL).fetchone()
-            alerts, conversations, fits, compared = (_optional(conn, sql) for sql in (
-                _ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL, _PREFERENCE_VERSION_SQL, _COMPARISONS_VERSION_SQL))
-        return (*seen, alerts, conversations, fits, compared)
+            alerts, conversations, fits, compared, lined = (_optional(conn, sql) for sql in (
+                _ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL, _PREFERENCE_VERSION_SQL, _COMPARISONS_VERSION_SQL,
+                _FAMILY_LINES_VERSION_SQL))
+        return (*seen, alerts, conversations, fits, compared, lined)
 
     def close(self) -> None:
         for role, lock in self._locks.items():
@@ -349,6 +363,10 @@ class SQLiteSource:
     def family_rows(self, family: str, since: float) -> list[Observation]:
         """The family page's rows: the family's STT observations of the window."""
         return self.observations(RowFilter(since=since, boards=(FAMILY_BOARD,), families=(family,)))
+
+    def family_view(self, family: str, window: str, since: float, region: str | None = None) -> FamilyView:
+        """Computed from the window's rows on each read (an embedded store is small)."""
+        return family_build(self.family_rows(family, since), family, window, region)
 
     def clip_values(self, board: str, since: float) -> ClipValues:
         with self._store("the speakers and accents") as store:
