@@ -6,7 +6,6 @@ mid-body the first time, answer slower than the fetch timeout, or not have the f
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -21,7 +20,7 @@ import pytest
 import soundfile as sf
 from whisper_normalizer.english import EnglishTextNormalizer
 
-from support.loopback_http import Loopback
+from support.loopback_http import Loopback, sha256_of
 from support.processes import run_cli
 from voxwatch.metrics.published import rounded
 from voxwatch.foundation.audio import read_pcm16
@@ -86,10 +85,6 @@ class Server(Loopback):
 def server() -> Iterator[Server]:
     with Server() as s:
         yield s
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _mini_librispeech() -> tuple[bytes, dict[str, str], dict[str, bytes]]:
@@ -162,9 +157,9 @@ def test_download_resumes_a_dropped_connection_with_range_and_the_bytes_are_equa
     server.files["/blob.bin"] = data
     server.behaviour["/blob.bin"] = "drop-once"
     dest = tmp_path / "blob.bin"
-    sha = download(Wanted(server.url("/blob.bin"), "blob.bin", _sha(data), size=len(data)), dest,
+    sha = download(Wanted(server.url("/blob.bin"), "blob.bin", sha256_of(data), size=len(data)), dest,
                    Limits(timeout_s=10, attempts=3, backoff_s=0.05))
-    assert sha == _sha(data) and dest.read_bytes() == data and not (tmp_path / "blob.bin.part").exists()
+    assert sha == sha256_of(data) and dest.read_bytes() == data and not (tmp_path / "blob.bin.part").exists()
     first, second = [r for _, r in server.requests]
     assert first is None and 0 < int(second.removeprefix("bytes=").rstrip("-")) <= len(data) // 2  # resumed, not restarted
 
@@ -174,7 +169,7 @@ def test_a_fetched_set_lands_in_the_catalog_with_its_family_and_runs(server: Ser
     server.files["/mini.tar.gz"] = archive
     server.behaviour["/mini.tar.gz"] = "drop-once"
     first_flac = sorted(flacs)[0]
-    env = _env(tmp_path, _entry("mini-libri", server.url("/mini.tar.gz"), _sha(archive), (first_flac, _sha(flacs[first_flac]))))
+    env = _env(tmp_path, _entry("mini-libri", server.url("/mini.tar.gz"), sha256_of(archive), (first_flac, sha256_of(flacs[first_flac]))))
     listing = run_cli("datasets", "fetch", env=env).stdout
     assert any(line.split()[:3] == ["mini-libri", "CC-BY-4.0", "recorded"] for line in listing.splitlines())
     assert any(line.startswith("librispeech-test-clean-40") for line in listing.splitlines())  # packaged ones too
@@ -192,7 +187,7 @@ def test_a_fetched_set_lands_in_the_catalog_with_its_family_and_runs(server: Ser
     assert {c.voice for c in clean.clips} == {"19", "26"}
     assert (clean.info.family, clean.info.condition, degraded.info.family, degraded.info.condition) == \
         ("mini-libri", "clean", "mini-libri", "phonecodec")
-    assert clean.info.extra["license"] == "CC-BY-4.0" and clean.info.extra["files"][0]["sha256"] == _sha(archive)
+    assert clean.info.extra["license"] == "CC-BY-4.0" and clean.info.extra["files"][0]["sha256"] == sha256_of(archive)
     assert [c.source_clip for c in degraded.clips] == [f"mini-libri/{c.id}" for c in clean.clips]
     assert not (tmp_path / "catalog" / ".downloads").exists() and not list((tmp_path / "catalog").glob(".mini-libri-*"))
 
@@ -221,8 +216,8 @@ def test_a_checksum_mismatch_names_the_file_and_leaves_nothing(server: Server, t
     archive, _texts, flacs = mini
     server.files["/mini.tar.gz"] = archive
     member = sorted(flacs)[1]
-    sha = _sha(archive + b"x") if broken == "archive" else _sha(archive)
-    env = _env(tmp_path, _entry("mini-libri", server.url("/mini.tar.gz"), sha, (member, _sha(b"not it") if broken == "member" else _sha(flacs[member]))))
+    sha = sha256_of(archive + b"x") if broken == "archive" else sha256_of(archive)
+    env = _env(tmp_path, _entry("mini-libri", server.url("/mini.tar.gz"), sha, (member, sha256_of(b"not it") if broken == "member" else sha256_of(flacs[member]))))
     proc = run_cli("datasets", "fetch", "mini-libri", env=env, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "checksum mismatch" in proc.stderr
@@ -235,7 +230,7 @@ def test_a_checksum_mismatch_names_the_file_and_leaves_nothing(server: Server, t
 
 def test_a_404_and_a_slow_server_are_one_clear_line(server: Server, tmp_path: Path, mini):
     archive, _texts, _flacs = mini
-    env = _env(tmp_path, _entry("gone", server.url("/nowhere.tar.gz"), _sha(archive)))
+    env = _env(tmp_path, _entry("gone", server.url("/nowhere.tar.gz"), sha256_of(archive)))
     proc = run_cli("datasets", "fetch", "gone", env=env, check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "mini.tar.gz" in proc.stderr and "404 Not Found" in proc.stderr and "Traceback" not in proc.stderr
@@ -243,7 +238,7 @@ def test_a_404_and_a_slow_server_are_one_clear_line(server: Server, tmp_path: Pa
 
     server.files["/slow.tar.gz"] = archive
     server.behaviour["/slow.tar.gz"] = "slow"
-    env = _env(tmp_path, _entry("slow", server.url("/slow.tar.gz"), _sha(archive)), timeout_s=1, attempts=2)
+    env = _env(tmp_path, _entry("slow", server.url("/slow.tar.gz"), sha256_of(archive)), timeout_s=1, attempts=2)
     proc = run_cli("datasets", "fetch", "slow", env=env, check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert "mini.tar.gz" in proc.stderr and "no answer within 1 s (2 attempt(s))" in proc.stderr
@@ -261,12 +256,12 @@ def test_an_unpinned_file_is_refused_until_pinned_and_the_pin_is_recorded(server
     assert server.requests == [] and _left_behind(tmp_path / "catalog") == []
 
     out = run_cli("datasets", "fetch", "unpinned", "--pin", env=env).stdout
-    assert f"pinned mini.tar.gz sha256 {_sha(archive)}" in out and "fetched 5 clips" in out
-    assert f'sha256 = "{_sha(archive)}"' in (tmp_path / "fetch.toml").read_text()
+    assert f"pinned mini.tar.gz sha256 {sha256_of(archive)}" in out and "fetched 5 clips" in out
+    assert f'sha256 = "{sha256_of(archive)}"' in (tmp_path / "fetch.toml").read_text()
     listing = run_cli("datasets", "fetch", env=env).stdout
     assert any(line.startswith("unpinned") and "(pinned)" in line for line in listing.splitlines())
     info = json.loads((tmp_path / "catalog" / "unpinned" / "dataset.json").read_text())
-    assert info["extra"]["pinned_by_user"] == ["mini.tar.gz"] and info["extra"]["files"][0]["sha256"] == _sha(archive)
+    assert info["extra"]["pinned_by_user"] == ["mini.tar.gz"] and info["extra"]["files"][0]["sha256"] == sha256_of(archive)
 
 
 def test_the_packaged_catalog_is_complete_and_every_librispeech_file_is_pinned():

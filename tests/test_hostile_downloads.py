@@ -9,7 +9,6 @@ byte at a time, a redirect loop; it serves archive bombs the tests build.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -21,7 +20,7 @@ from typing import Iterator
 
 import pytest
 
-from support.loopback_http import Loopback
+from support.loopback_http import Loopback, sha256_of
 from support.processes import run_cli
 from voxwatch.datasets import remote
 from voxwatch.datasets.download import FetchError, Limits, Wanted, download
@@ -95,10 +94,6 @@ class HostileServer(Loopback):
 def server() -> Iterator[HostileServer]:
     with HostileServer() as s:
         yield s
-
-
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _entry(name: str, url: str, sha256: str, size: int | None = None, extra: str = "") -> str:

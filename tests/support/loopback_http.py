@@ -3,6 +3,7 @@ thread until close() (or the end of a `with` block); `stop` is set first, so a h
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,3 +29,8 @@ class Loopback:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def sha256_of(data: bytes) -> str:
+    """The hex SHA-256 a catalog entry declares for a served body."""
+    return hashlib.sha256(data).hexdigest()

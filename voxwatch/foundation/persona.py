@@ -14,7 +14,6 @@ the persona also sounded the same.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from voxwatch.foundation.noises import NOISES
+from voxwatch.foundation.text import near_names
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 VOICE = re.compile(r"^[A-Za-z0-9-]{2,40}(\+[A-Za-z0-9_ -]{1,40})?$")
@@ -101,7 +101,7 @@ def validate(p: Persona) -> None:
         raise _fail(p, "rate_wpm", f"expected words per minute, an integer from {MIN_WPM} to {MAX_WPM}; "
                                    f"found {p.rate_wpm!r}")
     if p.noise is not None and (not isinstance(p.noise, str) or p.noise not in NOISES):
-        near = difflib.get_close_matches(str(p.noise), list(NOISES), n=1)
+        near = near_names(str(p.noise), NOISES, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise _fail(p, "noise", f"unknown noise {p.noise!r}{hint}; one of {', '.join(NOISES)}")
     if p.noise is not None and p.snr_db is None:
@@ -133,11 +133,11 @@ def check_voice(p: Persona) -> None:
     language, _, variant = p.voice.partition("+")
     languages, variants = espeak_voices()
     if language.lower() not in languages:
-        near = difflib.get_close_matches(language.lower(), sorted(languages), n=3)
+        near = near_names(language.lower(), languages)
         hint = f"; close: {', '.join(near)}" if near else ""
         raise _fail(p, "voice", f"eSpeak NG has no language voice {language!r}{hint}")
     if variant and variant.lower() not in variants:
-        near = difflib.get_close_matches(variant.lower(), sorted(variants), n=3)
+        near = near_names(variant.lower(), variants)
         hint = f"; close: {', '.join(near)}" if near else ""
         raise _fail(p, "voice", f"eSpeak NG has no voice variant {variant!r}{hint}")
 
@@ -207,7 +207,7 @@ def personas(path: Path | None = None) -> dict[str, Persona]:
 def find(name: str, path: Path | None = None) -> Persona:
     known = personas(path)
     if name not in known:
-        near = difflib.get_close_matches(name, list(known), n=1)
+        near = near_names(name, known, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise PersonaError(f"unknown persona {name!r}{hint}; known: {', '.join(known)}")
     return known[name]
