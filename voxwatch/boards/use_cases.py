@@ -48,8 +48,7 @@ class CompareBoard:
 COMPARE_BOARDS: dict[str, CompareBoard] = {b.id: b for b in (
     CompareBoard("stt-stream", "Streaming STT", "stt", "stt-stream", "pooled_wer", "pooled WER", True),
     CompareBoard("stt-batch", "Batch STT", "stt", "stt-batch", "pooled_wer", "pooled WER", True),
-    CompareBoard("tts", "Streaming TTS", "tts", "tts-stream", "pooled_wer", "pooled WER of the instrument's transcript",
-                 True),
+    CompareBoard("tts", "Streaming TTS", "tts", "tts-stream", "pooled_wer", "pooled WER", True),  # the instrument's
     CompareBoard("s2s", "S2S single turn", "s2s", "s2s", "quality_mos", "speech quality (MOS)", False, False),
     CompareBoard("s2s-conversations", "S2S conversations", "s2s", "s2s-conversation", "adherence",
                  "instruction adherence", False),
@@ -63,6 +62,10 @@ CONDITION_GROUPS = {"clean": ("clean", "clean audio"), "text": ("prompts", "text
                     "farfield": ("far-field", "far-field"), "clipping": ("clipped", "clipped")}
 """A dataset's condition -> its use case's id and words (an unlisted condition is a use case of its own)."""
 DEFAULT_USE_CASES = ("clean", "prompts")
+RANKS_NOTE = ("Ranks per use case and region by the headline latency's p50: a model ranks ahead of another only where "
+              "the two, compared on the clips both heard at the same ticks over the use case's datasets, differ beyond "
+              "chance (Holm over the pairs, 5 % family-wise); otherwise they share a place.")
+"""What a comparison page's rank means (metrics.ranking over the pooled series)."""
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 from voxwatch.boards import leaderboard
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields
-from voxwatch.boards.use_cases import (COMPARE_BOARDS, CompareBoard, UseCase, accuracy_of, chosen_use_case,
-                                       series_comparison, use_cases)
+from voxwatch.boards.use_cases import (COMPARE_BOARDS, RANKS_NOTE, CompareBoard, UseCase, accuracy_of,
+                                       chosen_use_case, series_comparison, use_cases)
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.conversation_aggregate import instruction_adherence, v2v_per_turn
 from voxwatch.metrics.published import rounded, when
-from voxwatch.metrics.ranking import ranking_note, series_id, why_unranked
+from voxwatch.metrics.ranking import series_id, why_unranked
 from voxwatch.metrics.use_case import Point, frontier
 from voxwatch.providers.registry import Registry
 from voxwatch.store.row_filter import RowFilter
@@ -33,7 +33,7 @@ from voxwatch.web.source import Source
 from voxwatch.web.views import UNITS
 
 CONVERSATIONS = "s2s-conversations"
-NO_PAIRED = "conversations are not paired turn by turn: no rank"
+NO_PAIRED = "No ranks: conversations are not paired turn by turn."
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def comparison_document(source: Source, registry: Registry, board_id: str, windo
         "latency": {"metric": board.latency, "statistic": "p50", "unit": unit, "lower_is_better": True},
         "accuracy": {"figure": board.accuracy, "title": board.accuracy_title, "unit": accuracy_unit,
                      "lower_is_better": board.accuracy_lower_is_better},
-        "ranks": NO_PAIRED if board_id == CONVERSATIONS else ranking_note(),
+        "ranks": NO_PAIRED if board_id == CONVERSATIONS else RANKS_NOTE,
         "rows": [{"model_id": x.model_id, "region": x.region, "instrument": x.instrument or None, "rank": x.rank,
                   "unranked": x.unranked if x.rank is None else None,
                   "latency_n": x.latency_n, "latency_p50": rounded(x.latency_p50, unit),

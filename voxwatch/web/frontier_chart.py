@@ -16,6 +16,7 @@ from voxwatch.web.board_charts import (COLOR, FONT, LEGEND_ROW, PLOT_HEIGHT, S_B
                                        WIDTH, _open, _tick, span_ticks)
 
 DIMMED = "0.3"
+TOP = S_TOP + 20  # the y axis' title is written across, above the plot: a rotated one would not fit its height
 FRONTIER_COLOR = "#d62728"
 
 
@@ -44,37 +45,30 @@ def frontier_chart(title: str, x_label: str, y_label: str, marks: list[Mark], pe
         if len(ticks) < 2:
             ticks.append(ticks[0] + 1)
     plot_w, plot_h = WIDTH - S_LEFT - S_RIGHT, PLOT_HEIGHT
-    height = S_TOP + plot_h + S_BOTTOM + len(marks) * LEGEND_ROW + 6
+    height = TOP + plot_h + S_BOTTOM + len(marks) * LEGEND_ROW + 6
 
     def x(v: float) -> float:
         return S_LEFT + (v - x_ticks[0]) / (x_ticks[-1] - x_ticks[0]) * plot_w
 
     def y(v: float) -> float:
-        return S_TOP + plot_h - (scale * v - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
+        return TOP + plot_h - (scale * v - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
 
     out = _open("frontier", title, height)
     for t in x_ticks:
-        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{S_TOP}" y2="{S_TOP + plot_h}" stroke="#eee"/>')
-        out.append(f'<text class="x-tick" x="{x(t):.1f}" y="{S_TOP + plot_h + 16}" text-anchor="middle">'
+        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="#eee"/>')
+        out.append(f'<text class="x-tick" x="{x(t):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">'
                    f"{_tick(t)}</text>")
     for t in y_ticks:
         yt = y(t / scale)
         out.append(f'<line x1="{S_LEFT}" x2="{S_LEFT + plot_w}" y1="{yt:.1f}" y2="{yt:.1f}" stroke="#eee"/>')
         out.append(f'<text class="y-tick" x="{S_LEFT - 5}" y="{yt + 4:.1f}" text-anchor="end">'
                    f'{_tick(t)}{"%" if percent else ""}</text>')
-    out.append(f'<text class="axis-title" x="{S_LEFT + plot_w / 2:.1f}" y="{S_TOP + plot_h + 34}" '
+    out.append(f'<text class="axis-title" x="{S_LEFT + plot_w / 2:.1f}" y="{TOP + plot_h + 34}" '
                f'text-anchor="middle">{escape(x_label)}</text>')
-    mid = S_TOP + plot_h / 2
-    out.append(f'<text class="axis-title" x="14" y="{mid:.1f}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {mid:.1f})">{escape(y_label)}</text>')
-    out.append(f'<polyline points="{S_LEFT},{S_TOP} {S_LEFT},{S_TOP + plot_h} {S_LEFT + plot_w},{S_TOP + plot_h}" '
+    out.append(f'<text class="axis-title" x="8" y="{TOP - 10}">{escape(y_label)}</text>')
+    out.append(f'<polyline points="{S_LEFT},{TOP} {S_LEFT},{TOP + plot_h} {S_LEFT + plot_w},{TOP + plot_h}" '
                f'fill="none" stroke="#555"/>')
-    on = sorted((m for m in marks if m.on_frontier), key=lambda m: m.x)
-    if on:  # a staircase: along at one model's accuracy to the next model's latency, then to its accuracy
-        steps = f"M{x(on[0].x):.1f},{y(on[0].y):.1f}" + "".join(f" H{x(m.x):.1f} V{y(m.y):.1f}" for m in on[1:])
-        out.append(f'<path class="frontier" d="{steps}" fill="none" stroke="{FRONTIER_COLOR}" stroke-width="2" '
-                   f'data-keys="{escape(" ".join(m.key for m in on))}"/>')
-    legend_top = S_TOP + plot_h + S_BOTTOM
+    legend_top = TOP + plot_h + S_BOTTOM
     for i, m in enumerate(marks, 1):
         px, py = x(m.x), y(m.y)
         dim = "" if m.on_frontier else f' opacity="{DIMMED}"'
@@ -95,5 +89,10 @@ def frontier_chart(title: str, x_label: str, y_label: str, marks: list[Mark], pe
                    f'{i}: {escape(m.label)} ({_tick(m.x)}, {y_text(m.y)}){"" if m.on_frontier else ", off the frontier"}'
                    f"</text>")
         out.append("</g>")
+    on = sorted((m for m in marks if m.on_frontier), key=lambda m: m.x)
+    if on:  # drawn over the points; a staircase: along at one model's accuracy to the next model's latency, then to its accuracy
+        steps = f"M{x(on[0].x):.1f},{y(on[0].y):.1f}" + "".join(f" H{x(m.x):.1f} V{y(m.y):.1f}" for m in on[1:])
+        out.append(f'<path class="frontier" d="{steps}" fill="none" stroke="{FRONTIER_COLOR}" stroke-width="2" '
+                   f'data-keys="{escape(" ".join(m.key for m in on))}"/>')
     out.append("</svg>")
     return "\n".join(out)
