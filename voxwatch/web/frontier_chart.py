@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 
-from voxwatch.web.board_charts import (COLOR, FONT, LEGEND_ROW, PLOT_HEIGHT, S_BOTTOM, S_LEFT, S_RIGHT, S_TOP, WHISKER,
-                                       WIDTH, _open, _tick, span_ticks)
+from voxwatch.web.board_charts import COLOR, FONT, LEGEND_ROW, S_BOTTOM, S_LEFT, S_TOP, WHISKER, Plane, _open, _tick
 
 DIMMED = "0.3"
 TOP = S_TOP + 20  # the y axis' title is written across, above the plot: a rotated one would not fit its height
@@ -40,34 +39,17 @@ def frontier_chart(title: str, x_label: str, y_label: str, marks: list[Mark], pe
 
     xs = [v for m in marks for v in (m.x, *(m.x_ci or ()))]
     ys = [scale * v for m in marks for v in (m.y, *(m.y_ci or ()))]
-    x_ticks, y_ticks = span_ticks(min(xs), max(xs)), span_ticks(min(ys), max(ys))
-    for ticks in (x_ticks, y_ticks):
-        if len(ticks) < 2:
-            ticks.append(ticks[0] + 1)
-    plot_w, plot_h = WIDTH - S_LEFT - S_RIGHT, PLOT_HEIGHT
+    plane = Plane.spanning(xs, ys, TOP, scale)
+    plot_w, plot_h = plane.width, plane.height
     height = TOP + plot_h + S_BOTTOM + len(marks) * LEGEND_ROW + 6
-
-    def x(v: float) -> float:
-        return S_LEFT + (v - x_ticks[0]) / (x_ticks[-1] - x_ticks[0]) * plot_w
-
-    def y(v: float) -> float:
-        return TOP + plot_h - (scale * v - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
+    x, y = plane.x, plane.y
 
     out = _open("frontier", title, height)
-    for t in x_ticks:
-        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="#eee"/>')
-        out.append(f'<text class="x-tick" x="{x(t):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">'
-                   f"{_tick(t)}</text>")
-    for t in y_ticks:
-        yt = y(t / scale)
-        out.append(f'<line x1="{S_LEFT}" x2="{S_LEFT + plot_w}" y1="{yt:.1f}" y2="{yt:.1f}" stroke="#eee"/>')
-        out.append(f'<text class="y-tick" x="{S_LEFT - 5}" y="{yt + 4:.1f}" text-anchor="end">'
-                   f'{_tick(t)}{"%" if percent else ""}</text>')
+    plane.grid(out, lambda t: _tick(t) + ("%" if percent else ""))
     out.append(f'<text class="axis-title" x="{S_LEFT + plot_w / 2:.1f}" y="{TOP + plot_h + 34}" '
                f'text-anchor="middle">{escape(x_label)}</text>')
     out.append(f'<text class="axis-title" x="8" y="{TOP - 10}">{escape(y_label)}</text>')
-    out.append(f'<polyline points="{S_LEFT},{TOP} {S_LEFT},{TOP + plot_h} {S_LEFT + plot_w},{TOP + plot_h}" '
-               f'fill="none" stroke="#555"/>')
+    out.append(plane.frame())
     legend_top = TOP + plot_h + S_BOTTOM
     for i, m in enumerate(marks, 1):
         px, py = x(m.x), y(m.y)
