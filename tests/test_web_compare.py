@@ -32,7 +32,7 @@ from voxwatch.web.app import create_app
 
 from support.browser import browser  # noqa: F401 (a fixture)
 from support.compare_seed import (BOARDS, CONVERSATION_MODELS, EMULATOR_MS, HALF_MEASURED, ROWS, add_conversations,
-                                  conversations, expected)
+                                  conversations, expected, expected_ranks)
 from support.processes import REPO
 from support.web_seed import seeded_store, serving, sqlite_store
 
@@ -94,6 +94,7 @@ def test_every_use_case_holds_the_pooled_figures_of_the_rows(client, board):
             assert r["latency_p50_ci"] == rounded(list(row.p50_ci), "ms")
             figure, interval = ((row.quality_mos, row.quality_mos_ci) if board == "s2s" else (row.pooled_wer, row.wer_ci))
             assert r["accuracy"] == rounded(figure, "fraction") and r["accuracy_ci"] == rounded(list(interval), "fraction")
+        assert {m: r["rank"] for m, r in got.items()} == expected_ranks(board, tuple(case["datasets"]), case["id"])
         assert all(EMULATOR_MS not in (r["latency_p50"], *(r["latency_p50_ci"] or ())) for r in doc["rows"])
         assert not any(m.startswith("acme/superseded") for m in got)  # a superseded method's rows are not compared
 

@@ -19,6 +19,8 @@ import numpy as np
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.paired import compare
+from voxwatch.metrics.ranking import comparable, ranks
 from voxwatch.metrics.series import MetricRow, series_rows
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.store import open_store
@@ -101,22 +103,30 @@ def seeded_rows() -> list[Observation]:
 ROWS = seeded_rows()
 
 
-def expected(compare_id: str, datasets: tuple[str, ...], use_case: str) -> dict[str, MetricRow]:
-    """Each model's headline-latency row over the use case, from the rows alone: every current-method,
-    non-emulator row of the model on the use case's datasets as one series, clips named by dataset;
-    only the models measured on every one of the datasets."""
+def _pooled(compare_id: str, datasets: tuple[str, ...], use_case: str) -> list[Observation]:
+    """The rows of the models measured on every dataset of the use case, current method, no emulator,
+    each as one series on the use case: dataset replaced by the use case, clips named by dataset."""
     board, protocol, _, _ = BOARDS[compare_id]
     kept = [r for r in ROWS if r.board == board and r.protocol == protocol and r.dataset in datasets
             and r.method_version == METHOD_VERSION and not r.emulator]
-    out = {}
-    for model in sorted({r.model_id for r in kept}):
-        mine = [r for r in kept if r.model_id == model]
-        if {r.dataset for r in mine} != set(datasets):
-            continue
-        pooled = [replace(r, dataset=use_case, clip_id=f"{r.dataset}/{r.clip_id}") for r in mine]
-        key, data = next(iter(group(pooled).items()))
-        out[model] = next(m for m in series_rows(key, data) if m.metric == for_protocol(protocol, True)[0].name)
-    return out
+    complete = {m for m in {r.model_id for r in kept} if {r.dataset for r in kept if r.model_id == m} == set(datasets)}
+    return [replace(r, dataset=use_case, clip_id=f"{r.dataset}/{r.clip_id}") for r in kept if r.model_id in complete]
+
+
+def expected(compare_id: str, datasets: tuple[str, ...], use_case: str) -> dict[str, MetricRow]:
+    """Each model's headline-latency row over the use case, from the rows alone."""
+    protocol = BOARDS[compare_id][1]
+    rows = [m for key, data in group(_pooled(compare_id, datasets, use_case)).items() for m in series_rows(key, data)]
+    return {m.model_id: m for m in rows if m.metric == for_protocol(protocol, True)[0].name}
+
+
+def expected_ranks(compare_id: str, datasets: tuple[str, ...], use_case: str) -> dict[str, int | None]:
+    """Each model's rank over the use case: metrics.paired's comparisons of the pooled series, then
+    metrics.ranking's ranks, as a board's per dataset."""
+    series = group(_pooled(compare_id, datasets, use_case))
+    rows = [m for key, data in series.items() for m in series_rows(key, data)]
+    ranked = ranks(rows, METHOD_VERSION, compare(series, comparable(rows, METHOD_VERSION)))
+    return {key.model_id: rank for key, rank in ranked.items()}
 
 
 def conversations() -> list:
