@@ -89,6 +89,12 @@ def family(request: Request) -> Response:
     return JSONResponse(family_views.document(view))
 
 
+def compare(request: Request) -> Response:
+    """A board's models over a use case: latency against accuracy, the frontier; ?format=csv: as CSV."""
+    choice(request, "format", ("json", "csv"), "json")
+    return pages.compare_download(request, pages.requested_comparison(request))
+
+
 HEALTH = "/api/v1/health"
 
 
@@ -115,6 +121,7 @@ routes = [
     Route("/conversations", conversations),
     Route("/conversations/{conversation_id}", conversation),
     Route("/families/{family}", family),
+    Route("/compare/{board}", compare),
     Route("/preference", preference_views.api),
     Route("/health", health),
     Route("/openapi.json", openapi_json),

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from voxwatch.web.openapi import document
 
-EXAMPLE_PATH_VALUES = {"model_id": "deepgram/nova-3", "conversation_id": "CONVERSATION_ID", "family": "stt-starter"}
+EXAMPLE_PATH_VALUES = {"model_id": "deepgram/nova-3", "conversation_id": "CONVERSATION_ID", "family": "stt-starter", "board": "stt-stream"}
 """What an example curl puts for a path parameter (a model id stays unescaped; see its description)."""
 
 

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Scope
 
 from voxwatch.boards import comparisons as board_comparisons
 from voxwatch.boards.leaderboard import QUALITY_BOARDS
+from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics import METHOD_VERSION
@@ -131,6 +132,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     templates.env.filters.update(formatting.FILTERS)
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, verdict=board_comparisons.verdict,
                                  comparison_about=board_comparisons.ABOUT, quality_boards=QUALITY_BOARDS,
+                                 compare_boards=COMPARE_BOARDS,
                                  standing=lambda model_id: views.model_standing(registry, model_id))
     app = _App(
         routes=[
@@ -138,6 +140,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/board/preference", preference_views.page),  # before /board/{board}
             Route("/board/{board}", pages.board_page),
             Route("/board/stt/family/{family}", pages.family_page),
+            Route("/compare/{board}", pages.compare_page),
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),
             Route("/method", site_pages.method_page),

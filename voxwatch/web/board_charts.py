@@ -99,6 +99,52 @@ def span_ticks(low: float, high: float, count: int = 4) -> list[float]:
     return [start + i * step for i in range(math.ceil((high - start) / step - 1e-9) + 1)]
 
 
+@dataclass(frozen=True)
+class Plane:
+    """A scatter's plot area: its ticks (in drawn units: a rate's in percent), where it starts, and
+    how a value maps to drawn units (`scale`: 100 for a rate drawn in percent)."""
+    x_ticks: list[float]
+    y_ticks: list[float]
+    top: float
+    scale: float
+    width: float = WIDTH - S_LEFT - S_RIGHT
+    height: float = PLOT_HEIGHT
+
+    @classmethod
+    def spanning(cls, xs: list[float], ys: list[float], top: float, scale: float) -> "Plane":
+        """The plane whose axes span the values (ys in drawn units), with at least two ticks each."""
+        x_ticks, y_ticks = span_ticks(min(xs), max(xs)), span_ticks(min(ys), max(ys))
+        for ticks in (x_ticks, y_ticks):
+            if len(ticks) < 2:
+                ticks.append(ticks[0] + 1)
+        return cls(x_ticks, y_ticks, top, scale)
+
+    def x(self, v: float) -> float:
+        return S_LEFT + (v - self.x_ticks[0]) / (self.x_ticks[-1] - self.x_ticks[0]) * self.width
+
+    def y(self, v: float) -> float:
+        """A value (not in drawn units) to its place."""
+        share = (self.scale * v - self.y_ticks[0]) / (self.y_ticks[-1] - self.y_ticks[0])
+        return self.top + self.height - share * self.height
+
+    def grid(self, out: list[str], y_tick_text) -> None:
+        """The grid lines and the ticks' numbers (`y_tick_text` writes a y tick in drawn units)."""
+        bottom = self.top + self.height
+        for t in self.x_ticks:
+            out.append(f'<line x1="{self.x(t):.1f}" x2="{self.x(t):.1f}" y1="{self.top}" y2="{bottom}" stroke="#eee"/>')
+            out.append(f'<text class="x-tick" x="{self.x(t):.1f}" y="{bottom + 16}" text-anchor="middle">'
+                       f"{_tick(t)}</text>")
+        for t in self.y_ticks:
+            yt = self.y(t / self.scale)
+            out.append(f'<line x1="{S_LEFT}" x2="{S_LEFT + self.width}" y1="{yt:.1f}" y2="{yt:.1f}" stroke="#eee"/>')
+            out.append(f'<text class="y-tick" x="{S_LEFT - 5}" y="{yt + 4:.1f}" text-anchor="end">{y_tick_text(t)}</text>')
+
+    def frame(self) -> str:
+        bottom = self.top + self.height
+        return (f'<polyline points="{S_LEFT},{self.top} {S_LEFT},{bottom} {S_LEFT + self.width},{bottom}" '
+                f'fill="none" stroke="#555"/>')
+
+
 def scatter(title: str, x_label: str, y_label: str, points: list[Point], dollars: bool = False) -> str:
     """One numbered point per model (the number is its line in the table, named in the legend
     below), x a latency, y a rate drawn in percent (or, `dollars`, a price in US dollars); each axis
@@ -108,38 +154,19 @@ def scatter(title: str, x_label: str, y_label: str, points: list[Point], dollars
     def y_text(v: float) -> str:  # v in drawn units
         return f"${v:,.2f}" if dollars else f"{v:.2f}%"
 
-    x_ticks = span_ticks(min(p.x for p in points), max(p.x for p in points))
-    y_ticks = span_ticks(min(scale * p.y for p in points), max(scale * p.y for p in points))
-    if len(x_ticks) < 2:
-        x_ticks.append(x_ticks[0] + 1)
-    if len(y_ticks) < 2:
-        y_ticks.append(y_ticks[0] + 1)
-    plot_w, plot_h = WIDTH - S_LEFT - S_RIGHT, PLOT_HEIGHT
+    plane = Plane.spanning([p.x for p in points], [scale * p.y for p in points], S_TOP, scale)
+    plot_w, plot_h = plane.width, plane.height
     height = S_TOP + plot_h + S_BOTTOM + len(points) * LEGEND_ROW + 6
-
-    def x(v: float) -> float:
-        return S_LEFT + (v - x_ticks[0]) / (x_ticks[-1] - x_ticks[0]) * plot_w
-
-    def y(v: float) -> float:
-        return S_TOP + plot_h - (scale * v - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
+    x, y = plane.x, plane.y
 
     out = _open("scatter", title, height)
-    for t in x_ticks:
-        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{S_TOP}" y2="{S_TOP + plot_h}" stroke="#eee"/>')
-        out.append(f'<text class="x-tick" x="{x(t):.1f}" y="{S_TOP + plot_h + 16}" text-anchor="middle">'
-                   f"{_tick(t)}</text>")
-    for t in y_ticks:
-        yt = y(t / scale)
-        out.append(f'<line x1="{S_LEFT}" x2="{S_LEFT + plot_w}" y1="{yt:.1f}" y2="{yt:.1f}" stroke="#eee"/>')
-        out.append(f'<text class="y-tick" x="{S_LEFT - 5}" y="{yt + 4:.1f}" text-anchor="end">'
-                   f'{("$" + _tick(t)) if dollars else _tick(t) + "%"}</text>')
+    plane.grid(out, lambda t: ("$" + _tick(t)) if dollars else _tick(t) + "%")
     out.append(f'<text x="{S_LEFT + plot_w / 2:.1f}" y="{S_TOP + plot_h + 34}" text-anchor="middle">'
                f"{escape(x_label)}</text>")
     mid = S_TOP + plot_h / 2
     out.append(f'<text x="14" y="{mid:.1f}" text-anchor="middle" transform="rotate(-90 14 {mid:.1f})">'
                f"{escape(y_label)}</text>")
-    out.append(f'<polyline points="{S_LEFT},{S_TOP} {S_LEFT},{S_TOP + plot_h} {S_LEFT + plot_w},{S_TOP + plot_h}" '
-               f'fill="none" stroke="#555"/>')
+    out.append(plane.frame())
     legend_top = S_TOP + plot_h + S_BOTTOM
     for i, p in enumerate(points, 1):
         px, py = x(p.x), y(p.y)

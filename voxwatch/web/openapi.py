@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from voxwatch import __version__
+from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Scorecard, Percentiles, Rate
@@ -99,6 +100,30 @@ _PRICE_FIELDS = {
 """A leaderboard row's price (voxwatch/boards/prices.py), in the JSON and the CSV alike."""
 
 
+def _compare_schemas() -> dict:
+    """The comparison document's schemas (web/compare_views.comparison_document)."""
+    pair = {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    axis = {"lower_is_better": {"type": "boolean"}, "unit": _STRING}
+    row = {"model_id": _STRING, "region": _STRING, "instrument": _NULLABLE_STRING,
+           "rank": {"type": ["integer", "null"], "description": "1 + the models shown faster by the paired comparisons "
+                    "over the use case; null: not ranked (unranked says why)"},
+           "unranked": _NULLABLE_STRING, "latency_n": {"type": "integer"}, "latency_p50": _NULLABLE_NUMBER,
+           "latency_p50_ci": pair, "accuracy_n": {"type": "integer"},
+           "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, speech quality (MOS) or instruction adherence"},
+           "accuracy_ci": pair, "on_frontier": {"type": "boolean"}, **_PRICE_FIELDS}
+    return {
+        "UseCase": _obj({"id": _STRING, "title": _STRING, "datasets": _array(_STRING)}),
+        "CompareRow": _obj(row),
+        "UseCaseComparison": _obj({
+            "board": {"type": "string", "enum": list(COMPARE_BOARDS)}, "title": _STRING,
+            "window": {"type": "string", "enum": list(WINDOWS)}, "generated_at": _GENERATED, "method_version": _STRING,
+            "use_case": {"anyOf": [_ref("UseCase"), {"type": "null"}]}, "use_cases": _array(_ref("UseCase")),
+            "latency": _obj({"metric": _STRING, "statistic": _STRING, **axis}),
+            "accuracy": _obj({"figure": _STRING, "title": _STRING, **axis}), "ranks": _STRING,
+            "rows": _array(_ref("CompareRow")), "left_out": _array(_STRING)}),
+    }
+
+
 def document() -> dict:
     schemas = {
         "LeaderboardRow": _dataclass_schema(MetricRow, {
@@ -167,6 +192,7 @@ def document() -> dict:
                                                   "WER difference (null under it, with the reason)"},
                         "clean_datasets": _array(_STRING), "conditions": _array(_ref("FamilyCondition")),
                         "regions": _array(_STRING), "rows": _array(_ref("FamilyLine"))}),
+        **_compare_schemas(),
         "Exclusion": _obj({"metric": _STRING, "reason": _STRING}),
         "Model": _obj({"model_id": _STRING, "board": {"type": "string", "enum": list(BOARDS)},
                        "datasets": _array(_STRING), "regions": _array(_STRING), "method_versions": _array(_STRING),
@@ -257,6 +283,21 @@ def document() -> dict:
                 "application/json": {"schema": _ref("Family")},
                 "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad,
                 "404": _json(_ref("Error"), "No such family: not in the catalog, and no STT row of the window.")}}},
+        "/api/v1/compare/{board}": {"get": {
+            "summary": "Every model of a board over a use case (its datasets pooled, METHOD 'Use cases and the "
+                       "frontier'): headline latency p50 and accuracy with their 95 % intervals, rank from the paired "
+                       "comparisons over the use case, price, and whether it is on the latency-accuracy frontier",
+            "parameters": [{"name": "board", "in": "path", "required": True,
+                            "schema": {"type": "string", "enum": list(COMPARE_BOARDS)},
+                            "description": "the comparison board"},
+                           _query("use_case", "the use case's id (default: clean audio, or the first); the "
+                                  "document lists them with their datasets", _STRING), window,
+                           _query("format", "csv: one line per model, intervals as _low and _high",
+                                  {"type": "string", "enum": ["json", "csv"], "default": "json"})],
+            "responses": {"200": {"description": "The comparison.", "content": {
+                "application/json": {"schema": _ref("UseCaseComparison")},
+                "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad,
+                "404": _json(_ref("Error"), "No such comparison board.")}}},
         "/api/v1/alerts": _get("Regression alerts: firing, pending, and those resolved in the last 7 days",
                                _json(_ref("Alerts"), "The alerts; available is false on a store without them.")),
         "/api/v1/conversations": {"get": {

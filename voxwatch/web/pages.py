@@ -16,12 +16,14 @@ from voxwatch.boards import leaderboard
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.boards.leaderboard import WINDOWS
 from voxwatch.boards.prices import shown_price
+from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.datasets.provenance import ORIGINS, Provenance, families, lookup
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
-from voxwatch.web import board_views, conversation_views, family_views, model_views, views
+from voxwatch.web import board_views, compare_views, conversation_views, family_views, model_views, views
+from voxwatch.web.frontier_chart import Mark, frontier_chart
 from voxwatch.web.params import choice, text
 from voxwatch.web.source import Conversation
 
@@ -175,3 +177,49 @@ def family_page(request: Request) -> Response:
     return _render(request, "family.html", view=view, windows=list(WINDOWS),
                    min_paired=family_views.MIN_PAIRED_UTTERANCES,
                    api_url=api + "?" + urlencode(params), csv_url=api + "?" + urlencode({**params, "format": "csv"}))
+
+
+def requested_comparison(request: Request) -> dict:
+    """The comparison document the path and query name: a 404 for an unknown board, a 400 for an
+    unknown window or use case (each saying what there is)."""
+    board = request.path_params["board"]
+    if board not in COMPARE_BOARDS:
+        raise HTTPException(404, f"no comparison board {board!r}: the boards are {', '.join(COMPARE_BOARDS)}")
+    window = choice(request, "window", WINDOWS, "30d")
+    try:
+        return compare_views.comparison_document(request.app.state.source, request.app.state.registry, board, window,
+                                                 text(request, "use_case"))
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+def compare_chart(doc: dict) -> str | None:
+    """The document's latency-against-accuracy chart (the lines that have both figures), or None."""
+    lat, acc = doc["latency"], doc["accuracy"]
+    marks = [Mark(f"{r['model_id']} ({r['region']})", "|".join((r["model_id"], r["region"], r["instrument"] or "")),
+                  r["latency_p50"], r["accuracy"], r["latency_p50_ci"], r["accuracy_ci"], r["on_frontier"])
+             for r in doc["rows"] if r["latency_p50"] is not None and r["accuracy"] is not None]
+    if not marks:
+        return None
+    better = {True: "lower is better", False: "higher is better"}
+    return frontier_chart(f"{lat['metric']} p50 against {acc['title']}",
+                          f"{lat['metric']} p50 ({lat['unit']}), {better[True]}",
+                          f"{acc['title']}, {better[acc['lower_is_better']]}", marks, acc["unit"] == "fraction")
+
+
+def compare_page(request: Request) -> Response:
+    doc = requested_comparison(request)
+    if choice(request, "format", ("html", "csv", "json"), "html") != "html":
+        return compare_download(request, doc)
+    return _render(request, "compare.html", doc=doc, chart=compare_chart(doc), windows=list(WINDOWS),
+                   boards=COMPARE_BOARDS, price_unit=BOARD_FIGURE_UNIT[COMPARE_BOARDS[doc["board"]].board])
+
+
+def compare_download(request: Request, doc: dict) -> Response:
+    """The comparison as JSON or, ?format=csv, as CSV (the page's and the API's numbers)."""
+    if request.query_params.get("format") == "csv":
+        case = doc["use_case"]["id"] if doc["use_case"] else "none"
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", f"voxwatch-compare-{doc['board']}-{case}-{doc['window']}")
+        return Response(compare_views.to_csv(doc), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
+    return JSONResponse(doc)

@@ -1,0 +1,331 @@
+"""The comparison pages (/compare/<board>) and their API (/api/v1/compare/<board>), issue #31 part 1:
+every model of a board over a use case, latency against accuracy with the Pareto frontier.
+
+Served from real SQLite and Postgres stores seeded by tests/support/compare_seed.py (four or more
+models per board, two datasets, four models' conversations, an emulator's rows, a superseded
+method's, a model missing a dataset). The API's numbers are held to the figures computed from the
+rows alone, the page's table, chart and CSV to the API's; in headless Chromium at 390 and 1366 px
+the pages do not scroll sideways, a phone's first screen holds a model with its latency and its
+accuracy, and the chart draws the frontier and dims the models off it. Screenshots:
+var/test-artifacts/compare-<board>-<width>.png.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Iterator
+
+import jsonschema
+import pytest
+from starlette.testclient import TestClient
+
+from voxwatch.boards.use_cases import COMPARE_BOARDS
+from voxwatch.conversations.records import score_of
+from voxwatch.metrics.conversation_aggregate import instruction_adherence, v2v_per_turn
+from voxwatch.metrics.published import rounded
+from voxwatch.web.app import create_app
+
+from support.browser import browser  # noqa: F401 (a fixture)
+from support.compare_seed import (BOARDS, CONVERSATION_MODELS, EMULATOR_MS, HALF_MEASURED, ROWS, add_conversations,
+                                  conversations, expected, expected_ranks)
+from support.processes import REPO
+from support.web_seed import seeded_store, serving, sqlite_store
+
+pytestmark = pytest.mark.e2e
+
+ARTIFACTS = REPO / "var" / "test-artifacts"
+SIZES = {390: 844, 1366: 900}
+SERIES_BOARDS = tuple(BOARDS)
+
+
+@contextlib.contextmanager
+def _store(kind: str, folder: Path) -> Iterator[str]:
+    if kind == "sqlite":
+        url = sqlite_store(folder, ROWS)
+        add_conversations(url)
+        yield url
+        return
+    with seeded_store(ROWS) as url:
+        add_conversations(url)
+        yield url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def store(request, tmp_path_factory) -> Iterator[str]:
+    with _store(request.param, tmp_path_factory.mktemp(request.param)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def client(store: str) -> TestClient:
+    return TestClient(create_app(store))
+
+
+def _doc(client: TestClient, board: str, **params: str) -> dict:
+    response = client.get(f"/api/v1/compare/{board}", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _rows(doc: dict) -> dict[str, dict]:
+    return {r["model_id"]: r for r in doc["rows"]}
+
+
+# --- the API against the rows ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("board", SERIES_BOARDS)
+def test_every_use_case_holds_the_pooled_figures_of_the_rows(client, board):
+    first = _doc(client, board)
+    assert first["use_cases"] and first["use_case"] == first["use_cases"][0]
+    for case in first["use_cases"]:
+        doc = _doc(client, board, use_case=case["id"])
+        want = expected(board, tuple(case["datasets"]), case["id"])
+        got = _rows(doc)
+        assert set(got) == set(want) and len(got) >= 4, (case, sorted(got))
+        for model, row in want.items():
+            r = got[model]
+            assert r["latency_n"] == row.n and r["latency_p50"] == rounded(row.p50, "ms")
+            assert r["latency_p50_ci"] == rounded(list(row.p50_ci), "ms")
+            figure, interval = ((row.quality_mos, row.quality_mos_ci) if board == "s2s" else (row.pooled_wer, row.wer_ci))
+            assert r["accuracy"] == rounded(figure, "fraction") and r["accuracy_ci"] == rounded(list(interval), "fraction")
+        assert {m: r["rank"] for m, r in got.items()} == expected_ranks(board, tuple(case["datasets"]), case["id"])
+        assert all(EMULATOR_MS not in (r["latency_p50"], *(r["latency_p50_ci"] or ())) for r in doc["rows"])
+        assert not any(m.startswith("acme/superseded") for m in got)  # a superseded method's rows are not compared
+
+
+def test_a_model_missing_a_dataset_of_the_use_case_is_left_out_and_said_so(client):
+    doc = _doc(client, HALF_MEASURED[0])
+    assert doc["use_case"]["datasets"] == ["tts-prompts", "tts-prompts-long"]
+    assert HALF_MEASURED[1] not in _rows(doc)
+    assert doc["left_out"] == [f"{HALF_MEASURED[1]} (us-east): not measured on tts-prompts-long"]
+
+
+@pytest.mark.parametrize("board", COMPARE_BOARDS)
+def test_the_frontier_flags_and_ranks(client, board):
+    doc = _doc(client, board)
+    rows, lower = doc["rows"], doc["accuracy"]["lower_is_better"]
+
+    def better_or_equal(a: float, b: float) -> bool:
+        return a <= b if lower else a >= b
+
+    for r in rows:  # on it exactly when no other line is as fast and as accurate, and better at one
+        beaten = any(o is not r and o["latency_p50"] <= r["latency_p50"] and better_or_equal(o["accuracy"], r["accuracy"])
+                     and (o["latency_p50"], o["accuracy"]) != (r["latency_p50"], r["accuracy"]) for o in rows)
+        assert r["on_frontier"] is not beaten, (board, r["model_id"])
+    assert any(r["on_frontier"] for r in rows) and any(not r["on_frontier"] for r in rows), board
+    ranked = [r for r in rows if r["rank"] is not None]
+    if board == "s2s-conversations":
+        assert not ranked and all(r["unranked"] for r in rows)
+        return
+    assert ranked and min(r["rank"] for r in ranked) == 1
+    for a in ranked:  # a model ranked ahead of another is faster on the pooled rows
+        assert all(a["latency_p50"] < b["latency_p50"] for b in ranked if a["rank"] < b["rank"])
+
+
+def test_the_conversations_comparison_is_the_scorecards_figures(client):
+    doc = _doc(client, "s2s-conversations")
+    assert doc["use_case"] == {"id": "default", "title": "persona default", "datasets": ["clinic-desk"]}
+    got = _rows(doc)
+    assert set(got) == set(CONVERSATION_MODELS)
+    for model in CONVERSATION_MODELS:
+        scores = [score_of(row, turns) for row, turns in conversations() if row.model_id == model and not row.emulator]
+        v2v, adherence = v2v_per_turn(scores), instruction_adherence(scores)
+        r = got[model]
+        assert (r["latency_n"], r["latency_p50"], r["latency_p50_ci"]) == (v2v.n, rounded(v2v.p50, "ms"),
+                                                                            rounded(list(v2v.p50_ci), "ms"))
+        assert (r["accuracy_n"], r["accuracy"], r["accuracy_ci"]) == (
+            adherence.n, rounded(adherence.rate, "fraction"), rounded(list(adherence.interval), "fraction"))
+
+
+def test_bad_requests_say_what_there_is(client):
+    response = client.get("/compare/stt")
+    assert response.status_code == 404 and "stt-stream" in response.text
+    response = client.get("/api/v1/compare/stt-stream", params={"use_case": "underwater"})
+    assert response.status_code == 400 and "the use cases are clean, noisy" in response.text
+    assert client.get("/compare/tts", params={"window": "1y"}).status_code == 400
+
+
+def test_the_document_is_the_one_openapi_describes(client):
+    spec = client.get("/api/v1/openapi.json").json()
+    assert "/api/v1/compare/{board}" in spec["paths"]
+    for board in COMPARE_BOARDS:
+        jsonschema.validate(_doc(client, board), {"$ref": "#/components/schemas/UseCaseComparison",
+                                                  "components": spec["components"]})
+
+
+# --- the page and the CSV against the API ----------------------------------------------------------
+
+
+class _Page(HTMLParser):
+    """The comparison table's rows (their cells' attributes and text), the chart's points and the
+    frontier path, the use cases listed, and the links to the page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[dict] = []
+        self.points: list[dict] = []
+        self.frontier: list[dict] = []
+        self.use_cases: dict[str, str] = {}
+        self._cell: dict | None = None
+        self._case: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "tr" and "data-model" in a:
+            self.rows.append({**a, "cells": {}})
+        elif tag == "td" and self.rows and "data-field" in a:
+            self._cell = {**a, "text": ""}
+            self.rows[-1]["cells"][a["data-field"]] = self._cell
+        elif tag == "g" and "point" in classes:
+            self.points.append(a)
+        elif tag == "path" and "frontier" in classes:
+            self.frontier.append(a)
+        elif tag == "li" and "data-use-case" in a:
+            self._case = a["data-use-case"]
+            self.use_cases[self._case] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._cell = None
+        elif tag == "li":
+            self._case = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell["text"] += data
+        if self._case is not None:
+            self.use_cases[self._case] += data
+
+
+def _parsed(client: TestClient, path: str, **params: str) -> _Page:
+    response = client.get(path, params=params)
+    assert response.status_code == 200, response.text[:300]
+    page = _Page()
+    page.feed(response.text)
+    return page
+
+
+def _number(cell: dict, name: str = "data-value") -> float | None:
+    return float(cell[name]) if name in cell else None
+
+
+@pytest.mark.parametrize("board", COMPARE_BOARDS)
+def test_the_page_shows_the_apis_numbers(client, board):
+    for case in _doc(client, board)["use_cases"]:
+        doc = _doc(client, board, use_case=case["id"])
+        page = _parsed(client, f"/compare/{board}", use_case=case["id"])
+        assert [r["data-model"] for r in page.rows] == [r["model_id"] for r in doc["rows"]]
+        for shown, r in zip(page.rows, doc["rows"]):
+            c = shown["cells"]
+            assert _number(c["latency_p50"]) == r["latency_p50"] and c["latency_p50"]["text"] == f"{r['latency_p50']:.1f}"
+            assert [_number(c["latency_p50_ci"], "data-low"), _number(c["latency_p50_ci"], "data-high")] == r["latency_p50_ci"]
+            assert _number(c["accuracy"]) == r["accuracy"]
+            assert [_number(c["accuracy_ci"], "data-low"), _number(c["accuracy_ci"], "data-high")] == r["accuracy_ci"]
+            text = f"{100 * r['accuracy']:.2f}%" if doc["accuracy"]["unit"] == "fraction" else f"{r['accuracy']:.2f}"
+            assert c["accuracy"]["text"] == text
+            assert c["on_frontier"]["data-value"] == ("true" if r["on_frontier"] else "false")
+            assert (_number(c["rank"]) if r["rank"] else None) == r["rank"]
+            assert _number(c["price"]) == r["price"]
+        marks = {p["data-key"]: p for p in page.points}
+        assert len(marks) == len(doc["rows"])
+        for r in doc["rows"]:
+            p = marks["|".join((r["model_id"], r["region"], r["instrument"] or ""))]
+            assert (float(p["data-x"]), float(p["data-y"])) == (r["latency_p50"], r["accuracy"])
+            assert ("dimmed" in p["class"].split()) is (not r["on_frontier"])
+        on = [r for r in doc["rows"] if r["on_frontier"]]
+        assert len(page.frontier) == 1 and len(page.frontier[0]["data-keys"].split()) == len(on)
+        assert set(page.use_cases) == {u["id"] for u in doc["use_cases"]}
+        for u in doc["use_cases"]:  # the datasets behind each use case are named
+            assert all(d in page.use_cases[u["id"]] for d in u["datasets"])
+
+
+@pytest.mark.parametrize("board", COMPARE_BOARDS)
+def test_the_csv_is_the_apis_rows(client, board):
+    doc = _doc(client, board)
+    for response in (client.get(f"/api/v1/compare/{board}", params={"format": "csv"}),
+                     client.get(f"/compare/{board}", params={"format": "csv"})):
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+        lines = list(csv.DictReader(io.StringIO(response.text)))
+        assert [line["model_id"] for line in lines] == [r["model_id"] for r in doc["rows"]]
+        for line, r in zip(lines, doc["rows"]):
+            assert float(line["latency_p50"]) == r["latency_p50"] and float(line["accuracy"]) == r["accuracy"]
+            assert [float(line["accuracy_low"]), float(line["accuracy_high"])] == r["accuracy_ci"]
+            assert line["on_frontier"] == str(r["on_frontier"]) and line["use_case"] == doc["use_case"]["id"]
+
+
+def test_the_pages_method_link_lands_on_its_section(client):
+    page = client.get("/compare/stt-stream").text
+    anchor = re.search(r'href="/method#([^"]+)"', page).group(1)
+    assert f'id="{anchor}"' in client.get("/method").text and "use-cases-and-the-frontier" in anchor
+
+
+def test_the_home_page_and_each_board_link_the_comparisons(client):
+    home = client.get("/").text
+    assert all(f'href="/compare/{b}"' in home for b in COMPARE_BOARDS)
+    for board, ids in {"stt": ("stt-stream", "stt-batch"), "tts": ("tts",), "s2s": ("s2s", "s2s-conversations")}.items():
+        page = client.get(f"/board/{board}").text
+        assert all(f'href="/compare/{i}"' in page for i in ids), board
+
+
+# --- in Chromium ---------------------------------------------------------------------------------
+
+
+_MEASURE = """
+const row = document.querySelector('table.compare tbody tr[data-model]');
+const box = e => e ? e.getBoundingClientRect().toJSON() : null;
+const cell = f => row && row.querySelector(`td[data-field="${f}"]`);
+const chart = document.querySelector('svg.board-chart.frontier');
+return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+        innerHeight: window.innerHeight, model: box(cell('model')), latency: box(cell('latency_p50')),
+        accuracy: box(cell('accuracy')), latencyText: cell('latency_p50') && cell('latency_p50').innerText.trim(),
+        frontier: chart ? chart.querySelectorAll('path.frontier').length : 0,
+        dimmed: chart ? Array.from(chart.querySelectorAll('g.point.dimmed')).map(g => getComputedStyle(g).opacity) : [],
+        chartWidth: chart ? chart.getBoundingClientRect().width : 0,
+        labelPx: chart ? Array.from(chart.querySelectorAll('text.label')).map(t => t.getBoundingClientRect().height) : []};
+"""
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory, browser) -> dict[tuple[str, int], dict]:
+    """Each comparison page at each width, served by `voxwatch serve` from a Postgres store and
+    measured in Chromium after load, with its screenshot."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out = {}
+    with _store("postgres", tmp_path_factory.mktemp("browser")) as url, \
+            serving(url, tmp_path_factory.mktemp("serve") / "serve.log") as base:
+        for width, height in SIZES.items():
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500})
+            for board in COMPARE_BOARDS:
+                browser.get(f"{base}/compare/{board}")
+                out[(board, width)] = browser.execute_script(_MEASURE)
+                shot = ARTIFACTS / f"compare-{board}-{width}.png"
+                assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5_000
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    return out
+
+
+@pytest.mark.parametrize("width", SIZES)
+@pytest.mark.parametrize("board", COMPARE_BOARDS)
+def test_in_chromium_no_sideways_scroll_and_the_chart_draws_the_frontier(measured, board, width):
+    m = measured[(board, width)]
+    assert m["innerWidth"] == width
+    assert m["scrollWidth"] <= m["innerWidth"], f"{board} at {width}: the page is {m['scrollWidth']} px wide"
+    assert m["frontier"] == 1 and m["dimmed"] and all(float(o) < 0.5 for o in m["dimmed"])
+    assert 0 < m["chartWidth"] <= width and min(m["labelPx"]) >= 9  # the legend stays readable (as the boards: tests/test_web_layout.py)
+
+
+@pytest.mark.parametrize("board", COMPARE_BOARDS)
+def test_a_phones_first_screen_shows_a_model_its_latency_and_its_accuracy(measured, board):
+    m = measured[(board, 390)]
+    assert m["latencyText"] and m["latencyText"][0].isdigit(), m
+    for box in (m["model"], m["latency"], m["accuracy"]):
+        assert box and 0 <= box["top"] and box["bottom"] <= m["innerHeight"], (board, box)
+        assert 0 <= box["left"] and box["right"] <= m["innerWidth"], (board, box)

@@ -1,0 +1,140 @@
+"""The comparison boards and their use cases: which rows a comparison page pools, and what it plots.
+
+A comparison board is one ranking's protocol (streaming STT, batch STT, streaming TTS, S2S single
+turn; the S2S conversations are web/compare_views' own). Its use cases are named sets of the
+window's datasets, by condition: English (or unnamed-language) datasets by their condition group
+(clean, phone line, noisy, ...), another language's datasets by that group and the language. The
+figures over a use case are metrics.use_case's (pooled rows, one series per model, region and
+instrument, current method only); the ranks come from paired comparisons of those pooled series
+(metrics.paired, metrics.ranking), as a board's do per dataset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from voxwatch.boards.leaderboard import exclude
+from voxwatch.foundation.languages import is_english
+from voxwatch.foundation.observation import Observation
+from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.paired import Comparison, compare
+from voxwatch.metrics.ranking import comparable, ranked_metric, ranks, series_id
+from voxwatch.metrics.series import MetricRow, series_rows
+from voxwatch.metrics.use_case import Point, frontier, use_case_series
+from voxwatch.providers.registry import Registry
+from voxwatch.store.series_data import group
+
+
+@dataclass(frozen=True)
+class CompareBoard:
+    """A comparison page's board: what it reads (a board's protocol) and its accuracy figure."""
+    id: str
+    title: str
+    board: str
+    protocol: str
+    accuracy: str  # the MetricRow field plotted against latency ("pooled_wer", "quality_mos"), or "adherence"
+    accuracy_title: str
+    accuracy_lower_is_better: bool
+    accuracy_is_rate: bool = True  # drawn and printed in percent
+
+    @property
+    def latency(self) -> str:
+        """The headline latency: the protocol's ranked metric (for conversations, V2V per turn)."""
+        return ranked_metric(self.protocol) or "v2v_ms"
+
+
+COMPARE_BOARDS: dict[str, CompareBoard] = {b.id: b for b in (
+    CompareBoard("stt-stream", "Streaming STT", "stt", "stt-stream", "pooled_wer", "pooled WER", True),
+    CompareBoard("stt-batch", "Batch STT", "stt", "stt-batch", "pooled_wer", "pooled WER", True),
+    CompareBoard("tts", "Streaming TTS", "tts", "tts-stream", "pooled_wer", "pooled WER", True),  # the instrument's
+    CompareBoard("s2s", "S2S single turn", "s2s", "s2s", "quality_mos", "speech quality (MOS)", False, False),
+    CompareBoard("s2s-conversations", "S2S conversations", "s2s", "s2s-conversation", "adherence",
+                 "instruction adherence", False),
+)}
+"""Every comparison page by its id (the path's /compare/<id>)."""
+SERIES_BOARDS = tuple(b for b in COMPARE_BOARDS if COMPARE_BOARDS[b].accuracy != "adherence")
+
+CONDITION_GROUPS = {"clean": ("clean", "clean audio"), "text": ("prompts", "text prompts"),
+                    "phonecodec": ("phone", "phone line"), "phone-mulaw": ("phone", "phone line"),
+                    "noise": ("noisy", "noisy"), "noisegap": ("noisy", "noisy"),
+                    "farfield": ("far-field", "far-field"), "clipping": ("clipped", "clipped")}
+"""A dataset's condition -> its use case's id and words (an unlisted condition is a use case of its own)."""
+DEFAULT_USE_CASES = ("clean", "prompts")
+RANKS_NOTE = ("Ranks per use case and region by the headline latency's p50: a model ranks ahead of another only where "
+              "the two, compared on the clips both heard at the same ticks over the use case's datasets, differ beyond "
+              "chance (Holm over the pairs, 5 % family-wise); otherwise they share a place.")
+"""What a comparison page's rank means (metrics.ranking over the pooled series)."""
+
+
+@dataclass(frozen=True)
+class UseCase:
+    id: str
+    title: str
+    datasets: tuple[str, ...]
+
+
+def use_case_of(condition: str | None, language: str | None) -> tuple[str, str]:
+    """A dataset's use case (id, words) from its condition and language."""
+    cid, words = CONDITION_GROUPS.get(condition or "", (condition or "unnamed", condition or "unnamed condition"))
+    if language and not is_english(language):
+        return f"{cid}-{language}", f"{words}, {language}"
+    return cid, words
+
+
+def use_cases(rows: Iterable[Observation]) -> list[UseCase]:
+    """The use cases the rows' datasets make, the default ones first, then by id."""
+    members: dict[tuple[str, str], set[str]] = {}
+    for r in rows:
+        members.setdefault(use_case_of(r.condition, r.language), set()).add(r.dataset)
+    found = [UseCase(cid, words, tuple(sorted(ds))) for (cid, words), ds in members.items()]
+    return sorted(found, key=lambda u: (u.id not in DEFAULT_USE_CASES, u.id))
+
+
+def chosen_use_case(cases: list[UseCase], wanted: str | None) -> UseCase | None:
+    """The use case a page asked for (None: the first, a default when there is one); a ValueError
+    naming the choices for an unknown one."""
+    if wanted is None:
+        return cases[0] if cases else None
+    for u in cases:
+        if u.id == wanted:
+            return u
+    raise ValueError(f"no use case {wanted!r} on this board in this window: the use cases are "
+                     f"{', '.join(u.id for u in cases) or 'none'}")
+
+
+@dataclass(frozen=True)
+class SeriesComparison:
+    """A use case's pooled series: each one's rows (one per headline metric), ranks, frontier and
+    the series left out for lack of a dataset."""
+    rows: list[MetricRow]
+    comparisons: list[Comparison]
+    ranks: dict[SeriesKey, int | None]
+    on_frontier: set[SeriesKey]
+    missing: dict[SeriesKey, tuple[str, ...]]
+
+
+def board_rows(rows: Iterable[Observation], board: CompareBoard) -> list[Observation]:
+    """The rows a comparison board reads: its protocol's, current method, never an emulator's."""
+    return [r for r in rows if r.board == board.board and r.protocol == board.protocol
+            and r.method_version == METHOD_VERSION and not r.emulator]
+
+
+def accuracy_of(row: MetricRow, board: CompareBoard) -> tuple[float | None, tuple[float, float] | None]:
+    """A pooled series' accuracy figure and its interval."""
+    interval = {"pooled_wer": "wer_ci", "quality_mos": "quality_mos_ci"}[board.accuracy]
+    return getattr(row, board.accuracy), getattr(row, interval)
+
+
+def series_comparison(rows: Iterable[Observation], board: CompareBoard, use_case: UseCase,
+                      registry: Registry | None) -> SeriesComparison:
+    """The comparison of a series board's models over a use case (rows: the window's)."""
+    pooled = use_case_series(group(r for r in board_rows(rows, board) if r.dataset in use_case.datasets),
+                             use_case.id, use_case.datasets)
+    metric_rows = exclude([m for key, data in pooled.series.items() for m in series_rows(key, data)], registry)
+    comparisons = compare(pooled.series, comparable(metric_rows, METHOD_VERSION))
+    headline = [r for r in metric_rows if r.metric == board.latency]
+    points = [Point(series_id(r), r.p50, accuracy_of(r, board)[0]) for r in headline]
+    return SeriesComparison(metric_rows, comparisons, ranks(metric_rows, METHOD_VERSION, comparisons),
+                            {p.key for p in frontier(points, board.accuracy_lower_is_better)}, pooled.missing)
