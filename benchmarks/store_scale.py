@@ -21,6 +21,7 @@ import argparse
 import json
 import secrets
 import statistics
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -73,20 +74,28 @@ FAILURES = (("timeout", "no final transcript within 30 s"), ("error", "unexpecte
             ("disconnected", "socket closed mid-stream"), ("malformed", "unparseable JSON message"))
 
 
+def tick_plan(total: int, shape: str) -> tuple[int, float, int]:
+    """The ticks `total` rows of a shape make, the seconds between two, and the rows of one tick."""
+    models, datasets, regions, days = SHAPES[shape]
+    per_tick = len(models) * len(datasets) * len(regions) * ITEMS
+    ticks = max(1, total // per_tick)
+    return ticks, days * DAY / (ticks + 1), per_tick
+
+
 def synthetic(total: int, now: float, seed: int = 7, part: int = 0, parts: int = 1,
-              shape: str = "month") -> Iterator[list[Observation]]:
+              shape: str = "month", ticks_from: int = 0, ticks_to: int | None = None) -> Iterator[list[Observation]]:
     """Rows in time order, one list per tick (every series measured once per tick, 10 clips each, the
     ticks spread evenly over the shape's days); with parts > 1, only the ticks of this part
-    (tick % parts == part), as one of several writers. One tick's rows at a time: memory is bounded."""
+    (tick % parts == part), as one of several writers; only the ticks in [ticks_from, ticks_to) when
+    given (the others are the SQL fill's). One tick's rows at a time: memory is bounded."""
     models, datasets, regions, days = SHAPES[shape]
     rng = np.random.default_rng(seed)
-    series = len(models) * len(datasets) * len(regions)
-    ticks = max(1, total // (series * ITEMS))
-    step = days * DAY / (ticks + 1)
+    ticks, step, per_tick = tick_plan(total, shape)
+    series = per_tick // ITEMS
     texts = [" ".join(rng.choice(WORDS, int(rng.integers(6, 30)))) for _ in range(200)]  # utterance k's text
     made = 0
     for tick in range(ticks + 1):
-        if tick % parts != part:  # another writer's tick
+        if tick % parts != part or tick < ticks_from or (ticks_to is not None and tick >= ticks_to):  # not this writer's
             made += min(series * ITEMS, total - made)
             if made >= total:
                 return
@@ -202,51 +211,63 @@ the ingest is timed, so the two never compete for the cores."""
 
 
 def _writer(url: str, total: int, now: float, part: int, parts: int, batch: int, rounds: int, shape: str,
-            barrier, report) -> None:
+            ticks: tuple[int, int | None], barrier, report) -> None:
     """One writer process: generates its ticks a round at a time and, between two barriers (the timed
     part), adds them in batches, as one worker of a region would. Holds one round's rows at a time."""
     import resource
 
-    store = PostgresStore(url)
-    ticks = synthetic(total, now, part=part, parts=parts, shape=shape)
-    gen_s, counts = 0.0, []
-    for _ in range(rounds):
-        start, rows = time.perf_counter(), []
-        for tick in ticks:
-            rows.extend(tick)
-            if len(rows) >= ROUND_ROWS:
-                break
-        gen_s += time.perf_counter() - start
-        barrier.wait()
-        for i in range(0, len(rows), batch):
-            store.add(rows[i:i + batch], refresh=False)
-        counts.append(len(rows))
-        barrier.wait()
-    store.close()
+    try:
+        store = PostgresStore(url)
+        made = synthetic(total, now, part=part, parts=parts, shape=shape, ticks_from=ticks[0], ticks_to=ticks[1])
+        gen_s, counts = 0.0, []
+        for _ in range(rounds):
+            start, rows = time.perf_counter(), []
+            for tick in made:
+                rows.extend(tick)
+                if len(rows) >= ROUND_ROWS:
+                    break
+            gen_s += time.perf_counter() - start
+            barrier.wait()
+            for i in range(0, len(rows), batch):
+                store.add(rows[i:i + batch], refresh=False)
+            counts.append(len(rows))
+            barrier.wait()
+        store.close()
+    except BaseException:
+        barrier.abort()  # the lead and the other writers stop waiting for this one
+        raise
     report.put((counts, gen_s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 
 
-def ingest(url: str, total: int, now: float, writers: int, batch: int,
-           shape: str = "month") -> tuple[int, float, float, list[int], float]:
-    """Ingest `total` synthetic rows with `writers` processes writing at once (each its share of the
-    ticks); returns the rows, the seconds of ingest (barrier to barrier, all writers), the longest
-    writer's generation seconds, each round's rows/s and the largest writer's peak memory (MB)."""
+def ingest(url: str, total: int, now: float, writers: int, batch: int, shape: str = "month",
+           ticks: tuple[int, int | None] = (0, None)) -> tuple[int, float, float, list[int], float]:
+    """Ingest `total` synthetic rows (only those of the ticks in the range, when given) with `writers`
+    processes writing at once (each its share of the ticks); returns the rows, the seconds of ingest
+    (barrier to barrier, all writers), the longest writer's generation seconds, each round's rows/s and
+    the largest writer's peak memory (MB)."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no connection crosses the fork
-    per_writer = -(-total // writers)
+    count, _, per_tick = tick_plan(total, shape)
+    wanted = min(total, per_tick * ((count + 1 if ticks[1] is None else ticks[1]) - ticks[0]))
+    per_writer = -(-wanted // writers)
     rounds = -(-per_writer // ROUND_ROWS) + 1  # one spare: a writer's share may run over by a tick
     barrier, report = ctx.Barrier(writers + 1), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(url, total, now, k, writers, batch, rounds, shape, barrier, report))
+    procs = [ctx.Process(target=_writer, args=(url, total, now, k, writers, batch, rounds, shape, ticks, barrier, report))
              for k in range(writers)]
     for p in procs:
         p.start()
     per_round = []
-    for _ in range(rounds):
-        barrier.wait()  # every writer has its round's rows
-        start = time.perf_counter()
-        barrier.wait()  # every writer has added them
-        per_round.append(time.perf_counter() - start)
+    try:
+        for _ in range(rounds):
+            barrier.wait()  # every writer has its round's rows
+            start = time.perf_counter()
+            barrier.wait()  # every writer has added them
+            per_round.append(time.perf_counter() - start)
+    except threading.BrokenBarrierError:
+        for p in procs:
+            p.join(timeout=30)
+        raise SystemExit(f"a writer failed (exit codes {[p.exitcode for p in procs]}): its traceback is above") from None
     results = [report.get() for _ in procs]
     for p in procs:
         p.join()
@@ -255,6 +276,65 @@ def ingest(url: str, total: int, now: float, writers: int, batch: int,
     sizes = [sum(counts[i] for counts, _, _ in results) for i in range(rounds)]
     return (sum(sizes), sum(per_round), max(g for _, g, _ in results),
             [round(n / t) for n, t in zip(sizes, per_round) if n], max(m for _, _, m in results))
+
+
+TEMPLATE_TICKS = 20
+"""With --fill: the oldest ticks, ingested by the writers, that the server copies to make the year's middle."""
+
+
+def fill(url: str, total: int, now: float, shape: str, first: int, last: int, chunk_ticks: int = 50) -> tuple[int, float]:
+    """The rows of ticks [first, last), made by the server in SQL: tick t is a copy of template tick
+    t % first's rows (every series, its clips, statuses and clocks) under new runs, moved t - (t % first)
+    ticks later, each run in its month's partition, written in key order. What ingest would write, at
+    the server's speed rather than Python's (generating a row costs ~70 us; the COPY path ~5).
+    Returns the rows made and the seconds."""
+    from voxwatch.store.layout import FACT_COLUMNS
+    from voxwatch.store.partitions import ensure, month_of
+
+    _, step, _ = tick_plan(total, shape)
+    start = time.perf_counter()
+    with connect(url) as conn:
+        conn.execute("SET synchronous_commit = off")
+        runs = conn.execute("SELECT s.run_id_ref, n.name, min(s.first_at), r.month FROM obs_spans s "
+                            "JOIN obs_names n ON n.ref = s.run_id_ref JOIN obs_runs r ON r.run_ref = s.run_id_ref "
+                            "GROUP BY 1, 2, 4").fetchall()
+        by_tick: dict[int, list[tuple[int, str, float, int]]] = {}
+        for ref, name, first_at, month in runs:  # a run id's low 64 bits are its tick (synthetic)
+            by_tick.setdefault(int(name, 16) & (2**64 - 1), []).append((ref, name, first_at, month))
+        assert sorted(by_tick) == list(range(first)), f"the template is ticks 0..{first - 1}, found {sorted(by_tick)}"
+        plan = []
+        for t in range(first, last):
+            template = t % first
+            shift = (t - template) * step
+            for ref, name, first_at, month in sorted(by_tick[template], key=lambda r: r[1]):
+                plan.append((len(plan), t, ref, month, f"{t:08x}{name[8:]}", shift, month_of(first_at + shift)))
+        with conn.transaction():
+            conn.execute("CREATE TEMP TABLE fill_map (ord integer, tick integer, template_ref integer, template_month "
+                         "integer, name text, shift double precision, month integer, new_ref integer) ON COMMIT PRESERVE ROWS")
+            with conn.cursor().copy("COPY fill_map (ord, tick, template_ref, template_month, name, shift, month) "
+                                    "FROM STDIN") as copy:
+                for row in plan:
+                    copy.write_row(row)
+            conn.execute("INSERT INTO obs_names (digest, name) SELECT voxwatch_digest(ARRAY[name]), name FROM fill_map "
+                         "ORDER BY ord")  # refs handed out in time order, as runs appearing would get them
+            conn.execute("UPDATE fill_map m SET new_ref = n.ref FROM obs_names n WHERE n.digest = voxwatch_digest(ARRAY[m.name])")
+            with conn.cursor() as cur:
+                ensure(cur, {row[-1] for row in plan})
+            conn.execute("INSERT INTO obs_runs (run_ref, month) SELECT new_ref, month FROM fill_map")
+            conn.execute("INSERT INTO obs_spans SELECT m.new_ref, s.context_ref, s.first_at + m.shift, s.last_at + m.shift "
+                         "FROM obs_spans s JOIN fill_map m ON m.template_ref = s.run_id_ref")
+        columns = ", ".join(FACT_COLUMNS)
+        chosen = ", ".join({"run_id_ref": "m.new_ref", "run_month": "m.month", "started_at": "f.started_at + m.shift"}
+                           .get(c, f"f.{c}") for c in FACT_COLUMNS)
+        made = 0
+        runs_per_tick = len(plan) // max(1, last - first)
+        for low in range(0, len(plan), chunk_ticks * runs_per_tick):
+            made += conn.execute(
+                f"INSERT INTO obs_facts ({columns}) SELECT {chosen} FROM fill_map m JOIN obs_facts f "
+                "ON f.run_id_ref = m.template_ref AND f.run_month = m.template_month WHERE m.ord >= %s AND m.ord < %s "
+                "ORDER BY m.new_ref, f.model_id_ref, f.dataset_ref, f.clip_id_ref, f.attempt",
+                (low, low + chunk_ticks * runs_per_tick)).rowcount
+    return made, time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=50_000, help="rows per add() during the ingest")
     p.add_argument("--writers", type=int, default=2, help="processes writing at once during the ingest, as workers do")
     p.add_argument("--keep", action="store_true", help="keep the scratch database")
+    p.add_argument("--fill", action="store_true",
+                   help=f"write only the oldest {TEMPLATE_TICKS} ticks and the newest --timed-rows through the writers; "
+                        "the server copies the oldest to make the rest (for --rows 100000000: minutes, not hours)")
+    p.add_argument("--timed-rows", type=int, default=4_000_000,
+                   help="with --fill: the newest rows, ingested by the writers on top of the rest (the ingest figure's)")
     args = p.parse_args(argv)
     now = time.time()
     name, url = _fresh_database(args.url)
@@ -279,8 +364,21 @@ def main(argv: list[str] | None = None) -> int:
         sample = [r for tick in synthetic(50_000, now, seed=99) for r in tick]
         result["ingest_methods_rows_per_s"] = {k: round(v) for k, v in ingest_methods(url, sample).items()}
 
-        done, ingest_s, gen_s, rounds, rss = ingest(url, args.rows, now, args.writers, args.batch, shape)
-        result.update(ingested=done, ingest_rows_per_s=round(done / ingest_s), writers=args.writers,
+        ticks = (0, None)
+        if args.fill:  # the oldest ticks by the writers, the middle by the server, the newest timed on top
+            count, _, per_tick = tick_plan(args.rows, shape)
+            timed_ticks = max(1, args.timed_rows // per_tick)
+            template, template_s, _, _, _ = ingest(url, args.rows, now, args.writers, args.batch, shape, (0, TEMPLATE_TICKS))
+            filled, fill_s = fill(url, args.rows, now, shape, TEMPLATE_TICKS, count + 1 - timed_ticks)
+            result["fill"] = {"template_rows": template, "template_rows_per_s": round(template / template_s),
+                              "sql_rows": filled, "sql_s": round(fill_s, 1), "sql_rows_per_s": round(filled / fill_s)}
+            ticks = (count + 1 - timed_ticks, None)
+        done, ingest_s, gen_s, rounds, rss = ingest(url, args.rows, now, args.writers, args.batch, shape, ticks)
+        if args.fill:
+            result["fill"]["timed_on_top_of"] = result["fill"]["template_rows"] + result["fill"]["sql_rows"]
+        timed = done  # the ingest figure is the writers' rows over their seconds, not the fill's
+        done += result.get("fill", {}).get("timed_on_top_of", 0)
+        result.update(ingested=done, ingest_rows_per_s=round(timed / ingest_s), writers=args.writers,
                       ingest_rounds_rows_per_s=rounds, generate_s=round(gen_s, 1), writer_peak_rss_mb=round(rss),
                       partitions=db.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'obs_facts'::regclass"
                                             ).fetchone()[0])
@@ -371,6 +469,12 @@ def _print(r: dict, url: str) -> None:
         ("database", url),
         ("machine speed (fixed Python loop, before / after)", f"{r['calibration_ms_before']} / {r['calibration_ms_after']} ms"),
         ("rows ingested", f"{r['ingested']:,} ({r['shape']}; {r['partitions']} monthly partitions)"),
+        *([("how the rows were made (--fill)", f"{r['fill']['template_rows']:,} oldest by the writers "
+                                                f"({r['fill']['template_rows_per_s']:,} rows/s into an empty table), "
+                                                f"{r['fill']['sql_rows']:,} copied by the server in SQL "
+                                                f"({r['fill']['sql_s']} s, {r['fill']['sql_rows_per_s']:,} rows/s), the newest "
+                                                f"{r['ingested'] - r['fill']['timed_on_top_of']:,} timed below")]
+          if "fill" in r else []),
         ("writer peak memory (one round of rows at a time)", f"{r['writer_peak_rss_mb']} MB"),
         ("ingest (COPY in key order)", f"{r['ingest_rows_per_s']:,} rows/s, {r['writers']} writer(s) at once "
                                        f"(rounds from {min(r['ingest_rounds_rows_per_s']):,} to {max(r['ingest_rounds_rows_per_s']):,})"),
