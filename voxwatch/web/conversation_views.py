@@ -21,7 +21,8 @@ from voxwatch.boards import leaderboard
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, block_title, stored_scorecards
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.scenario import DIMENSIONS
-from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics import METHOD_VERSION, preliminary
+from voxwatch.providers.registry import Registry
 from voxwatch.metrics.published import when
 from voxwatch.metrics.conversation_aggregate import Scorecard, Rate
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
@@ -65,6 +66,12 @@ def conversation_board(source: Source, window: str, model_id: str | None = None)
     return ConversationBoard(window, model_id, blocks, newest[:RECENT_SHOWN], len(found))
 
 
+def count(source: Source, window: str, model_id: str | None = None) -> int:
+    """How many conversations (of one model) started within the window: what the home page and a
+    model's page count beside their series."""
+    return len(source.conversations(leaderboard.since(window), model_id))
+
+
 def conversation_url(conversation_id: str) -> str:
     return "/conversation/" + quote(conversation_id, safe="")
 
@@ -101,11 +108,14 @@ def _listed(row: ConversationRow) -> dict:
             "url": conversation_url(row.conversation_id), "api_url": api_url(row.conversation_id)}
 
 
-def board_document(board: ConversationBoard) -> dict:
-    """The API's /conversations: every block with its statistics, and the newest conversations."""
+def board_document(board: ConversationBoard, registry: Registry) -> dict:
+    """The API's /conversations: every block with its statistics (whether its model is a baseline,
+    whether its figures are preliminary and why), and the newest conversations."""
     return {"window": board.window, "model_id": board.model_id, "generated_at": when(time.time()),
             "method_version": METHOD_VERSION,
-            "blocks": [{**b.parts, "title": b.title, **_summary_json(b.summary)} for b in board.blocks],
+            "blocks": [{**b.parts, "title": b.title, "baseline": registry.is_baseline(b.key[0]),
+                        **preliminary.fields(preliminary.scorecard_reason(b.summary.conversations)),
+                        **_summary_json(b.summary)} for b in board.blocks],
             "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}
 
 

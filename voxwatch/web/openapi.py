@@ -99,6 +99,16 @@ _PRICE_FIELDS = {
 """A leaderboard row's price (voxwatch/boards/prices.py), in the JSON and the CSV alike."""
 
 
+_MARKS = {
+    "baseline": {"type": "boolean", "description": "the model is one of voxwatch's baselines (a script, not a model: "
+                 "a reference to read the models against)"},
+    "preliminary": {"type": "boolean", "description": "the figures rest on too few ticks, utterances or conversations "
+                    "to be settled (metrics/preliminary.py): real, but early"},
+    "preliminary_reason": {**_NULLABLE_STRING, "description": "why the figures are preliminary, in words; null when "
+                           "they are not"}}
+"""What a leaderboard row and a conversation block say of their model and their figures."""
+
+
 def document() -> dict:
     schemas = {
         "LeaderboardRow": _dataclass_schema(MetricRow, {
@@ -113,7 +123,7 @@ def document() -> dict:
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "
                              "2027-01-20; ...' in the 90 days before the shutdown; null when there is nothing to say"},
-            **_PRICE_FIELDS}),
+            **_PRICE_FIELDS, **_MARKS}),
         "MethodChange": _obj({"from": _STRING, "to": _STRING, "on": {"type": "string", "format": "date"}}),
         "MethodNote": _obj({"model_id": _STRING, "dataset": _STRING, "region": _STRING, "text": _STRING,
                             "changes": _array(_ref("MethodChange"))}),
@@ -170,7 +180,7 @@ def document() -> dict:
         "Exclusion": _obj({"metric": _STRING, "reason": _STRING}),
         "Model": _obj({"model_id": _STRING, "board": {"type": "string", "enum": list(BOARDS)},
                        "datasets": _array(_STRING), "regions": _array(_STRING), "method_versions": _array(_STRING),
-                       "vendor": _STRING, "protocol": _NULLABLE_STRING,
+                       "vendor": _STRING, "protocol": _NULLABLE_STRING, "baseline": _MARKS["baseline"],
                        "status": {**_STATUS, "description": "the status on status_date (retired from the shutdown date)"},
                        "notice": {**_NULLABLE_STRING, "description": "retired or retiring soon, with the date and successor"},
                        "checked": {**_NULLABLE_DATE, "description": "when the id was last checked against its vendor"},
@@ -331,7 +341,7 @@ def _conversation_schemas() -> dict:
         "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
         "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
                        "description": "pass^k of end-state success, keyed by k"}})
-    block = {**summary, "properties": {**key, "title": _STRING, **summary["properties"]}}
+    block = {**summary, "properties": {**key, "title": _STRING, **_MARKS, **summary["properties"]}}
     block["required"] = list(block["properties"])
     listed = _obj({**{n: _field_schema(str(f.type)) for f in fields(ConversationRow) for n in (f.name,) if n in (
         "conversation_id", "model_id", "scenario", "scenario_version", "persona", "region", "started_at", "status",
