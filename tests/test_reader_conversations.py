@@ -22,6 +22,7 @@ from voxwatch.store import open_store
 from voxwatch.web.app import create_app
 
 from support.conversation_seed import stored_conversation
+from support.browser import browser  # noqa: F401 (a fixture)
 from support.postgres import fresh_postgres
 from support.processes import run_cli
 
@@ -137,3 +138,46 @@ def test_an_empty_store_says_voxwatch_run_never_a_distributed_command(store_of: 
         assert "No measurement stored yet" in page
         assert "voxwatch tick" not in page
     assert ("beat starts" in board) == store_of.startswith("postgres")  # workers and beat exist there only
+
+
+def test_chromium_at_390_px_shows_the_conversations_of_a_store_holding_only_them(store_of: str, browser, tmp_path):
+    """A phone's reading of a store of conversations only: the home page's S2S board counts them and
+    links to the board, which shows the baseline's block (labelled, preliminary) inside the window's
+    width, with no empty state and a newest-measurement stamp."""
+    from support.web_seed import serving
+
+    _seed(store_of)
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        with serving(store_of, tmp_path / "serve.log") as base:
+            browser.get(base + "/")
+            home = browser.execute_script("""
+                const s2s = document.querySelector('#board-s2s');
+                const count = s2s.querySelector('[data-field="conversations"]');
+                return {count: count && count.innerText, visible: !!(count && count.offsetHeight),
+                        empty: !!s2s.querySelector('[data-field="empty"]'),
+                        link: count && count.querySelector('a').getAttribute('href'),
+                        newest: !!document.querySelector('time[data-field="newest"]'),
+                        scroll: document.documentElement.scrollWidth};""")
+            assert home["count"].startswith(f"{TALKS} conversations in the last 30d") and home["visible"], home
+            assert not home["empty"] and home["newest"] and home["scroll"] <= 390, home
+            browser.get(base + home["link"])
+            board = browser.execute_script("""
+                const block = document.querySelector('section.conversation-block');
+                const box = e => e && e.getBoundingClientRect().toJSON();
+                const mark = s => block && block.querySelector(s);
+                return {blocks: document.querySelectorAll('section.conversation-block').length,
+                        baseline: mark('[data-field="baseline"]') && mark('[data-field="baseline"]').innerText,
+                        preliminary: mark('[data-field="preliminary"]') && mark('[data-field="preliminary"]').innerText,
+                        heading: box(block && block.querySelector('h3')),
+                        header: document.querySelector('h1 + p[data-field="conversations"]') !== null,
+                        empty: document.querySelectorAll('[data-field="empty"]').length,
+                        stamp: document.querySelector('.freshness').innerText,
+                        scroll: document.documentElement.scrollWidth};""")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert board["blocks"] == 1 and board["baseline"] == "baseline" and board["header"], board
+    assert board["preliminary"].startswith(f"preliminary: only {TALKS} conversations so far"), board
+    assert board["empty"] == 0 and board["stamp"].startswith("Newest measurement"), board
+    assert board["scroll"] <= 390 and 0 <= board["heading"]["left"] and board["heading"]["right"] <= 390, board
