@@ -107,3 +107,4 @@ def test_every_reader_says_preliminary_and_baseline(kind: str, tmp_path):
     assert f"  preliminary: {EARLY} on stt-starter-clean (local, v{METHOD_VERSION}): {ONE_TICK}" in table
     assert f"preliminary: {SETTLED}" not in table
     assert f"  baseline: {BASELINE} is a script, not a model" in table
+

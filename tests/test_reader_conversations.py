@@ -108,6 +108,10 @@ def test_a_store_of_conversations_only_shows_them_where_a_reader_looks(store_of:
     assert block["preliminary_reason"] == (f"only {TALKS} conversations so far: its intervals stay wide until "
                                            f"{SETTLED_CLUSTERS}")
     assert models["models"] == []  # no single-turn series: the models listing is of series
+    assert all(re.fullmatch(r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", c["started_at"]) for c in api["conversations"])
+    rates = [block["adherence"]["rate"], *block["adherence"]["interval"], *(r["rate"] for r in block["dimensions"].values()
+                                                                          if r["rate"] is not None)]
+    assert rates and all(round(v, 4) == v for v in rates)  # published: fractions to 4 places
 
 
 def test_the_cli_prints_the_conversation_board_without_no_observations(store_of: str, cli):

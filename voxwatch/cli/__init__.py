@@ -294,13 +294,15 @@ def cmd_export(args) -> int:
     only = row_filter(args)
     store = open_store(cfg.store_url, create=False)
     try:
+        _check_filters(store, cfg, only, None)  # a --model or --dataset that matches nothing: refused before a byte
         out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
     except OSError as exc:
         store.close()
         raise config_mod.ConfigError(f"--out {args.out}: cannot write ({exc.strerror})") from None
+    except BaseException:
+        store.close()
+        raise
     count = 0
-    models: set[str] = set()  # those the rows written hold: a --model or --dataset among none is checked
-    datasets: set[str] = set()
     try:
         if args.format == "csv":
             writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
@@ -312,11 +314,7 @@ def cmd_export(args) -> int:
                 else:
                     out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
                 count += 1
-                models.add(row.model_id)
-                datasets.add(row.dataset)
                 bar.advance()
-        if set(only.models) - models or set(only.datasets) - datasets:  # a filter that matched no row says so
-            _check_filters(store, cfg, only, None)
     finally:
         store.close()
         if args.out:

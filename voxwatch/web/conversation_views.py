@@ -23,7 +23,7 @@ from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics import METHOD_VERSION, preliminary
 from voxwatch.providers.registry import Registry
-from voxwatch.metrics.published import when
+from voxwatch.metrics.published import rounded, rounded_seconds, scorecard_record, when
 from voxwatch.metrics.conversation_aggregate import Scorecard, Rate
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
 from voxwatch.metrics.series import MIN_ATTEMPTS, percentile_floor
@@ -95,15 +95,16 @@ def recording_path(recordings_dir: Path | None, relative: str | None) -> Path | 
 
 
 def _summary_json(s: Scorecard) -> dict:
+    """A block's statistics at their published precision (metrics.published)."""
     out = asdict(s)
     out["pass_hat_k"] = {str(k): v for k, v in s.pass_hat_k.items()}  # JSON object keys are text
-    return out
+    return scorecard_record(out)
 
 
 def _listed(row: ConversationRow) -> dict:
     return {"conversation_id": row.conversation_id, "model_id": row.model_id, "scenario": row.scenario,
             "scenario_version": row.scenario_version, "persona": row.persona, "region": row.region,
-            "started_at": row.started_at, "status": row.status, "reason": row.reason, "turns": row.turns,
+            "started_at": when(row.started_at), "status": row.status, "reason": row.reason, "turns": row.turns,
             "failed_turns": row.failed_turns, "end_state_ok": row.end_state_ok,
             "url": conversation_url(row.conversation_id), "api_url": api_url(row.conversation_id)}
 
@@ -228,8 +229,10 @@ def conversation_document(view: ConversationView) -> dict:
     """The API's /conversations/{id}: the stored row (its `turns` is the count held) and the list of
     its turns, the JSON columns parsed."""
     row = {**asdict(view.row), "rotation_reasons": view.rotation_reasons,
-           "reconnection_reasons": view.reconnection_reasons, "judge": view.judge}
+           "reconnection_reasons": view.reconnection_reasons, "judge": view.judge,
+           "started_at": when(view.row.started_at), "finished_at": when(view.row.finished_at)}
     row.pop("recording")  # a path on the server: the URL says where to get it
-    turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts} for t in view.turns]
+    turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts,
+              "v2v_ms": rounded(t.row.v2v_ms, "ms"), "gap_s": rounded_seconds(t.row.gap_s)} for t in view.turns]
     return {"conversation": row, "url": conversation_url(view.row.conversation_id),
             "recording_url": recording_url(view.row.conversation_id) if view.has_recording else None, "turns": turns}

@@ -65,6 +65,7 @@ _NULLABLE_DATE = {"type": ["string", "null"], "format": "date"}
 _GENERATED = {"type": "string", "format": "date-time", "description": "when the document was made, ISO 8601 UTC to "
               "the millisecond (2026-12-05T06:00:00.000Z)"}
 _STATUS = {"type": ["string", "null"], "enum": [*STATUSES, None]}
+_TIME = {"type": "string", "format": "date-time", "description": "ISO 8601 UTC, to the millisecond"}
 _STATUS_DATE = {"type": "string", "format": "date", "description": "the day model statuses are computed for (UTC; "
                 "VOXWATCH_TODAY pins it)"}
 
@@ -206,7 +207,7 @@ def document() -> dict:
                                 "wer_clips": {"type": "integer"}}),
         "HistoryFigureSeries": _obj({"dataset": _STRING, "region": _STRING, "method_version": _STRING,
                                      "instrument": _NULLABLE_STRING, "points": _array(_ref("HistoryFigures"))}),
-        "History": _obj({"model_id": _STRING, "days": {"type": "integer"}, "since": {"type": "number"},
+        "History": _obj({"model_id": _STRING, "days": {"type": "integer"}, "since": {"type": "string", "format": "date-time", "description": "the span's start, ISO 8601 UTC"},
                          "method_version": _STRING, "series": _array(_ref("HistorySeries")),
                          "figures": {**_array(_ref("HistoryFigureSeries")), "description": "each series' daily "
                                      "attempts, rates (null under 5 attempts) and pooled WER"},
@@ -345,10 +346,11 @@ def _conversation_schemas() -> dict:
     block["required"] = list(block["properties"])
     listed = _obj({**{n: _field_schema(str(f.type)) for f in fields(ConversationRow) for n in (f.name,) if n in (
         "conversation_id", "model_id", "scenario", "scenario_version", "persona", "region", "started_at", "status",
-        "reason", "turns", "failed_turns", "end_state_ok")}, "url": _STRING, "api_url": _STRING})
+        "reason", "turns", "failed_turns", "end_state_ok")}, "started_at": _TIME, "url": _STRING, "api_url": _STRING})
     parsed = {"type": "array", "items": {"type": "object"}}
     row = _dataclass_schema(ConversationRow, {"rotation_reasons": _array(_STRING), "reconnection_reasons": _array(_STRING),
-                                              "judge": {"type": ["object", "null"]}})
+                                              "judge": {"type": ["object", "null"]}, "started_at": _TIME,
+                                              "finished_at": _TIME})
     del row["properties"]["recording"]
     row["required"].remove("recording")
     turn = _dataclass_schema(TurnRow, {"calls": parsed, "expected": parsed, "verdicts": {

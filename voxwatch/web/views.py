@@ -291,7 +291,8 @@ def history_series(h: History) -> list[dict]:
             sorted(h.points, key=lambda p: (key(p), p.day)), key=key):
         out.append({"metric": metric, "unit": UNITS[metric], "dataset": dataset, "region": region,
                     "method_version": method, "instrument": instrument or None,
-                    "points": [{"day": p.day, "n": p.n, "p50": p.p50, "p95": p.p95} for p in pts]})
+                    "points": [metric_record({"day": p.day, "n": p.n, "p50": p.p50, "p95": p.p95}, UNITS[metric])
+                               for p in pts]})
     return out
 
 
@@ -301,13 +302,14 @@ def figure_series(h: History) -> list[dict]:
         return f.dataset, f.region, f.method_version, f.instrument or ""
 
     return [{"dataset": dataset, "region": region, "method_version": method, "instrument": instrument or None,
-             "points": [{"day": f.day, **asdict(f.figures)} for f in days]}
+             "points": [metric_record({"day": f.day, **asdict(f.figures)}, "fraction") for f in days]}
             for (dataset, region, method, instrument), days in groupby(
                 sorted(h.figures, key=lambda f: (key(f), f.day)), key=key)]
 
 
 def history_document(h: History) -> dict:
-    return {"model_id": h.model_id, "days": HISTORY_DAYS, "since": h.since, "method_version": METHOD_VERSION,
+    """The API's /models/{id}/history: figures at their published precision, `since` an ISO time."""
+    return {"model_id": h.model_id, "days": HISTORY_DAYS, "since": when(h.since), "method_version": METHOD_VERSION,
             "series": history_series(h), "figures": figure_series(h),
             "excluded": [{"metric": m, "reason": r} for m, r in sorted(h.excluded.items())]}
 
