@@ -82,6 +82,8 @@ def test_a_store_of_conversations_only_shows_them_where_a_reader_looks(store_of:
         home, board = client.get("/").text, client.get("/board/s2s").text
         model = client.get(f"/model/{BASELINE}").text
         api = client.get("/api/v1/conversations").json()
+        one = client.get("/api/v1/conversations/conv-0").json()
+        conversation = client.get("/conversation/conv-0").text
         models = client.get("/api/v1/models").json()
     s2s = _section(home, "s2s")
     assert f'data-field="conversations" data-count="{TALKS}"' in s2s and f"{TALKS} conversations" in _text(s2s)
@@ -103,6 +105,7 @@ def test_a_store_of_conversations_only_shows_them_where_a_reader_looks(store_of:
         block = page.split('class="conversation-block"', 1)[1].split("</h3>", 1)[0]
         assert 'data-field="baseline"' in block
         assert f"preliminary: only {TALKS} conversations so far" in _text(block)
+    assert one["baseline"] is True and 'data-field="baseline"' in conversation.split('data-field="model"', 1)[1]
     [block] = api["blocks"]
     assert block["baseline"] is True and block["preliminary"] is True
     assert block["preliminary_reason"] == (f"only {TALKS} conversations so far: its intervals stay wide until "

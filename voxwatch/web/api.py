@@ -75,7 +75,7 @@ def conversations(request: Request) -> Response:
 def conversation(request: Request) -> JSONResponse:
     found = pages.stored_conversation(request)
     view = conversation_views.conversation_view(found, request.app.state.recordings_dir)
-    return JSONResponse(conversation_views.conversation_document(view))
+    return JSONResponse(conversation_views.conversation_document(view, request.app.state.registry))
 
 
 def family(request: Request) -> Response:

@@ -225,14 +225,15 @@ def conversation_view(found: Conversation, recordings_dir: Path | None) -> Conve
                             recording_path(recordings_dir, row.recording) is not None)
 
 
-def conversation_document(view: ConversationView) -> dict:
-    """The API's /conversations/{id}: the stored row (its `turns` is the count held) and the list of
-    its turns, the JSON columns parsed."""
+def conversation_document(view: ConversationView, registry: Registry) -> dict:
+    """The API's /conversations/{id}: the stored row (its `turns` is the count held), whether its
+    model is a baseline, and the list of its turns, the JSON columns parsed."""
     row = {**asdict(view.row), "rotation_reasons": view.rotation_reasons,
            "reconnection_reasons": view.reconnection_reasons, "judge": view.judge,
            "started_at": when(view.row.started_at), "finished_at": when(view.row.finished_at)}
     row.pop("recording")  # a path on the server: the URL says where to get it
     turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts,
               "v2v_ms": rounded(t.row.v2v_ms, "ms"), "gap_s": rounded_seconds(t.row.gap_s)} for t in view.turns]
-    return {"conversation": row, "url": conversation_url(view.row.conversation_id),
+    return {"conversation": row, "baseline": registry.is_baseline(view.row.model_id),
+            "url": conversation_url(view.row.conversation_id),
             "recording_url": recording_url(view.row.conversation_id) if view.has_recording else None, "turns": turns}

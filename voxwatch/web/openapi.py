@@ -367,7 +367,8 @@ def _conversation_schemas() -> dict:
                                    "conversations": _array(_ref("ConversationListed"))}),
         "ConversationRow": row,
         "ConversationTurn": turn,
-        "ConversationDetail": _obj({"conversation": _ref("ConversationRow"), "url": _STRING,
+        "ConversationDetail": _obj({"conversation": _ref("ConversationRow"), "baseline": _MARKS["baseline"],
+                                    "url": _STRING,
                                     "recording_url": {**_NULLABLE_STRING, "description": "the two-channel recording "
                                                       "(WAV), when this server has it"},
                                     "turns": _array(_ref("ConversationTurn"))}),
