@@ -136,7 +136,7 @@ def test_a_method_change_is_noted_with_its_date(rendered):
     assert rendered["stt_notes"] == [f"deepgram/nova-3 (us-east): method changed v{OLD} -> v{CURRENT} on {day}: series not pooled"]
     nova = [s for t in rendered["stt"] if t["dataset"] == "stt-starter-clean" for s in t["series"]
             if s["model"] == "deepgram/nova-3" and s["region"] == "us-east"]
-    assert sorted(s["method"] for s in nova) == [OLD, CURRENT]  # two rows, never pooled
+    assert sorted((s["method"] for s in nova), key=int) == [OLD, CURRENT]  # two rows, never pooled
 
 
 def test_the_cli_json_is_the_api_document(server, store):
