@@ -130,6 +130,7 @@ def test_every_reader_publishes_the_bounded_intervals_sqlite(store_url: str):
     _check_readers(store_url)
 
 
+@pytest.mark.e2e  # `voxwatch db upgrade` in a subprocess
 def test_every_reader_publishes_the_bounded_intervals_postgres(postgres_store_url: str):
     store = open_store(postgres_store_url)
     store.add(_observations())

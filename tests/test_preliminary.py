@@ -79,6 +79,7 @@ def _model_cell(page: str, model: str) -> str:
     return page[start:].split('data-field="model"', 1)[1].split("</td>", 1)[0]
 
 
+@pytest.mark.e2e  # the CLI in a subprocess, as a user runs it
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_every_reader_says_preliminary_and_baseline(kind: str, tmp_path):
     with _stored(kind, tmp_path) as url:

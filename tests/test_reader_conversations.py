@@ -56,7 +56,7 @@ def _postgres() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.e2e)])
 def store_of(request, tmp_path) -> Iterator[str]:
     """A migrated empty store of each kind (its URL)."""
     if request.param == "sqlite":
