@@ -241,13 +241,20 @@ def test_a_filter_matching_nothing_stored_is_refused_with_the_ids_it_meant(comma
                                                                            args: tuple[str, ...], meant: str,
                                                                            filtered_stores):
     """Every reader with --model/--dataset, both stores: a filter naming nothing stored is exit 2 and
-    one line with the nearest stored or registered ids, as `voxwatch run` refuses the same typos (an
-    export has written the rows the rest of its filter matched: it streams, then says so)."""
+    one line with the nearest stored or registered ids, as `voxwatch run` refuses the same typos, before
+    a byte is written (an export once streamed the rows the rest of its filter matched, then said so)."""
     for url in filtered_stores[1]:
         proc = run_cli(*command, *args, "--store", url, check=False)
-        assert proc.returncode == 2 and (proc.stdout == "" or command == ("export",)), (url, proc.stdout)
+        assert proc.returncode == 2 and proc.stdout == "", (url, proc.stdout)
         (line,) = proc.stderr.splitlines()
         assert f"{args[0]} {args[1].split(',')[-1]} matches nothing stored" in line and meant in line, line
+
+
+def test_an_export_refused_for_its_filter_writes_no_file(filtered_stores, tmp_path: Path):
+    out = tmp_path / "rows.jsonl"
+    proc = run_cli("export", "--model", "pocketsphinx", "--out", str(out), "--store", filtered_stores[1][0], check=False)
+    assert proc.returncode == 2 and "did you mean pocketsphinx/en-us-5prealpha" in proc.stderr
+    assert not out.exists() and proc.stdout == ""
 
 
 def test_an_empty_store_is_said_as_before_and_a_typo_refused_there_too(tmp_path: Path):

@@ -246,8 +246,8 @@ def test_the_roles_script_gives_grafana_reads_only_and_the_web_reads_plus_new_ra
             with TestClient(create_app(_as(url, web))) as client:
                 for page in ("/", "/board/stt"):
                     response = client.get(page)
-                    assert response.status_code == 200 and "No observations on this board" in response.text, page
-                    assert "first tick goes out as soon as beat starts" in response.text, page
+                    assert response.status_code == 200 and "No measurements on this board" in response.text, page
+                    assert "the first tick goes out as soon as beat starts" in response.text, page
             with connect(_as(url, reader)) as conn:
                 assert conn.execute("SELECT count(*) FROM preference_ratings").fetchone()[0] > 0
                 for sql in ("INSERT INTO preference_ratings (rater_id, pair_id, rubric, cmos, answered_at, shown_first) "

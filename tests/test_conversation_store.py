@@ -174,7 +174,7 @@ def test_conversations_against_an_emulator_are_stored_but_not_on_the_board(trial
 def test_voxwatch_run_holds_stores_and_prints_the_conversation_board(store_url: str, tmp_path: Path):
     env = {"VOXWATCH_RUN_RECORDINGS_DIR": str(tmp_path / "recordings")}
     done = run_cli("run", "--board", "s2s", "--conversation-turns", "1", "--store", store_url, "--no-progress", env=env)
-    assert "S2S conversation board: local/cascade-scripted-baseline on clinic-desk@v1#" in done.stdout
+    assert "S2S conversation board: local/cascade-scripted-baseline [baseline: a script, not a model] on clinic-desk@v1#" in done.stdout
     assert "first 1 turns (end state not checked); persona default" in done.stdout
     for name in ("instruction adherence", "tool_use_correct", "kb_grounding", "turn_taking", "V2V per turn"):
         assert name in done.stdout, name

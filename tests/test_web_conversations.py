@@ -31,6 +31,7 @@ from voxwatch.conversations.hold import first_turns
 from voxwatch.conversations.runner import ConversationRun
 from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.metrics.conversation_aggregate import Scorecard, scorecard
+from voxwatch.metrics.published import scorecard_record, when
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.web.app import create_app
@@ -216,8 +217,12 @@ def test_the_board_page_csv_and_api_show_the_metrics_numbers(site: Site, window:
     doc = httpx.get(f"{site.base}/api/v1/conversations", params={"window": window}).json()
     assert [b["model_id"] for b in doc["blocks"]] == sorted(expected)
     for block in doc["blocks"]:
-        summary = {k: block[k] for k in _jsonable(expected[block["model_id"]])}
-        assert summary == _jsonable(expected[block["model_id"]])
+        full = expected[block["model_id"]]
+        summary = {k: block[k] for k in _jsonable(full)}
+        assert summary == json.loads(json.dumps(scorecard_record(_jsonable(full))))  # at the published precision
+        assert block["adherence"]["rate"] == round(full.adherence.rate, 4)
+        assert block["adherence"]["interval"] == (full.adherence.interval and [round(v, 4) for v in full.adherence.interval])
+        assert block["v2v"]["p50"] == (None if full.v2v.p50 is None else round(full.v2v.p50, 1))
         assert (block["scenario"], block["turns"], block["whole"]) == ("clinic-desk", TURNS, False)
     listed = [c["conversation_id"] for c in doc["conversations"]]
     in_window = sorted((c for c in PLAN if site.started[c] >= NOW - days * DAY), key=site.started.get, reverse=True)
@@ -234,15 +239,16 @@ def test_the_board_page_csv_and_api_show_the_metrics_numbers(site: Site, window:
 
     got = list(csv.DictReader(io.StringIO(httpx.get(f"{site.base}/api/v1/conversations",
                                                    params={"window": window, "format": "csv"}).text)))
-    for block in doc["blocks"]:
+    for block in doc["blocks"]:  # the CSV at full precision
+        full = expected[block["model_id"]]
         lines = {r["statistic"]: r for r in got if r["model_id"] == block["model_id"]}
         assert all(lines["tool_use_correct"][f] == str(block[f]) for f in SCORECARD_KEY_FIELDS)
-        for name, rate in (("instruction_adherence", block["adherence"]), *block["dimensions"].items(),
-                           ("end_state", block["end_state"]), ("no_response", block["no_response"])):
-            assert (lines[name]["passed"], lines[name]["n"]) == (str(rate["passed"]), str(rate["n"]))
-            assert lines[name]["value"] == _cell(rate["rate"])
-            assert lines[name]["ci_low"] == _cell(rate["interval"] and rate["interval"][0])
-        assert lines["v2v_p50_ms"]["value"] == _cell(block["v2v"]["p50"])
+        for name, rate in (("instruction_adherence", full.adherence), *full.dimensions.items(),
+                           ("end_state", full.end_state), ("no_response", full.no_response)):
+            assert (lines[name]["passed"], lines[name]["n"]) == (str(rate.passed), str(rate.n))
+            assert lines[name]["value"] == _cell(rate.rate)
+            assert lines[name]["ci_low"] == _cell(rate.interval and rate.interval[0])
+        assert lines["v2v_p50_ms"]["value"] == _cell(full.v2v.p50)
 
 
 def _cell(v: float | None) -> str:
@@ -290,6 +296,9 @@ def test_a_conversation_page_shows_its_turns_calls_and_verdicts(site: Site):
 
     doc = httpx.get(f"{site.base}/api/v1/conversations/conv-b").json()
     assert doc["conversation"]["reason"] == row.reason and doc["conversation"]["turns"] == TURNS
+    assert (doc["conversation"]["started_at"], doc["conversation"]["finished_at"]) == (when(row.started_at),
+                                                                                        when(row.finished_at))
+    assert [t["v2v_ms"] for t in doc["turns"]] == [None if t.v2v_ms is None else round(t.v2v_ms, 1) for t in turns]
     assert doc["recording_url"] is None and "recording" not in doc["conversation"]  # its file is gone
     assert [t["verdicts"] for t in doc["turns"]] == [json.loads(t.verdicts) for t in turns]
     assert [t["calls"] for t in doc["turns"]] == [json.loads(t.calls) for t in turns]

@@ -332,7 +332,7 @@ def test_filters_keep_only_the_matching_series_and_never_rerank(server):
              for t in everything for r in t["rows"]}
     cases = {"region": ("eu-west", lambda s: s[2] == "eu-west"),
              "vendor": ("openai", lambda s: s[0].startswith("openai/")),
-             "q": ("NOVA", lambda s: "nova" in s[0]),
+             "q": ("NOVA", lambda s: s[0].split("/", 1)[1].startswith("nova")),
              "dataset": ("stt-starter-noise", lambda s: s[1] == "stt-starter-noise"),
              "condition": ("clean", lambda s: s[1] == "stt-starter-clean")}
     for name, (value, keep) in cases.items():

@@ -187,7 +187,8 @@ def test_daily_wer_and_error_rates_in_the_api_and_on_the_charts(server):
     assert set(got) == set(expected)
     for key, want in expected.items():
         for field, value in want.items():
-            assert got[key][field] == (None if value is None else pytest.approx(value, rel=1e-12)), (key, field)
+            published = value if value is None or isinstance(value, int) else round(value, 4)  # fractions to 4 places
+            assert got[key][field] == published, (key, field)
     assert any(w["pooled_wer"] is not None for w in expected.values())
     assert any(w["error_rate"] for w in expected.values())
     page = httpx.get(f"{server}/model/{NOVA}", params={"dataset": "stt-starter-clean"}).text

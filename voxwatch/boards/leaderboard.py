@@ -16,7 +16,8 @@ from typing import Collection, Iterable, Mapping
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.published import PLACES
-from voxwatch.metrics.ranking import rank_order, ranking_note, ranking_title, ranks, series_id
+from voxwatch.metrics.preliminary import row_reason
+from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_note, ranking_title, ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS
 from voxwatch.metrics.wer import CHARACTER, scorer_for
@@ -166,6 +167,7 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
                 lines.append("  ".join("-" * w for w in widths))
         notes = sorted({f"{r.model_id} {r.metric}: n/a, {r.note}" for r in mine if r.note})
         lines.extend(f"  note: {n}" for n in notes)
+        lines.extend(_marks(mine, registry))
         lines.extend(f"  status: {model_id} {s.notice}" for model_id, s in
                      sorted(standings(registry, {r.model_id for r in mine}).items()) if s.notice)
         lines.append(price_legend(board))
@@ -175,6 +177,18 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
                  "real time; rates over attempts; WER is pooled over the scored clips; speech quality (TTS, S2S) is the mean "
                  "DNSMOS P.835 OVRL (1-5, higher is better) of the audio the model sent.")
     return "\n".join(lines).lstrip("\n")
+
+
+def _marks(rows: list[MetricRow], registry: Registry | None) -> list[str]:
+    """A board's lines for its baselines (a script, not a model) and its preliminary series (each
+    series once, on its ranked metric's reason: metrics.preliminary)."""
+    models = sorted({r.model_id for r in rows})
+    out = [f"  baseline: {m} is a script, not a model (a reference to read the models against)"
+           for m in models if registry is not None and registry.is_baseline(m)]
+    for r in rows:
+        if r.metric == ranked_metric(r.protocol) and (reason := row_reason(r)) is not None:
+            out.append(f"  preliminary: {r.model_id} on {r.dataset} ({r.region}, v{r.method_version}): {reason}")
+    return out
 
 
 def price_legend(board: str) -> str:

@@ -183,7 +183,7 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
               f"or: voxwatch ingest {path})", file=sys.stderr)
     print(f"\nrun {result.run.run_id} {result.run.status}: {len(result.conversations)} conversation(s) stored, "
           f"{result.run.rows} turns ({result.run.failed_rows} failed), store {redact(cfg.store_url)}\n")
-    board = store_scorecards_text(store, leaderboard.since("30d"))
+    board = store_scorecards_text(store, leaderboard.since("30d"), registry=registry)
     print(f"S2S conversations - rolling 30d\n{board}" if board else "No conversations in the last 30d.")
     return result.run.status == "failed"
 
@@ -217,15 +217,17 @@ def cmd_leaderboard(args) -> int:
             from voxwatch.conversations.scorecards import store_scorecards_text
 
             board = store_scorecards_text(store, leaderboard.since(args.window) if only.since is None else only.since,
-                                     only.until, only.models)
+                                     only.until, only.models, registry)
     finally:
         store.close()
     span = span_text(only, args.window)
     if args.format == "table":
-        print(leaderboard.format_table(rows, args.window, registry, comparisons=compared, span=span,
-                                       models=only.models, languages=_languages(cfg, rows)))
+        series = any(not only.models or r.model_id in only.models for r in rows)
+        if board is None or series:  # conversations are measurements too: never "No observations" above them
+            print(leaderboard.format_table(rows, args.window, registry, comparisons=compared, span=span,
+                                           models=only.models, languages=_languages(cfg, rows)))
         if board is not None:
-            print(f"\nS2S conversations - {span or 'rolling ' + args.window}\n{board}")
+            print(f"{chr(10) if series else ''}S2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
         sys.stdout.write(leaderboard.format_csv([r for r in rows if only.keeps(r)], registry))
     return 0
@@ -293,13 +295,15 @@ def cmd_export(args) -> int:
     only = row_filter(args)
     store = open_store(cfg.store_url, create=False)
     try:
+        _check_filters(store, cfg, only, None)  # a --model or --dataset that matches nothing: refused before a byte
         out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
     except OSError as exc:
         store.close()
         raise config_mod.ConfigError(f"--out {args.out}: cannot write ({exc.strerror})") from None
+    except BaseException:
+        store.close()
+        raise
     count = 0
-    models: set[str] = set()  # those the rows written hold: a --model or --dataset among none is checked
-    datasets: set[str] = set()
     try:
         if args.format == "csv":
             writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
@@ -311,11 +315,7 @@ def cmd_export(args) -> int:
                 else:
                     out.write(json.dumps(asdict(row), sort_keys=True) + "\n")
                 count += 1
-                models.add(row.model_id)
-                datasets.add(row.dataset)
                 bar.advance()
-        if set(only.models) - models or set(only.datasets) - datasets:  # a filter that matched no row says so
-            _check_filters(store, cfg, only, None)
     finally:
         store.close()
         if args.out:

@@ -65,7 +65,7 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
         getattr(adapter, "close", lambda: None)()
     trial = "" if whole else f", first {turns} turns (end state not checked)"
     label = f"{loaded.identity}, persona {persona.identity}{trial}"
-    print(scorecard_text(model.id, label, scorecard([r.score for r in runs])))
+    print(scorecard_text(model.id, label, scorecard([r.score for r in runs]), model.baseline))
     return 1 if all(t.status != "ok" for r in runs for t in r.turns) else 0
 
 

@@ -12,6 +12,8 @@ from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.conversations.runner import ConversationRun
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.conversation_aggregate import Scorecard, Rate, scorecard
+from voxwatch.metrics.preliminary import scorecard_reason
+from voxwatch.providers.registry import Registry
 
 MARKS = {True: "pass", False: "FAIL", None: "-"}
 
@@ -37,10 +39,14 @@ def turns_table(run: ConversationRun) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def scorecard_text(model_id: str, scenario: str, s: Scorecard) -> str:
-    """The board's block for one model on one scenario (one persona: conditions are never pooled)."""
-    lines = [f"S2S conversation board: {model_id} on {scenario} ({s.conversations} conversation(s))",
-             f"  instruction adherence   {_rate(s.adherence)}"]
+def scorecard_text(model_id: str, scenario: str, s: Scorecard, baseline: bool = False) -> str:
+    """The board's block for one model on one scenario (one persona: conditions are never pooled);
+    a `baseline` (a script, not a model) says so in its heading, preliminary figures on their own line."""
+    mark = " [baseline: a script, not a model]" if baseline else ""
+    lines = [f"S2S conversation board: {model_id}{mark} on {scenario} ({s.conversations} conversation(s))"]
+    if (early := scorecard_reason(s.conversations)) is not None:
+        lines.append(f"  preliminary: {early}")
+    lines.append(f"  instruction adherence   {_rate(s.adherence)}")
     lines += [f"  {name:<22}  {_rate(rate)}" for name, rate in s.dimensions.items()]
     lines.append(f"  end-state success       {_rate(s.end_state)}")
     lines.append("  pass^k                  " + "  ".join(
@@ -86,11 +92,13 @@ def stored_scorecards(conversations: Iterable[tuple[ConversationRow, Sequence[Tu
 
 
 def store_scorecards_text(store, since: float | None = None, until: float | None = None,
-                     models: Collection[str] = ()) -> str | None:
+                     models: Collection[str] = (), registry: Registry | None = None) -> str | None:
     """The S2S conversation board from a store's conversations started since `since` (and before
-    `until`, of `models` when given); None when there are none."""
+    `until`, of `models` when given), each baseline of `registry` labelled; None when there are none."""
     boards = stored_scorecards((row, turns) for row, turns in store.conversations(since=since)
                            if (until is None or row.started_at < until) and (not models or row.model_id in models))
     if not boards:
         return None
-    return "\n\n".join(scorecard_text(key[0], block_title(key), summary) for key, summary in boards.items())
+    baseline = registry.is_baseline if registry is not None else (lambda model_id: False)
+    return "\n\n".join(scorecard_text(key[0], block_title(key), summary, baseline(key[0]))
+                       for key, summary in boards.items())

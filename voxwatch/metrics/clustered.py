@@ -203,11 +203,15 @@ def rate_interval(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
     (Kish: n over the design effect, never above n), so a rate of 0 still gets an upper bound
     and clustered failures (a tick where everything timed out) widen it."""
     x = np.asarray(hits, dtype=np.float64)
-    n = x.size
-    if n == 0:
+    if x.size == 0:
         return None
-    p = float(x.mean())
-    v = ratio_variance(d, x, np.ones(n))  # never None: n ones sum to n
+    return proportion_interval(float(x.mean()), ratio_variance(d, x, np.ones(x.size)), x.size)  # never None: n ones
+
+
+def proportion_interval(p: float, v: Variance, n: float) -> tuple[float, float]:
+    """Wilson's score interval of a share `p` of `n` counted things (attempts, tagged entities)
+    whose clustered variance is `v`, at the effective sample size n / design effect (never above
+    n): always within [0, 1], where p +- t * sqrt(V) leaves it for a share near 0 or 1."""
     n_eff = min(float(n), p * (1 - p) / v.total) if v.total > 0 and 0 < p < 1 else float(n)
     z = v.critical
     z2 = z * z

@@ -53,6 +53,51 @@ def comparison_record(record: Mapping) -> dict:
             **{k: p_value(record[k]) for k in ("p_value", "p_holm")}}
 
 
+POINTS_PLACES = 2
+"""A difference of two fractions in percentage points, to 0.01 point (a fraction's 4 places)."""
+SECONDS_PLACES = 4
+"""A duration in seconds (a conversation's silence gap), to 0.1 ms as a latency in ms is."""
+_DEGRADATION_UNITS = {"clean_wer": "fraction", "degraded_wer": "fraction", "wer_diff_points": "points",
+                      "wer_diff_ci": "points", "clean_latency_p50": "ms", "degraded_latency_p50": "ms",
+                      "latency_diff_ms": "ms"}
+
+
+def _at(value, places: int):
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list)):
+        return [_at(v, places) for v in value]
+    return round(value, places)
+
+
+def degradation_record(record: Mapping) -> dict:
+    """A clean-against-degraded line (metrics.degradation's fields and more): WERs as fractions,
+    their difference and its interval in points, latencies in ms."""
+    return {**record, **{k: _at(record[k], POINTS_PLACES) if unit == "points" else rounded(record[k], unit)
+                         for k, unit in _DEGRADATION_UNITS.items() if k in record}}
+
+
+def rate_record(record: Mapping) -> dict:
+    """A conversation rate ({rate, passed, n, interval}) with its share and interval as fractions."""
+    return {**record, "rate": rounded(record["rate"], "fraction"), "interval": rounded(record["interval"], "fraction")}
+
+
+def scorecard_record(record: Mapping) -> dict:
+    """A conversation block's statistics (metrics.conversation_aggregate.Scorecard as a dict): its
+    rates as fractions, pass^k as fractions, V2V in ms, the silence gap in seconds to 0.1 ms."""
+    rates = ("adherence", "end_state", "interruption", "no_response")
+    return {**record, **{k: rate_record(record[k]) for k in rates},
+            "dimensions": {d: rate_record(r) for d, r in record["dimensions"].items()},
+            "pass_hat_k": {k: rounded(v, "fraction") for k, v in record["pass_hat_k"].items()},
+            "v2v": metric_record(record["v2v"], "ms"),
+            "silence_gap_s": rounded_seconds(record["silence_gap_s"])}
+
+
+def rounded_seconds(value: float | None) -> float | None:
+    """A duration in seconds at SECONDS_PLACES."""
+    return _at(value, SECONDS_PLACES)
+
+
 def when(t: float | None, timespec: str = "milliseconds") -> str | None:
     """Unix seconds as an ISO 8601 UTC time, to the millisecond ('2026-12-05T06:00:00.000Z') or as
     `timespec` says ('seconds': a listing's column)."""

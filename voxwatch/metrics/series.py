@@ -23,7 +23,9 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from voxwatch.foundation.series_key import SeriesKey
-from voxwatch.metrics.clustered import Design, design, quantile_interval, rate_interval, ratio_variance, t_interval
+from voxwatch.metrics import support
+from voxwatch.metrics.clustered import (Design, design, proportion_interval, quantile_interval, rate_interval,
+                                         ratio_variance, t_interval)
 from voxwatch.metrics.specs import for_protocol
 
 WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
@@ -264,7 +266,7 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
     eer = entity_error_rate(missed, entities)
     series = dict(
         entity_error_rate=eer, entities=int(entities.sum()),
-        entity_error_rate_ci=_wer_ci(eer, missed, entities, everything.subset(tagged)),
+        entity_error_rate_ci=_share_ci(eer, missed, entities, everything.subset(tagged)),
         attempts=int(attempted.sum()), error_rate=rates["error_rate"], timeout_rate=rates["timeout_rate"],
         inaudible_rate=rates["inaudible_rate"], error_rate_ci=rate_ci(hits["error_rate"], attempts),
         timeout_rate_ci=rate_ci(hits["timeout_rate"], attempts),
@@ -283,7 +285,7 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
             board=board, model_id=model_id, dataset=dataset, region=region, method_version=method, metric=spec.name,
             **asdict(summarize(x)), **series, instrument=instrument or None, protocol=protocol,
             utterances=on.sizes[0] if on.rows else 0, ticks=on.sizes[1] if on.rows else 0,
-            mean_ci=_mean_ci(x, on, -np.inf if spec.signed else 0.0),
+            mean_ci=_mean_ci(x, on, support.of_metric(spec.name)),
             p50_ci=quantile_ci(x, 50, on), p95_ci=quantile_ci(x, 95, on)))
     return out
 
@@ -297,7 +299,7 @@ def speech_quality(statuses: np.ndarray, quality: Sequence[float | None], d: Des
     scored = (statuses == "ok") & ~np.isnan(column)
     x = column[scored]
     return dict(quality_mos=float(x.mean()) if x.size >= MIN_N else None, quality_clips=int(x.size),
-                quality_mos_ci=_mean_ci(x, d.subset(scored), 1.0))
+                quality_mos_ci=_mean_ci(x, d.subset(scored), support.MOS))
 
 
 def _clustered_enough(d: Design) -> bool:
@@ -305,19 +307,28 @@ def _clustered_enough(d: Design) -> bool:
 
 
 def _wer_ci(wer: float | None, errors: np.ndarray, words: np.ndarray, d: Design) -> tuple[float, float] | None:
-    """A pooled ratio's interval (WER's, and the entity error rate's: missed over tagged entities)."""
+    """Pooled WER's interval: the t interval truncated at 0 (insertions can take WER past 1)."""
     if wer is None or not _clustered_enough(d):
         return None
     v = ratio_variance(d, errors, words)
-    return t_interval(wer, v, low=0.0) if v is not None else None
+    return support.clip(t_interval(wer, v), support.NON_NEGATIVE) if v is not None else None
 
 
-def _mean_ci(x: np.ndarray, d: Design, low: float) -> tuple[float, float] | None:
-    """The mean's interval, stopped at `low` (0 for a metric that cannot be negative)."""
+def _share_ci(share: float | None, hits: np.ndarray, counted: np.ndarray, d: Design) -> tuple[float, float] | None:
+    """A pooled share's interval (the entity error rate: missed over tagged entities): Wilson's
+    score interval at the clustered effective size, so it stays within [0, 1]."""
+    if share is None or not _clustered_enough(d):
+        return None
+    v = ratio_variance(d, hits, counted)
+    return proportion_interval(share, v, float(np.sum(counted))) if v is not None else None
+
+
+def _mean_ci(x: np.ndarray, d: Design, within: support.Support) -> tuple[float, float] | None:
+    """The mean's interval, truncated at the support of its values (0 for a metric that cannot be negative)."""
     if x.size < MIN_N or not _clustered_enough(d):
         return None
     v = ratio_variance(d, x, np.ones(x.size))
-    return t_interval(float(x.mean()), v, low=low) if v is not None else None
+    return support.clip(t_interval(float(x.mean()), v), within) if v is not None else None
 
 
 def quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:

@@ -94,4 +94,4 @@ def resolve_cascade(model_id: str, registry: "Registry") -> CascadeInfo:
         source=f"composed of {stt.id}, {llm} and {tts.id}",
         shutdown=min((d for d in (stt.shutdown, tts.shutdown) if d), default=None),
         session_limit_unknown="a cascade keeps the conversation as its chat history; it has no session to expire",
-        stt=stt, llm=llm, tts=tts)
+        baseline=llm == SCRIPTED, stt=stt, llm=llm, tts=tts)

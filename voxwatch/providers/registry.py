@@ -85,6 +85,7 @@ class ModelInfo:
     origin: str = PACKAGE  # the registry file the entry came from: the package's, or a user file's path
     base_url: str | None = None  # its vendor's registered server (a vendor that speaks a protocol family)
     price: Price | None = None  # its vendor's list price, where one was found (metrics/price.py)
+    baseline: bool = False  # a reference voxwatch built (a script, no model): labelled "baseline" wherever it shows
 
     def price_stale(self, day: dt.date) -> bool:
         """Its price was checked longer ago than a check is trusted (CHECK_MAX_AGE_DAYS)."""
@@ -130,10 +131,10 @@ _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": s
            "checked": dt.date, "source": str, "deprecated": dt.date, "shutdown": dt.date, "successor": str,
            "session_limit_s": int, "undated": str, "session_limit_unknown": str, "description": str,
            "price_usd": object, "price_output_usd": object, "price_unit": str, "price_source": str,
-           "price_checked": dt.date}  # a price's numbers are checked by metrics.price.problem
+           "price_checked": dt.date, "baseline": bool}  # a price's numbers are checked by metrics.price.problem
 _PRICE = ("price_usd", "price_output_usd", "price_unit", "price_source", "price_checked")
 _OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
-             "session_limit_unknown", "description", *_PRICE}
+             "session_limit_unknown", "description", "baseline", *_PRICE}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
 _VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str,
                   "speaks": str, "base_url": str, "key_env": str}
@@ -195,7 +196,7 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
                      checked=entry["checked"], source=entry["source"], deprecated=deprecated, shutdown=shutdown,
                      successor=entry.get("successor"), session_limit_s=limit, undated=entry.get("undated"),
                      session_limit_unknown=unknown, description=entry.get("description"),
-                     price=_price(entry, f"{where} ({mid})"))
+                     price=_price(entry, f"{where} ({mid})"), baseline=entry.get("baseline", False))
 
 
 def _price(entry: dict[str, Any], where: str) -> Price | None:
@@ -431,6 +432,14 @@ class Registry:
         package = (PACKAGE, _tables(_package_text(), PACKAGE))
         return cls.from_layers([package, *((str(path), _tables(_user_text(path), str(path))) for path in files)],
                                today)
+
+    def is_baseline(self, model_id: str) -> bool:
+        """Whether an id is one of voxwatch's baselines (a script, not a model: ModelInfo.baseline);
+        False for an id the registry cannot resolve."""
+        try:
+            return self.resolve(model_id).baseline
+        except RegistryError:
+            return False
 
     def resolve(self, model_id: str) -> ModelInfo:
         """The exact model for an id; floating aliases and unknown ids raise RegistryError. A cascade id

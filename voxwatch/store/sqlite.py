@@ -162,11 +162,15 @@ class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_
             raise StoreError(f"cannot read the speakers and accents of {self.path}: {exc}") from None
 
     def newest_started_at(self, board: str | None = None) -> float | None:
-        """When the newest row not measured against an emulator started (of one board): what the
-        pages' "newest measurement" line shows."""
+        """When the newest row or conversation not held against an emulator started (of one board;
+        conversations are the S2S board's): what the pages' "newest measurement" line shows."""
         sql = "SELECT max(started_at) FROM observations WHERE coalesce(emulator, 0) = 0"
         try:
-            return self._db.execute(sql + (" AND board = ?" if board else ""), (board,) if board else ()).fetchone()[0]
+            found = [self._db.execute(sql + (" AND board = ?" if board else ""), (board,) if board else ()).fetchone()[0]]
+            if board in (None, "s2s"):
+                found.append(self._db.execute(
+                    "SELECT max(started_at) FROM conversations WHERE coalesce(emulator, 0) = 0").fetchone()[0])
+            return max((t for t in found if t is not None), default=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the newest row of {self.path}: {exc}") from None
 

@@ -69,13 +69,13 @@ def conversations(request: Request) -> Response:
     if fmt == "csv":
         return Response(conversation_views.board_csv(board), media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="voxwatch-conversations-{window}.csv"'})
-    return JSONResponse(conversation_views.board_document(board))
+    return JSONResponse(conversation_views.board_document(board, request.app.state.registry))
 
 
 def conversation(request: Request) -> JSONResponse:
     found = pages.stored_conversation(request)
     view = conversation_views.conversation_view(found, request.app.state.recordings_dir)
-    return JSONResponse(conversation_views.conversation_document(view))
+    return JSONResponse(conversation_views.conversation_document(view, request.app.state.registry))
 
 
 def family(request: Request) -> Response:

@@ -35,7 +35,7 @@ from voxwatch.boards.leaderboard import QUALITY_BOARDS
 from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics import METHOD_VERSION, preliminary
 from voxwatch.preference.prompt_catalog import PromptCatalog
 from voxwatch.preference.prompt_catalog import bundled_root as prompts_root
 from voxwatch.providers.registry import Registry
@@ -52,7 +52,7 @@ from voxwatch.web.headers import SecurityHeaders
 from voxwatch.web.limits import Limits
 from voxwatch.web.memo import MemoSource
 from voxwatch.web.rating_store import RatingStore
-from voxwatch.web.source import StoreUnavailable, log, open_source
+from voxwatch.web.source import PostgresSource, StoreUnavailable, log, open_source
 
 HERE = Path(__file__).resolve().parent
 
@@ -133,7 +133,9 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, verdict=board_comparisons.verdict,
                                  comparison_about=board_comparisons.ABOUT, quality_boards=QUALITY_BOARDS,
                                  compare_boards=COMPARE_BOARDS,
-                                 standing=lambda model_id: views.model_standing(registry, model_id))
+                                 standing=lambda model_id: views.model_standing(registry, model_id),
+                                 is_baseline=registry.is_baseline, preliminary=preliminary.row_reason,
+                                 block_preliminary=preliminary.scorecard_reason)
     app = _App(
         routes=[
             Route("/", pages.overview_page),
@@ -158,6 +160,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     )
     app.state.registry = registry
     app.state.source = MemoSource(source, freshness, limits.max_age_s)
+    app.state.distributed = isinstance(source, PostgresSource)  # where workers and beat can run the schedule
     app.state.freshness = freshness
     app.state.templates = templates
     app.state.recordings_dir = recordings_dir

@@ -12,6 +12,7 @@ in rank order (metrics.ranking.rank_order), so one query always gives one order.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable
 
@@ -59,7 +60,7 @@ class Filters:
     condition: str | None = None
     region: str | None = None
     vendor: str | None = None
-    q: str | None = None  # part of a model id, any case
+    q: str | None = None  # a model id or its start, any case (model_matches)
     speaker: str | None = None  # the board over this speaker's clips (computed from those rows)
     accent: str | None = None  # the board over clips of this accent
     sort: str = "rank"
@@ -80,7 +81,16 @@ class Filters:
                 and (self.condition is None or condition == self.condition)
                 and (self.region is None or row.region == self.region)
                 and (self.vendor is None or vendor == self.vendor)
-                and (self.q is None or self.q.lower() in row.model_id.lower()))
+                and (self.q is None or model_matches(self.q, row.model_id)))
+
+
+def model_matches(q: str, model_id: str) -> bool:
+    """The model search: `q` (any case) starts the id, or a part of it after a '/' or a cascade's
+    '+' (the model name without its vendor: "nova" finds deepgram/nova-3, "deepgram/" its vendor's
+    models), never an arbitrary substring ("ova" or "3" find nothing)."""
+    wanted, whole = q.strip().lower(), model_id.lower()
+    starts = [0] + [m.end() for m in re.finditer(r"[/+]", whole)]
+    return bool(wanted) and any(whole.startswith(wanted, i) for i in starts)
 
 
 def filters(request: Request) -> Filters:

@@ -21,8 +21,9 @@ from voxwatch.boards import leaderboard
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, block_title, stored_scorecards
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.scenario import DIMENSIONS
-from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.published import when
+from voxwatch.metrics import METHOD_VERSION, preliminary
+from voxwatch.providers.registry import Registry
+from voxwatch.metrics.published import rounded, rounded_seconds, scorecard_record, when
 from voxwatch.metrics.conversation_aggregate import Scorecard, Rate
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
 from voxwatch.metrics.series import MIN_ATTEMPTS, percentile_floor
@@ -65,6 +66,12 @@ def conversation_board(source: Source, window: str, model_id: str | None = None)
     return ConversationBoard(window, model_id, blocks, newest[:RECENT_SHOWN], len(found))
 
 
+def count(source: Source, window: str, model_id: str | None = None) -> int:
+    """How many conversations (of one model) started within the window: what the home page and a
+    model's page count beside their series."""
+    return len(source.conversations(leaderboard.since(window), model_id))
+
+
 def conversation_url(conversation_id: str) -> str:
     return "/conversation/" + quote(conversation_id, safe="")
 
@@ -88,24 +95,28 @@ def recording_path(recordings_dir: Path | None, relative: str | None) -> Path | 
 
 
 def _summary_json(s: Scorecard) -> dict:
+    """A block's statistics at their published precision (metrics.published)."""
     out = asdict(s)
     out["pass_hat_k"] = {str(k): v for k, v in s.pass_hat_k.items()}  # JSON object keys are text
-    return out
+    return scorecard_record(out)
 
 
 def _listed(row: ConversationRow) -> dict:
     return {"conversation_id": row.conversation_id, "model_id": row.model_id, "scenario": row.scenario,
             "scenario_version": row.scenario_version, "persona": row.persona, "region": row.region,
-            "started_at": row.started_at, "status": row.status, "reason": row.reason, "turns": row.turns,
+            "started_at": when(row.started_at), "status": row.status, "reason": row.reason, "turns": row.turns,
             "failed_turns": row.failed_turns, "end_state_ok": row.end_state_ok,
             "url": conversation_url(row.conversation_id), "api_url": api_url(row.conversation_id)}
 
 
-def board_document(board: ConversationBoard) -> dict:
-    """The API's /conversations: every block with its statistics, and the newest conversations."""
+def board_document(board: ConversationBoard, registry: Registry) -> dict:
+    """The API's /conversations: every block with its statistics (whether its model is a baseline,
+    whether its figures are preliminary and why), and the newest conversations."""
     return {"window": board.window, "model_id": board.model_id, "generated_at": when(time.time()),
             "method_version": METHOD_VERSION,
-            "blocks": [{**b.parts, "title": b.title, **_summary_json(b.summary)} for b in board.blocks],
+            "blocks": [{**b.parts, "title": b.title, "baseline": registry.is_baseline(b.key[0]),
+                        **preliminary.fields(preliminary.scorecard_reason(b.summary.conversations)),
+                        **_summary_json(b.summary)} for b in board.blocks],
             "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}
 
 
@@ -214,12 +225,15 @@ def conversation_view(found: Conversation, recordings_dir: Path | None) -> Conve
                             recording_path(recordings_dir, row.recording) is not None)
 
 
-def conversation_document(view: ConversationView) -> dict:
-    """The API's /conversations/{id}: the stored row (its `turns` is the count held) and the list of
-    its turns, the JSON columns parsed."""
+def conversation_document(view: ConversationView, registry: Registry) -> dict:
+    """The API's /conversations/{id}: the stored row (its `turns` is the count held), whether its
+    model is a baseline, and the list of its turns, the JSON columns parsed."""
     row = {**asdict(view.row), "rotation_reasons": view.rotation_reasons,
-           "reconnection_reasons": view.reconnection_reasons, "judge": view.judge}
+           "reconnection_reasons": view.reconnection_reasons, "judge": view.judge,
+           "started_at": when(view.row.started_at), "finished_at": when(view.row.finished_at)}
     row.pop("recording")  # a path on the server: the URL says where to get it
-    turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts} for t in view.turns]
-    return {"conversation": row, "url": conversation_url(view.row.conversation_id),
+    turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts,
+              "v2v_ms": rounded(t.row.v2v_ms, "ms"), "gap_s": rounded_seconds(t.row.gap_s)} for t in view.turns]
+    return {"conversation": row, "baseline": registry.is_baseline(view.row.model_id),
+            "url": conversation_url(view.row.conversation_id),
             "recording_url": recording_url(view.row.conversation_id) if view.has_recording else None, "turns": turns}

@@ -17,7 +17,7 @@ from dataclasses import asdict, fields
 
 from voxwatch.boards.leaderboard import since
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.published import when
+from voxwatch.metrics.published import degradation_record, when
 from voxwatch.metrics.degradation import MIN_PAIRED_UTTERANCES, Degradation
 from voxwatch.metrics.family_lines import BOARD, CLEAN, Comparison, FamilySeries, FamilyView, build
 
@@ -46,7 +46,7 @@ def document(view: FamilyView) -> dict:
             "method_version": METHOD_VERSION, "min_paired_utterances": MIN_PAIRED_UTTERANCES,
             "clean_datasets": view.clean_datasets,
             "conditions": [{"dataset": d, "condition": c} for d, c in view.conditions],
-            "regions": view.regions, "rows": lines(view)}
+            "regions": view.regions, "rows": [degradation_record(line) for line in lines(view)]}
 
 
 SERIES_FIELDS = ("model_id", "region", "method_version", "protocol", "latency_metric", "clean_dataset", "dataset",

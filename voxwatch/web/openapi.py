@@ -66,6 +66,7 @@ _NULLABLE_DATE = {"type": ["string", "null"], "format": "date"}
 _GENERATED = {"type": "string", "format": "date-time", "description": "when the document was made, ISO 8601 UTC to "
               "the millisecond (2026-12-05T06:00:00.000Z)"}
 _STATUS = {"type": ["string", "null"], "enum": [*STATUSES, None]}
+_TIME = {"type": "string", "format": "date-time", "description": "ISO 8601 UTC, to the millisecond"}
 _STATUS_DATE = {"type": "string", "format": "date", "description": "the day model statuses are computed for (UTC; "
                 "VOXWATCH_TODAY pins it)"}
 
@@ -124,6 +125,16 @@ def _compare_schemas() -> dict:
     }
 
 
+_MARKS = {
+    "baseline": {"type": "boolean", "description": "the model is one of voxwatch's baselines (a script, not a model: "
+                 "a reference to read the models against)"},
+    "preliminary": {"type": "boolean", "description": "the figures rest on too few ticks, utterances or conversations "
+                    "to be settled (metrics/preliminary.py): real, but early"},
+    "preliminary_reason": {**_NULLABLE_STRING, "description": "why the figures are preliminary, in words; null when "
+                           "they are not"}}
+"""What a leaderboard row and a conversation block say of their model and their figures."""
+
+
 def document() -> dict:
     schemas = {
         "LeaderboardRow": _dataclass_schema(MetricRow, {
@@ -138,7 +149,7 @@ def document() -> dict:
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "
                              "2027-01-20; ...' in the 90 days before the shutdown; null when there is nothing to say"},
-            **_PRICE_FIELDS}),
+            **_PRICE_FIELDS, **_MARKS}),
         "MethodChange": _obj({"from": _STRING, "to": _STRING, "on": {"type": "string", "format": "date"}}),
         "MethodNote": _obj({"model_id": _STRING, "dataset": _STRING, "region": _STRING, "text": _STRING,
                             "changes": _array(_ref("MethodChange"))}),
@@ -196,7 +207,7 @@ def document() -> dict:
         "Exclusion": _obj({"metric": _STRING, "reason": _STRING}),
         "Model": _obj({"model_id": _STRING, "board": {"type": "string", "enum": list(BOARDS)},
                        "datasets": _array(_STRING), "regions": _array(_STRING), "method_versions": _array(_STRING),
-                       "vendor": _STRING, "protocol": _NULLABLE_STRING,
+                       "vendor": _STRING, "protocol": _NULLABLE_STRING, "baseline": _MARKS["baseline"],
                        "status": {**_STATUS, "description": "the status on status_date (retired from the shutdown date)"},
                        "notice": {**_NULLABLE_STRING, "description": "retired or retiring soon, with the date and successor"},
                        "checked": {**_NULLABLE_DATE, "description": "when the id was last checked against its vendor"},
@@ -222,7 +233,7 @@ def document() -> dict:
                                 "wer_clips": {"type": "integer"}}),
         "HistoryFigureSeries": _obj({"dataset": _STRING, "region": _STRING, "method_version": _STRING,
                                      "instrument": _NULLABLE_STRING, "points": _array(_ref("HistoryFigures"))}),
-        "History": _obj({"model_id": _STRING, "days": {"type": "integer"}, "since": {"type": "number"},
+        "History": _obj({"model_id": _STRING, "days": {"type": "integer"}, "since": {"type": "string", "format": "date-time", "description": "the span's start, ISO 8601 UTC"},
                          "method_version": _STRING, "series": _array(_ref("HistorySeries")),
                          "figures": {**_array(_ref("HistoryFigureSeries")), "description": "each series' daily "
                                      "attempts, rates (null under 5 attempts) and pooled WER"},
@@ -372,14 +383,15 @@ def _conversation_schemas() -> dict:
         "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
         "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
                        "description": "pass^k of end-state success, keyed by k"}})
-    block = {**summary, "properties": {**key, "title": _STRING, **summary["properties"]}}
+    block = {**summary, "properties": {**key, "title": _STRING, **_MARKS, **summary["properties"]}}
     block["required"] = list(block["properties"])
     listed = _obj({**{n: _field_schema(str(f.type)) for f in fields(ConversationRow) for n in (f.name,) if n in (
         "conversation_id", "model_id", "scenario", "scenario_version", "persona", "region", "started_at", "status",
-        "reason", "turns", "failed_turns", "end_state_ok")}, "url": _STRING, "api_url": _STRING})
+        "reason", "turns", "failed_turns", "end_state_ok")}, "started_at": _TIME, "url": _STRING, "api_url": _STRING})
     parsed = {"type": "array", "items": {"type": "object"}}
     row = _dataclass_schema(ConversationRow, {"rotation_reasons": _array(_STRING), "reconnection_reasons": _array(_STRING),
-                                              "judge": {"type": ["object", "null"]}})
+                                              "judge": {"type": ["object", "null"]}, "started_at": _TIME,
+                                              "finished_at": _TIME})
     del row["properties"]["recording"]
     row["required"].remove("recording")
     turn = _dataclass_schema(TurnRow, {"calls": parsed, "expected": parsed, "verdicts": {
@@ -396,7 +408,8 @@ def _conversation_schemas() -> dict:
                                    "conversations": _array(_ref("ConversationListed"))}),
         "ConversationRow": row,
         "ConversationTurn": turn,
-        "ConversationDetail": _obj({"conversation": _ref("ConversationRow"), "url": _STRING,
+        "ConversationDetail": _obj({"conversation": _ref("ConversationRow"), "baseline": _MARKS["baseline"],
+                                    "url": _STRING,
                                     "recording_url": {**_NULLABLE_STRING, "description": "the two-channel recording "
                                                       "(WAV), when this server has it"},
                                     "turns": _array(_ref("ConversationTurn"))}),

@@ -63,14 +63,17 @@ def _page_context(request: Request, rows: list, comparisons: list, board: str | 
                              and len(set(members.get(p.family, {}).values())) > 1},
             "charts": {(t.board, t.protocol, t.dataset): board_views.charts(t) for s in sections for t in s.tables},
             "provenance": [provenance(d) for d in shown], "newest": source.newest(board), "now": time.time(), "origin_words": ORIGINS,
-            "na_reason": views.na_reason, "field_na": views.field_na, "price_units": BOARD_FIGURE_UNIT}
+            "na_reason": views.na_reason, "field_na": views.field_na, "price_units": BOARD_FIGURE_UNIT,
+            "distributed": request.app.state.distributed}
 
 
 def overview_page(request: Request) -> Response:
     window, source = board_views.filters(request).window, request.app.state.source
     context = _page_context(request, source.leaderboard(window), source.comparisons(window), None)
     by_board = {b: [s for s in context["sections"] if s.board == b] for b in BOARDS}
-    return _render(request, "overview.html", **context, boards=list(BOARDS), board_sections=by_board)
+    talks = conversation_views.count(source, window)  # the S2S board's conversations count as measurements
+    return _render(request, "overview.html", **context, boards=list(BOARDS), board_sections=by_board,
+                   conversation_counts={"s2s": talks})
 
 
 def board_page(request: Request) -> Response:
@@ -144,12 +147,13 @@ def model_page(request: Request) -> Response:
     info = views.model_info(registry, model_id)
     shown = [line for line in model_views.summary(request.app.state.source, model_id)
              if dataset is None or line.headline.dataset == dataset]
+    talks = conversation_views.conversation_board(request.app.state.source, model_views.SUMMARY_WINDOW, model_id)
     return _render(request, "model.html", model_id=model_id, info=info, entry=views.registry_entry(registry, info),
                    metric=metric, dataset=dataset, summary=shown, summary_window=model_views.SUMMARY_WINDOW,
                    metrics=sorted(set(headline + h.metrics), key=views.METRIC_ORDER.get),
                    datasets=h.datasets, excluded=h.excluded,
                    charts=model_views.charts(h, metric), days=views.HISTORY_DAYS, na_reason=views.na_reason,
-                   field_na=views.field_na)
+                   field_na=views.field_na, conversations=talks, stat_lines=conversation_views.stat_lines)
 
 
 def alerts_page(request: Request) -> Response:

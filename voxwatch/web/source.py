@@ -104,7 +104,7 @@ class Source(Protocol):
     def alerts(self, resolved_since: float) -> list[Alert]: ...
 
     def newest(self, board: str | None = None) -> float | None:
-        """When the newest stored row (of a board) not measured against an emulator started; None when none is."""
+        """When the newest stored row or conversation (of a board) not held against an emulator started; None when none is."""
 
     def conversations(self, since: float | None, model_id: str | None = None) -> list[Conversation]:
         """The conversations started at or after `since` (of one model), oldest first; none held against an emulator."""
@@ -148,6 +148,8 @@ found through the spans as a series' are (layout.series_sql), narrow columns onl
 _NEWEST_SQL = ("SELECT max(s.last_at) FROM obs_spans s JOIN obs_contexts c ON c.ref = s.context_ref "
                "WHERE c.emulator IS NOT TRUE AND (%(board)s::text IS NULL OR c.board = %(board)s)")
 """The newest real row's start: the last row of each run and context is kept in obs_spans (small)."""
+_NEWEST_CONVERSATION_SQL = "SELECT max(started_at) FROM conversations WHERE emulator IS NOT TRUE"
+"""The newest real conversation's start (the S2S board's, and the site's)."""
 _ALERT_COLUMNS = ", ".join(f.name for f in fields(Alert))
 _ALERTS_SQL = (f"SELECT {_ALERT_COLUMNS} FROM alerts WHERE state <> 'resolved' OR resolved_at >= %s "
                "ORDER BY CASE state WHEN 'firing' THEN 0 WHEN 'pending' THEN 1 ELSE 2 END, "
@@ -246,7 +248,10 @@ class PostgresSource:
 
     def newest(self, board: str | None = None) -> float | None:
         with self._reading("the newest row") as conn:
-            return conn.execute(_NEWEST_SQL, {"board": board}).fetchone()[0]
+            found = [conn.execute(_NEWEST_SQL, {"board": board}).fetchone()[0]]
+            if board in (None, "s2s"):
+                found.append(conn.execute(_NEWEST_CONVERSATION_SQL).fetchone()[0])
+        return max((t for t in found if t is not None), default=None)
 
     def history(self, model_id: str, since: float) -> Daily:
         with self._reading("a model's history") as conn:

@@ -19,7 +19,8 @@ from voxwatch.boards.comparisons import ABOUT, SERIES_ABOUT, published
 from voxwatch.boards.comparisons import involving as board_comparisons_involving
 from voxwatch.foundation.series_key import RowsKey, SeriesKey
 from voxwatch.metrics.series import MetricRow
-from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics import METHOD_VERSION, preliminary
+from voxwatch.metrics.preliminary import row_reason
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.published import metric_record, when
 from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_note, ranks, series_id, why_unranked
@@ -175,6 +176,7 @@ def leaderboard_document(source: Source, registry: Registry, window: str, board:
         "ranks": ranking_note(), "intervals": {"series": SERIES_ABOUT, "comparisons": ABOUT},
         "rows": [metric_record({**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
                                 "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id)),
+                                "baseline": registry.is_baseline(r.model_id), **preliminary.fields(row_reason(r)),
                                  **price_fields(registry, r.model_id)},
                                UNITS.get(r.metric, "")) for r in rows],
         "comparisons": published(comparisons),
@@ -241,7 +243,7 @@ def models_document(source: Source, registry: Registry) -> dict:
         info = model_info(registry, model_id)
         out.append({**m, "datasets": sorted(m["datasets"]), "regions": sorted(m["regions"]),
                     "method_versions": sorted(m["method_versions"]),
-                    "vendor": vendor(info, model_id),
+                    "vendor": vendor(info, model_id), "baseline": bool(info and info.baseline),
                     "protocol": info.protocol if info else None, **registry_entry(registry, info),
                     "exclusions": [{"metric": e.metric, "reason": e.reason} for e in info.exclusions] if info else []})
     return {"window": window, "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(), "models": out}
@@ -289,7 +291,8 @@ def history_series(h: History) -> list[dict]:
             sorted(h.points, key=lambda p: (key(p), p.day)), key=key):
         out.append({"metric": metric, "unit": UNITS[metric], "dataset": dataset, "region": region,
                     "method_version": method, "instrument": instrument or None,
-                    "points": [{"day": p.day, "n": p.n, "p50": p.p50, "p95": p.p95} for p in pts]})
+                    "points": [metric_record({"day": p.day, "n": p.n, "p50": p.p50, "p95": p.p95}, UNITS[metric])
+                               for p in pts]})
     return out
 
 
@@ -299,13 +302,14 @@ def figure_series(h: History) -> list[dict]:
         return f.dataset, f.region, f.method_version, f.instrument or ""
 
     return [{"dataset": dataset, "region": region, "method_version": method, "instrument": instrument or None,
-             "points": [{"day": f.day, **asdict(f.figures)} for f in days]}
+             "points": [metric_record({"day": f.day, **asdict(f.figures)}, "fraction") for f in days]}
             for (dataset, region, method, instrument), days in groupby(
                 sorted(h.figures, key=lambda f: (key(f), f.day)), key=key)]
 
 
 def history_document(h: History) -> dict:
-    return {"model_id": h.model_id, "days": HISTORY_DAYS, "since": h.since, "method_version": METHOD_VERSION,
+    """The API's /models/{id}/history: figures at their published precision, `since` an ISO time."""
+    return {"model_id": h.model_id, "days": HISTORY_DAYS, "since": when(h.since), "method_version": METHOD_VERSION,
             "series": history_series(h), "figures": figure_series(h),
             "excluded": [{"metric": m, "reason": r} for m, r in sorted(h.excluded.items())]}
 
