@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
+from voxwatch.foundation.store_url import POSTGRES, store_kind
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.preliminary import SETTLED_CLUSTERS
 from voxwatch.store import open_store
@@ -144,7 +145,7 @@ def test_an_empty_store_says_voxwatch_run_never_a_distributed_command(store_of: 
         assert 'data-field="empty"' in page and "<code>voxwatch run</code> measures every board now" in page
         assert "No measurement stored yet" in page
         assert "voxwatch tick" not in page
-    assert ("beat starts" in board) == store_of.startswith("postgres")  # workers and beat exist there only
+    assert ("beat starts" in board) == (store_kind(store_of) == POSTGRES)  # workers and beat exist there only
 
 
 def test_chromium_at_390_px_shows_the_conversations_of_a_store_holding_only_them(store_of: str, browser, tmp_path):

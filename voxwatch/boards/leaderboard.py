@@ -225,6 +225,7 @@ def from_store(store, window: str, registry: Registry | None = None, only: RowFi
     only = only or RowFilter()
     precomputed = getattr(store, "aggregates", None)
     if precomputed is not None and only.since is None and only.until is None and not only.by_clip:
-        return exclude([r for r in precomputed(window, since(window)) if only.keeps(r)], registry)
+        return exclude(precomputed(window, since(window), boards=only.boards, datasets=only.datasets,
+                                   models=only.models), registry)
     start = since(window) if only.since is None else only.since
     return build(store.observations(only=replace(only, since=start)), registry)

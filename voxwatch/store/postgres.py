@@ -204,10 +204,12 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
         except psycopg.Error as exc:
             raise self.error("cannot refresh the aggregates of", exc) from None
 
-    def aggregates(self, window: str, since: float) -> list[MetricRow]:
-        """The precomputed leaderboard rows of one window (exclusions are the reader's job)."""
+    def aggregates(self, window: str, since: float, boards: tuple[str, ...] = (), datasets: tuple[str, ...] = (),
+                   models: tuple[str, ...] = ()) -> list[MetricRow]:
+        """The precomputed leaderboard rows of one window, of these boards, datasets and models when
+        given (exclusions are the reader's job)."""
         try:
-            return aggregates.read(self._connect(), window, since)
+            return aggregates.read(self._connect(), window, since, boards, datasets, models)
         except psycopg.Error as exc:
             raise self.error("cannot read the aggregates of", exc) from None
 

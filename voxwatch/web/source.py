@@ -202,9 +202,10 @@ class PostgresSource:
     def _detail(self, what: str, exc: Exception) -> str:
         return str(database_error(self._store, f"cannot read {what} from", exc))
 
-    def aggregates(self, window: str, since: float) -> list[MetricRow]:
+    def aggregates(self, window: str, since: float, boards: tuple[str, ...] = (), datasets: tuple[str, ...] = (),
+                   models: tuple[str, ...] = ()) -> list[MetricRow]:
         """What leaderboard.from_store reads from a store that keeps its aggregates current."""
-        return aggregates.read(self._conn(), window, since)
+        return aggregates.read(self._conn(), window, since, boards, datasets, models)
 
     def leaderboard(self, window: str, only: RowFilter | None = None) -> list[MetricRow]:
         with self._reading("the leaderboard"):
