@@ -213,6 +213,9 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (16, _speech_quality),
     # each dataset family's clean-against-degraded lines per window and region (voxwatch.store.family_lines)
     (17, FAMILY_LINES_DDL),
+    # a board's page reads its window's rows of one board (and dataset) of the aggregates: by index, not a
+    # pass over every series' rows (49,500 rows at a year of 50 models x 20 datasets x 5 regions: 23 ms)
+    (18, "CREATE INDEX aggregates_board ON aggregates (time_window, board, dataset)"),
 ]
 
 
