@@ -13,7 +13,6 @@ from voxwatch.boards import listing
 from voxwatch.config import Config, require_webhook_urls
 
 from voxwatch.alerts import store
-from voxwatch.alerts.evaluate import run
 from voxwatch.alerts.store import STATES, Alert
 
 ConfigOf = Callable[[argparse.Namespace], Config]
@@ -52,6 +51,8 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
 def cmd_evaluate(cfg: Config) -> int:
     require_webhook_urls(cfg.alerts.webhooks, os.environ)
     with store.connected(cfg.store_url, "cannot evaluate the alerts of") as conn:
+        from voxwatch.alerts.evaluate import run  # scipy.stats: a second of every other command's start
+
         result = run(conn, cfg.alerts, time.time(), panel_size=cfg.panel_size)
     counts = {e: sum(t.event == e for t in result.transitions) for e in ("pending", "firing", "resolved", "cleared")}
     print(f"evaluated {result.checks} checks at {_when(result.at)}: {counts['pending']} opened (pending), "
