@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from support.processes import REPO, run_cli
+from support.processes import REPO, cli_in_process, run_cli
 from voxwatch.foundation.store_url import SQLITE, store_kind
 from voxwatch import __version__
 from voxwatch.cli import PIPE_CLOSED, parser
@@ -130,10 +130,15 @@ NEEDS_STORE = {("alerts", "list"), ("runs", "list"), ("preference", "raters", "l
 
 def test_each_listing_says_the_same_rows_as_csv_and_json(postgres_store_url: str):
     run_cli("preference", "raters", "add", "--label", "ana", "--store", postgres_store_url)
+    def listed(*args: str) -> str:  # in this process: 36 read-only calls, an interpreter's start each saved
+        proc = cli_in_process(*args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        return proc.stdout
+
     for path in listing_commands():
         store = ("--store", postgres_store_url) if path in NEEDS_STORE else ()
-        as_json = json.loads(run_cli(*path, "--format", "json", *store).stdout)
-        text = run_cli(*path, "--format", "csv", *store).stdout
+        as_json = json.loads(listed(*path, "--format", "json", *store))
+        text = listed(*path, "--format", "csv", *store)
         header = text.splitlines()[0].split(",")
         as_csv = list(csv.DictReader(io.StringIO(text)))
         assert isinstance(as_json, list) and len(as_json) == len(as_csv), path
@@ -141,7 +146,7 @@ def test_each_listing_says_the_same_rows_as_csv_and_json(postgres_store_url: str
         assert [{k: "" if v is None else str(v) for k, v in j.items()} for j in as_json] == as_csv, path
         if path not in {("alerts", "list"), ("runs", "list")}:  # the store holds no alert nor run record
             assert as_json, path
-        table = run_cli(*path, *store).stdout  # aligned text, a line for each row (prompts: under their set)
+        table = listed(*path, *store)  # aligned text, a line for each row (prompts: under their set)
         first = "id" if "id" in header else header[0]
         assert all(any(line.startswith(f"{j[first]}  ") for line in table.splitlines()) for j in as_json), path
     (rater,) = json.loads(run_cli("preference", "raters", "list", "--format", "json",

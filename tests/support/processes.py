@@ -25,3 +25,30 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     if check and proc.returncode != 0:
         raise AssertionError(f"voxwatch {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def cli_in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`voxwatch ARGS` run by voxwatch.cli.main in this process, with run_cli's environment (no
+    VOXWATCH_ variable but those given) and working folder: its exit code, stdout and stderr, for
+    the many read-only calls a test makes where an interpreter's start each (about a second of CPU)
+    is most of the cost. A command's own process behaviour (signals, pipes, exit) stays run_cli's."""
+    import contextlib
+    import io
+
+    from voxwatch.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    try:
+        for name in [k for k in os.environ if k.startswith("VOXWATCH_")]:
+            del os.environ[name]
+        os.environ.update(env or {})
+        with contextlib.chdir(REPO), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's refusals
+                code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["voxwatch", *args], code, out.getvalue(), err.getvalue())
