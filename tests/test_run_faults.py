@@ -242,6 +242,10 @@ def beat_restarted(s: Scenario) -> dict:
     synced = first.wait_for("Sending due task runs reconcile", timeout=120)
     synced = first.wait_for("Sending due task runs reconcile", timeout=60, after=synced)
     first.wait_for(f"Sending due task stt {CLEAN} @{s.region}", timeout=150, after=synced)
+    # beat logs a send before it publishes: a kill between the two loses the plan, and the second beat's
+    # plan is then the slot's first. Kill once the worker holds it (its second plan: start-up's, then this)
+    _until("the worker holding the slot's plan",
+           lambda: len(re.findall(r"Task voxwatch\.plan\[[^\]]+\] received", worker.text())) >= 2, timeout=60)
     first.kill()
     second = s.beat(**board)
     second.wait_for(f"Sending due task stt {CLEAN} @{s.region}", timeout=120)
