@@ -30,9 +30,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from voxwatch.boards import leaderboard
+from voxwatch.boards import compare_refresh, leaderboard
+from voxwatch.boards.compare_lines import from_rows
+from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import RowsKey
+from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import Registry
 from voxwatch.store import aggregates, redact
 from voxwatch.store.connection import connect
@@ -40,6 +43,7 @@ from voxwatch.store.postgres import PostgresStore
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.foundation.store_url import parse_store_url
 from voxwatch.store.family_reads import family_rows
+from voxwatch.web.compare_views import comparison_document
 from voxwatch.web.family_views import family_view, lines
 from voxwatch.web.source import PostgresSource
 
@@ -141,7 +145,7 @@ def _row(run_id: str, model_id: str, board: str, protocol: str, region: str, dat
         connection_reused=protocol == "stt-batch", reference=text,
         hypothesis=text if ok else None, substitutions=errors if ok else None, deletions=0 if ok else None,
         insertions=0 if ok else None, ref_words=words if ok else None,
-        instrument_id="faster-whisper/tiny.en@1.2.1" if board == "tts" else None, method_version="3",
+        instrument_id="faster-whisper/tiny.en@1.2.1" if board == "tts" else None, method_version=METHOD_VERSION,
         runner_version="0.1.0", normalizer="whisper_normalizer.english.EnglishTextNormalizer",
         normalizer_version="0.1.15", vad="webrtcvad", vad_version="2.0.14", vad_params='{"mode": 3, "frame_ms": 30}',
         onset_version="2")
@@ -414,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         result["write_to_current"] = _ms(fresh)
         result["refresh_one_series"] = _ms(only_refresh)
         plan = [line for (line,) in db.execute("EXPLAIN (ANALYZE) " + aggregates._FETCH, {
-            "model_id": models[0][0], "dataset": datasets[0], "region": regions[0], "method_version": "3",
+            "model_id": models[0][0], "dataset": datasets[0], "region": regions[0], "method_version": METHOD_VERSION,
             "since": time.time() - 30 * DAY})]
         result["series_read"] = {"by_key": any("Index Scan using obs_facts_" in line and "_pkey" in line for line in plan),
                                  "execution_ms": float(plan[-1].split()[-2])}
@@ -445,6 +449,22 @@ def main(argv: list[str] | None = None) -> int:
         source.close()
         assert view.computed_at is not None, "the family page computed its lines instead of reading the kept ones"
         result["family_page_30d"] = {**_ms(pages), "lines": len(lines(view))}
+
+        start = time.perf_counter()
+        viewed = compare_refresh.refresh(store, registry)  # what the runs finishing together cost one worker
+        result["compare_refresh"] = {"s": round(time.perf_counter() - start, 2), "views": viewed}
+        source, pages = PostgresSource(parse_store_url(url), registry), []
+        for _ in range(20):
+            start = time.perf_counter()
+            doc = comparison_document(source, registry, "stt-stream", "30d", None)  # the page's (and its API's) read
+            pages.append(time.perf_counter() - start)
+        assert source.compare_view("stt-stream", "30d") is not None, "the comparison page read the rows, not its view"
+        start = time.perf_counter()  # the same page computed from whole rows, as it was before views were kept
+        from_rows(source.observations(RowFilter(since=time.time() - 30 * DAY, boards=("stt",))),
+                  COMPARE_BOARDS["stt-stream"], "30d", registry, time.time(), only=None)
+        result["compare_from_rows_s"] = round(time.perf_counter() - start, 2)
+        source.close()
+        result["compare_page_30d"] = {**_ms(pages), "lines": len(doc["rows"])}
 
         table_bytes = sum(db.execute(f"SELECT pg_total_relation_size('{t}')").fetchone()[0] for t in _TABLES)
         table_bytes += db.execute(f"SELECT sum(pg_total_relation_size(inhrelid))::bigint FROM {_PARTS}").fetchone()[0]
@@ -496,6 +516,12 @@ def _print(r: dict, url: str) -> None:
                                                                 f"({r['family_refresh']['rows']:,} rows of 30 d, {r['family_refresh']['views']} views)"),
         ("family page 30d (its kept lines)", f"median {r['family_page_30d']['median_ms']} ms, max {r['family_page_30d']['max_ms']} ms "
                                              f"({r['family_page_30d']['lines']} lines)"),
+        ("comparison views at a tick's end (every board, window, use case)", f"{r['compare_refresh']['s']} s "
+                                                                             f"({r['compare_refresh']['views']} views)"),
+        ("comparison page 30d, streaming STT (its kept view)", f"median {r['compare_page_30d']['median_ms']} ms, "
+                                                               f"max {r['compare_page_30d']['max_ms']} ms "
+                                                               f"({r['compare_page_30d']['lines']} lines)"),
+        ("... computed from its 30 days of whole rows instead", f"{r['compare_from_rows_s']} s"),
         ("leaderboard 30d from aggregates", f"median {r['leaderboard_30d']['median_ms']} ms, max {r['leaderboard_30d']['max_ms']} ms ({r['leaderboard_30d']['rows']} rows)"),
         ("... of one board's dataset (stt, the family's clean)", f"median {r['leaderboard_30d_one_dataset']['median_ms']} ms, "
                                                                  f"max {r['leaderboard_30d_one_dataset']['max_ms']} ms "

@@ -24,11 +24,17 @@ import jsonschema
 import pytest
 from starlette.testclient import TestClient
 
+from voxwatch.boards import compare_refresh
 from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.conversations.records import score_of
+from voxwatch.foundation.store_url import POSTGRES, store_kind
 from voxwatch.metrics.conversation_aggregate import instruction_adherence, v2v_per_turn
 from voxwatch.metrics.published import rounded
+from voxwatch.metrics.series import WINDOWS
+from voxwatch.providers.registry import Registry
+from voxwatch.store import open_store
 from voxwatch.web.app import create_app
+from voxwatch.web.source import open_source
 
 from support.browser import browser  # noqa: F401 (a fixture)
 from support.compare_seed import (BOARDS, CONVERSATION_MODELS, EMULATOR_MS, HALF_MEASURED, ROWS, add_conversations,
@@ -329,3 +335,40 @@ def test_a_phones_first_screen_shows_a_model_its_latency_and_its_accuracy(measur
     for box in (m["model"], m["latency"], m["accuracy"]):
         assert box and 0 <= box["top"] and box["bottom"] <= m["innerHeight"], (board, box)
         assert 0 <= box["left"] and box["right"] <= m["innerWidth"], (board, box)
+
+
+# --- Postgres' kept views (store.compare_views) --------------------------------------------------------
+
+def _without_time(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "generated_at"}
+
+
+def test_a_kept_view_is_the_view_the_rows_make(store, client):
+    """What a finished tick keeps (boards.compare_refresh, from the stored series read narrow) is what
+    the rows make on a request: every series board, use case and window, byte for byte in the API."""
+    if store_kind(store) != POSTGRES:
+        pytest.skip("only Postgres keeps comparison views")
+
+    asked = [(board, window, case["id"]) for board in SERIES_BOARDS for window in WINDOWS
+             for case in _doc(client, board, window=window)["use_cases"]]
+    assert len({b for b, _, _ in asked}) == len(SERIES_BOARDS) and len(asked) > len(SERIES_BOARDS) * len(WINDOWS)
+    from_rows = {a: _without_time(_doc(client, a[0], window=a[1], use_case=a[2])) for a in asked}
+    s = open_store(store)
+    try:
+        views = s.connection().execute("SELECT count(*) FROM compare_views")
+        assert views.fetchone()[0] == 0  # the pages above computed theirs from the rows
+        written = compare_refresh.refresh(s, Registry.default())
+        assert written == len(SERIES_BOARDS) * len(WINDOWS)
+        source = open_source(store, Registry.default())
+        try:  # the pages now read the kept views
+            assert all(source.compare_view(b, w) is not None for b in SERIES_BOARDS for w in WINDOWS)
+        finally:
+            source.close()
+        kept = TestClient(create_app(store))
+        for a, expected_doc in from_rows.items():
+            got = _without_time(_doc(kept, a[0], window=a[1], use_case=a[2]))
+            assert got == expected_doc, (a, [(x, y) for x, y in zip(got["rows"], expected_doc["rows"]) if x != y],
+                                         {k: (got[k], expected_doc[k]) for k in got if k != "rows" and got[k] != expected_doc[k]})
+    finally:
+        s.connection().execute("DELETE FROM compare_views")
+        s.close()

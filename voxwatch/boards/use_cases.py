@@ -12,7 +12,7 @@ instrument, current method only); the ranks come from paired comparisons of thos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from voxwatch.boards.leaderboard import exclude
 from voxwatch.foundation.languages import is_english
@@ -21,10 +21,9 @@ from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison, compare
 from voxwatch.metrics.ranking import comparable, ranked_metric, ranks, series_id
-from voxwatch.metrics.series import MetricRow, series_rows
+from voxwatch.metrics.series import MetricRow, SeriesData, series_rows
 from voxwatch.metrics.use_case import Point, frontier, use_case_series
 from voxwatch.providers.registry import Registry
-from voxwatch.store.series_data import group
 
 
 @dataclass(frozen=True)
@@ -83,11 +82,12 @@ def use_case_of(condition: str | None, language: str | None) -> tuple[str, str]:
     return cid, words
 
 
-def use_cases(rows: Iterable[Observation]) -> list[UseCase]:
-    """The use cases the rows' datasets make, the default ones first, then by id."""
+def use_cases_of(datasets: Mapping[str, tuple[str | None, str | None]]) -> list[UseCase]:
+    """The use cases some datasets make (from each one's condition and language), the default ones
+    first, then by id."""
     members: dict[tuple[str, str], set[str]] = {}
-    for r in rows:
-        members.setdefault(use_case_of(r.condition, r.language), set()).add(r.dataset)
+    for dataset, (condition, language) in datasets.items():
+        members.setdefault(use_case_of(condition, language), set()).add(dataset)
     found = [UseCase(cid, words, tuple(sorted(ds))) for (cid, words), ds in members.items()]
     return sorted(found, key=lambda u: (u.id not in DEFAULT_USE_CASES, u.id))
 
@@ -127,11 +127,11 @@ def accuracy_of(row: MetricRow, board: CompareBoard) -> tuple[float | None, tupl
     return getattr(row, board.accuracy), getattr(row, interval)
 
 
-def series_comparison(rows: Iterable[Observation], board: CompareBoard, use_case: UseCase,
+def pooled_comparison(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, use_case: UseCase,
                       registry: Registry | None) -> SeriesComparison:
-    """The comparison of a series board's models over a use case (rows: the window's)."""
-    pooled = use_case_series(group(r for r in board_rows(rows, board) if r.dataset in use_case.datasets),
-                             use_case.id, use_case.datasets)
+    """The comparison of a series board's models over a use case, from the board's series (a
+    window's, its protocol's and current method's only; those of other datasets are left out)."""
+    pooled = use_case_series(series, use_case.id, use_case.datasets)
     metric_rows = exclude([m for key, data in pooled.series.items() for m in series_rows(key, data)], registry)
     comparisons = compare(pooled.series, comparable(metric_rows, METHOD_VERSION))
     headline = [r for r in metric_rows if r.metric == board.latency]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from voxwatch import config as config_mod
 from voxwatch.boards import comparisons as board_comparisons
-from voxwatch.boards import filter_matches, leaderboard, listing
+from voxwatch.boards import compare_refresh, filter_matches, leaderboard, listing
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD
 from voxwatch.foundation.audio import AudioError
@@ -111,9 +111,20 @@ def cmd_run(args) -> int:
             code = _run_tick(args, cfg, store, registry, plan)
         if holding:
             code = code or (1 if _hold_conversations(cfg, store, registry, talks) else 0)
+        if plan.tasks:
+            _refresh_views(store, registry)
     finally:
         store.close()
     return code
+
+
+def _refresh_views(store, registry: Registry | None) -> None:
+    """The comparison pages' kept views after new rows (a store that keeps them: Postgres); a failure
+    leaves the rows stored and says so, the next tick or `voxwatch db refresh` recomputes them."""
+    try:
+        compare_refresh.request(store, registry)
+    except StoreError as exc:
+        print(f"the comparison pages' views were not refreshed: {exc}", file=sys.stderr)
 
 
 def _on_board(plan, registry: Registry, board: str) -> None:
@@ -338,6 +349,7 @@ def cmd_ingest(args) -> int:
         if hasattr(store, "refresh_comparisons"):  # Postgres keeps them in tables, refreshed per batch of ticks
             store.refresh_comparisons({r.dataset for r in rows})
             store.refresh_families({r.family for r in rows if r.board == FAMILY_BOARD and r.family and r.utterance_id})
+            _refresh_views(store, Registry.default(files=cfg.registry_files))
     finally:
         store.close()
     also = f" and {len(conversations)} conversations" if conversations else ""
@@ -488,8 +500,9 @@ def cmd_db(args) -> int:
                 refreshed = store.refresh(progress=bar)
             compared = store.refresh_comparisons()
             lined = store.refresh_families()
-            print(f"recomputed the rolling aggregates of {refreshed} series, {compared} paired comparisons and "
-                  f"{lined} family views")
+            viewed = compare_refresh.refresh(store, Registry.default(files=cfg.registry_files))
+            print(f"recomputed the rolling aggregates of {refreshed} series, {compared} paired comparisons, "
+                  f"{lined} family views and {viewed} comparison views")
     finally:
         store.close()
     return 0

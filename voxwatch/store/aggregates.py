@@ -16,11 +16,11 @@ from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from operator import itemgetter
-from typing import Callable
+from typing import Callable, Mapping, NamedTuple
 
 import psycopg
 
-from voxwatch.foundation.series_key import RowsKey
+from voxwatch.foundation.series_key import RowsKey, SeriesKey
 from voxwatch.metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.store.layout import SERIES, series_sql
@@ -83,20 +83,38 @@ def compute(s: RowsKey, rows: list[tuple], labels: dict[int, Label], now: float)
 
 
 def _window(s: RowsKey, window: str, rows: list[tuple], labels: dict[int, Label], now: float) -> list[tuple]:
+    out = []
+    for key, part in series_parts(s, rows, labels).items():
+        for order, row in enumerate(series_rows(key, part.data)):
+            out.append((*_flatten(row), window, order, part.last_at, now))
+    return out
+
+
+class SeriesPart(NamedTuple):
+    """A series' rows as columns, and when its newest row started."""
+    data: SeriesData
+    last_at: float
+
+
+def series_parts(s: RowsKey, rows: list[tuple], labels: dict[int, Label],
+                 names: Mapping[int, str] | None = None) -> dict[SeriesKey, SeriesPart]:
+    """The fetched rows of one stored series (_FETCH's, in time order) split by their contexts' board,
+    protocol and instrument, each part as the columns series_rows reads, with its newest row's time.
+    With `names`, clips and runs are named (as whole observations name them) rather than left refs."""
     groups: dict[Label, list[tuple]] = {}
     for r in rows:
         groups.setdefault(labels[r[_CONTEXT]], []).append(r)
-    out = []
+    out = {}
     for (board, protocol, instrument), members in sorted(groups.items()):
-        key = s.series(board, protocol, instrument)
         columns = list(zip(*members))  # a failed row's clocks and WER parts are NULL, as series_rows expects
-        metric_rows = series_rows(key, SeriesData(
-            statuses=columns[_STATUS], utterances=columns[_CLIP], ticks=columns[_RUN],
+        clips, runs = columns[_CLIP], columns[_RUN]
+        if names is not None:
+            clips, runs = [names[c] for c in clips], [names[t] for t in runs]
+        out[s.series(board, protocol, instrument)] = SeriesPart(SeriesData(
+            statuses=columns[_STATUS], utterances=clips, ticks=runs,
             values={spec.name: columns[_COLUMN[spec.name]] for spec in for_protocol(protocol, headline_only=True)},
             errors=columns[-5], words=columns[-4],  # (S + D + I, N, missed, tagged, quality) are the last five
-            entities_missed=columns[-3], entities_total=columns[-2], quality=columns[-1]))
-        for order, row in enumerate(metric_rows):
-            out.append((*_flatten(row), window, order, members[-1][_AT], now))
+            entities_missed=columns[-3], entities_total=columns[-2], quality=columns[-1]), members[-1][_AT])
     return out
 
 

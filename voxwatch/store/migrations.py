@@ -20,6 +20,8 @@ from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.foundation.observation import FIELDS, KEY, Observation, RunRecord
 from voxwatch.store.comparisons import DDL as COMPARISONS_DDL
+from voxwatch.store.coalesce import DDL as REFRESH_REQUESTS_DDL
+from voxwatch.store.compare_views import DDL as COMPARE_VIEWS_DDL
 from voxwatch.store.family_lines import DDL as FAMILY_LINES_DDL
 from voxwatch.store.exclusions import DDL as EXCLUSIONS_DDL
 from voxwatch.store.preference import ddl as preference_ddl
@@ -216,6 +218,9 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # a board's page reads its window's rows of one board (and dataset) of the aggregates: by index, not a
     # pass over every series' rows (49,500 rows at a year of 50 models x 20 datasets x 5 regions: 23 ms)
     (18, "CREATE INDEX aggregates_board ON aggregates (time_window, board, dataset)"),
+    # each series comparison board's views per window (voxwatch.store.compare_views), and the refreshes
+    # finishing runs ask for, run once however many ask at once (voxwatch.store.coalesce)
+    (19, COMPARE_VIEWS_DDL + ";\n" + REFRESH_REQUESTS_DDL),
 ]
 
 

@@ -24,7 +24,9 @@ from voxwatch.foundation.series_key import RowsKey
 from voxwatch.providers.registry import Registry
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD
-from voxwatch.store import aggregates, comparisons, exclusions, family_lines, migrations, partitions
+from voxwatch.store import (aggregates, coalesce, compare_views, comparisons, exclusions, family_lines, migrations,
+                            partitions)
+from voxwatch.store.board_series import BoardSeries, board_series
 from voxwatch.store import conversations as conv
 from voxwatch.store import preference, preference_fits
 from voxwatch.store.connection import connect, database_error
@@ -239,8 +241,10 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             with self._cursor("refresh the comparisons of") as cur:
                 datasets = [d for (d,) in cur.execute(_RUN_DATASETS, (run.run_id,))]
                 families = [f for (f,) in cur.execute(_RUN_FAMILIES, (run.run_id, FAMILY_BOARD))]
-            self.refresh_comparisons(datasets)
-            self.refresh_families(families)
+            for dataset in datasets:  # every region's run of a slot asks at once: one refresh answers them all
+                self.coalesced(f"comparisons {dataset}", lambda d=dataset: self.refresh_comparisons([d]))
+            for family in families:
+                self.coalesced(f"family lines {family}", lambda f=family: self.refresh_families([f]))
         except StoreError as exc:
             log.warning("run %s is recorded, but its paired comparisons or family lines were not refreshed (%s): the "
                         "next finished tick or `voxwatch db refresh` recomputes them", run.run_id, exc)
@@ -260,6 +264,27 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             return family_lines.refresh(self._connect(), families)
         except psycopg.Error as exc:
             raise self.error("cannot refresh the family lines of", exc) from None
+
+    def coalesced(self, name: str, refresh: Callable[[], int]) -> int | None:
+        """Ask for a named refresh and run it unless another process is (store.coalesce): None then."""
+        try:
+            return coalesce.coalesced(self._connect(), name, refresh)
+        except psycopg.Error as exc:
+            raise self.error(f"cannot refresh ({name}) in", exc) from None
+
+    def board_series(self, board: str, protocol: str, method_version: str, since: float) -> BoardSeries:
+        """Every stored series of a board's protocol since a time, as columns (store.board_series)."""
+        try:
+            return board_series(self._connect(), board, protocol, method_version, since)
+        except psycopg.Error as exc:
+            raise self.error("cannot read the series of a board from", exc) from None
+
+    def keep_compare_views(self, board: str, views: Sequence[tuple[str, dict]], at: float) -> int:
+        """Replace a comparison board's kept views, one per window (store.compare_views)."""
+        try:
+            return compare_views.write(self._connect(), board, views, at)
+        except psycopg.Error as exc:
+            raise self.error("cannot keep the comparison views in", exc) from None
 
     def comparisons(self, window: str) -> list[Comparison]:
         """One window's stored comparisons (what boards.comparisons reads for a rolling window)."""

@@ -14,17 +14,14 @@ from __future__ import annotations
 import csv
 import io
 import time
-from dataclasses import dataclass
-
 from voxwatch.boards import leaderboard
+from voxwatch.boards.compare_lines import Line, from_json, from_rows, ordered
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields
-from voxwatch.boards.use_cases import (COMPARE_BOARDS, RANKS_NOTE, CompareBoard, UseCase, accuracy_of,
-                                       chosen_use_case, series_comparison, use_cases)
+from voxwatch.boards.use_cases import COMPARE_BOARDS, RANKS_NOTE, CompareBoard, UseCase, chosen_use_case
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.conversation_aggregate import instruction_adherence, v2v_per_turn
 from voxwatch.metrics.published import rounded, when
-from voxwatch.metrics.ranking import series_id, why_unranked
 from voxwatch.metrics.use_case import Point, frontier
 from voxwatch.providers.registry import Registry
 from voxwatch.store.row_filter import RowFilter
@@ -34,27 +31,6 @@ from voxwatch.web.views import UNITS
 
 CONVERSATIONS = "s2s-conversations"
 NO_PAIRED = "No ranks: conversations are not paired turn by turn."
-
-
-@dataclass(frozen=True)
-class Line:
-    """One model's line: its figures as computed (the document rounds them)."""
-    model_id: str
-    region: str
-    instrument: str
-    rank: int | None
-    unranked: str | None
-    latency_n: int
-    latency_p50: float | None
-    latency_p50_ci: tuple[float, float] | None
-    accuracy_n: int
-    accuracy: float | None
-    accuracy_ci: tuple[float, float] | None
-    on_frontier: bool
-
-    @property
-    def key(self) -> str:
-        return "|".join((self.model_id, self.region, self.instrument))
 
 
 def _conversation_lines(source: Source, window: str, use_case: str | None) -> tuple[list[UseCase], UseCase | None,
@@ -83,37 +59,25 @@ def _conversation_lines(source: Source, window: str, use_case: str | None) -> tu
 
 def _series_lines(source: Source, registry: Registry, board: CompareBoard, window: str,
                   use_case: str | None) -> tuple[list[UseCase], UseCase | None, list[Line], list[str]]:
-    rows = source.observations(RowFilter(since=leaderboard.since(window), boards=(board.board,)))
-    mine = [r for r in rows if r.protocol == board.protocol and r.method_version == METHOD_VERSION and not r.emulator]
-    cases = use_cases(mine)
-    chosen = chosen_use_case(cases, use_case)
+    """The kept view of the window (Postgres, refreshed as ticks finish), or one computed from its rows."""
+    kept = source.compare_view(board.id, window)
+    if kept is not None:
+        view = from_json(kept)
+    else:
+        rows = source.observations(RowFilter(since=leaderboard.since(window), boards=(board.board,)))
+        view = from_rows(rows, board, window, registry, time.time(), only=use_case)
+    chosen = chosen_use_case(view.cases, use_case)
     if chosen is None:
-        return cases, None, [], []
-    c = series_comparison(mine, board, chosen, registry)
-    lines = []
-    for r in c.rows:
-        if r.metric != board.latency:
-            continue
-        sid = series_id(r)
-        figure, interval = accuracy_of(r, board)
-        lines.append(Line(r.model_id, r.region, r.instrument or "", c.ranks.get(sid), why_unranked(r, METHOD_VERSION),
-                          r.n, r.p50, r.p50_ci, r.wer_clips if board.accuracy == "pooled_wer" else r.quality_clips,
-                          figure, interval, sid in c.on_frontier))
-    left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
-    return cases, chosen, _ordered(lines), left_out
+        return view.cases, None, [], []
+    lines = view.lines[chosen.id]
+    return view.cases, chosen, lines.lines, lines.left_out
 
 
 def _marked(lines: list[Line], board: CompareBoard) -> list[Line]:
     """The lines with their frontier flags (metrics.use_case.frontier), in the page's order."""
     on = {p.key for p in frontier([Point(line.key, line.latency_p50, line.accuracy) for line in lines],
                                   board.accuracy_lower_is_better)}
-    return _ordered([Line(**{**line.__dict__, "on_frontier": line.key in on}) for line in lines])
-
-
-def _ordered(lines: list[Line]) -> list[Line]:
-    """Ranked first by rank, then by latency p50, n/a last; ties by model id."""
-    return sorted(lines, key=lambda x: (x.rank is None, x.rank or 0, x.latency_p50 is None, x.latency_p50 or 0.0,
-                                        x.model_id, x.region, x.instrument))
+    return ordered([Line(**{**line.__dict__, "on_frontier": line.key in on}) for line in lines])
 
 
 def comparison_document(source: Source, registry: Registry, board_id: str, window: str,

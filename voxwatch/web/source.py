@@ -15,6 +15,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -39,7 +40,7 @@ from voxwatch.store import comparisons as paired_table
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.conversations import ConversationReads
 from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD, FamilyView, build as family_build
-from voxwatch.store import family_lines
+from voxwatch.store import compare_views, family_lines
 from voxwatch.store.family_reads import FamilyRow, family_rows
 from voxwatch.store.observation_reads import stream_observations
 from voxwatch.store.postgres import PostgresStore, read_conversations
@@ -89,6 +90,9 @@ class Source(Protocol):
 
     def comparisons(self, window: str, only: RowFilter | None = None) -> list[Comparison]:
         """The window's paired comparisons (boards.comparisons.from_store), over the clips `only` selects."""
+
+    def compare_view(self, board: str, window: str) -> dict | None:
+        """A comparison board's kept view of a window (boards.compare_lines' JSON); None: compute it from the rows."""
 
     def observations(self, only: RowFilter) -> list[Observation]:
         """The rows `only` selects, in time order, none measured against an emulator."""
@@ -163,6 +167,7 @@ _CONVERSATIONS_VERSION_SQL = "SELECT count(*), sum(xmin::text::bigint) FROM conv
 _PREFERENCE_VERSION_SQL = "SELECT max(fit_id) FROM preference_fits"
 _COMPARISONS_VERSION_SQL = "SELECT count(*), max(computed_at) FROM comparisons"
 _FAMILY_LINES_VERSION_SQL = "SELECT count(*), max(computed_at) FROM family_lines"
+_COMPARE_VIEWS_VERSION_SQL = "SELECT count(*), max(computed_at) FROM compare_views"
 ALERTS_NEED_POSTGRES = "alerts need the Postgres store: the regression alerts run only in distributed mode"
 
 
@@ -234,6 +239,11 @@ class PostgresSource:
             kept = family_lines.read(conn, family, window, region)
         return kept if kept is not None else family_build(self.family_rows(family, since), family, window, region)
 
+    def compare_view(self, board: str, window: str) -> dict | None:
+        """The view kept as the last tick finished (store.compare_views); None when none is fresh."""
+        with self._reading("a comparison board's view") as conn:
+            return compare_views.read(conn, board, window, time.time())
+
     def clip_values(self, board: str, since: float) -> ClipValues:
         with self._reading("the speakers and accents") as conn:
             return clip_values(conn.execute(_CLIP_VALUES_SQL, {"since": since, "board": board}).fetchall())
@@ -283,13 +293,13 @@ class PostgresSource:
         """Every write rewrites the aggregate rows of the series it touches (new row versions, so a new
         xmin sum), every change of an alert its row, a stored conversation adds its row (they touch
         no aggregate), and so does a preference fit (fits are only ever added), and a finished tick's
-        comparisons and family lines (rewritten with a new computed_at): small scans."""
+        comparisons, family lines and comparison views (rewritten with a new computed_at): small scans."""
         with self._reading("the store's version", "version") as conn:
             seen = conn.execute(_VERSION_SQL).fetchone()
-            alerts, conversations, fits, compared, lined = (_optional(conn, sql) for sql in (
+            alerts, conversations, fits, compared, lined, viewed = (_optional(conn, sql) for sql in (
                 _ALERTS_VERSION_SQL, _CONVERSATIONS_VERSION_SQL, _PREFERENCE_VERSION_SQL, _COMPARISONS_VERSION_SQL,
-                _FAMILY_LINES_VERSION_SQL))
-        return (*seen, alerts, conversations, fits, compared, lined)
+                _FAMILY_LINES_VERSION_SQL, _COMPARE_VIEWS_VERSION_SQL))
+        return (*seen, alerts, conversations, fits, compared, lined, viewed)
 
     def close(self) -> None:
         for role, lock in self._locks.items():
@@ -373,6 +383,10 @@ class SQLiteSource:
     def family_view(self, family: str, window: str, since: float, region: str | None = None) -> FamilyView:
         """Computed from the window's rows on each read (an embedded store is small)."""
         return family_build(self.family_rows(family, since), family, window, region)
+
+    def compare_view(self, board: str, window: str) -> dict | None:
+        """None: an embedded store computes each page from its rows."""
+        return None
 
     def clip_values(self, board: str, since: float) -> ClipValues:
         with self._store("the speakers and accents") as store:

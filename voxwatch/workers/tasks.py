@@ -25,6 +25,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_process_shutdown
 from celery.utils.log import get_task_logger
 
+from voxwatch.boards import compare_refresh
 from voxwatch.datasets.catalog import IntegrityError, UnknownDataset
 from voxwatch.datasets.manifest import ManifestError
 from voxwatch.foundation.observation import Observation, RunRecord
@@ -363,6 +364,7 @@ def finish_run(st: ProcessState, run_id: str) -> None:
         st.ledger.mark_finished(run_id)
     log.info("run %s %s: %d observations (%d not ok)", run_id, run.status, run.rows, run.failed_rows)
     evaluate_after_run(st)
+    refresh_after_run(st)
 
 
 def evaluate_after_run(st: ProcessState) -> None:
@@ -372,6 +374,27 @@ def evaluate_after_run(st: ProcessState) -> None:
         return
     with contextlib.suppress(Exception):  # the beat's evaluation still comes; a broker hiccup must not fail the row
         evaluate_alerts.apply_async(queue=queue_name(st.config, st.config.region))
+
+
+def refresh_after_run(st: ProcessState) -> None:
+    """The comparison pages' kept views follow finished runs (boards.compare_refresh), in a task of
+    their own so the row's task is not held; the store runs it once for the runs finishing together."""
+    if store_kind(st.config.store_url) != POSTGRES:
+        return
+    with contextlib.suppress(Exception):  # the next finished run asks again; a broker hiccup must not fail the row
+        refresh_compare_views.apply_async(queue=queue_name(st.config, st.config.region))
+
+
+@app.task(name="voxwatch.pages.refresh")
+def refresh_compare_views() -> int | None:
+    """Recompute the comparison boards' kept views, unless another worker is (then it runs again for
+    this request: store.coalesce). Returns the views written here."""
+    st = state(current_config())
+    try:
+        return compare_refresh.request(st.store, st.registry)
+    except StoreError as exc:
+        log.warning("the comparison views were not refreshed (%s): the next finished run asks again", exc)
+        return None
 
 
 _STDLIB_MAIN = mp_process.current_process()  # imported in the worker's main process, before the pool forks

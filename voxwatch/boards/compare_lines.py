@@ -1,0 +1,126 @@
+"""A series comparison board's lines over each of its use cases in one window: what the comparison
+page, its API and CSV show (web/compare_views adds the price and the rounding), computed from the
+window's rows (SQLite, a store no refresh has seen) or from the board's stored series (Postgres'
+kept views, store.compare_views, refreshed as ticks finish by boards.compare_refresh). Both go
+through boards.use_cases.pooled_comparison, so a kept view is the view the rows make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable, Mapping
+
+from voxwatch.boards.use_cases import (CompareBoard, UseCase, accuracy_of, board_rows, chosen_use_case,
+                                       pooled_comparison, use_cases_of)
+from voxwatch.foundation.observation import Observation
+from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.ranking import series_id, why_unranked
+from voxwatch.metrics.series import SeriesData
+from voxwatch.providers.registry import Registry
+from voxwatch.store.series_data import group
+
+
+EVERY = "*"
+"""from_series' `only` for the lines of every use case."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One model's line: its figures as computed (the document rounds them)."""
+    model_id: str
+    region: str
+    instrument: str
+    rank: int | None
+    unranked: str | None
+    latency_n: int
+    latency_p50: float | None
+    latency_p50_ci: tuple[float, float] | None
+    accuracy_n: int
+    accuracy: float | None
+    accuracy_ci: tuple[float, float] | None
+    on_frontier: bool
+
+    @property
+    def key(self) -> str:
+        return "|".join((self.model_id, self.region, self.instrument))
+
+
+@dataclass(frozen=True)
+class CaseLines:
+    """A use case's lines, in the page's order, and the series left out for lack of a dataset."""
+    use_case: UseCase
+    lines: list[Line]
+    left_out: list[str]
+
+
+@dataclass(frozen=True)
+class CompareView:
+    """A board's use cases in one window (the default ones first) and the lines of those computed."""
+    board: str
+    window: str
+    cases: list[UseCase]
+    lines: dict[str, CaseLines]
+    computed_at: float
+
+
+def ordered(lines: Iterable[Line]) -> list[Line]:
+    """Ranked first by rank, then by latency p50, n/a last; ties by model id."""
+    return sorted(lines, key=lambda x: (x.rank is None, x.rank or 0, x.latency_p50 is None, x.latency_p50 or 0.0,
+                                        x.model_id, x.region, x.instrument))
+
+
+def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case: UseCase,
+               registry: Registry | None) -> CaseLines:
+    """The lines of a use case from the board's series of the window."""
+    c = pooled_comparison(series, board, case, registry)
+    lines = []
+    for r in c.rows:
+        if r.metric != board.latency:
+            continue
+        sid = series_id(r)
+        figure, interval = accuracy_of(r, board)
+        lines.append(Line(r.model_id, r.region, r.instrument or "", c.ranks.get(sid), why_unranked(r, METHOD_VERSION),
+                          r.n, r.p50, r.p50_ci, r.wer_clips if board.accuracy == "pooled_wer" else r.quality_clips,
+                          figure, interval, sid in c.on_frontier))
+    left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
+    return CaseLines(case, ordered(lines), left_out)
+
+
+def from_series(series: Mapping[SeriesKey, SeriesData], datasets: Mapping[str, tuple[str | None, str | None]],
+                board: CompareBoard, window: str, registry: Registry | None, at: float,
+                only: str | None = EVERY) -> CompareView:
+    """The view of a window from the board's series and their datasets' (condition, language): the
+    lines of every use case (only=EVERY, what is kept), or of the one a page asks for (None: the
+    first; a ValueError naming the choices for an unknown one)."""
+    cases = use_cases_of({d: datasets[d] for d in {k.dataset for k in series}})
+    chosen = cases if only == EVERY else [u for u in [chosen_use_case(cases, only)] if u is not None]
+    return CompareView(board.id, window, cases, {u.id: case_lines(series, board, u, registry) for u in chosen}, at)
+
+
+def from_rows(rows: Iterable[Observation], board: CompareBoard, window: str, registry: Registry | None, at: float,
+              only: str | None = EVERY) -> CompareView:
+    """The view of a window from its rows (the board's protocol and current method are kept)."""
+    mine = board_rows(rows, board)
+    return from_series(group(mine), {r.dataset: (r.condition, r.language) for r in mine}, board, window, registry,
+                       at, only)
+
+
+def to_json(view: CompareView) -> dict:
+    return {"board": view.board, "window": view.window, "computed_at": view.computed_at,
+            "cases": [asdict(u) for u in view.cases],
+            "lines": {cid: {"use_case": asdict(c.use_case), "lines": [asdict(x) for x in c.lines],
+                            "left_out": c.left_out} for cid, c in view.lines.items()}}
+
+
+def from_json(data: dict) -> CompareView:
+    def case(u: dict) -> UseCase:
+        return UseCase(u["id"], u["title"], tuple(u["datasets"]))
+
+    def line(x: dict) -> Line:
+        pairs = {k: tuple(x[k]) if x[k] is not None else None for k in ("latency_p50_ci", "accuracy_ci")}
+        return Line(**{**x, **pairs})
+
+    return CompareView(data["board"], data["window"], [case(u) for u in data["cases"]],
+                       {cid: CaseLines(case(c["use_case"]), [line(x) for x in c["lines"]], c["left_out"])
+                        for cid, c in data["lines"].items()}, data["computed_at"])
