@@ -133,10 +133,10 @@ def read(conn: psycopg.Connection, window: str, since: float, boards: tuple[str,
         if values:
             where.append(f"{column} = ANY(%s)")
             args.append(list(values))
-    cur = conn.cursor(binary=True)  # floats as they are stored, not parsed from text: about half the read
-    cur.execute(f"SELECT {_READ} FROM aggregates WHERE {' AND '.join(where)} "
-                f"ORDER BY board, model_id, dataset, region, method_version, protocol, instrument, metric_order", args)
-    return [_ROW(v) for v in cur]
+    with conn.cursor(binary=True) as cur:  # floats as they are stored, not parsed from text: about half the read
+        cur.execute(f"SELECT {_READ} FROM aggregates WHERE {' AND '.join(where)} "
+                    f"ORDER BY board, model_id, dataset, region, method_version, protocol, instrument, metric_order", args)
+        return [_ROW(v) for v in cur]
 
 
 def _plan() -> tuple[str, list]:
