@@ -53,6 +53,7 @@ def _rows() -> list[Observation]:
                 condition="text" if board == "tts" else "clean",
                 family="tts-prompts" if board == "tts" else "stt-starter", utterance_id=f"u{k % 64:02d}",
                 connect_ms=40.0, ttfs_ms=value if ok and protocol == "stt-stream" else None,
+                ttfs_peer_ms=value - 134 if ok and protocol == "stt-stream" else None,
                 first_partial_ms=value / 2 if ok and protocol == "stt-stream" else None,
                 latency_ms=value if ok and protocol == "stt-batch" else None,
                 rtf=value / 3000 if ok and protocol == "stt-batch" else None,

@@ -22,6 +22,7 @@ def _data(n_ticks: int, per_tick: int, rng, tick_sd: float = 0.0, statuses=None)
     ok = [s == "ok" for s in statuses]
     return SeriesData(statuses=statuses, utterances=[f"u{u}" for u in utterances], ticks=[f"r{t}" for t in ticks],
                       values={"ttfs_ms": [v if g else None for v, g in zip(ttfs, ok)],
+                              "ttfs_peer_ms": [v - 100 if g else None for v, g in zip(ttfs, ok)],
                               "first_partial_ms": [v / 3 if g else None for v, g in zip(ttfs, ok)],
                               "connect_ms": [None] * ticks.size},
                       errors=[int(u % 3) if g else None for u, g in zip(utterances, ok)],
@@ -47,8 +48,8 @@ def test_rates_are_disjoint_and_count_attempts_only():
     assert first.attempts == 18  # an `excluded` row was never attempted
     assert (first.error_rate, first.timeout_rate, first.inaudible_rate) == pytest.approx((2 / 18, 1 / 18, 1 / 18))
     assert first.error_rate_ci[0] <= first.error_rate <= first.error_rate_ci[1]
-    assert [r.metric for r in rows] == ["ttfs_ms", "first_partial_ms", "connect_ms"]  # connect_ms: its own summary
-    assert rows[2].n == 0 and rows[2].mean is None
+    assert [r.metric for r in rows] == ["ttfs_ms", "first_partial_ms", "ttfs_peer_ms", "connect_ms"]  # connect_ms: its own summary
+    assert rows[3].n == 0 and rows[3].mean is None
 
 
 def test_a_rate_of_zero_still_has_an_upper_bound():

@@ -53,7 +53,8 @@ def test_a_single_model_is_the_frontier_and_missing_figures_never_are():
 def _data(utterances: list[str], ticks: list[str], latency: list[float | None], errors: list[int | None],
           words: list[int | None], statuses: list[str] | None = None) -> SeriesData:
     return SeriesData(statuses=statuses or ["ok"] * len(utterances), utterances=utterances, ticks=ticks,
-                      values={"ttfs_ms": latency, "first_partial_ms": latency, "connect_ms": [None] * len(utterances)},
+                      values={"ttfs_ms": latency, "ttfs_peer_ms": latency, "first_partial_ms": latency,
+                              "connect_ms": [None] * len(utterances)},
                       errors=errors, words=words)
 
 

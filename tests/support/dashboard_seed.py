@@ -286,6 +286,8 @@ def _paired_rows(rng: np.random.Generator) -> list[Observation]:
     return rows
 
 
+PEER_ANCHOR_LATER_MS = 134.0
+"""How much later the peers' end of speech lies than the shared VAD's in the seed (the starter's median)."""
 SEEDED_CONVERSATIONS = _conversations(np.random.default_rng(20261130))
 
 
@@ -295,6 +297,8 @@ def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     rng = np.random.default_rng(20261129)
     rows = _stt_rows(rng) + _batch_rows(rng) + _tts_and_s2s_rows(rng) + _dense_rows(rng) + _sparse_rows(rng) + _emulator_rows()
     rows += _paired_rows(np.random.default_rng(20261204))
+    for r in rows:  # the peers' anchor (Silero, padded) falls after the shared VAD's end: a shorter TTFS
+        r.ttfs_peer_ms = r.ttfs_ms - PEER_ANCHOR_LATER_MS if r.ttfs_ms is not None else None
     store = open_store(postgres_store_url)
     try:
         assert store.add(rows) == len(rows)

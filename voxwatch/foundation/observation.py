@@ -47,6 +47,7 @@ class Observation:
     # clocks (ms unless named otherwise); None when not measured or not applicable
     connect_ms: float | None = None
     ttfs_ms: float | None = None
+    ttfs_peer_ms: float | None = None  # TTFS on the peers' end-of-speech anchor (METHOD "The peers' anchor")
     first_partial_ms: float | None = None
     first_partial_from_t0_ms: float | None = None
     latency_ms: float | None = None

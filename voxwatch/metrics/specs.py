@@ -21,6 +21,8 @@ METRICS: tuple[MetricSpec, ...] = (
                signed=True),
     MetricSpec("first_partial_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after speech start", True,
                signed=True),
+    MetricSpec("ttfs_peer_ms", "ms", ("stt-stream",), True,
+               "final transcript after the end of speech by the peers' anchor (Silero VAD, 100 ms pad)", True, signed=True),
     MetricSpec("first_partial_from_t0_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after the first chunk"),
     MetricSpec("latency_ms", "ms", ("stt-batch",), True, "batch request to response", True),
     MetricSpec("rtf", "x", ("stt-batch",), True, "batch latency over audio duration", True),

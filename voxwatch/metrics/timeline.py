@@ -40,10 +40,13 @@ class STTStreamMetrics:
     first_partial_from_t0_ms: float | None
     ttfs_ms: float | None  # from t0 + speech_end; negative values are kept
     hypothesis: str
+    ttfs_peer_ms: float | None = None  # from t0 + the peers' speech end (metrics.peer_anchor), when given
 
 
-def stt_stream_metrics(timeline: Timeline, speech_start: float, speech_end: float) -> STTStreamMetrics:
-    """First partial and TTFS, anchored on the shared VAD; t0 is the first chunk written."""
+def stt_stream_metrics(timeline: Timeline, speech_start: float, speech_end: float,
+                       peer_speech_end: float | None = None) -> STTStreamMetrics:
+    """First partial and TTFS, anchored on the shared VAD (and TTFS on the peers' anchor too, when
+    its end of speech is given); t0 is the first chunk written."""
     chunks = timeline.of(CHUNK_SENT)
     if not chunks:
         raise ValueError("no audio chunk was sent")
@@ -58,6 +61,8 @@ def stt_stream_metrics(timeline: Timeline, speech_start: float, speech_end: floa
         first_partial_from_t0_ms=_ms(first.t_ns - t0) if first else None,
         ttfs_ms=_ms(last_final.t_ns - t0 - speech_end * 1e9) if last_final else None,
         hypothesis=" ".join((e.text or "").strip() for e in finals if (e.text or "").strip()),
+        ttfs_peer_ms=_ms(last_final.t_ns - t0 - peer_speech_end * 1e9) if last_final and peer_speech_end is not None
+        else None,
     )
 
 
