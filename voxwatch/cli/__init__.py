@@ -426,6 +426,9 @@ def cmd_datasets_import_text(args) -> int:
     cfg = _config(args)
     done = import_text(Path(args.file), args.name, cfg.datasets_dir, _catalog(cfg).names())
     print(f"imported {len(done.prompts)} prompts as {args.name} into {done.folder}")
+    tagged = [p for p in done.prompts if p.entities]
+    print(f"entities: {sum(len(p.entities or ()) for p in tagged)} in {len(tagged)} prompts (their own tags, else "
+          "the entity tagger's; docs/METHOD.md \"Entity accuracy\")")
     print(f"measure it with: voxwatch run --board tts --datasets {args.name}")
     return 0
 
