@@ -15,6 +15,7 @@ from voxwatch.datasets.build_coval import HAND_TAGS, NAME as COVAL
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.entity_tags import NOTE_KEY
 from voxwatch.datasets.manifest import Clip, read_records
+from voxwatch.datasets.provenance import lookup
 from voxwatch.datasets.starter_texts import STT_ENTITIES, STT_UTTERANCES
 from voxwatch.metrics.entities import ENTITY_TYPES, entity_errors
 from voxwatch.metrics.entity_tagger import RULES, TAGGER_ID, tag
@@ -163,6 +164,8 @@ def test_the_bundled_coval_set_carries_the_hand_count_and_says_who_tagged():
     source = ds.info.extra["source"]
     assert source["license"] == "Apache-2.0" and source["repository"].endswith("coval-ai/benchmarks")
     assert "Apache License" in (ds.folder / "NOTICE").read_text()
+    told = lookup(Catalog([bundled_root()]), COVAL).text  # what a board's "about the data" says
+    assert told.endswith(f"entity tags: 27 items by {TAGGER_ID}, {len(HAND_TAGS)} by hand")
 
 
 ESPEAK_WHISPER_TINY = {
@@ -268,7 +271,8 @@ def test_imported_audio_gets_tags_where_its_manifest_has_none(vox, tmp_path: Pat
     for line in lines:
         shutil.copyfile(starter / clips[line["id"]].path, source / line["path"])
     (source / "manifest.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    assert vox("datasets", "import", str(source), "--name", "mine")[0] == 0
+    code, out, err = vox("datasets", "import", str(source), "--name", "mine")
+    assert code == 0 and "entities: 1 in 1 clips" in out, err
     ds = Catalog([tmp_path / "catalog"]).load("mine")
     assert [c.entities for c in ds.clips] == [({"type": "number", "text": "four five two seven one"},), ()]
     assert ds.info.extra[NOTE_KEY]["items_tagged_by_tagger"] == 1
