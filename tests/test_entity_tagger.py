@@ -276,3 +276,10 @@ def test_imported_audio_gets_tags_where_its_manifest_has_none(vox, tmp_path: Pat
     ds = Catalog([tmp_path / "catalog"]).load("mine")
     assert [c.entities for c in ds.clips] == [({"type": "number", "text": "four five two seven one"},), ()]
     assert ds.info.extra[NOTE_KEY]["items_tagged_by_tagger"] == 1
+
+
+def test_a_long_run_of_number_words_is_read_once():
+    """A prompt of the longest kind made of spelled numbers: each word is matched one way only (a
+    pattern that could split "twenty one" two ways took 9 s at 220 characters, doubling per word)."""
+    text = ("twenty one " * 181).strip()  # 2,000 characters, MAX_PROMPT_CHARS
+    assert tag(text) == [] and [t.text for t in tag(text + " dollars")] == [text + " dollars"]

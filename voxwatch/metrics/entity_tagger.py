@@ -30,9 +30,10 @@ _HOUR = _any(_HOURS)
 _DIGIT = _any("zero one two three four five six seven eight nine")
 _UNIT = _any(f"{_HOURS} thirteen fourteen fifteen sixteen seventeen eighteen nineteen")
 _TENS = _any("twenty thirty forty fifty sixty seventy eighty ninety")
-_WORD_NUMBER = rf"(?:{_TENS}(?:[- ]{_UNIT})?|{_UNIT}|zero)"
-_SPELLED = rf"{_WORD_NUMBER}(?:(?: and)? (?:{_WORD_NUMBER}|hundred|thousand|million))*"
-"""A spelled number: "forty five", "one hundred and twenty", "two thousand"."""
+_NUMBER_WORD = rf"(?:{_UNIT}|{_TENS}|zero|hundred|thousand|million)\b"
+_SPELLED = rf"{_NUMBER_WORD}(?:(?: and)?[ -]{_NUMBER_WORD})*"
+"""A spelled number: "forty five", "one hundred and twenty", "two thousand": a run of number words,
+each matched one way only (a run that could be split two ways backtracks exponentially)."""
 _ORDINAL_UNIT = _any("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
                      "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth")
 _ORDINAL = rf"(?:(?:twenty|thirty)[- ]{_ORDINAL_UNIT}|twentieth|thirtieth|{_ORDINAL_UNIT})"
