@@ -13,7 +13,7 @@ import pytest
 
 from voxwatch.datasets.build_coval import HAND_TAGS, NAME as COVAL
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.datasets.entity_tags import NOTE_KEY
+from voxwatch.datasets.entity_tags import NOTE_KEY, TagCount, filled
 from voxwatch.datasets.manifest import Clip, read_records
 from voxwatch.datasets.provenance import lookup
 from voxwatch.datasets.starter_texts import STT_ENTITIES, STT_UTTERANCES
@@ -283,3 +283,12 @@ def test_a_long_run_of_number_words_is_read_once():
     pattern that could split "twenty one" two ways took 9 s at 220 characters, doubling per word)."""
     text = ("twenty one " * 181).strip()  # 2,000 characters, MAX_PROMPT_CHARS
     assert tag(text) == [] and [t.text for t in tag(text + " dollars")] == [text + " dollars"]
+
+
+def test_only_english_items_get_the_taggers_tags():
+    """Its spelled-number, month and weekday rules are English: another language's items keep their own."""
+    count = TagCount()
+    assert filled(None, "Su pedido 4527 llega el martes.", "es", count) is None
+    assert filled(None, "Your order 4527 arrives Tuesday.", "en-GB", count) == (
+        {"type": "number", "text": "4527"}, {"type": "date", "text": "Tuesday"})
+    assert (count.tagger, count.hand) == (1, 0)
