@@ -96,3 +96,21 @@ def test_a_bad_entity_is_refused_naming_the_line(tmp_path: Path, entities, messa
     with pytest.raises(ManifestError, match=message) as caught:
         read_records(path, Clip)
     assert f"{path}:2: entities" in str(caught.value)
+
+
+@pytest.mark.parametrize("entity, hypothesis, missed", [
+    (_e("id", "ORD-24589"), "order O R D 2 4 5 8 9 shipped", 0),  # its characters, "O" as zero
+    (_e("id", "E-1047"), "error code E dash 1047", 0),
+    (_e("id", "E-1047"), "the 1047", 1),  # "the" ends in e: characters count only within whole tokens
+    (_e("id", "ORD-24589"), "your order 24,500 shipped", 1),
+    (_e("phone", "(555) 123-4567"), "call 555 123 4567", 0),  # the area code counts though the normalizer drops asides
+    (_e("phone", "555-123-4567"), "call 555 123 4576", 1),
+    (_e("email", "jane.doe@example.com"), "jane dot doe at example dot com", 0),
+    (_e("email", "jane.doe@example.com"), "jane doe at example dot org", 1),
+    (_e("number", "48"), "within 24-48 hours", 0),  # a range is read "24 to 48"
+    (_e("number", "25%"), "20 to 25 percent", 0),
+    (_e("number", "12.4.1"), "version 12.4.1", 0),
+    (_e("number", "12.4.1"), "version 12.41", 1),  # a version's dots count
+])
+def test_phones_ids_emails_ranges_and_versions_hand_counted(entity: dict, hypothesis: str, missed: int):
+    assert entity_errors([entity], hypothesis).missed == missed

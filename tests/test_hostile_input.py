@@ -24,6 +24,7 @@ from support.postgres import fresh_postgres
 from support.processes import run_cli
 from voxwatch.datasets.catalog import Catalog
 from voxwatch.datasets.manifest import file_stem
+from voxwatch.metrics.entity_tagger import TAGGER_ID
 from voxwatch.metrics.wer import word_errors
 from voxwatch.foundation.observation import Observation
 from voxwatch.store import open_store
@@ -86,11 +87,13 @@ def test_audio_headers_are_checked_before_decoding(case, cli, tmp_path: Path):
     (clip,) = dataset.clips
     assert clip.sample_rate == 16000 and 0 < clip.speech_start < clip.speech_end <= clip.duration_s + 0.001
     info = json.loads((catalog / "hostile" / "dataset.json").read_text())
+    tags = {"entity_tags": {"tagger": TAGGER_ID, "items_tagged_by_tagger": 1, "items_tagged_by_hand": 0}}  # its order number
     if case.extra.get("truncated"):
-        assert "warning: 1 clip(s) were shorter than their headers say" in out and info["extra"] == {"truncated": ["a"]}
+        assert "warning: 1 clip(s) were shorter than their headers say" in out
+        assert info["extra"] == {"truncated": ["a"]} | tags
         assert clip.duration_s < 3.321
     else:
-        assert "warning" not in out and info["extra"] == {}
+        assert "warning" not in out and info["extra"] == tags
         assert abs(clip.duration_s - 3.321) < 0.01  # all of u001, whatever its rate and channels
 
 

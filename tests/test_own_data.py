@@ -208,20 +208,23 @@ def test_the_rows_carry_the_clips_speaker_and_accent_and_pair_the_family(vox, tm
 @pytest.mark.e2e
 def test_text_import_then_a_tts_run_row(vox, tmp_path: Path, store_url: str):
     path = tmp_path / "prompts.txt"
-    path.write_bytes("\ufeffYour order has shipped.\r\n\r\n  Thank you for calling.  \n".encode())
+    path.write_bytes("\ufeffYour order 4527 has shipped.\r\n\r\n  Thank you for calling on Friday.  \n".encode())
     code, out, err = vox("datasets", "import-text", str(path), "--name", "my-prompts")
     assert code == 0, err
     ds = Catalog([tmp_path / "catalog"]).load("my-prompts")
     assert (ds.info.kind, ds.info.family, ds.info.condition) == ("text", "my-prompts", "text")
     assert [(p.id, p.text, p.category) for p in ds.prompts] == [
-        (text_id("Your order has shipped."), "Your order has shipped.", "prompt"),
-        (text_id("Thank you for calling."), "Thank you for calling.", "prompt")]
+        (text_id("Your order 4527 has shipped."), "Your order 4527 has shipped.", "prompt"),
+        (text_id("Thank you for calling on Friday."), "Thank you for calling on Friday.", "prompt")]
+    assert [p.entities for p in ds.prompts] == [({"type": "number", "text": "4527"},),
+                                                ({"type": "date", "text": "Friday"},)]  # the entity tagger's
     env = {"VOXWATCH_DATASETS_DIR": str(tmp_path / "catalog")}
     run_cli("run", "--board", "tts", "--datasets", "my-prompts", "--models", ESPEAK, "--sample-size", "1",
             "--store", store_url, "--no-progress", env=env)
     (row,) = [json.loads(l) for l in run_cli("export", "--format", "jsonl", "--store", store_url).stdout.splitlines()]
     assert (row["board"], row["dataset"], row["condition"], row["status"]) == ("tts", "my-prompts", "text", "ok")
     assert row["clip_id"] in {p.id for p in ds.prompts} and row["ttfa_ms"] > 0 and row["ref_words"] > 0
+    assert row["entities_total"] == 1 and row["entities_missed"] in (0, 1)  # scored on the instrument's transcript
 
 
 def test_a_txt_prompts_id_follows_its_text_not_its_line(vox, tmp_path: Path):

@@ -422,6 +422,7 @@ def cmd_datasets_import(args) -> int:
                           allow_truncated=args.allow_truncated, degrade=degrade, language=args.language)
     minutes = sum(c.duration_s for c in done.clips) / 60
     print(f"imported {len(done.clips)} clips ({minutes:.1f} min) as {args.name} into {done.folder}")
+    _print_entities(done.clips, "clips")
     if len(done.members) > 1:
         print(f"family {args.name}: " + ", ".join(f"{m.folder.name} ({m.condition}, {m.clips} clips)"
                                                   for m in done.members))
@@ -432,12 +433,20 @@ def cmd_datasets_import(args) -> int:
     return 0
 
 
+def _print_entities(items, what: str) -> None:
+    """How many entities an import's items carry: the error rate a board can show for them."""
+    tagged = [i for i in items if i.entities]
+    print(f"entities: {sum(len(i.entities) for i in tagged)} in {len(tagged)} {what} (their own tags, else the "
+          "entity tagger's; docs/METHOD.md \"Tagging\")")
+
+
 def cmd_datasets_import_text(args) -> int:
     from voxwatch.datasets.text_import import import_text
 
     cfg = _config(args)
     done = import_text(Path(args.file), args.name, cfg.datasets_dir, _catalog(cfg).names())
     print(f"imported {len(done.prompts)} prompts as {args.name} into {done.folder}")
+    _print_entities(done.prompts, "prompts")
     print(f"measure it with: voxwatch run --board tts --datasets {args.name}")
     return 0
 

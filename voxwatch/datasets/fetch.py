@@ -70,7 +70,7 @@ def fetch(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limi
             {"id": u.id, "path": f"audio/{_local_name(u)}", "text": u.text,
              **({"speaker": u.speaker} if u.speaker else {})}) + "\n" for u in chosen))
         built = work / "built"
-        clean = import_dataset(source, entry.name, built, existing)
+        clean = import_dataset(source, entry.name, built, existing, language=entry.language)  # its tags: English only
         info = read_info(clean.folder)
         write_info(clean.folder, replace(info, family=entry.name, condition="clean", recipe=RECIPE, language=entry.language,
                                          description=entry.description, extra={**info.extra, **entry.record(verified)}))

@@ -35,6 +35,7 @@ from voxwatch.foundation.audio import (CATALOG_RATE, AudioError, decode_mono, no
                                        to_pcm16, write_wav)
 from voxwatch.datasets.build_starter import build_degraded_family, vad_record
 from voxwatch.datasets.import_manifest import CLEAN, DatasetImportError, Entry, read_manifest
+from voxwatch.datasets.entity_tags import TagCount, filled
 from voxwatch.datasets.manifest import Clip, DatasetInfo, file_stem, write_info, write_records
 
 __all__ = ["DatasetImportError", "Imported", "Member", "degrade_names", "import_dataset", "staged"]
@@ -85,14 +86,15 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
     with staged(dest_root, name, "datasets", DatasetImportError) as work:
         members, truncated, clean = [], [], []
         for ds_name, condition, group in plan:
-            clips, short = _convert(group, work / ds_name, allow_truncated)
+            tags = TagCount()
+            clips, short = _convert(group, work / ds_name, allow_truncated, language, tags)
             truncated += [c if ds_name == name else f"{ds_name}/{c}" for c in short]
             write_records(work / ds_name / "manifest.jsonl", clips)
             write_info(work / ds_name, DatasetInfo(
                 name=ds_name, kind="audio", family=name, condition=condition, recipe=RECIPE,
                 sample_rate=CATALOG_RATE, description=f"imported from {source.resolve()}"
                 + (f", recorded in condition {condition}" if condition not in (PLAIN, CLEAN) else ""),
-                vad=vad_record(), extra={"truncated": short} if short else {}, language=language))
+                vad=vad_record(), extra=({"truncated": short} if short else {}) | tags.note(), language=language))
             members.append(Member(dest_root / ds_name, condition, len(clips)))
             clean = clean or clips
         for folder, t in zip(build_degraded_family(work, name, clean, degrade, family=name, recipe=RECIPE,
@@ -129,8 +131,10 @@ def refuse_taken(names: list[str], dest_root: Path, existing: list[str]) -> None
                                      "remove it or choose another --name")
 
 
-def _convert(entries: list[Entry], folder: Path, allow_truncated: bool) -> tuple[list[Clip], list[str]]:
-    """Each line's audio in the catalog format with its anchors; the ids read short of their header."""
+def _convert(entries: list[Entry], folder: Path, allow_truncated: bool, language: str,
+             tags: TagCount) -> tuple[list[Clip], list[str]]:
+    """Each line's audio in the catalog format with its anchors and entity tags (its own, else the
+    tagger's, counted in `tags`); the ids read short of their header."""
     clips, truncated = [], []
     for e in entries:
         header = probe(e.audio)
@@ -146,7 +150,8 @@ def _convert(entries: list[Entry], folder: Path, allow_truncated: bool) -> tuple
         clips.append(Clip(id=e.id, utterance_id=e.utterance, text=e.text, path=f"clips/{path.name}",
                           sha256=file_sha256(path), duration_s=round(x.size / CATALOG_RATE, 4),
                           sample_rate=CATALOG_RATE, speech_start=anchors.speech_start,
-                          speech_end=anchors.speech_end, voice=e.speaker, accent=e.accent, entities=e.entities))
+                          speech_end=anchors.speech_end, voice=e.speaker, accent=e.accent,
+                          entities=filled(e.entities, e.text, language, tags)))
     return clips, truncated
 
 

@@ -69,6 +69,11 @@ class Prompt:
     id: str
     text: str
     category: str
+    entities: tuple[dict[str, str], ...] | None = None  # METHOD "Entity accuracy": spans the voice must say right
+
+    def __post_init__(self) -> None:
+        if self.entities is not None:
+            object.__setattr__(self, "entities", checked_entities(self.entities, self.text))
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,7 @@ def _from_record(cls, record: dict[str, Any], where: str):
                         f"missing field(s) {sorted(missing)}" if missing else "") if p))
     try:
         return cls(**record)
-    except ValueError as exc:  # a field's own check (Clip.entities)
+    except ValueError as exc:  # a field's own check (Clip.entities, Prompt.entities)
         raise ManifestError(f"{where}: {exc}") from None
 
 

@@ -16,6 +16,7 @@ from voxwatch.foundation.languages import is_english
 from voxwatch.metrics.wer import scorer_for
 
 from voxwatch.datasets.catalog import Catalog
+from voxwatch.datasets.entity_tags import described
 from voxwatch.datasets.manifest import DatasetInfo, ManifestError, read_info
 
 STARTER_RECIPE = "voxwatch.datasets.build_starter"
@@ -51,9 +52,13 @@ class Provenance:
 
 
 def describe(info: DatasetInfo) -> Provenance:
-    """A catalogued dataset's provenance (from its recipe, kind and transform), family and language."""
-    return replace(_described(info), family=info.family or None, language=info.language,
-                   error_rate=scorer_for(info.language).error_rate_label)
+    """A catalogued dataset's provenance (from its recipe, kind and transform), family, language and
+    who wrote its entity tags (datasets.entity_tags)."""
+    told = _described(info)
+    tags = described(info.extra)
+    return replace(told, family=info.family or None, language=info.language,
+                   error_rate=scorer_for(info.language).error_rate_label,
+                   text=f"{told.text}; {tags}" if tags else told.text)
 
 
 def _described(info: DatasetInfo) -> Provenance:

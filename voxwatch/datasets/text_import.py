@@ -1,7 +1,8 @@
 """`voxwatch datasets import-text FILE --name NAME`: your own prompts for the TTS board.
 
 FILE is a .txt (one prompt a non-blank line; its id is made from its text, so a prompt keeps its
-id when lines are added, removed or reordered) or a .jsonl of {"id", "text", "category"?} lines.
+id when lines are added, removed or reordered) or a .jsonl of {"id", "text", "category"?,
+"entities"?} lines. A prompt without entity tags gets the tagger's (datasets.entity_tags).
 It becomes a dataset of kind "text" (Prompt records, as the bundled tts-prompts), written to a
 temporary folder and moved into place only when every line passed its checks: UTF-8, no control
 characters, no empty text, at most MAX_PROMPT_CHARS characters (what every TTS vendor takes in one
@@ -14,14 +15,16 @@ import codecs
 import hashlib
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from voxwatch.foundation.text import control_chars
 
 from voxwatch.datasets.import_manifest import MAX_ID_CHARS, DatasetImportError
 from voxwatch.datasets.importer import move_into_place, refuse_taken, staged
-from voxwatch.datasets.manifest import DatasetInfo, ManifestError, Prompt, iter_jsonl, write_info, write_records
+from voxwatch.datasets.entity_tags import TagCount, filled
+from voxwatch.datasets.manifest import (DatasetInfo, ManifestError, Prompt, checked_entities, iter_jsonl, write_info,
+                                        write_records)
 
 RECIPE = "voxwatch datasets import-text"
 CONDITION = "text"
@@ -39,13 +42,14 @@ class ImportedText:
 
 def import_text(source: Path, name: str, dest_root: Path, existing: list[str]) -> ImportedText:
     refuse_taken([name], dest_root, existing)
-    prompts = read_prompts(source)
+    tags = TagCount()
+    prompts = [replace(p, entities=filled(p.entities, p.text, "en", tags)) for p in read_prompts(source)]
     with staged(dest_root, name, "datasets", DatasetImportError) as work:
         folder = work / name
         write_records(folder / "manifest.jsonl", prompts)
         write_info(folder, DatasetInfo(
             name=name, kind="text", family=name, condition=CONDITION, recipe=RECIPE,
-            description=f"{len(prompts)} prompts imported from {source.resolve()}"))
+            description=f"{len(prompts)} prompts imported from {source.resolve()}", extra=tags.note()))
         move_into_place([folder], dest_root, DatasetImportError)
         shutil.rmtree(work, ignore_errors=True)
     return ImportedText(dest_root / name, prompts)
@@ -105,9 +109,10 @@ def _jsonl_lines(source: Path) -> list[tuple[int, Prompt]]:
     out = []
     for n, record in iter_jsonl(source):
         where = f"{source}:{n}"
-        unknown = set(record) - {"id", "text", "category"}
+        unknown = set(record) - {"id", "text", "category", "entities"}
         if unknown:
-            raise ManifestError(f"{where}: unknown field(s) {sorted(unknown)}; a line is id, text and category")
+            raise ManifestError(f"{where}: unknown field(s) {sorted(unknown)}; a line is id, text, category "
+                                "and entities")
         missing = [k for k in ("id", "text") if not isinstance(record.get(k), str) or not record[k].strip()]
         if missing:
             raise ManifestError(f"{where}: missing or empty {', '.join(missing)} (each must be a non-empty string)")
@@ -116,5 +121,10 @@ def _jsonl_lines(source: Path) -> list[tuple[int, Prompt]]:
         category = record.get("category", DEFAULT_CATEGORY)
         if not isinstance(category, str) or not _CATEGORY.match(category):
             raise ManifestError(f"{where}: category {category!r}: use 1-64 lower-case letters, digits, '-' or '_'")
-        out.append((n, Prompt(id=record["id"], text=record["text"].strip(), category=category)))
+        try:
+            entities = None if record.get("entities") is None else checked_entities(record["entities"],
+                                                                                      record["text"].strip())
+        except ValueError as exc:
+            raise ManifestError(f"{where}: {exc}") from None
+        out.append((n, Prompt(id=record["id"], text=record["text"].strip(), category=category, entities=entities)))
     return out

@@ -236,7 +236,7 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
         try:
             audio16k = resample(stream.samples, stream.sample_rate, 16000).astype(np.float32)
             text = await asyncio.to_thread(ctx.instrument, audio16k)
-            _score(row, prompt.text, text)
+            _score(row, prompt.text, text, prompt.entities)
         except Exception as exc:  # an instrument failure is not a provider failure
             row.instrument_error = f"{type(exc).__name__}: {exc}"
     return compute
