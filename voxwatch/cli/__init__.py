@@ -185,6 +185,10 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
           f"{result.run.rows} turns ({result.run.failed_rows} failed), store {redact(cfg.store_url)}\n")
     board = store_scorecards_text(store, leaderboard.since("30d"), registry=registry)
     print(f"S2S conversations - rolling 30d\n{board}" if board else "No conversations in the last 30d.")
+    emulated = sum(row.emulator for row, _ in result.conversations)
+    if emulated:  # a loopback server's numbers are never a board's (an emulator, or an agent on this machine)
+        print(f"{emulated} conversation(s) held against a loopback address are stored but kept off the board; "
+              "`voxwatch scenarios run` prints such a conversation's own board")
     return result.run.status == "failed"
 
 
@@ -673,8 +677,8 @@ def parser() -> argparse.ArgumentParser:
     emu.add_argument("--scenario", default="clinic-desk", help="agent: the scenario the reference agent follows")
     emu.add_argument("--reply-delay", type=_seconds, default=0.3, metavar="SECONDS",
                      help="agent: its pause between the end of the caller's turn and its reply (default 0.3)")
-    emu.add_argument("--end-of-turn", type=_seconds, default=0.5, metavar="SECONDS",
-                     help="agent: the caller's silence that ends the caller's turn (default 0.5)")
+    emu.add_argument("--end-of-turn", type=_seconds, default=0.8, metavar="SECONDS",
+                     help="agent: the caller's silence that ends the caller's turn (default 0.8)")
     emu.add_argument("--no-barge-in", action="store_true", help="agent: keep talking when the caller talks over it")
     emu.add_argument("--voice", choices=("espeak", "tone"), default="espeak",
                      help="agent: its replies spoken by eSpeak NG, or a short tone (faster; no words)")

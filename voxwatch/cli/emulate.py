@@ -94,7 +94,7 @@ class AgentOptions:
     """How the reference agent behaves (`voxwatch emulate --vendors agent ...`)."""
 
     reply_delay_ms: float = 300.0
-    end_of_turn_ms: float = 500.0
+    end_of_turn_ms: float = 800.0  # the bundled callers pause up to 0.48 s between sentences
     barge_in: bool = True
     voice: str = "espeak"
 

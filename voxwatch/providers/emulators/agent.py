@@ -52,7 +52,7 @@ class AgentScenario:
     script: Scenario
     backend: Any
     reply_delay_ms: float = 300.0
-    end_of_turn_ms: float = 500.0
+    end_of_turn_ms: float = 800.0  # the bundled callers pause up to 0.48 s between sentences
     barge_in: bool = True
     voice: str = "espeak"  # or "tone": a 600 ms tone per reply (fast; no words)
     pcm_rate: int = 16000
