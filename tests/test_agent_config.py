@@ -26,7 +26,8 @@ from voxwatch.foundation.conversation import CALLS, WORDS, ModelTurn
 from voxwatch.foundation.events import Timeline
 from voxwatch.foundation.scenario import ExpectedCall, Scenario, StateEndpoint, Tool, Turn
 from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED, TurnOutcome, score_conversation
-from voxwatch.providers.agent_line import AgentEndpoint, Halver, token_variable, url_variable
+from voxwatch.foundation.frame_rates import Halver
+from voxwatch.providers.agent_line import AgentEndpoint, token_variable, url_variable
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import model_secrets
 from voxwatch.providers.registry import Registry, RegistryError

@@ -26,7 +26,7 @@ from voxwatch.providers.emulators.agent import PCM, STATE, TWILIO, AgentScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.foundation.frame_rates import Upsampler
 from voxwatch.harness.measure import audio_sent
 from voxwatch.harness.pacer import chunk_pcm
 

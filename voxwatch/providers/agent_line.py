@@ -26,8 +26,6 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
-
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.conversation import CALLS, WORDS, AgentSetup, HistoryItem, ModelTurn, ToolHandler
 from voxwatch.foundation.events import AUDIO, Timeline
@@ -81,35 +79,6 @@ class AgentEndpoint:
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token.reveal()}"} if self.token is not None else {}
-
-
-class Halver:
-    """16 kHz -> 8 kHz int16, frame by frame and continuous across frames: a low-pass FIR (designed
-    once) over the previous frame's tail and this one, every second sample kept."""
-
-    TAPS = 63
-    _fir: np.ndarray | None = None
-
-    def __init__(self) -> None:
-        self._tail = np.zeros(self.TAPS - 1)
-        self._odd = 0  # where the next kept sample is in the next frame (0 or 1)
-
-    @classmethod
-    def _filter(cls) -> np.ndarray:
-        if cls._fir is None:
-            from scipy.signal import firwin  # imported when first needed: scipy is slow to import
-
-            cls._fir = firwin(cls.TAPS, 3400, fs=CALLER_RATE)  # the phone band's top
-        return cls._fir
-
-    def push(self, pcm16: bytes) -> bytes:
-        x = np.frombuffer(pcm16, dtype="<i2").astype(np.float64)
-        buf = np.concatenate([self._tail, x])
-        y = np.convolve(buf, self._filter(), mode="valid")  # one output per input sample of this frame
-        self._tail = buf[-(self.TAPS - 1):]
-        kept = y[self._odd::2]
-        self._odd = (self._odd + x.size) % 2
-        return np.clip(np.round(kept), -32768, 32767).astype("<i2").tobytes()
 
 
 class AgentLine(ReaderSession):

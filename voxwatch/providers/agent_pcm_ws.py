@@ -10,8 +10,8 @@ end-of-turn message; the agent hears the caller's frames, and its own frames are
 
 from __future__ import annotations
 
-from voxwatch.providers.agent_line import CALLER_RATE, FRAME_MS, AgentLine, AgentStream, Halver
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.foundation.frame_rates import Halver, Upsampler
+from voxwatch.providers.agent_line import CALLER_RATE, FRAME_MS, AgentLine, AgentStream
 from voxwatch.providers.stamped import received
 
 

@@ -29,7 +29,8 @@ import uuid
 
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.mulaw import RATE as MULAW_RATE, from_wire, to_wire
-from voxwatch.providers.agent_line import FRAME_MS, AgentLine, AgentStream, Halver
+from voxwatch.foundation.frame_rates import Halver
+from voxwatch.providers.agent_line import FRAME_MS, AgentLine, AgentStream
 from voxwatch.providers.stamped import received
 
 ACCOUNT_SID = "AC" + "0" * 32  # a placeholder account: the agent gets no Twilio account of anyone's
