@@ -198,3 +198,78 @@ def test_voxwatch_holds_stores_and_prints_the_board_of_a_deployed_agent(trial, s
     assert [t.status for t in turns] == ["ok"] * 3 and all(t.v2v_ms is not None for t in turns)
     assert {t.tool_use_correct for t in turns} == {None}  # the agent reports no calls: null, never failed
     assert (tmp_path / "rec" / row.recording).is_file()
+
+
+async def _line_against(agent) -> tuple[list[dict], object, float, BaseException | None]:
+    """A TwilioLine (quick to give up: no reply within 0.3 s, a reply over after 0.2 s of quiet) to
+    an in-process agent that runs `agent(ws, heard)`: what it heard, the turn, how long `respond`
+    took, and what it raised."""
+    from voxwatch.foundation.events import Timeline
+    from voxwatch.providers.agent_twilio import TwilioLine
+    from voxwatch.providers.endpoints import open_websocket
+
+    heard: list[dict] = []
+    async with websockets.serve(lambda ws: agent(ws, heard), "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        timeline = Timeline()
+        ws = await open_websocket(f"ws://127.0.0.1:{port}", {}, "agent test", clock=timeline.clock)
+        line = await TwilioLine(ws, timeline, quiet_s=0.2, no_reply_s=0.3).opened()
+        await asyncio.sleep(0.2)  # the caller has not spoken yet: the line carries silence
+        line.start_turn(timeline)
+        await line.send_audio(b"\x10\x00" * 320)
+        await line.end_audio()
+        started = time.monotonic()
+        turn, error = None, None
+        try:
+            turn = await line.respond(None)
+        except Exception as exc:  # noqa: BLE001 - the test reads it
+            error = exc
+        took = time.monotonic() - started
+        await line.aclose()
+    return heard, turn, took, error
+
+
+async def _silent_agent(ws, heard) -> None:
+    async for message in ws:
+        heard.append(json.loads(message))
+
+
+async def _speaking_agent(ws, heard) -> None:
+    """Answers its first caller frame with 100 ms of audio and a mark."""
+    async for message in ws:
+        heard.append(json.loads(message))
+        if heard[-1]["event"] == "media" and heard[-1]["media"]["payload"] != _frame(0.0) and len(heard) > 2:
+            sid = heard[1]["streamSid"]
+            for _ in range(5):
+                await ws.send(json.dumps({"event": "media", "streamSid": sid, "media": {"payload": _frame(0.3)}}))
+            await ws.send(json.dumps({"event": "mark", "streamSid": sid, "mark": {"name": "said"}}))
+
+
+async def _garbling_agent(ws, heard) -> None:
+    async for message in ws:
+        heard.append(json.loads(message))
+        if len(heard) == 3:
+            await ws.send(json.dumps({"event": "media", "media": {}}))  # no payload
+
+
+def test_the_twilio_line_speaks_as_the_network_and_ends_a_turn_by_quiet_or_no_reply():
+    heard, turn, took, error = asyncio.run(_line_against(_silent_agent))
+    assert error is None and turn.unreported == (CALLS, WORDS) and 0.3 <= took < 1.5  # no reply: an empty turn
+    connected, start, *media, stop = heard
+    assert connected == {"event": "connected", "protocol": "Call", "version": "1.0.0"}
+    assert start["event"] == "start" and start["sequenceNumber"] == "1" and start["streamSid"].startswith("MZ")
+    assert start["start"]["mediaFormat"] == {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
+    assert start["start"]["callSid"].startswith("CA") and start["start"]["tracks"] == ["inbound"]
+    assert len(media) >= 10 and all(m["event"] == "media" and m["streamSid"] == start["streamSid"] for m in media)
+    assert [int(m["sequenceNumber"]) for m in media] == list(range(2, 2 + len(media)))  # numbered after start
+    assert [int(m["media"]["chunk"]) for m in media] == list(range(1, 1 + len(media)))
+    assert all(len(base64.b64decode(m["media"]["payload"])) == 160 for m in media)  # 20 ms of 8 kHz mu-law
+    assert int(media[0]["media"]["timestamp"]) < 100  # milliseconds since the stream started
+    assert stop["event"] == "stop" and stop["stop"]["callSid"] == start["start"]["callSid"]  # hung up at the end
+
+    heard, turn, took, error = asyncio.run(_line_against(_speaking_agent))
+    assert error is None and 0.2 <= took < 1.5
+    assert any(m["event"] == "mark" and m["mark"]["name"] == "said" for m in heard)  # echoed once it played
+
+    heard, turn, took, error = asyncio.run(_line_against(_garbling_agent))
+    assert turn is None and getattr(error, "status", None) == "malformed" and "agent" in str(error)

@@ -47,7 +47,8 @@ class Halver:
         self._odd = 0  # where the next kept sample is in the next frame (0 or 1)
 
     @classmethod
-    def _filter(cls) -> np.ndarray:
+    def design(cls) -> np.ndarray:
+        """The filter, designed on first use (scipy's import takes a second: a line calls this before any clock)."""
         if cls._fir is None:
             from scipy.signal import firwin  # imported when first needed: scipy is slow to import
 
@@ -57,7 +58,7 @@ class Halver:
     def push(self, pcm16: bytes) -> bytes:
         x = np.frombuffer(pcm16, dtype="<i2").astype(np.float64)
         buf = np.concatenate([self._tail, x])
-        y = np.convolve(buf, self._filter(), mode="valid")  # one output per input sample of this frame
+        y = np.convolve(buf, self.design(), mode="valid")  # one output per input sample of this frame
         self._tail = buf[-(self.TAPS - 1):]
         kept = y[self._odd::2]
         self._odd = (self._odd + x.size) % 2

@@ -22,9 +22,12 @@ Where the agent is: `VOXWATCH_AGENT_<NAME>_URL` (ws:// or wss://), and an option
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import Sequence
+
+import websockets
 
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.conversation import CALLS, WORDS, AgentSetup, HistoryItem, ModelTurn, ToolHandler
@@ -129,11 +132,12 @@ class AgentLine(ReaderSession):
         period = FRAME_MS * 1_000_000
         clock = self.timeline.clock
         due = clock()
-        while not self._done.is_set():
-            due += period
-            await sleep_until(due, clock)
-            if not self._talking:
-                await self.ws.send(self._silence_frame())
+        with contextlib.suppress(websockets.ConnectionClosed):  # the call is over: the reader says how
+            while not self._done.is_set():
+                due += period
+                await sleep_until(due, clock)
+                if not self._talking:
+                    await self.ws.send(self._silence_frame())
 
     def _agent_audio(self, pcm16: bytes, at: int) -> None:
         """One frame of the agent's audio (int16 PCM at `rate`), arrived at `at`."""

@@ -32,6 +32,8 @@ class PcmLine(AgentLine):
     def __init__(self, ws, timeline, rate: int = CALLER_RATE, **options) -> None:
         self.rate = rate
         self._convert = converter(rate)
+        if rate == 8000:
+            Halver.design()  # before any clock
         self._silence = b"\0\0" * (CALLER_RATE * FRAME_MS // 1000)
         super().__init__(ws, timeline, **options)
 

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import uuid
+
+import websockets
 
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.mulaw import RATE as MULAW_RATE, from_wire, to_wire
@@ -48,9 +51,10 @@ class TwilioLine(AgentLine):
         self._sequence = 0
         self._chunk = 0
         self._halver = Halver()
+        Halver.design()
         self._marks: list[tuple[str, asyncio.Task]] = []  # each mark waiting for its audio to play
         super().__init__(ws, timeline, **options)
-        self._started = timeline.clock()
+        self._started = timeline.clock()  # media timestamps count from the `start` message
 
     def _message(self, event: str, **fields) -> str:
         """A message after `connected`: numbered, and naming the stream."""
@@ -78,6 +82,7 @@ class TwilioLine(AgentLine):
             "streamSid": self.stream_sid, "accountSid": ACCOUNT_SID, "callSid": self.call_sid,
             "tracks": ["inbound"], "customParameters": {},
             "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": MULAW_RATE, "channels": 1}}))
+        self._started = self.timeline.clock()
 
     async def _hang_up(self) -> None:
         await self.ws.send(self._message("stop", stop={"accountSid": ACCOUNT_SID, "callSid": self.call_sid}))
@@ -98,7 +103,8 @@ class TwilioLine(AgentLine):
     async def _echo(self, name: str, played_at: int) -> None:
         """The network's answer to a mark: once the audio queued before it has played."""
         await sleep_until(min(played_at, self._playout_end), self.timeline.clock)
-        await self.ws.send(self._message("mark", mark={"name": name}))
+        with contextlib.suppress(websockets.ConnectionClosed):  # the call ended first: no one to answer
+            await self.ws.send(self._message("mark", mark={"name": name}))
 
     def _echo_now(self) -> None:
         """A clear drops the queued audio: every mark waiting behind it is answered now."""

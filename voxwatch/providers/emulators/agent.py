@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import copy
 import json
 import time
@@ -90,10 +91,14 @@ class _Call:
         if self.speaking and self.script.barge_in and self.reply is not None:
             self.reply.cancel()  # talked over: stop at once
             self.speaking = False
-            self.reply = asyncio.create_task(self.cleared())
+            self.reply = asyncio.create_task(self._clear())
 
     async def cleared(self) -> None:
         """What the transport says when the agent stops talking over the caller (Twilio: clear)."""
+
+    async def _clear(self) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await self.cleared()
 
     async def say(self, pcm16: bytes) -> None:
         raise NotImplementedError
@@ -125,12 +130,13 @@ class _Call:
         await sleep_until(start)
         self.speaking = True
         try:
-            for k in range(0, pcm.size, step):
-                await sleep_until(start + (k // step) * FRAME_MS * 1_000_000)
-                await self.say(pcm[k:k + step].tobytes())
+            with contextlib.suppress(websockets.ConnectionClosed):  # the caller hung up
+                for k in range(0, pcm.size, step):
+                    await sleep_until(start + (k // step) * FRAME_MS * 1_000_000)
+                    await self.say(pcm[k:k + step].tobytes())
+                await self.replied(index)
         finally:
             self.speaking = False
-        await self.replied(index)
 
     def close(self) -> None:
         self.watch.cancel()
