@@ -36,7 +36,7 @@ from voxwatch.foundation.server_url import WS, server_url_problem
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.close_codes import closed
 from voxwatch.providers.endpoints import is_loopback, open_websocket
-from voxwatch.providers.keys import Secret, agent_token, vendor_variable
+from voxwatch.providers.keys import Secret, agent_name, agent_token, vendor_variable
 from voxwatch.providers.ws_session import ReaderSession
 
 VENDOR = "agent"
@@ -44,11 +44,6 @@ FRAME_MS = 20  # the caller's frames on the line (the runner's chunks, and the s
 QUIET_S = 1.0  # the reply is over this long after the end of its playout with no more audio
 NO_REPLY_S = 8.0  # no audio this long after the caller stopped: the turn had no reply
 CALLER_RATE = 16000  # what the runner sends (ConversationSession.send_audio)
-
-
-def agent_name(model_id: str) -> str:
-    """`agent/<name>` -> `<name>`: the part of the id its environment variables are named by."""
-    return model_id.split("/", 1)[1].split(":", 1)[0].split("@", 1)[0]
 
 
 def url_variable(name: str) -> str:
