@@ -172,6 +172,8 @@ class ReferenceAgent:
         self.scenario = scenario
         self.latest = copy.deepcopy(scenario.backend)  # before any call: the initial state
         self.ledger = None
+        for rate in (MULAW_RATE, scenario.pcm_rate):  # load the speech engine and resampler before any call:
+            speech_pcm("ready", rate, scenario.voice)  # the first reply would otherwise be late by their start
 
     def process_request(self, connection, request):
         path = request.path.split("?")[0]
