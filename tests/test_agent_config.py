@@ -28,7 +28,6 @@ from voxwatch.foundation.scenario import ExpectedCall, Scenario, StateEndpoint, 
 from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED, TurnOutcome, score_conversation
 from voxwatch.foundation.frame_rates import Halver
 from voxwatch.providers.agent_line import AgentEndpoint, token_variable, url_variable
-from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import model_secrets
 from voxwatch.providers.registry import Registry, RegistryError
 
@@ -84,10 +83,10 @@ def test_an_agent_entry_that_cannot_be_reached_is_refused_in_one_line(tmp_path, 
 def test_the_agents_address_and_token_come_from_the_environment_only(monkeypatch):
     model = Registry.default(files=[REFERENCE]).resolve("agent/reference-twilio")
     assert url_variable("reference-twilio") == "VOXWATCH_AGENT_REFERENCE_TWILIO_URL"
-    with pytest.raises(ProviderError, match="set VOXWATCH_AGENT_REFERENCE_TWILIO_URL to the agent's WebSocket address"):
+    with pytest.raises(RegistryError, match="set VOXWATCH_AGENT_REFERENCE_TWILIO_URL to the agent's WebSocket address"):
         AgentEndpoint.of(model.id)
     monkeypatch.setenv(url_variable("reference-twilio"), "https://agent.example/stream")
-    with pytest.raises(ProviderError, match=r"must be ws\(s\)://"):
+    with pytest.raises(RegistryError, match=r"must be ws\(s\)://"):
         AgentEndpoint.of(model.id)
     monkeypatch.setenv(url_variable("reference-twilio"), "wss://agent.example/stream")
     assert AgentEndpoint.of(model.id).headers() == {}

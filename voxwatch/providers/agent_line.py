@@ -33,10 +33,10 @@ from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.conversation import CALLS, WORDS, AgentSetup, HistoryItem, ModelTurn, ToolHandler
 from voxwatch.foundation.events import AUDIO, Timeline
 from voxwatch.foundation.server_url import WS, server_url_problem
-from voxwatch.providers.base import ProviderError
 from voxwatch.providers.close_codes import closed
 from voxwatch.providers.endpoints import is_loopback, open_websocket
 from voxwatch.providers.keys import Secret, agent_name, agent_token, vendor_variable
+from voxwatch.providers.registry import RegistryError
 from voxwatch.providers.ws_session import ReaderSession
 
 VENDOR = "agent"
@@ -64,15 +64,16 @@ class AgentEndpoint:
 
     @classmethod
     def of(cls, model_id: str) -> "AgentEndpoint":
+        """The agent's address and token; a RegistryError (a one-line refusal, as a missing key is)
+        when its address is unset or not a WebSocket's."""
         name = agent_name(model_id)
         variable = url_variable(name)
         url = os.environ.get(variable, "").strip()
         if not url:
-            raise ProviderError(f"{model_id}: set {variable} to the agent's WebSocket address (ws:// or wss://)",
-                                "error")
+            raise RegistryError(f"{model_id}: set {variable} to the agent's WebSocket address (ws:// or wss://)")
         problem = server_url_problem(url, WS)
         if problem:
-            raise ProviderError(f"{variable} {problem}", "error")
+            raise RegistryError(f"{variable} {problem}")
         return cls(name, url, agent_token(name))
 
     def headers(self) -> dict[str, str]:
