@@ -82,7 +82,7 @@ def held(loaded: LoadedScenario, conversation_id: str, *, fail_at: int | None = 
         tr.model = ModelTurn(f"{turn.reply} (key {KEY})", calls, caller_transcript=turn.text)
         tr.outputs = [(c, {"ok": True, "echo": KEY, "id": c.call_id}) for c in calls]
         tr.timing = _timing(v2v + 10 * i, 0.4 + 0.2 * i)
-    run.score = asyncio.run(_score(run, loaded.scenario, None, whole=False))
+    run.score = asyncio.run(_score(run, loaded.scenario, None, None))
     return run
 
 

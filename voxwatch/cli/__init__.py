@@ -196,6 +196,10 @@ def _hold_conversations(cfg: config_mod.Config, store, registry: Registry, talks
           f"{result.run.rows} turns ({result.run.failed_rows} failed), store {redact(cfg.store_url)}\n")
     board = store_scorecards_text(store, leaderboard.since("30d"), registry=registry)
     print(f"S2S conversations - rolling 30d\n{board}" if board else "No conversations in the last 30d.")
+    emulated = sum(row.emulator for row, _ in result.conversations)
+    if emulated:  # a loopback server's numbers are never a board's (an emulator, or an agent on this machine)
+        print(f"{emulated} conversation(s) held against a loopback address are stored but kept off the board; "
+              "`voxwatch scenarios run` prints such a conversation's own board")
     return result.run.status == "failed"
 
 
@@ -484,11 +488,19 @@ def cmd_emulate(args) -> int:
     from voxwatch.cli import emulate
 
     vendors = _names(args.vendors) if args.vendors != "all" else list(emulate.VENDORS)
-    unknown = sorted(set(vendors) - set(emulate.VENDORS))
+    known = (*emulate.VENDORS, emulate.AGENT)
+    unknown = sorted(set(vendors) - set(known))
     if unknown:
-        raise config_mod.ConfigError(f"no emulator for {', '.join(unknown)}; known: {', '.join(emulate.VENDORS)}")
+        raise config_mod.ConfigError(f"no emulator for {', '.join(unknown)}; known: {', '.join(known)}")
     cfg = _config(args)
-    emulate.serve_forever(_catalog(cfg), vendors, cfg.chunk_ms)
+    agent = None
+    if emulate.AGENT in vendors:
+        from voxwatch.conversations.cli import catalog as scenario_catalog
+
+        options = emulate.AgentOptions(args.reply_delay * 1000, args.end_of_turn * 1000, not args.no_barge_in,
+                                       args.voice)
+        agent = emulate.agent_scenario(scenario_catalog(cfg).load(args.scenario), options)
+    emulate.serve_forever(_catalog(cfg), [v for v in vendors if v != emulate.AGENT], cfg.chunk_ms, agent)
     return 0
 
 
@@ -682,7 +694,16 @@ def parser() -> argparse.ArgumentParser:
 
     emu = sub.add_parser("emulate", help="serve loopback emulators of the cloud vendors (tests and trials only; "
                                          "their rows never reach a leaderboard)")
-    emu.add_argument("--vendors", default="all", help="all, or a comma-separated list of vendors")
+    emu.add_argument("--vendors", default="all", help="all, or a comma-separated list of vendors; `agent` (never "
+                                                       "in all) serves the reference agent (docs/CONVERSATIONS.md)")
+    emu.add_argument("--scenario", default="clinic-desk", help="agent: the scenario the reference agent follows")
+    emu.add_argument("--reply-delay", type=_seconds, default=0.3, metavar="SECONDS",
+                     help="agent: its pause between the end of the caller's turn and its reply (default 0.3)")
+    emu.add_argument("--end-of-turn", type=_seconds, default=0.8, metavar="SECONDS",
+                     help="agent: the caller's silence that ends the caller's turn (default 0.8)")
+    emu.add_argument("--no-barge-in", action="store_true", help="agent: keep talking when the caller talks over it")
+    emu.add_argument("--voice", choices=("espeak", "tone"), default="espeak",
+                     help="agent: its replies spoken by eSpeak NG, or a short tone (faster; no words)")
     emu.set_defaults(func=cmd_emulate)
 
     ds = sub.add_parser("datasets", help="the dataset catalog").add_subparsers(dest="action", required=True)

@@ -2,7 +2,8 @@
 end to end with no key and no network (and for calibration). Never for a leaderboard.
 
 Each vendor's emulator runs in its own process and serves all of that vendor's APIs on one
-port. STT streams get their clip's reference transcript with injected errors (one word in
+port. `agent` (asked for by name, never in "all") is the reference agent: a deployed voice agent on
+loopback over Twilio Media Streams and raw PCM, with its state endpoint (emulators/agent.py). STT streams get their clip's reference transcript with injected errors (one word in
 `ERROR_EVERY` replaced), timed from the clip's own VAD anchors; TTS and S2S audio is spoken by the
 local eSpeak NG engine. Rows measured against them are labelled `emulator` and never reach a board.
 """
@@ -13,13 +14,19 @@ import contextlib
 import hashlib
 import signal
 import time
+from dataclasses import dataclass
+from importlib.resources import files
 from typing import Iterator
 
+from voxwatch.conversations.backend import Backend
+from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.datasets.catalog import Catalog
+from voxwatch.providers.agent_line import url_variable
+from voxwatch.providers.emulators.agent import PCM, STATE, TWILIO, AgentScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.foundation.frame_rates import Upsampler
 from voxwatch.harness.measure import audio_sent
 from voxwatch.harness.pacer import chunk_pcm
 
@@ -77,13 +84,50 @@ def exports(urls: dict[str, str], key: str = EMULATOR_KEY) -> list[str]:
     return lines
 
 
+AGENT = "agent"
+REFERENCE_AGENTS = "reference_agents.toml"  # the reference agent's registry entries, beside its emulator
+STATE_VARIABLE = "VOXWATCH_AGENT_REFERENCE_STATE_URL"
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """How the reference agent behaves (`voxwatch emulate --vendors agent ...`)."""
+
+    reply_delay_ms: float = 300.0
+    end_of_turn_ms: float = 800.0  # the bundled callers pause up to 0.48 s between sentences
+    barge_in: bool = True
+    voice: str = "espeak"
+
+
+def agent_scenario(loaded: LoadedScenario, options: AgentOptions = AgentOptions()) -> AgentScenario:
+    """The reference agent following `loaded`, its own backend starting at the scenario's initial state."""
+    s = loaded.scenario
+    return AgentScenario(s, Backend(s.initial_state), options.reply_delay_ms, options.end_of_turn_ms,
+                         options.barge_in, options.voice)
+
+
+def agent_exports(url: str) -> list[str]:
+    """Shell lines that register the reference agent (both transports) and point them at it."""
+    registry = files("voxwatch.providers.emulators").joinpath(REFERENCE_AGENTS)
+    ws = url.replace("http://", "ws://", 1)
+    return [f"export VOXWATCH_REGISTRY_FILES={registry}",
+            f"export {url_variable('reference-twilio')}={ws}{TWILIO}",
+            f"export {url_variable('reference-pcm')}={ws}{PCM}",
+            f"export {STATE_VARIABLE}={url.replace('ws://', 'http://', 1)}{STATE}"]
+
+
 def _stop(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def serve_forever(catalog: Catalog, vendors: list[str], chunk_ms: int) -> None:
-    with emulators(vendors, scenarios(catalog, chunk_ms)) as urls:
-        for line in exports(urls):
+def serve_forever(catalog: Catalog, vendors: list[str], chunk_ms: int, agent: AgentScenario | None = None) -> None:
+    """Serve `vendors` (and the reference agent when given) until Ctrl-C or SIGTERM."""
+    with contextlib.ExitStack() as stack:
+        urls = stack.enter_context(emulators(vendors, scenarios(catalog, chunk_ms))) if vendors else {}
+        lines = exports(urls)
+        if agent is not None:
+            lines += agent_exports(stack.enter_context(serve(AGENT, agent)))
+        for line in lines:
             print(line, flush=True)
         print("# emulators are running; Ctrl-C stops them", flush=True)
         signal.signal(signal.SIGTERM, _stop)

@@ -32,7 +32,7 @@ from voxwatch.metrics.conversation_timing import TurnTiming, turn_timings_from_f
 from voxwatch.metrics.timeline import collect_audio, heard_at_ns
 from voxwatch.metrics.v2v import conversation_recording, write_recording
 from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
-from voxwatch.foundation.conversation import RECONNECTED, ROTATED, AgentSetup, HistoryItem, ModelTurn, ToolCall
+from voxwatch.foundation.conversation import CALLS, RECONNECTED, ROTATED, AgentSetup, HistoryItem, ModelTurn, ToolCall
 from voxwatch.providers.conversation import ConversationStream
 from voxwatch.foundation.events import CHUNK_SENT, Timeline
 from voxwatch.providers.keys import Secret, scrub
@@ -40,6 +40,7 @@ from voxwatch.harness.measure import TRIM_AFTER_SPEECH_S, failure_of
 from voxwatch.harness.pacer import paced_send
 
 from voxwatch.conversations.backend import Backend, end_state_matches, scripted_result
+from voxwatch.conversations.state_endpoint import endpoint_end_state
 from voxwatch.foundation.persona import DEFAULT, Persona
 from voxwatch.conversations.persona_audio import pinned_audio, render_persona
 from voxwatch.foundation.scenario import Scenario
@@ -49,6 +50,7 @@ PAUSE_S = 0.5  # CONVERSATIONS.md: the next turn starts once the model has stopp
 TURN_TIMEOUT_S = 30.0  # the most a turn may take from the caller's last chunk to the model's finished reply
 NO_RESPONSE_S = 10.0
 NO_REPLY = "no finished reply within the turn's time limit"
+NO_STATE = "the agent does not report its tool calls and the scenario names no state endpoint"
 NO_SESSION = "no session within the time limit"  # no audible reply this long after the caller's last word: no response
 
 
@@ -233,9 +235,23 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
         with contextlib.suppress(Exception):
             await session.aclose()
     run.end_state = backend.state
+    end_state = await _end_state(run, scenario) if whole else None
     await _record_and_time(run, settings)
-    run.score = await _score(run, scenario, judge, whole)
+    run.score = await _score(run, scenario, judge, end_state)
     return run
+
+
+async def _end_state(run: ConversationRun, scenario: Scenario) -> tuple[bool | None, str]:
+    """The end-state check: the simulated backend's, fed by the calls voxwatch answered; or, for an
+    agent that does not report its calls (its own tools changed its own backend), the scenario's
+    state endpoint's answer (state_endpoint.py), asked once the call is over; else null with why."""
+    unreported = any(t.model is not None and CALLS in t.model.unreported for t in run.turns)
+    if not unreported:
+        return end_state_matches(run.end_state, scenario.expected_end_state)
+    if scenario.state_endpoint is None:
+        return None, NO_STATE
+    run.end_state, verdict = await endpoint_end_state(scenario.state_endpoint, scenario.expected_end_state)
+    return verdict
 
 
 async def _record_and_time(run: ConversationRun, settings: ConversationSettings) -> None:
@@ -257,7 +273,8 @@ async def _record_and_time(run: ConversationRun, settings: ConversationSettings)
         run.recording = path if settings.recordings_dir else None
 
 
-async def _score(run: ConversationRun, scenario: Scenario, judge, whole: bool) -> ConversationScore:
+async def _score(run: ConversationRun, scenario: Scenario, judge,
+                 end_state: tuple[bool | None, str] | None) -> ConversationScore:
     outcomes = []
     for turn, tr in zip(scenario.turns, run.turns):
         outcome = TurnOutcome.of(turn.id, tr.model) if tr.model is not None else TurnOutcome(turn.id)
@@ -272,7 +289,6 @@ async def _score(run: ConversationRun, scenario: Scenario, judge, whole: bool) -
             outcome = replace(outcome, judged={d: (v.passed, v.reason) for d, v in judgement.verdicts.items()})
             tr.judge = judgement.judge.as_record() if judgement.judge is not None else None
         outcomes.append(outcome)
-    end_state = end_state_matches(run.end_state, scenario.expected_end_state) if whole else None
     return score_conversation(scenario, outcomes, run.conversation_id, end_state)
 
 

@@ -25,7 +25,8 @@ from voxwatch.foundation.audio import AudioError, probe
 from voxwatch.foundation.integrity import file_sha256
 from voxwatch.foundation.text import control_chars
 
-from voxwatch.foundation.scenario import MATCHERS, SCENARIO_SCHEMA, Document, ExpectedCall, Scenario, Tool, Turn
+from voxwatch.foundation.scenario import (MATCHERS, SCENARIO_SCHEMA, Document, ExpectedCall, Scenario, StateEndpoint, Tool,
+                                          Turn)
 
 FILE = "scenario.json"
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -33,6 +34,8 @@ ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TAG = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 EFFECT_OPS = ("insert", "update", "delete")
+ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")
+MAX_STATE_TIMEOUT_S = 120
 MIN_RATE, MAX_RATE = 8_000, 48_000
 
 
@@ -313,6 +316,19 @@ def _turn(c: _Checker, value: Any, path: str, tools: dict[str, Tool]) -> Turn:
         tags=tags)
 
 
+def _state_endpoint(c: _Checker, value: Any, path: str) -> StateEndpoint:
+    """The names of the variables that hold a deployed agent's state URL and token, and how long to wait."""
+    r = c.obj(value, path, ("url_env",), ("token_env", "timeout_s"))
+    what = "an environment variable's name (upper-case letters, digits, '_')"
+    token = r.get("token_env")
+    timeout = r.get("timeout_s", 10)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_STATE_TIMEOUT_S:
+        raise c.fail(f"{path}.timeout_s", f"expected seconds above 0, at most {MAX_STATE_TIMEOUT_S}, found {_shown(timeout)}")
+    return StateEndpoint(c.pattern(r["url_env"], f"{path}.url_env", ENV_NAME, what),
+                         None if token is None else c.pattern(token, f"{path}.token_env", ENV_NAME, what),
+                         float(timeout))
+
+
 TOP_REQUIRED = ("schema", "name", "version", "domain", "description", "system_prompt", "voice", "sample_rate",
                 "tools", "knowledge_base", "initial_state", "expected_end_state", "turns")
 
@@ -320,7 +336,7 @@ TOP_REQUIRED = ("schema", "name", "version", "domain", "description", "system_pr
 def parse(record: Any, where: str) -> Scenario:
     """The scenario in a decoded scenario.json, every field checked (not the audio files: check_audio)."""
     c = _Checker(where)
-    r = c.obj(record, "", TOP_REQUIRED, ("extra",))
+    r = c.obj(record, "", TOP_REQUIRED, ("extra", "state_endpoint"))
     if r["schema"] != SCENARIO_SCHEMA:
         raise c.fail("schema", f"unknown schema version {_shown(r['schema'])} (this voxwatch reads {SCENARIO_SCHEMA})")
     tools = c.array(r["tools"], "tools", lambda v, p: _tool(c, v, p))
@@ -351,7 +367,8 @@ def parse(record: Any, where: str) -> Scenario:
         tools=tools, knowledge_base=docs,
         initial_state=initial_state,
         expected_end_state=end_state,
-        turns=turns, schema=r["schema"], extra=extra)
+        turns=turns, schema=r["schema"], extra=extra,
+        state_endpoint=_state_endpoint(c, r["state_endpoint"], "state_endpoint") if "state_endpoint" in r else None)
 
 
 def where_of(folder: Path) -> str:
@@ -446,6 +463,10 @@ def to_record(scenario: Scenario) -> dict[str, Any]:
         "knowledge_base": [{"id": d.id, "title": d.title, "text": d.text} for d in s.knowledge_base],
         "initial_state": s.initial_state, "expected_end_state": s.expected_end_state,
         "turns": [turn(t) for t in s.turns]}
+    if s.state_endpoint is not None:
+        e = s.state_endpoint
+        record["state_endpoint"] = {"url_env": e.url_env, "timeout_s": e.timeout_s} | (
+            {"token_env": e.token_env} if e.token_env else {})
     return record | ({"extra": s.extra} if s.extra else {})
 
 

@@ -63,8 +63,15 @@ class HistoryItem:
 @dataclass
 class ModelTurn:
     """What the model did on one turn: its words (as its API transcribes its own audio, or as the
-    cascade's LLM wrote them), its calls in order, and what the API heard the caller say."""
+    cascade's LLM wrote them), its calls in order, and what the API heard the caller say.
+    `unreported`: what the session cannot see (CALLS, WORDS: a deployed agent behind an audio-only
+    transport), so the scores that need it are null with the reason, never failed."""
 
     transcript: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     caller_transcript: str | None = None
+    unreported: tuple[str, ...] = ()
+
+
+CALLS = "calls"  # ModelTurn.unreported: the agent's function calls are not reported to voxwatch
+WORDS = "words"  # ModelTurn.unreported: the agent's own transcript of its words is not reported

@@ -91,6 +91,18 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class StateEndpoint:
+    """Where a deployed agent's own backend tells its state after a call (Coval's API state check):
+    an HTTP GET whose URL, and optional bearer token, are read from the environment variables named
+    here (never from the file: a scenario is shared, a deployment is not); its JSON answer (table ->
+    records) is held against `expected_end_state`."""
+
+    url_env: str
+    token_env: str | None = None
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     version: int
@@ -106,6 +118,7 @@ class Scenario:
     turns: tuple[Turn, ...]
     schema: int = SCENARIO_SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
+    state_endpoint: StateEndpoint | None = None  # a deployed agent's backend to ask after the call
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)

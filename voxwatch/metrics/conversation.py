@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Mapping, Sequence
 
 from voxwatch.foundation.scenario import ExpectedCall, Scenario, Turn
-from voxwatch.foundation.conversation import ModelTurn, ToolCall
+from voxwatch.foundation.conversation import CALLS, WORDS, ModelTurn, ToolCall
 
 from voxwatch.metrics.conversation_match import call_matches, call_mismatch, mismatched_args
 from voxwatch.metrics.conversation_timing import TurnTiming
@@ -46,6 +46,10 @@ RULE_JUDGE = "judge"
 RULE_NO_JUDGE = "no_judge"
 RULE_TURN_TAKING = "turn_taking"
 RULE_NO_RECORDING = "no_recording"
+RULE_UNREPORTED = "unreported"  # the agent does not report what the verdict needs (a deployed agent's calls, words)
+UNREPORTED = {CALLS: "the agent does not report its tool calls", WORDS: "the agent does not report its words"}
+NEEDS = {"tool_use_correct": CALLS, "state_tracking": CALLS, "ambiguity_handling": CALLS, "kb_grounding": WORDS}
+"""What each code-decided dimension reads: with it unreported, the judge decides, or it is null."""
 
 # what became of an expected call, and of a call the model made
 MADE, EARLY, LATE, WRONG, MISSING = "made", "early", "late", "wrong", "missing"
@@ -66,11 +70,12 @@ class TurnOutcome:
     v2v_ms: float | None = None
     gap_s: float | None = None  # the silence before the model's first audible sample (may be < 0.5 s)
     judged: Mapping[str, tuple[bool | None, str]] = field(default_factory=dict)
+    unreported: tuple[str, ...] = ()  # what the agent does not report (CALLS, WORDS): those verdicts are null
 
     @classmethod
     def of(cls, turn_id: str, model: ModelTurn) -> "TurnOutcome":
-        """What a session's ModelTurn says: its calls in order and its own transcript."""
-        return cls(turn_id, calls=tuple(model.calls), transcript=model.transcript)
+        """What a session's ModelTurn says: its calls in order, its own transcript, what it cannot report."""
+        return cls(turn_id, calls=tuple(model.calls), transcript=model.transcript, unreported=model.unreported)
 
 
 def with_timing(outcome: TurnOutcome, timing: TurnTiming) -> TurnOutcome:
@@ -281,14 +286,28 @@ def _decide(failures: list[_Failure], judged: Verdict | None, code_pass: Verdict
     return judged if judged is not None else Verdict(None, NO_JUDGE, RULE_NO_JUDGE)
 
 
+def _unreported(dim: str, out: TurnOutcome) -> Verdict | None:
+    """A dimension whose evidence the agent does not report: the judge's verdict, else null with why."""
+    missing = NEEDS.get(dim)
+    if missing not in out.unreported:
+        return None
+    judged = _judged(out, dim) if dim != "tool_use_correct" else None
+    return judged if judged is not None and judged.passed is not None else \
+        Verdict(None, UNREPORTED[missing], RULE_UNREPORTED)
+
+
 def _score_turn(t: int, turn: Turn, out: TurnOutcome, a: _Alignment) -> TurnScore:
-    charged = a.failures.get(t, [])
-    fates = tuple(a.fates[(t, e)] for e in range(len(turn.expected_calls)))
+    unreported = CALLS in out.unreported  # no call evidence: no call fates, no call failures
+    charged = [] if unreported else a.failures.get(t, [])
+    fates = () if unreported else tuple(a.fates[(t, e)] for e in range(len(turn.expected_calls)))
     satisfied = all(f.status in (MADE, EARLY) for f in fates)
     verdicts: dict[str, Verdict] = {}
     for dim in turn.in_scope():
         mine = [f for f in charged if f.dimension == dim]
-        if dim == "tool_use_correct":
+        blind = _unreported(dim, out)
+        if blind is not None:
+            verdicts[dim] = blind
+        elif dim == "tool_use_correct":
             absorbed = [f for f in charged if f.dimension != dim]
             if mine:
                 verdicts[dim] = _decide(mine, None, None)
@@ -326,7 +345,7 @@ def align_outcomes(scenario: Scenario, outcomes: Sequence[TurnOutcome]) -> None:
 
 
 def score_conversation(scenario: Scenario, outcomes: Sequence[TurnOutcome], conversation_id: str = "",
-                       end_state: tuple[bool, str] | None = None) -> ConversationScore:
+                       end_state: tuple[bool | None, str] | None = None) -> ConversationScore:
     """Score every turn (phase 1, realignment, absorption) and carry the end-state check."""
     align_outcomes(scenario, outcomes)
     a = _align(scenario, outcomes)

@@ -43,6 +43,17 @@ def api_key(vendor: str) -> Secret | None:
     return Secret(value) if value else None
 
 
+def agent_name(model_id: str) -> str:
+    """`agent/<name>` -> `<name>`: what a deployed agent's environment variables are named by."""
+    return model_id.split("/", 1)[1].split(":", 1)[0].split("@", 1)[0]
+
+
+def agent_token(name: str) -> Secret | None:
+    """A deployed agent's optional bearer token (VOXWATCH_AGENT_<NAME>_TOKEN), for the id agent/<name>."""
+    value = os.environ.get(vendor_variable(f"agent_{name}", "TOKEN"), "").strip()
+    return Secret(value) if value else None
+
+
 def scrub(text: str, secrets: list[Secret | None]) -> str:
     """Remove every secret's value from text bound for a log, a row or a page (the one scrubber's work)."""
     return _scrub(text, secrets=secrets)
@@ -56,4 +67,6 @@ def model_secrets(model) -> tuple[Secret, ...]:
         found = own()
     else:
         found = (api_key(model.vendor),) if model.needs_key else ()
+        if getattr(model, "transport", None) is not None:  # a deployed agent's token (providers/agent_line.py)
+            found += (agent_token(agent_name(model.id)),)
     return tuple(s for s in found if s is not None)

@@ -57,12 +57,12 @@ import copy
 import json
 from urllib.parse import urlencode
 
-import numpy as np
 import websockets
 
 from voxwatch.providers.base import ProviderError, language_copy
 from voxwatch.providers.close_codes import close_code, closed
 from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.foundation.frame_rates import Upsampler
 from voxwatch.foundation.events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from voxwatch.providers.openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
 from voxwatch.providers.registry import ModelInfo
@@ -78,33 +78,6 @@ TRANSCRIPT_DELTA = "conversation.item.input_audio_transcription.delta"
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
 TRANSCRIPT_FAILED = "conversation.item.input_audio_transcription.failed"
 AUDIO_DELTAS = ("response.output_audio.delta", "response.audio.delta")
-
-
-class Upsampler:
-    """16 kHz -> 24 kHz pcm16, chunk by chunk, continuous across chunks (linear interpolation).
-
-    Output sample m sits at input position 2m/3; it is produced once both input samples around it
-    have arrived, so a chunk yields 479-481 samples for 320 in, and nothing is lost between chunks.
-    """
-
-    def __init__(self) -> None:
-        self._tail = np.zeros(0)  # input samples from index self._base on, still needed
-        self._base = 0
-        self._m = 0  # output samples produced so far
-
-    def push(self, pcm16: bytes) -> bytes:
-        buf = np.concatenate([self._tail, np.frombuffer(pcm16, dtype="<i2").astype(np.float64)])
-        seen = self._base + buf.size
-        if seen == 0:
-            return b""
-        end = (3 * (seen - 1)) // 2 + 1  # every output whose position is at most the last sample seen
-        m = np.arange(self._m, end)
-        left, frac = (2 * m) // 3 - self._base, ((2 * m) % 3) / 3.0
-        right = np.minimum(left + 1, buf.size - 1)
-        out = buf[left] * (1 - frac) + buf[right] * frac
-        keep = (2 * end) // 3 - self._base
-        self._tail, self._base, self._m = buf[keep:], self._base + keep, end
-        return np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes()
 
 
 def mark_audio_delta(timeline: Timeline, data: dict, at: int, offset: int) -> int:

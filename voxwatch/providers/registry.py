@@ -49,6 +49,12 @@ FAMILIES = {"openai-compatible": {"stt-batch": "voxwatch.providers.openai_batch:
 """The protocol families a vendor may `speak` (a self-hosted server): the adapter that measures each
 protocol of the family, pointed at the vendor's base_url."""
 _TABLES = ("vendor", "model", "preference_options", "preference_config")
+AGENT_VENDOR = "agent"
+TRANSPORTS = {"twilio-media-streams": "voxwatch.providers.agent_twilio:TwilioAgent",
+              "pcm-ws": "voxwatch.providers.agent_pcm_ws:PcmAgent"}
+"""How a team's own deployed agent (vendor "agent") is reached: the adapter of each transport."""
+PCM_RATES = (8000, 16000, 24000)
+"""The sample rates a pcm-ws agent may state (the line converts the caller's 16 kHz to each)."""
 
 
 class RegistryError(ValueError):
@@ -86,6 +92,8 @@ class ModelInfo:
     base_url: str | None = None  # its vendor's registered server (a vendor that speaks a protocol family)
     price: Price | None = None  # its vendor's list price, where one was found (metrics/price.py)
     baseline: bool = False  # a reference voxwatch built (a script, no model): labelled "baseline" wherever it shows
+    transport: str | None = None  # a deployed agent's (vendor "agent"): TRANSPORTS
+    sample_rate: int | None = None  # a pcm-ws agent's audio rate, both ways
 
     def price_stale(self, day: dt.date) -> bool:
         """Its price was checked longer ago than a check is trusted (CHECK_MAX_AGE_DAYS)."""
@@ -131,10 +139,10 @@ _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": s
            "checked": dt.date, "source": str, "deprecated": dt.date, "shutdown": dt.date, "successor": str,
            "session_limit_s": int, "undated": str, "session_limit_unknown": str, "description": str,
            "price_usd": object, "price_output_usd": object, "price_unit": str, "price_source": str,
-           "price_checked": dt.date, "baseline": bool}  # a price's numbers are checked by metrics.price.problem
+           "price_checked": dt.date, "baseline": bool, "transport": str, "sample_rate": int}  # a price's numbers are checked by metrics.price.problem
 _PRICE = ("price_usd", "price_output_usd", "price_unit", "price_source", "price_checked")
 _OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
-             "session_limit_unknown", "description", "baseline", *_PRICE}
+             "session_limit_unknown", "description", "baseline", "transport", "sample_rate", *_PRICE}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
 _VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str,
                   "speaks": str, "base_url": str, "key_env": str}
@@ -196,7 +204,8 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
                      checked=entry["checked"], source=entry["source"], deprecated=deprecated, shutdown=shutdown,
                      successor=entry.get("successor"), session_limit_s=limit, undated=entry.get("undated"),
                      session_limit_unknown=unknown, description=entry.get("description"),
-                     price=_price(entry, f"{where} ({mid})"), baseline=entry.get("baseline", False))
+                     price=_price(entry, f"{where} ({mid})"), baseline=entry.get("baseline", False),
+                     transport=entry.get("transport"), sample_rate=entry.get("sample_rate"))
 
 
 def _price(entry: dict[str, Any], where: str) -> Price | None:
@@ -326,9 +335,32 @@ def _merge(found: dict[str, Any], wheres: dict[str, str], name: str, item: Any, 
     found[name], wheres[name] = item, where
 
 
+def _with_transport(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    """A deployed agent (vendor "agent") names its transport, which picks its adapter (it may leave
+    `adapter` out); a pcm-ws agent states its sample rate; no other model has either."""
+    agent, transport, rate = entry.get("vendor") == AGENT_VENDOR, entry.get("transport"), entry.get("sample_rate")
+    if not agent and (transport is not None or rate is not None):
+        raise RegistryError(f"{where}: transport and sample_rate are a deployed agent's (vendor {AGENT_VENDOR!r})")
+    if not agent:
+        return entry
+    if transport not in TRANSPORTS:
+        raise RegistryError(f"{where}: a deployed agent needs transport, one of {', '.join(TRANSPORTS)}; got "
+                            f"{transport!r}")
+    if (transport == "pcm-ws") != (rate is not None):
+        raise RegistryError(f"{where}: sample_rate (the PCM's rate, one of {PCM_RATES}) goes with transport "
+                            "\"pcm-ws\" and only with it")
+    if rate is not None and rate not in PCM_RATES:
+        raise RegistryError(f"{where}: sample_rate must be one of {PCM_RATES}, got {rate!r}")
+    if entry.setdefault("adapter", TRANSPORTS[transport]) != TRANSPORTS[transport]:
+        raise RegistryError(f"{where}: a {transport} agent's adapter is {TRANSPORTS[transport]} (leave adapter "
+                            f"out), not {entry['adapter']!r}")
+    return entry
+
+
 def _with_adapter(entry: dict[str, Any], vendors: dict[str, VendorInfo], where: str) -> dict[str, Any]:
     """A model of a vendor that speaks a protocol family is measured by that family's adapter: it may
     leave `adapter` out, and may not name another (that one would not use the vendor's base_url)."""
+    entry = _with_transport(entry, where)
     name = entry.get("vendor")
     vendor = vendors.get(name) if isinstance(name, str) else None  # a wrong type is _typed's to report
     if vendor is None or vendor.speaks is None:

@@ -116,7 +116,8 @@ class ScriptedResponder:
     async def connect(self) -> "ScriptedResponder":
         return self
 
-    def _calls(self, index: int) -> list[ToolCall]:
+    def calls_for(self, index: int) -> list[ToolCall]:
+        """The calls the baseline makes on caller turn `index`: the expected ones, each argument a value its matcher accepts."""
         turn = self.scenario.turns[index]
         calls = []
         for k, expected in enumerate(turn.expected_calls):
@@ -136,7 +137,7 @@ class ScriptedResponder:
         if not 0 <= index < len(self.scenario.turns):
             return ChatReply("", [], "stop", None)
         answered = sum(1 for m in messages[users[-1]:] if m.get("role") == "assistant")
-        calls = self._calls(index) if answered == 0 else []
+        calls = self.calls_for(index) if answered == 0 else []
         if calls:
             return ChatReply("", calls, "tool_calls", now)
         return ChatReply(self.scenario.turns[index].reply, [], "stop", now)

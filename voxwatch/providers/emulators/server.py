@@ -28,6 +28,7 @@ EMULATORS = {
     "qwen": "qwen:QwenOmniEmulator",
     "xai": "xai:XAIVoiceAgentEmulator",
     "zhipu": "zhipu:ZhipuRealtimeEmulator",
+    "agent": "agent:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
 }
 
 
