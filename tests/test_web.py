@@ -215,7 +215,8 @@ def test_the_api_matches_its_openapi_document(server):
              "/api/v1/preference": "/api/v1/preference?by=model",
              "/api/v1/families/{family}": "/api/v1/families/stt-starter",
              "/api/v1/comparisons": "/api/v1/comparisons?board=stt&window=30d",
-             "/api/v1/compare/{board}": "/api/v1/compare/stt-stream?window=30d"}  # test_web_families.py checks its numbers
+             "/api/v1/compare/{board}": "/api/v1/compare/stt-stream?window=30d",  # test_web_families.py checks its numbers
+             "/api/v1/bakeoff": "/api/v1/bakeoff?window=7d"}  # test_web_bakeoff.py checks its numbers
     # one conversation's path needs a stored conversation: test_web_conversations.py checks it against this
     # document; the ratings exports are CSV and JSONL from the ratings store: test_web_rating.py reads them
     assert set(spec["paths"]) == set(calls) | {"/api/v1/conversations/{conversation_id}",

@@ -95,6 +95,12 @@ def compare(request: Request) -> Response:
     return pages.compare_download(request, pages.requested_comparison(request))
 
 
+def bakeoff(request: Request) -> Response:
+    """The same scenario and persona against several agents, side by side; ?format=csv: as CSV."""
+    choice(request, "format", ("json", "csv"), "json")
+    return pages.bakeoff_download(request, pages.requested_bakeoff(request))
+
+
 HEALTH = "/api/v1/health"
 
 
@@ -122,6 +128,7 @@ routes = [
     Route("/conversations/{conversation_id}", conversation),
     Route("/families/{family}", family),
     Route("/compare/{board}", compare),
+    Route("/bakeoff", bakeoff),
     Route("/preference", preference_views.api),
     Route("/health", health),
     Route("/openapi.json", openapi_json),

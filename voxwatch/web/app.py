@@ -143,6 +143,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/board/{board}", pages.board_page),
             Route("/board/stt/family/{family}", pages.family_page),
             Route("/compare/{board}", pages.compare_page),
+            Route("/bakeoff", pages.bakeoff_page),
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),
             Route("/method", site_pages.method_page),

@@ -94,7 +94,7 @@ def recording_path(recordings_dir: Path | None, relative: str | None) -> Path | 
     return path if path.is_relative_to(base) and path.is_file() else None
 
 
-def _summary_json(s: Scorecard) -> dict:
+def summary_json(s: Scorecard) -> dict:
     """A block's statistics at their published precision (metrics.published)."""
     out = asdict(s)
     out["pass_hat_k"] = {str(k): v for k, v in s.pass_hat_k.items()}  # JSON object keys are text
@@ -116,7 +116,7 @@ def board_document(board: ConversationBoard, registry: Registry) -> dict:
             "method_version": METHOD_VERSION,
             "blocks": [{**b.parts, "title": b.title, "baseline": registry.is_baseline(b.key[0]),
                         **preliminary.fields(preliminary.scorecard_reason(b.summary.conversations)),
-                        **_summary_json(b.summary)} for b in board.blocks],
+                        **summary_json(b.summary)} for b in board.blocks],
             "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}
 
 

@@ -14,6 +14,7 @@ from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Scorecard, Percentiles, Rate
+from voxwatch.web.bakeoff_views import SET_FIELDS as BAKEOFF_SET_FIELDS
 from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.paired import COLUMNS
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
@@ -320,6 +321,18 @@ def document() -> dict:
             "responses": {"200": {"description": "The board.", "content": {
                 "application/json": {"schema": _ref("ConversationBoard")},
                 "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad}}},
+        "/api/v1/bakeoff": {"get": {
+            "summary": "The same scenario under the same persona against several agents (vendor S2S models, "
+                       "cascades, a team's own deployed agents), side by side: per set (scenario version and pin, "
+                       "persona, turns held, method version) each agent's conversation statistics with 95 % "
+                       "intervals clustered by conversation",
+            "parameters": [window, _query("scenario", "only this scenario", _STRING),
+                           _query("persona", "only this persona", _STRING),
+                           _query("format", "csv: one line per agent of each set, intervals as _low and _high",
+                                  {"type": "string", "enum": ["json", "csv"], "default": "json"})],
+            "responses": {"200": {"description": "The bake-off.", "content": {
+                "application/json": {"schema": _ref("Bakeoff")},
+                "text/csv": {"schema": {"type": "string"}}}}, **_ERRORS, **bad}}},
         "/api/v1/conversations/{conversation_id}": _get(
             "One conversation: its stored row and every turn (transcripts, tool calls, verdicts, timing)",
             _json(_ref("ConversationDetail"), "The conversation."), [conversation_id],
@@ -406,6 +419,19 @@ def _conversation_schemas() -> dict:
                                    "generated_at": _GENERATED, "method_version": _STRING,
                                    "blocks": _array(_ref("ConversationBlock")), "conversations_total": {"type": "integer"},
                                    "conversations": _array(_ref("ConversationListed"))}),
+        "BakeoffLine": {**summary, "properties": {
+            "model_id": _STRING, "region": _STRING,
+            "loopback": {"type": "boolean", "description": "answered on a loopback address (a team's agent on its own "
+                         "machine, or voxwatch's reference agent): compared here, kept off the rolling boards"},
+            "deployed_agent": {"type": "boolean", "description": "a team's own deployed agent (agent/<name>)"},
+            **_MARKS, **summary["properties"]},
+            "required": ["model_id", "region", "loopback", "deployed_agent", *_MARKS, *summary["required"]]},
+        "BakeoffSet": _obj({**{name: key[name] for name in BAKEOFF_SET_FIELDS}, "title": _STRING,
+                            "agents": {"type": "integer"}, "lines": _array(_ref("BakeoffLine"))}),
+        "Bakeoff": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "scenario": _NULLABLE_STRING,
+                         "persona": _NULLABLE_STRING, "generated_at": _GENERATED, "method_version": _STRING,
+                         "scenarios": _array(_STRING), "personas": _array(_STRING),
+                         "sets": _array(_ref("BakeoffSet"))}),
         "ConversationRow": row,
         "ConversationTurn": turn,
         "ConversationDetail": _obj({"conversation": _ref("ConversationRow"), "baseline": _MARKS["baseline"],

@@ -22,7 +22,7 @@ from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
-from voxwatch.web import board_views, compare_views, conversation_views, family_views, model_views, views
+from voxwatch.web import bakeoff_views, board_views, compare_views, conversation_views, family_views, model_views, views
 from voxwatch.web.frontier_chart import Mark, frontier_chart
 from voxwatch.web.params import choice, text
 from voxwatch.web.source import Conversation
@@ -217,6 +217,29 @@ def compare_page(request: Request) -> Response:
         return compare_download(request, doc)
     return _render(request, "compare.html", doc=doc, chart=compare_chart(doc), windows=list(WINDOWS),
                    boards=COMPARE_BOARDS, price_unit=BOARD_FIGURE_UNIT[COMPARE_BOARDS[doc["board"]].board])
+
+
+def requested_bakeoff(request: Request) -> dict:
+    """The bake-off the query names (window, scenario, persona): a 400 for an unknown window."""
+    window = choice(request, "window", WINDOWS, "30d")
+    return bakeoff_views.bakeoff_document(request.app.state.source, request.app.state.registry, window,
+                                          text(request, "scenario"), text(request, "persona"))
+
+
+def bakeoff_page(request: Request) -> Response:
+    doc = requested_bakeoff(request)
+    if choice(request, "format", ("html", "csv", "json"), "html") != "html":
+        return bakeoff_download(request, doc)
+    return _render(request, "bakeoff.html", doc=doc, windows=list(WINDOWS))
+
+
+def bakeoff_download(request: Request, doc: dict) -> Response:
+    """The bake-off as JSON or, ?format=csv, as CSV (the page's numbers)."""
+    if request.query_params.get("format") == "csv":
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", f"voxwatch-bakeoff-{doc['scenario'] or 'all'}-{doc['window']}")
+        return Response(bakeoff_views.to_csv(doc), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
+    return JSONResponse(doc)
 
 
 def compare_download(request: Request, doc: dict) -> Response:

@@ -116,6 +116,10 @@ class Source(Protocol):
     def conversation(self, conversation_id: str) -> Conversation | None:
         """One conversation with its turns; None when unknown or held against an emulator."""
 
+    def bakeoff_conversations(self, since: float | None) -> list[Conversation]:
+        """Every conversation started at or after `since`, those held against a local address too:
+        the bake-off keeps a deployed agent's (web/bakeoff_views.compared), never a vendor emulator's."""
+
     def preference_fit(self) -> FitRow | None:
         """The newest stored preference fit (`voxwatch preference fit`); None before the first."""
 
@@ -284,6 +288,10 @@ class PostgresSource:
         with self._reading("a conversation") as conn:
             return _one(_ConversationsOn(conn).conversation(conversation_id))
 
+    def bakeoff_conversations(self, since: float | None) -> list[Conversation]:
+        with self._reading("the conversations") as conn:
+            return _ConversationsOn(conn).conversations(since, None)
+
     def preference_fit(self) -> FitRow | None:
         with self._reading("the preference board") as conn:
             found = _optional(conn, SELECT_LATEST)
@@ -422,6 +430,10 @@ class SQLiteSource:
     def conversation(self, conversation_id: str) -> Conversation | None:
         with self._store("a conversation") as store:
             return _one(store.conversation(conversation_id))
+
+    def bakeoff_conversations(self, since: float | None) -> list[Conversation]:
+        with self._store("the conversations") as store:
+            return list(store.conversations(since, None))
 
     def preference_fit(self) -> FitRow | None:
         with self._store("the preference board") as store:

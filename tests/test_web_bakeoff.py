@@ -1,0 +1,137 @@
+"""The bake-off (/bakeoff, /api/v1/bakeoff, CSV), issue #32 part 5: the same scenario under the same
+persona against several agents, side by side, with the conversation board's statistics (intervals
+clustered by conversation).
+
+Seeded on real SQLite and Postgres stores: three vendor models and two deployed agents (one on a
+loopback address, as a team's agent on its own machine or the reference agent is stored) hold
+clinic-desk under the default persona; one vendor model also under a noisy persona (a set of its
+own, never pooled); a vendor emulator's conversation (never shown). Each line's figures are held to
+metrics.conversation_aggregate.scorecard over that agent's conversations alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import time
+from pathlib import Path
+from typing import Iterator
+
+import jsonschema
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+
+from voxwatch.conversations.records import score_of
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.conversation_aggregate import scorecard
+from voxwatch.metrics.published import rounded
+from voxwatch.store import open_store
+from voxwatch.web import openapi
+from voxwatch.web.app import create_app
+
+from support.conversation_seed import stored_conversation
+from support.postgres import fresh_postgres
+
+SCENARIO, PERSONA, NOISY = "clinic-desk", "default", "noisy-street"
+AGENTS = {"openai/gpt-realtime-2025-08-28": (700.0, 0.85, False), "gemini/gemini-3.8-live": (800.0, 0.9, False),
+          "xai/grok-voice-think-fast-2.0": (750.0, 0.4, False), "agent/front-desk": (650.0, 0.8, False),
+          "agent/reference-twilio": (1100.0, 0.95, True)}
+"""model -> (V2V around, adherence, held on a loopback address)."""
+EMULATED_MS = 98765.4
+
+
+def _conversations() -> list:
+    rng, now, found = np.random.default_rng(11), time.time(), []
+    for model, (v2v, adherence, loopback) in AGENTS.items():
+        for i in range(4):
+            found.append(stored_conversation(rng, f"bo-{model.split('/')[1]}-{i}", model=model, scenario=SCENARIO,
+                                             persona=PERSONA, region="us-east", started_at=now - (i + 1) * 3600,
+                                             turns=6, adherence=adherence, v2v_ms=v2v, method=METHOD_VERSION,
+                                             emulator=loopback))
+    for i in range(3):  # another persona: a set of its own
+        found.append(stored_conversation(rng, f"bo-noisy-{i}", model="gemini/gemini-3.8-live", scenario=SCENARIO,
+                                         persona=NOISY, region="us-east", started_at=now - (i + 1) * 3600, turns=6,
+                                         v2v_ms=900.0, method=METHOD_VERSION))
+    found.append(stored_conversation(rng, "bo-vendor-emulator", model="openai/gpt-realtime-2025-08-28",
+                                     scenario=SCENARIO, persona=PERSONA, region="us-east", started_at=now - 3600,
+                                     turns=6, v2v_ms=EMULATED_MS, method=METHOD_VERSION, emulator=True))
+    return found
+
+
+CONVERSATIONS = _conversations()
+
+
+@contextlib.contextmanager
+def _store(kind: str, folder: Path) -> Iterator[str]:
+    with (contextlib.nullcontext(f"sqlite:///{folder / 'bakeoff.db'}") if kind == "sqlite" else fresh_postgres()) as url:
+        store = open_store(url)
+        try:
+            assert all(store.add_conversation(row, turns) for row, turns in CONVERSATIONS)
+        finally:
+            store.close()
+        yield url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def client(request, tmp_path_factory) -> Iterator[TestClient]:
+    with _store(request.param, tmp_path_factory.mktemp(request.param)) as url:
+        yield TestClient(create_app(url))
+
+
+def _doc(client: TestClient, **params: str) -> dict:
+    response = client.get("/api/v1/bakeoff", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_one_set_per_scenario_and_persona_with_every_agent_side_by_side(client):
+    doc = _doc(client)
+    sets = {(s["scenario"], s["persona"]): s for s in doc["sets"]}
+    assert set(sets) == {(SCENARIO, PERSONA), (SCENARIO, NOISY)}  # the persona is a condition: two sets
+    main = sets[(SCENARIO, PERSONA)]
+    assert doc["sets"][0]["persona"] == PERSONA  # the set with the most agents first
+    assert {x["model_id"] for x in main["lines"]} == set(AGENTS) and main["agents"] == len(AGENTS)
+    assert [x["model_id"] for x in sets[(SCENARIO, NOISY)]["lines"]] == ["gemini/gemini-3.8-live"]
+    p50s = [x["v2v"]["p50"] for x in main["lines"]]
+    assert p50s == sorted(p50s)  # the fastest agent first
+    # a vendor emulator's conversation is never compared; a deployed agent on loopback is, and says so
+    assert all(x["v2v"]["p50"] < EMULATED_MS / 10 for x in main["lines"])
+    by_model = {x["model_id"]: x for x in main["lines"]}
+    assert [m for m, x in by_model.items() if x["loopback"]] == ["agent/reference-twilio"]
+    assert {m for m, x in by_model.items() if x["deployed_agent"]} == {"agent/front-desk", "agent/reference-twilio"}
+
+
+def test_each_line_is_the_scorecard_of_that_agents_conversations(client):
+    (main,) = _doc(client, scenario=SCENARIO, persona=PERSONA)["sets"]
+    for x in main["lines"]:
+        mine = [score_of(row, turns) for row, turns in CONVERSATIONS if row.model_id == x["model_id"]
+                and row.persona == PERSONA and row.conversation_id != "bo-vendor-emulator"]
+        card = scorecard(mine)
+        assert x["conversations"] == card.conversations == 4
+        assert x["v2v"]["p50"] == rounded(card.v2v.p50, "ms")
+        assert x["v2v"]["p50_ci"] == (list(rounded(card.v2v.p50_ci, "ms")) if card.v2v.p50_ci else None)
+        assert x["adherence"]["rate"] == rounded(card.adherence.rate, "fraction")
+        assert (x["adherence"]["passed"], x["adherence"]["n"]) == (card.adherence.passed, card.adherence.n)
+        assert x["adherence"]["interval"] is not None  # four conversations: clustered by conversation
+        assert x["preliminary"] is True  # under five conversations: said, with the reason
+        assert "conversation" in x["preliminary_reason"]
+
+
+def test_filters_csv_page_and_schema(client):
+    noisy = _doc(client, persona=NOISY)
+    assert [s["persona"] for s in noisy["sets"]] == [NOISY]
+    assert _doc(client, scenario="no-such-scenario")["sets"] == []
+    assert client.get("/api/v1/bakeoff", params={"window": "1y"}).status_code == 400
+    doc = _doc(client, persona=PERSONA)
+    jsonschema.validate(doc, {**openapi.document(), "$ref": "#/components/schemas/Bakeoff"})
+    lines = list(csv.DictReader(io.StringIO(client.get("/api/v1/bakeoff", params={"persona": PERSONA,
+                                                                                   "format": "csv"}).text)))
+    assert [(r["model_id"], float(r["v2v_p50_ms"])) for r in lines] == \
+        [(x["model_id"], x["v2v"]["p50"]) for x in doc["sets"][0]["lines"]]
+    page = client.get("/bakeoff", params={"persona": PERSONA}).text
+    for x in doc["sets"][0]["lines"]:
+        assert f'data-model="{x["model_id"]}"' in page
+    assert page.count('class="loopback"') == 1 and ">loopback</small>" in page
+    assert "98765" not in page

@@ -1,0 +1,131 @@
+"""The bake-off (/bakeoff, /api/v1/bakeoff, CSV): the same scenario under the same persona against
+several agents, side by side.
+
+A bake-off set is one scenario (version and pin) held under one persona, trial length and method
+version; each of its lines is one agent (model and region) with the statistics of its block on
+the conversation board (scorecards.stored_scorecards' definition, metrics.conversation_aggregate:
+rates and V2V with 95 % intervals clustered by conversation). A persona is a condition, so two
+personas are two sets, never pooled. The agents are every conversation model: vendor S2S models,
+cascades, and a team's own deployed agents (`agent/<name>`), the last also when they answer on a
+loopback address (a team's agent on its own machine, or voxwatch's reference agent): their
+conversations are stored as held against a local address and kept off the rolling boards, but
+here they are what is being compared, marked `loopback`, never presented as a vendor's figures.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from dataclasses import dataclass
+
+from voxwatch.boards import leaderboard
+from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, block_title
+from voxwatch.conversations.records import score_of
+from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics import preliminary
+from voxwatch.metrics.conversation_aggregate import Scorecard, scorecard
+from voxwatch.metrics.published import when
+from voxwatch.providers.registry import AGENT_VENDOR, Registry
+
+from voxwatch.web.conversation_views import summary_json
+from voxwatch.web.source import Conversation, Source
+
+SET_FIELDS = ("scenario", "scenario_version", "scenario_pin", "persona", "turns", "whole", "method_version")
+"""What one bake-off set holds fixed: every line was held on these (ScorecardKey less model and region)."""
+_LINE_FIELDS = ("model_id", "region")
+
+
+def is_deployed_agent(model_id: str) -> bool:
+    return model_id.split("/", 1)[0] == AGENT_VENDOR
+
+
+def compared(found: list[Conversation]) -> list[Conversation]:
+    """The conversations a bake-off compares: those the site shows, and a deployed agent's on loopback."""
+    return [c for c in found if not c[0].emulator or is_deployed_agent(c[0].model_id)]
+
+
+@dataclass(frozen=True)
+class Line:
+    key: ScorecardKey
+    summary: Scorecard
+    loopback: bool
+
+    def part(self, name: str):
+        return self.key[SCORECARD_KEY_FIELDS.index(name)]
+
+
+@dataclass(frozen=True)
+class BakeoffSet:
+    fixed: tuple
+    title: str
+    lines: list[Line]
+
+    def part(self, name: str):
+        return self.fixed[SET_FIELDS.index(name)]
+
+
+def bakeoff_sets(conversations: list[Conversation], scenario: str | None = None,
+                 persona: str | None = None) -> list[BakeoffSet]:
+    """The sets of these conversations (of one scenario, of one persona, when given), the sets with
+    the most agents first; each set's lines by V2V p50 (n/a last), then model."""
+    blocks: dict[ScorecardKey, list] = {}
+    loopback: dict[ScorecardKey, bool] = {}
+    for row, turns in conversations:
+        if (scenario is not None and row.scenario != scenario) or (persona is not None and row.persona != persona):
+            continue
+        key = tuple(getattr(row, name) for name in SCORECARD_KEY_FIELDS)
+        blocks.setdefault(key, []).append(score_of(row, turns))
+        loopback[key] = loopback.get(key, False) or bool(row.emulator)
+    sets: dict[tuple, list[Line]] = {}
+    for key, scores in sorted(blocks.items()):
+        fixed = tuple(key[SCORECARD_KEY_FIELDS.index(name)] for name in SET_FIELDS)
+        sets.setdefault(fixed, []).append(Line(key, scorecard(scores), loopback[key]))
+    out = []
+    for fixed, lines in sets.items():
+        lines.sort(key=lambda x: (x.summary.v2v.p50 is None, x.summary.v2v.p50 or 0.0, x.key))
+        title = block_title(lines[0].key).split("; region ")[0]  # the set's scenario and persona (regions differ)
+        out.append(BakeoffSet(fixed, title, lines))
+    return sorted(out, key=lambda s: (-len(s.lines), s.fixed))
+
+
+def bakeoff_document(source: Source, registry: Registry, window: str, scenario: str | None = None,
+                     persona: str | None = None) -> dict:
+    """Every bake-off set of the window (of one scenario or persona), at the API's precision."""
+    found = compared(source.bakeoff_conversations(leaderboard.since(window)))
+    sets = bakeoff_sets(found, scenario, persona)
+    return {
+        "window": window, "scenario": scenario, "persona": persona, "generated_at": when(time.time()),
+        "method_version": METHOD_VERSION,
+        "scenarios": sorted({row.scenario for row, _ in found}), "personas": sorted({row.persona for row, _ in found}),
+        "sets": [{**dict(zip(SET_FIELDS, s.fixed)), "title": s.title, "agents": len(s.lines),
+                  "lines": [{**{name: x.part(name) for name in _LINE_FIELDS}, "loopback": x.loopback,
+                             "deployed_agent": is_deployed_agent(x.part("model_id")),
+                             "baseline": registry.is_baseline(x.part("model_id")),
+                             **preliminary.fields(preliminary.scorecard_reason(x.summary.conversations)),
+                             **summary_json(x.summary)} for x in s.lines]} for s in sets],
+    }
+
+
+CSV_COLUMNS = (*SET_FIELDS, *_LINE_FIELDS, "loopback", "conversations", "adherence", "adherence_low", "adherence_high",
+               "end_state", "end_state_low", "end_state_high", "v2v_p50_ms", "v2v_p50_low_ms", "v2v_p50_high_ms",
+               "silence_gap_s", "interruption", "no_response")
+
+
+def to_csv(doc: dict) -> str:
+    """One line per agent of each set, the interval of each rate and of V2V p50 as _low and _high."""
+    out = io.StringIO()
+    w = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for s in doc["sets"]:
+        for x in s["lines"]:
+            adherence, end, v2v = x["adherence"], x["end_state"], x["v2v"]
+            low_high = {f"{name}_{side}": (r["interval"] or (None, None))[i] for name, r in
+                        (("adherence", adherence), ("end_state", end)) for i, side in enumerate(("low", "high"))}
+            v2v_ci = v2v["p50_ci"] or (None, None)
+            w.writerow({**{k: s[k] for k in SET_FIELDS}, **{k: x[k] for k in _LINE_FIELDS}, "loopback": x["loopback"],
+                        "conversations": x["conversations"], "adherence": adherence["rate"], "end_state": end["rate"],
+                        **low_high, "v2v_p50_ms": v2v["p50"], "v2v_p50_low_ms": v2v_ci[0], "v2v_p50_high_ms": v2v_ci[1],
+                        "silence_gap_s": x["silence_gap_s"], "interruption": x["interruption"]["rate"],
+                        "no_response": x["no_response"]["rate"]})
+    return out.getvalue()
