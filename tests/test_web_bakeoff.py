@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+import httpx
 import jsonschema
 import numpy as np
 import pytest
@@ -31,8 +32,13 @@ from voxwatch.store import open_store
 from voxwatch.web import openapi
 from voxwatch.web.app import create_app
 
+from support.browser import browser  # noqa: F401 (a fixture)
 from support.conversation_seed import stored_conversation
 from support.postgres import fresh_postgres
+from support.processes import REPO
+from support.web_seed import serving
+
+ARTIFACTS = REPO / "var" / "test-artifacts"
 
 SCENARIO, PERSONA, NOISY = "clinic-desk", "default", "noisy-street"
 AGENTS = {"openai/gpt-realtime-2025-08-28": (700.0, 0.85, False), "gemini/gemini-3.8-live": (800.0, 0.9, False),
@@ -135,3 +141,28 @@ def test_filters_csv_page_and_schema(client):
         assert f'data-model="{x["model_id"]}"' in page
     assert page.count('class="loopback"') == 1 and ">loopback</small>" in page
     assert "98765" not in page
+
+
+@pytest.mark.e2e
+def test_in_chromium_a_phone_sees_the_agents_and_no_sideways_scroll(tmp_path, browser):
+    """Served by `voxwatch serve` from SQLite: at 390 and 1366 px the page does not scroll sideways
+    and every agent's line is there, its V2V p50 the API's."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with _store("sqlite", tmp_path) as url, serving(url, tmp_path / "serve.log") as base:
+        doc = httpx.get(f"{base}/api/v1/bakeoff", params={"persona": PERSONA}).json()
+        try:
+            for width, height in ((390, 844), (1366, 900)):
+                browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                    "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500})
+                browser.get(f"{base}/bakeoff?persona={PERSONA}")
+                m = browser.execute_script(
+                    "return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, "
+                    "lines: Array.from(document.querySelectorAll('table.bakeoff tbody tr')).map(r => "
+                    "[r.dataset.model, r.querySelector('td[data-field=v2v_p50]').dataset.value])}")
+                assert m["scrollWidth"] <= m["innerWidth"] == width, (width, m)
+                assert [(model, float(v)) for model, v in m["lines"]] == \
+                    [(x["model_id"], x["v2v"]["p50"]) for x in doc["sets"][0]["lines"]]
+                shot = ARTIFACTS / f"bakeoff-{width}.png"
+                assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5_000
+        finally:
+            browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -500,7 +500,8 @@ def test_a_fetched_public_set_reads_as_recorded_speech_with_its_license():
     assert noisy.origin == "recorded" and "through the noise transform" in noisy.text
 
 
-OTHER_PAGES = {"alerts": "/alerts", "preference": "/board/preference", "method": "/method", "api": "/api"}
+OTHER_PAGES = {"alerts": "/alerts", "preference": "/board/preference", "method": "/method", "api": "/api",
+               "bakeoff": "/bakeoff"}
 """The pages with no board table of their own (test_web_pages.py measures the model page): each must
 still fit a phone, and gets its screenshot beside the boards'."""
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from voxwatch.boards import leaderboard
-from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, block_title
+from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics import preliminary
@@ -65,6 +65,13 @@ class BakeoffSet:
         return self.fixed[SET_FIELDS.index(name)]
 
 
+def set_title(fixed: dict) -> str:
+    """A set's scenario and conditions in words (block_title's, less the model and region its lines differ by)."""
+    trial = "" if fixed["whole"] else f", first {fixed['turns']} turns (end state not checked)"
+    return (f"{fixed['scenario']}@v{fixed['scenario_version']}#{fixed['scenario_pin'][:12]}{trial}; "
+            f"persona {fixed['persona']}, method v{fixed['method_version']}")
+
+
 def bakeoff_sets(conversations: list[Conversation], scenario: str | None = None,
                  persona: str | None = None) -> list[BakeoffSet]:
     """The sets of these conversations (of one scenario, of one persona, when given), the sets with
@@ -84,8 +91,7 @@ def bakeoff_sets(conversations: list[Conversation], scenario: str | None = None,
     out = []
     for fixed, lines in sets.items():
         lines.sort(key=lambda x: (x.summary.v2v.p50 is None, x.summary.v2v.p50 or 0.0, x.key))
-        title = block_title(lines[0].key).split("; region ")[0]  # the set's scenario and persona (regions differ)
-        out.append(BakeoffSet(fixed, title, lines))
+        out.append(BakeoffSet(fixed, set_title(dict(zip(SET_FIELDS, fixed))), lines))
     return sorted(out, key=lambda s: (-len(s.lines), s.fixed))
 
 
