@@ -20,9 +20,11 @@ import pytest
 import redis
 
 from support.processes import run_cli
+from voxwatch.boards.use_cases import SERIES_BOARDS
 from voxwatch.config import ConfigError, load
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.foundation.observation import Observation, RunRecord
+from voxwatch.metrics.series import WINDOWS
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.workers.celery_app import queue_name
@@ -155,6 +157,21 @@ def test_a_worker_measures_a_tick_end_to_end(env, workers):
     planned = [(t.model.id, t.dataset.name, t.item.id) for t in plan.tasks]
     assert [(r.model_id, r.dataset, r.clip_id) for r in sorted(rows, key=lambda r: r.started_at)] == planned
     assert f"run {run_id} succeeded" in worker.text()
+    # the finished run asked for the comparison pages' views: the worker computed them (store.compare_views)
+    worker.wait_for("Task voxwatch.pages.refresh[", timeout=60)
+    deadline = time.monotonic() + 60
+    while (views := _compare_views(env["VOXWATCH_STORE_URL"])) == 0:
+        assert time.monotonic() < deadline, worker.text()
+        time.sleep(0.5)
+    assert views == len(SERIES_BOARDS) * len(WINDOWS)
+
+
+def _compare_views(store_url: str) -> int:
+    store = open_store(store_url)
+    try:
+        return store.connection().execute("SELECT count(*) FROM compare_views").fetchone()[0]
+    finally:
+        store.close()
 
 
 def test_a_killed_worker_task_is_redelivered_and_counted_once(env, workers):
