@@ -48,9 +48,11 @@ def _rows() -> list[Observation]:
 
     for tick in range(6):
         for clip in range(6):
-            add(SETTLED, "stt", "stt-stream", tick, clip, ttfs_ms=300.0 + 7 * clip + tick, first_partial_ms=90.0 + clip)
+            add(SETTLED, "stt", "stt-stream", tick, clip, ttfs_ms=300.0 + 7 * clip + tick,
+                ttfs_peer_ms=170.0 + 7 * clip + tick, first_partial_ms=90.0 + clip)
     for clip in range(6):
-        add(EARLY, "stt", "stt-stream", 0, clip, ttfs_ms=500.0 + clip, first_partial_ms=150.0 + clip)
+        add(EARLY, "stt", "stt-stream", 0, clip, ttfs_ms=500.0 + clip, ttfs_peer_ms=370.0 + clip,
+            first_partial_ms=150.0 + clip)
         add(BASELINE, "s2s", "s2s", 0, clip, v2v_ms=900.0 + clip)
     return out
 

@@ -152,9 +152,10 @@ def _figures(html: str) -> list[tuple[str, str, str]]:
 def test_charts_put_the_headline_metric_first_then_wer_and_rates(server):
     page = httpx.get(f"{server}/model/{NOVA}", params={"dataset": "stt-starter-clean"}).text
     assert _figures(page) == [("metric", "ttfs_ms", "stt-starter-clean"), ("metric", "first_partial_ms", "stt-starter-clean"),
-                              ("metric", "connect_ms", "stt-starter-clean"), ("wer", "pooled_wer", "stt-starter-clean"),
-                              ("rates", "error_rate", "stt-starter-clean")]
-    assert [m.name for m in for_protocol("stt-stream", headline_only=True)] == ["ttfs_ms", "first_partial_ms", "connect_ms"]
+                              ("metric", "ttfs_peer_ms", "stt-starter-clean"), ("metric", "connect_ms", "stt-starter-clean"),
+                              ("wer", "pooled_wer", "stt-starter-clean"), ("rates", "error_rate", "stt-starter-clean")]
+    assert [m.name for m in for_protocol("stt-stream", headline_only=True)] == ["ttfs_ms", "first_partial_ms", "ttfs_peer_ms",
+                                                                                "connect_ms"]
     batch = [m for kind, m, d in _figures(httpx.get(f"{server}/model/openai/whisper-1").text) if kind == "metric"]
     assert batch and batch[0] == "latency_ms" and batch.index("latency_ms") < batch.index("rtf") < batch.index("connect_ms")
     history = httpx.get(f"{server}/api/v1/models/{NOVA}/history").json()["series"]
@@ -204,7 +205,7 @@ def test_a_method_change_is_marked_on_the_charts_and_in_the_legend(server):
                                                                           r.emulator) == (NOVA, "stt-starter-clean", "us-east", CURRENT, False)),
                                        timezone.utc).date().isoformat()
     page = httpx.get(f"{server}/model/{NOVA}", params={"dataset": "stt-starter-clean"}).text
-    assert len(re.findall(r'<figure class="history"', page)) == 5
+    assert len(re.findall(r'<figure class="history"', page)) == 6  # four headline metrics, WER, rates
     for kind, figure in re.findall(r'<figure class="history" data-kind="([a-z]+)"(.*?)</figure>', page, re.S):
         marks = re.findall(r'<g class="method-change" data-day="([^"]+)">.*?>method v(\d+)</text></g>', figure, re.S)
         assert marks == [(board_day, CURRENT)]

@@ -69,7 +69,9 @@ def _row(rng: np.random.Generator, board: str, protocol: str, model: str, datase
         return row
     shift = 80.0 if condition == "noise" else 0.0
     values = {m.name: (EMULATOR_MS if emulator else max(1.0, base + shift + 40.0 * rng.standard_normal()))
-              for m in for_protocol(protocol, headline_only=True)}
+              for m in for_protocol(protocol, headline_only=True) if m.name != "ttfs_peer_ms"}
+    if "ttfs_ms" in values:  # the peers' anchor lies after the shared VAD's end: no draw of its own
+        values["ttfs_peer_ms"] = values["ttfs_ms"] - 134.0
     if "rtf" in values:
         values["rtf"] = float(rng.uniform(0.05, 0.3))
     values["connect_ms"] = float(rng.uniform(20, 60))

@@ -127,7 +127,7 @@ def _checks(conn: psycopg.Connection, rules: Alerts, now: float, panel_size: int
     for s in store.recent_series(conn, recent_from, now, rules.include_emulator):
         if s.recent_attempts < rules.min_recent:
             continue  # no rule could judge it: its baseline is not even read
-        latency = [m for m in for_protocol(s.protocol, headline_only=True) if m.unit == "ms"]
+        latency = [m for m in for_protocol(s.protocol, headline_only=True) if m.unit == "ms" and m.alerted]
         rows = store.series_rows(conn, s, latency, baseline_from, now, rules.include_emulator)
         yield from _series_checks(conn, s, [m.name for m in latency], rows, recent_from, rules, panel_size)
     for c in store.recent_conversation_series(conn, recent_from, now, rules.include_emulator):

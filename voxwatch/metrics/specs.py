@@ -14,6 +14,7 @@ class MetricSpec:
     description: str
     headline: bool = False  # shown on the printed leaderboard
     signed: bool = False  # can be negative (a final before the end of speech); else an interval stops at 0
+    alerted: bool = True  # watched by the alerts (not a restatement of another metric: one regression, one alert)
 
 
 METRICS: tuple[MetricSpec, ...] = (
@@ -22,7 +23,8 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("first_partial_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after speech start", True,
                signed=True),
     MetricSpec("ttfs_peer_ms", "ms", ("stt-stream",), True,
-               "final transcript after the end of speech by the peers' anchor (Silero VAD, 100 ms pad)", True, signed=True),
+               "final transcript after the end of speech by the peers' anchor (Silero VAD, 100 ms pad)", True, signed=True,
+               alerted=False),
     MetricSpec("first_partial_from_t0_ms", "ms", ("stt-stream",), True, "first transcript-bearing message after the first chunk"),
     MetricSpec("latency_ms", "ms", ("stt-batch",), True, "batch request to response", True),
     MetricSpec("rtf", "x", ("stt-batch",), True, "batch latency over audio duration", True),
