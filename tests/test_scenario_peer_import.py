@@ -151,6 +151,11 @@ def test_the_aiewf_layout_imports_by_the_stated_mapping(tmp_path: Path):
     resampled = sf.info(str(loaded.audio_path(first)))
     assert (resampled.samplerate, resampled.frames) == (16_000, 9_600)
 
+    shown = cli_in_process("scenarios", "show", "aiewf-tiny_context",
+                           env={"VOXWATCH_SCENARIOS_DIR": str(tmp_path / "user-scenarios")}).stdout
+    assert f"from https://github.com/kwindla/aiewf-eval at {COMMIT[:12]}, benchmark tiny_context, licence MIT" in shown
+    assert 'call:   submit_dietary_request(name="Ada Byron", dietary_preference="vegan")' in shown
+
     again = _import(tmp_path, str(root / "benchmarks" / BENCH), "--commit", COMMIT)  # the benchmark folder
     assert again.returncode == 0 and "already in the catalog with these exact bytes" in again.stdout
 

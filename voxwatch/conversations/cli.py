@@ -17,7 +17,7 @@ from voxwatch.conversations.catalog import ScenarioCatalog, UnknownScenario, bun
 from voxwatch.conversations import peer_aiewf, peer_source
 from voxwatch.conversations.importer import ScenarioImportError, import_peer, import_scenario
 from voxwatch.foundation.persona import PersonaError, find, personas
-from voxwatch.foundation.scenario import ExpectedCall
+from voxwatch.foundation.scenario import ExpectedCall, Scenario
 from voxwatch.conversations.scenario_file import LoadedScenario, ScenarioError, load
 from voxwatch.foundation.audio import AudioError, probe
 
@@ -117,6 +117,7 @@ def cmd_show(args: argparse.Namespace, cfg: Config) -> int:
     print(f"pin {loaded.pin}; caller voice {s.voice} at {s.sample_rate} Hz; {len(s.turns)} turns, "
           f"{audio_seconds(loaded):.1f} s of caller audio; folder {loaded.folder}")
     tools = [t.name if t.effect is None else f"{t.name} ({t.effect['op']} {t.effect['table']})" for t in s.tools]
+    _print_provenance(s)
     print(f"tools: {', '.join(tools)}")
     print(f"knowledge base: {', '.join(d.id for d in s.knowledge_base)}")
     tables = [f"{table} ({len(records)} records)" for table, records in s.expected_end_state.items()]
@@ -156,6 +157,14 @@ def _is_peer(args: argparse.Namespace, path: Path) -> bool:
     return any(v is not None for v in given) or peer_aiewf.is_layout(path) or peer_source.is_bare(path)
 
 
+def _print_provenance(s: Scenario) -> None:
+    """A peer benchmark's source: where, which commit, under which licence (extra.peer)."""
+    peer = s.extra.get("peer")
+    if isinstance(peer, dict):
+        print(f"from {peer.get('repository')} at {str(peer.get('commit'))[:12]}, benchmark {peer.get('benchmark')}, "
+              f"licence {peer.get('licence')}")
+
+
 def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
     path = Path(args.path)
     if _is_peer(args, path):
@@ -166,10 +175,7 @@ def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
     else:
         done = import_scenario(path, cfg.scenarios_dir, catalog(cfg), synthesize=args.synthesize)
     s = done.loaded.scenario
-    peer = s.extra.get("peer")
-    if isinstance(peer, dict):
-        print(f"from {peer.get('repository')} at {str(peer.get('commit'))[:12]}, benchmark {peer.get('benchmark')}, "
-              f"licence {peer.get('licence')}")
+    _print_provenance(s)
     if done.rendered:
         print(f"synthesized {len(done.rendered)} turn(s) with eSpeak NG voice {s.voice}: {', '.join(done.rendered)}")
     if done.unchanged:
