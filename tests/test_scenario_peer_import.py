@@ -217,6 +217,7 @@ def _unknown_tool(root: Path) -> None:
     (("--benchmark", BENCH, "--commit", COMMIT), _unknown_tool,
      "aiewf-tiny_context/scenario.json: turns[2].expected_calls[0].name: no tool named 'hang_up'"),
     (("--peer", "aiewf"), lambda r: shutil.rmtree(r / "benchmarks"), "not an aiewf-eval layout"),
+    (("--benchmark", BENCH, "--commit", COMMIT, "--synthesize"), None, "--synthesize is for voxwatch scenario folders"),
 ])
 def test_a_bad_layout_is_one_line_and_imports_nothing(tmp_path: Path, args, change, expected):
     root = _aiewf(tmp_path / "aiewf")
