@@ -76,18 +76,19 @@ EXPECTED = {
 }
 
 
+def calls_of(scenario, turn) -> list[tuple[str, dict]]:
+    """The turn's expected calls as a correct agent makes them: values their matchers accept."""
+    out = []
+    for e in turn.expected_calls:
+        properties = (scenario.tool(e.name).parameters or {}).get("properties", {})
+        out.append((e.name, {k: example_value(m, properties.get(k)) for k, m in e.args.items()}))
+    return out
+
+
 def scripted_turns(scenario, p: Perturbation) -> tuple[ScriptedTurn, ...]:
     """The emulated agent: each turn's expected calls (values its matchers accept), perturbed."""
     ids = [t.id for t in scenario.turns]
-
-    def calls_of(turn) -> list[tuple[str, dict]]:
-        out = []
-        for e in turn.expected_calls:
-            properties = (scenario.tool(e.name).parameters or {}).get("properties", {})
-            out.append((e.name, {k: example_value(m, properties.get(k)) for k, m in e.args.items()}))
-        return out
-
-    calls = {t.id: calls_of(t) for t in scenario.turns}
+    calls = {t.id: calls_of(scenario, t) for t in scenario.turns}
     moved = {t: list(c) for t, c in calls.items()}
     moved[ids[ids.index(p.early) - 1]] += moved.pop(p.early)
     moved[p.early] = []
@@ -97,7 +98,8 @@ def scripted_turns(scenario, p: Perturbation) -> tuple[ScriptedTurn, ...]:
     return tuple(ScriptedTurn(t.reply, tuple(moved[t.id])) for t in scenario.turns)
 
 
-def script(vendor: str, loaded, p: Perturbation) -> ConversationScript:
+def anchors_of(vendor: str, loaded) -> tuple[tuple[str, float, float], ...]:
+    """Each turn's speech anchors, keyed by its first chunk as the vendor's emulator receives it."""
     anchors = []
     for i in range(len(loaded.scenario.turns)):
         pcm = caller_audio(loaded, i)
@@ -105,9 +107,27 @@ def script(vendor: str, loaded, p: Perturbation) -> ConversationScript:
         first = chunk_pcm(pcm, 16000, 20)[0]
         first = Upsampler().push(first) if vendor == "openai" else first
         anchors.append((hashlib.sha256(first).hexdigest(), a.speech_start, a.speech_end))
-    return ConversationScript(turns=scripted_turns(loaded.scenario, p), response_ms=RESPONSE_MS,
+    return tuple(anchors)
+
+
+def script(vendor: str, loaded, p: Perturbation | None) -> ConversationScript:
+    """The emulated agent of a scenario: perturbed by p, or (None) every turn's calls and reply as due."""
+    turns = (scripted_turns(loaded.scenario, p) if p is not None else
+             tuple(ScriptedTurn(t.reply, tuple(calls_of(loaded.scenario, t))) for t in loaded.scenario.turns))
+    anchors = anchors_of(vendor, loaded)
+    return ConversationScript(turns=turns, response_ms=RESPONSE_MS,
                               leading_silence_ms=LEADING_SILENCE_MS, speech_ms=400.0, anchors=tuple(anchors),
                               api_key=KEY)
+
+
+def converse(registry: Registry, vendor: str, loaded, agent: ConversationScript):
+    """One conversation of the scenario with the vendor's S2S adapter against its emulator playing `agent`."""
+    with serve(vendor, agent) as url:
+        os.environ[vendor_variable(vendor, "BASE_URL")] = url
+        os.environ[key_variable(vendor)] = KEY
+        model = registry.resolve(MODELS[vendor])
+        return asyncio.run(run_conversation(registry.create(model), model.id, model.vendor, loaded,
+                                            ConversationSettings()))
 
 
 def check(run, p: Perturbation) -> list[str]:
@@ -145,12 +165,7 @@ def main() -> None:
     for vendor in args.vendors.split(","):
         for name in args.scenarios.split(","):
             loaded, p = catalog.load(name), EXPECTED[name]
-            with serve(vendor, script(vendor, loaded, p)) as url:
-                os.environ[vendor_variable(vendor, "BASE_URL")] = url
-                os.environ[key_variable(vendor)] = KEY
-                model = registry.resolve(MODELS[vendor])
-                run = asyncio.run(run_conversation(registry.create(model), model.id, model.vendor, loaded,
-                                                   ConversationSettings()))
+            run = converse(registry, vendor, loaded, script(vendor, loaded, p))
             wrong = check(run, p)
             err = [t.timing.v2v_ms - (RESPONSE_MS + LEADING_SILENCE_MS) for t in run.turns
                    if t.timing is not None and t.timing.v2v_ms is not None]

@@ -14,9 +14,10 @@ from typing import Any, Callable
 from voxwatch.boards import listing
 from voxwatch.config import Config
 from voxwatch.conversations.catalog import ScenarioCatalog, UnknownScenario, bundled_root
-from voxwatch.conversations.importer import ScenarioImportError, import_scenario
+from voxwatch.conversations import peer_aiewf, peer_source
+from voxwatch.conversations.importer import ScenarioImportError, import_peer, import_scenario
 from voxwatch.foundation.persona import PersonaError, find, personas
-from voxwatch.foundation.scenario import ExpectedCall
+from voxwatch.foundation.scenario import ExpectedCall, Scenario
 from voxwatch.conversations.scenario_file import LoadedScenario, ScenarioError, load
 from voxwatch.foundation.audio import AudioError, probe
 
@@ -41,9 +42,17 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     sh.set_defaults(func=lambda args: cmd_show(args, config_of(args)))
     im = actions.add_parser("import", help="check a folder (scenario.json + turn audio) and copy it into "
                                            "[scenarios] dir")
-    im.add_argument("path", help="the scenario folder")
+    im.add_argument("path", help="the scenario folder, or a peer's published benchmark (--peer)")
     im.add_argument("--synthesize", action="store_true",
                     help="render turns without audio with the scenario's eSpeak NG voice, and pin them")
+    im.add_argument("--peer", choices=("aiewf",), help="PATH is a peer's benchmark layout: aiewf (Daily's aiewf-eval: "
+                                                      "an export, clone or bare mirror; found without this flag too)")
+    im.add_argument("--benchmark", help="the peer benchmark to import (aiewf: a folder of benchmarks/, "
+                                        "e.g. aiwf_medium_context)")
+    im.add_argument("--commit", help="the peer's commit an exported folder holds (a clone or mirror says its own)")
+    im.add_argument("--repository", default=peer_aiewf.REPOSITORY, help="the peer repository recorded as the source "
+                                                                        f"(default {peer_aiewf.REPOSITORY})")
+    im.add_argument("--scenario-version", type=int, default=1, help="the imported peer scenario's version (default 1)")
     im.set_defaults(func=lambda args: cmd_import(args, config_of(args)))
     rn = actions.add_parser("run", help="hold a scenario's conversation with a model (S2S, cascade, or the no-key "
                                         "local cascade) and print its turns and the S2S conversation board")
@@ -108,6 +117,7 @@ def cmd_show(args: argparse.Namespace, cfg: Config) -> int:
     print(f"pin {loaded.pin}; caller voice {s.voice} at {s.sample_rate} Hz; {len(s.turns)} turns, "
           f"{audio_seconds(loaded):.1f} s of caller audio; folder {loaded.folder}")
     tools = [t.name if t.effect is None else f"{t.name} ({t.effect['op']} {t.effect['table']})" for t in s.tools]
+    _print_provenance(s)
     print(f"tools: {', '.join(tools)}")
     print(f"knowledge base: {', '.join(d.id for d in s.knowledge_base)}")
     tables = [f"{table} ({len(records)} records)" for table, records in s.expected_end_state.items()]
@@ -142,9 +152,30 @@ def cmd_personas(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_peer(args: argparse.Namespace, path: Path) -> bool:
+    given = (args.peer, args.benchmark, args.commit)
+    return any(v is not None for v in given) or peer_aiewf.is_layout(path) or peer_source.is_bare(path)
+
+
+def _print_provenance(s: Scenario) -> None:
+    """A peer benchmark's source: where, which commit, under which licence (extra.peer)."""
+    peer = s.extra.get("peer")
+    if isinstance(peer, dict):
+        print(f"from {peer.get('repository')} at {str(peer.get('commit'))[:12]}, benchmark {peer.get('benchmark')}, "
+              f"licence {peer.get('licence')}")
+
+
 def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
-    done = import_scenario(Path(args.path), cfg.scenarios_dir, catalog(cfg), synthesize=args.synthesize)
+    path = Path(args.path)
+    if _is_peer(args, path):
+        if args.synthesize:
+            raise ScenarioImportError("--synthesize is for voxwatch scenario folders; a peer benchmark brings its audio")
+        done = import_peer(path, cfg.scenarios_dir, catalog(cfg), args.benchmark, args.commit, args.repository,
+                           args.scenario_version)
+    else:
+        done = import_scenario(path, cfg.scenarios_dir, catalog(cfg), synthesize=args.synthesize)
     s = done.loaded.scenario
+    _print_provenance(s)
     if done.rendered:
         print(f"synthesized {len(done.rendered)} turn(s) with eSpeak NG voice {s.voice}: {', '.join(done.rendered)}")
     if done.unchanged:

@@ -7,11 +7,15 @@ Only scenario.json and the turns' audio files are copied, into a temporary folde
 into place once it loads: a bad scenario leaves nothing half-imported. A scenario is named by
 its name and version: importing the same bytes again changes nothing, while a different
 scenario under a name and version the catalog already holds is refused (bump its version).
+
+A peer's published benchmark (aiewf-eval's layout, peer_aiewf) is converted into a scenario
+folder in a temporary folder first and then imported the same way.
 """
 
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +24,8 @@ from voxwatch.datasets.importer import staged
 from voxwatch.conversations.catalog import ScenarioCatalog
 from voxwatch.conversations.scenario_file import FILE, LoadedScenario, check_audio, dump, load, read
 from voxwatch.conversations.synthesis import synthesize_missing
+from voxwatch.conversations import peer_aiewf, peer_source
+from voxwatch.conversations.peer_literals import PeerFileError
 
 
 class ScenarioImportError(ValueError):
@@ -68,3 +74,27 @@ def import_scenario(source: Path, dest_root: Path, catalog: ScenarioCatalog, syn
             raise ScenarioImportError(f"{final} already exists (not a scenario voxwatch knows); remove it")
         work.rename(final)
         return Imported(LoadedScenario(loaded.scenario, final, loaded.pin), tuple(rendered), unchanged=False)
+
+
+def import_peer(source: Path, dest_root: Path, catalog: ScenarioCatalog, benchmark: str | None,
+                commit: str | None = None, repository: str = peer_aiewf.REPOSITORY, version: int = 1) -> Imported:
+    """An aiewf-eval benchmark (an exported folder, a clone or a bare mirror) converted and imported:
+    its files parsed (never run), its audio resampled and pinned, then import_scenario's checks."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="voxwatch-peer-") as tmp:
+            root = source
+            if peer_source.is_bare(source):
+                if benchmark is None:
+                    raise PeerFileError(f"{source}: a git mirror; name the benchmark with --benchmark")
+                commit = peer_source.commit_of(source, commit)
+                root = peer_source.export_bare(source, commit, benchmark, Path(tmp) / "peer")
+            elif not peer_aiewf.is_layout(source):
+                raise PeerFileError(f"{source}: not an aiewf-eval layout (no benchmarks/_shared/turns.py, nor a "
+                                    "benchmark folder with config.py beside _shared/)")
+            peer_aiewf.find_root(root, benchmark)  # a layout problem is said before a missing commit
+            converted = peer_aiewf.convert(root, benchmark, peer_source.commit_of(root, commit), repository, version)
+            folder = Path(tmp) / converted.scenario.name  # errors name it: aiewf-<benchmark>/scenario.json
+            peer_aiewf.write_folder(converted, folder)
+            return import_scenario(folder, dest_root, catalog)
+    except PeerFileError as exc:
+        raise ScenarioImportError(str(exc)) from None
