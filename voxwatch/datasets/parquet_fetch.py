@@ -124,7 +124,9 @@ def _build(entry: RemoteEntry, work: Path, name: str, condition: str, clips: lis
     local = _extract(clips, paths, audio)
     (source / "manifest.jsonl").write_text("".join(json.dumps(
         {"id": c.id, "path": f"audio/{local[c.id]}", "text": c.row.transcript}) + "\n" for c in clips))
-    built = import_dataset(source, name, work / "built", existing, language=entry.language)
+    built = import_dataset(source, name, work / "built", existing, language=entry.language, leave_out_silent=True)
+    if not built.clips:
+        raise FetchError(f"{name}: the VAD found speech in none of its {len(clips)} clips; nothing was written")
     shutil.rmtree(source, ignore_errors=True)
     info = read_info(built.folder)
     split = entry.layout_params["splits"][condition]
