@@ -41,10 +41,10 @@ def _silence() -> bytes:
     return out.getvalue()
 
 
-def _shard(rows: list[tuple[str, float, str]], silent: str = "") -> bytes:
+def _shard(rows: list[tuple[str, float, str]], own: dict[str, bytes] | None = None) -> bytes:
     """A parquet shard as `datasets` writes one: each row (transcript, duration, audio_hash_id) with a WAV
-    of speech (of silence for the row whose hash is `silent`)."""
-    audio = [{"bytes": _silence() if h == silent else WAVS[i % len(WAVS)].read_bytes(), "path": f"{h[:8]}.wav"}
+    of speech (or, for a hash in `own`, those bytes)."""
+    audio = [{"bytes": (own or {}).get(h) or WAVS[i % len(WAVS)].read_bytes(), "path": f"{h[:8]}.wav"}
              for i, (_t, _d, h) in enumerate(rows)]
     table = pa.table({"audio": pa.array(audio, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
                       "transcript": [t for t, _d, _h in rows], "duration": [d for _t, d, _h in rows],
@@ -76,7 +76,7 @@ def _source() -> dict[str, bytes]:
             _draws("gap", survivors, 2, {(NOISY, 0): 16.0, (NOISY, 1): 1.5})),
         f"data/{SPLIT.format('phone_codec')}-00000-of-00001.parquet": _shard(_draws("phone", survivors, 2)),
         f"data/{SPLIT.format('reverberation')}-00000-of-00001.parquet": _shard(_draws("rev", [A, Z, M, NOISY, B], 1),
-                                                                       silent="rev-" + A + "-0"),
+                                                                       {"rev-" + A + "-0": _silence()}),
         "data/demographic_shift__en__demographic_accent_en-00000-of-00001.parquet": _shard(
             [(A, 3.0, "ff-acc"), (A, 3.0, "aa-acc"), (A, 3.0, "ff-acc"), (Z, 1.0, "bb-acc"), ("too short", 3.0, "cc-acc"),
              (M, 3.0, "dd-acc")]),
@@ -170,22 +170,27 @@ def test_the_accent_set_is_every_distinct_recording_in_hash_order(server: FileSe
         ("0001", A, "aa-acc"), ("0002", M, "dd-acc"), ("0003", A, "ff-acc")]
 
 
-@pytest.mark.parametrize("broken", ["sha256", "not parquet"])
+@pytest.mark.parametrize("broken", ["sha256", "not parquet", "mp3"])
 def test_a_corrupt_shard_is_one_line_and_nothing_is_written(source: dict[str, bytes], tmp_path: Path, broken: str):
     rel = f"data/{SPLIT.format('phone_codec')}-00000-of-00001.parquet"
     served = dict(source)
-    served[rel] = b"PAR1 not a parquet file PAR1" if broken == "not parquet" else source[rel][:-9] + b"corrupted"
+    served[rel] = {"not parquet": b"PAR1 not a parquet file PAR1", "sha256": source[rel][:-9] + b"corrupted",
+                   "mp3": _shard(_draws("phone", [A, Z, M, NOISY, NO_REVERB, B], 2), {f"phone-{M}-0": b"ID3\x04" + bytes(400)})}[broken]
     lie = {rel: source[rel]} if broken == "sha256" else None  # the listing vouches for the real bytes
     with FileServer({LISTING: _listing(served, lie), **{REPO + r: d for r, d in served.items()}}) as s:
-        env = {"VOXWATCH_DATASETS_DIR": str(tmp_path / "catalog"), "VOXWATCH_DATASETS_FETCH_ATTEMPTS": "1"}
+        _entry(tmp_path, "stt-wildasr", _covals_ids(), s.url("/"))  # this source's ids, in the user's fetch catalog
+        env = {"VOXWATCH_DATASETS_DIR": str(tmp_path / "catalog"), "VOXWATCH_DATASETS_FETCH_ATTEMPTS": "1",
+               "VOXWATCH_DATASETS_FETCH_CATALOG": str(tmp_path / "fetch.toml")}
         proc = cli_in_process("datasets", "fetch", "stt-wildasr", "--mirror", s.url("/"), env=env)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     shard = rel.replace("/", "__")
-    assert (f"{shard}: checksum mismatch" if broken == "sha256" else f"{shard}: not a readable parquet shard") in proc.stderr
+    assert {"sha256": f"{shard}: checksum mismatch", "not parquet": f"{shard}: not a readable parquet shard",
+            "mp3": f"{shard}: row 4: the audio is neither WAV nor FLAC (it starts b'ID3\\x04'); voxwatch imports WAV or FLAC"
+            }[broken] in proc.stderr
     left = sorted(str(p.relative_to(tmp_path / "catalog")) for p in (tmp_path / "catalog").rglob("*"))
     # verified shards may stay cached for the next try; no dataset, staging folder, listing or part file
     assert left and all(p.startswith(".downloads") and p.endswith((".parquet", "stt-wildasr", ".downloads")) for p in left), left
-    assert broken == "not parquet" or f".downloads/stt-wildasr/{shard}" not in left
+    assert broken != "sha256" or f".downloads/stt-wildasr/{shard}" not in left  # the mismatched shard is deleted
 
 
 def test_a_selection_that_is_not_covals_is_refused_and_nothing_is_written(server: FileServer, tmp_path: Path):

@@ -5,7 +5,7 @@ file's `rfilename`, `size` and, for a file kept in LFS, `lfs.sha256`): the sourc
 size and sha256 of every shard, which the download is checked against. A `datasets` push lays a
 config's splits out as `data/<split>-NNNNN-of-MMMMM.parquet` (a non-default config under
 `<config>/`), and an audio column is the `datasets` Audio struct `{bytes, path}`: the original
-file's bytes and its name. pyarrow reads them; it is imported when a shard is read, so the CLI
+file's bytes and its name (voxwatch tells WAV from FLAC by the bytes). pyarrow reads them; it is imported when a shard is read, so the CLI
 does not pay for it elsewhere.
 """
 
@@ -21,7 +21,6 @@ from voxwatch.datasets.download import FetchError
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MAX_LISTING_BYTES = 32 << 20  # a repository listing is JSON of its file names: far less than this
-AUDIO_SUFFIXES = (".wav", ".flac")  # what the importer decodes; another file type is refused by name
 
 
 @dataclass(frozen=True)
@@ -137,11 +136,16 @@ def audio(shard: Shard, path: Path, column: str, wanted: set[int]) -> Iterator[t
 
 
 def _audio_cell(shard: Shard, row: int, cell: Any) -> tuple[bytes, str]:
+    """The audio file's bytes and its suffix, told by its first bytes (the struct's `path` may be absent,
+    or name a file of another type: Coval's build names every one .wav)."""
     data = cell.get("bytes") if isinstance(cell, dict) else cell
     if not isinstance(data, bytes) or not data:
         raise FetchError(f"{shard.name}: row {row} holds no audio bytes")
-    name = cell.get("path") if isinstance(cell, dict) else None
-    suffix = PurePosixPath(name).suffix.lower() if isinstance(name, str) and name else ".wav"
-    if suffix not in AUDIO_SUFFIXES:
-        raise FetchError(f"{shard.name}: row {row}: audio of type {suffix!r}; voxwatch imports WAV or FLAC")
+    suffix = next((s for magic, s in _MAGIC if data.startswith(magic)), None)
+    if suffix is None:
+        raise FetchError(f"{shard.name}: row {row}: the audio is neither WAV nor FLAC (it starts {data[:4]!r}); "
+                         f"voxwatch imports WAV or FLAC")
     return data, suffix
+
+
+_MAGIC = ((b"RIFF", ".wav"), (b"RF64", ".wav"), (b"fLaC", ".flac"))
