@@ -123,12 +123,16 @@ def server(source: dict[str, bytes]) -> Iterator[FileServer]:
 
 
 def test_the_wildasr_family_fetches_from_its_source_layout_and_keeps_covals_ids(server: FileServer, tmp_path: Path):
-    entry = _entry(tmp_path, "stt-wildasr", _covals_ids(), server.url("/"))
+    entry = _entry(tmp_path, "stt-wildasr", _covals_ids(), server.url("/"))  # the packaged entry but for its ids file
     assert entry.layout_params["listing"] == server.url(LISTING) and entry.license == remote.load(None)["stt-wildasr"].license
-    done = fetch(entry, tmp_path / "catalog", [], Limits(timeout_s=10, attempts=2, backoff_s=0.05))
+    env = {"VOXWATCH_DATASETS_DIR": str(tmp_path / "catalog"), "VOXWATCH_DATASETS_FETCH_CATALOG": str(tmp_path / "fetch.toml")}
+    out = cli_in_process("datasets", "fetch", "stt-wildasr", "--mirror", server.url("/"), env=env).stdout
     names = ["stt-wildasr-clean", "stt-wildasr-clipping", "stt-wildasr-farfield", "stt-wildasr-noisegap",
              "stt-wildasr-phonecodec", "stt-wildasr-reverb"]
-    assert [f.name for f in done.folders] == names and done.clips == 4
+    assert f"fetched 4 clips of stt-wildasr (Apache-2.0 AND CC-BY-4.0; cite: Boson AI: WildASR" in out and \
+        f"as {', '.join(names)} into {tmp_path / 'catalog'}" in out
+    assert "stt-wildasr-reverb: left out 1 clip(s) the VAD found no speech in: 0003" in out.splitlines()
+    assert f"measure it with: voxwatch run --datasets {','.join(names)}" in out.splitlines()
     assert server.asked[0] == LISTING and all(p.startswith(REPO + "data/environment_degradation__") for p in server.asked[1:])
     assert len(server.asked) == 8  # the listing and the family's seven shards; not the accent split's
     catalog = Catalog([tmp_path / "catalog"])

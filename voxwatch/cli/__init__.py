@@ -455,6 +455,7 @@ def cmd_datasets_fetch(args) -> int:
     from voxwatch.datasets import remote
     from voxwatch.datasets.download import Limits
     from voxwatch.datasets.fetch import fetch
+    from voxwatch.datasets.manifest import read_info
 
     cfg = _config(args)
     entries = remote.load(cfg.fetch_catalog)
@@ -477,6 +478,9 @@ def cmd_datasets_fetch(args) -> int:
         print(f"pinned {file} sha256 {sha} in {cfg.fetch_catalog}; check it against the source before you trust it")
     print(f"fetched {done.clips} clips of {entry.name} ({entry.license}; cite: {entry.citation}) as "
           f"{', '.join(f.name for f in done.folders)} into {cfg.datasets_dir}")
+    for folder in done.folders:  # a published set's clips the VAD found no speech in (datasets.parquet_fetch)
+        if silent := read_info(folder).extra.get("no_speech"):
+            print(f"{folder.name}: left out {len(silent)} clip(s) the VAD found no speech in: {', '.join(silent[:10])}")
     print(f"measure it with: voxwatch run --datasets {','.join(f.name for f in done.folders)}")
     return 0
 
