@@ -133,6 +133,9 @@ def test_the_wildasr_family_fetches_from_its_source_layout_and_keeps_covals_ids(
         f"as {', '.join(names)} into {tmp_path / 'catalog'}" in out
     assert "stt-wildasr-reverb: left out 1 clip(s) the VAD found no speech in: 0003" in out.splitlines()
     assert f"measure it with: voxwatch run --datasets {','.join(names)}" in out.splitlines()
+    again = cli_in_process("datasets", "fetch", "stt-wildasr-clean", "--mirror", server.url("/"), env=env)
+    assert again.returncode == 2 and "'stt-wildasr-clean' is built with the rest of its family by `voxwatch datasets fetch " \
+        "stt-wildasr`" in again.stderr
     assert server.asked[0] == LISTING and all(p.startswith(REPO + "data/environment_degradation__") for p in server.asked[1:])
     assert len(server.asked) == 8  # the listing and the family's seven shards; not the accent split's
     catalog = Catalog([tmp_path / "catalog"])

@@ -468,6 +468,9 @@ def cmd_datasets_fetch(args) -> int:
         print("\n".join(aligned(table)))
         return 0
     if args.name not in entries:
+        builder = next((e.name for e in entries.values() if args.name in remote.built_names(e)), None)
+        if builder is not None:  # one set of a family the source's selection builds together
+            raise UnknownDataset(f"{args.name!r} is built with the rest of its family by `voxwatch datasets fetch {builder}`")
         raise UnknownDataset(f"{args.name!r} is not in the fetch catalog; `voxwatch datasets fetch` lists it")
     entry = entries[args.name] if args.mirror is None else entries[args.name].mirrored(args.mirror)
     done = fetch(entry, cfg.datasets_dir, _catalog(cfg).names(), Limits(cfg.fetch_timeout_s, cfg.fetch_attempts,

@@ -23,7 +23,7 @@ from voxwatch.datasets.download import FetchError, Limits, Wanted, download
 from voxwatch.datasets.hf_parquet import Shard
 from voxwatch.datasets.importer import import_dataset, move_into_place, refuse_taken, staged
 from voxwatch.datasets.manifest import read_info, write_info
-from voxwatch.datasets.remote import RemoteEntry
+from voxwatch.datasets.remote import RemoteEntry, built_names
 from voxwatch.foundation.redaction import redact_url
 
 RECIPE = "voxwatch datasets fetch v1 (parquet)"
@@ -33,10 +33,7 @@ COVAL_MANIFESTS = "coval-ai/benchmarks runner/src/coval_bench/datasets/manifests
 
 def dataset_names(entry: RemoteEntry) -> dict[str, str]:
     """condition -> the dataset it becomes: Coval's names (`<entry>-<condition>`; a single split: the entry's)."""
-    splits = entry.layout_params["splits"]
-    if entry.layout == "wildasr-accent":
-        return {next(iter(splits)): entry.name}
-    return {condition: f"{entry.name}-{condition}" for condition in splits}
+    return dict(zip(entry.layout_params["splits"], built_names(entry)))
 
 
 def fetch_parquet(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limits = Limits()):

@@ -102,6 +102,14 @@ def license_ok(expression: str) -> bool:
     return all(part in LICENSES for part in expression.split(" AND "))
 
 
+def built_names(entry: RemoteEntry) -> list[str]:
+    """The datasets a fetch of the entry makes: NAME and NAME-<transform>; for the WildASR family, Coval's
+    names NAME-<condition>; for a single split, NAME."""
+    if entry.layout == "wildasr-family":
+        return [f"{entry.name}-{condition}" for condition in entry.layout_params["splits"]]
+    return [entry.name] + [f"{entry.name}-{t}" for t in entry.degraded]
+
+
 def packaged_catalog() -> Path:
     return Path(str(files("voxwatch.datasets").joinpath("remote", "catalog.toml")))
 
