@@ -232,3 +232,16 @@ def test_a_wildasr_entry_is_checked_like_any_other(tmp_path: Path):
     bad.write_text(raw.replace('license = "Apache-2.0"', 'license = "Apache-2.0 AND CC-BY-NC-4.0"'))
     with pytest.raises(FetchError, match=r"license 'Apache-2.0 AND CC-BY-NC-4.0' is not one voxwatch fetches"):
         remote.load(bad)
+
+
+def test_a_shard_the_listing_does_not_vouch_for_is_refused():
+    from voxwatch.datasets.hf_parquet import split_shards
+
+    clean = f"data/{SPLIT.format('clean')}-00000-of-00001.parquet"
+    listing = [{"rfilename": clean, "size": 10}, {"rfilename": f"data/{SPLIT.format('clipping')}-00000-of-00001.parquet",
+                                                "size": 10, "lfs": {"sha256": "a" * 64, "size": 10}}]
+    with pytest.raises(FetchError, match=rf"^wild: {clean}: the repository listing gives no sha256 and size for it; refused$"):
+        split_shards(listing, "default", SPLIT.format("clean"), "wild")
+    assert [s.rel for s in split_shards(listing, "default", SPLIT.format("clipping"), "wild")] == [listing[1]["rfilename"]]
+    with pytest.raises(FetchError, match=r"has no parquet shard of split environment_degradation__en__fleurs_clean_e "):
+        split_shards(listing, "default", SPLIT.format("clean")[:-1], "wild")  # a prefix of a split is not the split

@@ -17,6 +17,7 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from voxwatch.datasets import hf_parquet, wildasr
 from voxwatch.datasets.download import FetchError, Limits, Wanted, download
@@ -25,6 +26,9 @@ from voxwatch.datasets.importer import import_dataset, move_into_place, refuse_t
 from voxwatch.datasets.manifest import read_info, write_info
 from voxwatch.datasets.remote import RemoteEntry, built_names
 from voxwatch.foundation.redaction import redact_url
+
+if TYPE_CHECKING:
+    from voxwatch.datasets.fetch import Fetched
 
 RECIPE = "voxwatch datasets fetch v1 (parquet)"
 COLUMNS = {"audio": "audio", "text": "transcript", "duration": "duration", "hash": "audio_hash_id"}
@@ -36,8 +40,9 @@ def dataset_names(entry: RemoteEntry) -> dict[str, str]:
     return dict(zip(entry.layout_params["splits"], built_names(entry)))
 
 
-def fetch_parquet(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limits = Limits()):
-    from voxwatch.datasets.fetch import Fetched
+def fetch_parquet(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limits = Limits()) -> "Fetched":
+    """The entry's sets in the catalog (see the module's docstring); a FetchError names what failed."""
+    from voxwatch.datasets.fetch import Fetched  # fetch.py dispatches here: imported when called
 
     names = dataset_names(entry)
     taken = [n for n in names.values() if n in existing or (dest_root / n).exists()]
