@@ -34,3 +34,33 @@ class Loopback:
 def sha256_of(data: bytes) -> str:
     """The hex SHA-256 a catalog entry declares for a served body."""
     return hashlib.sha256(data).hexdigest()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 (keep-alive, as a download client expects), and no access log on the test's stderr."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+class FileServer(Loopback):
+    """Files by path (the query string included: a listing URL may have one), 404 for any other;
+    every path asked for is logged."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.asked: list[str] = []
+        server = self
+
+        class Handler(QuietHandler):
+            def do_GET(self) -> None:
+                server.asked.append(self.path)
+                body = server.files.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+        super().__init__(Handler)

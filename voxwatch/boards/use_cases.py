@@ -58,7 +58,8 @@ SERIES_BOARDS = tuple(b for b in COMPARE_BOARDS if COMPARE_BOARDS[b].accuracy !=
 CONDITION_GROUPS = {"clean": ("clean", "clean audio"), "text": ("prompts", "text prompts"),
                     "phonecodec": ("phone", "phone line"), "phone-mulaw": ("phone", "phone line"),
                     "noise": ("noisy", "noisy"), "noisegap": ("noisy", "noisy"),
-                    "farfield": ("far-field", "far-field"), "clipping": ("clipped", "clipped")}
+                    "farfield": ("far-field", "far-field"), "clipping": ("clipped", "clipped"),
+                    "reverb": ("reverberant", "reverberant room")}
 """A dataset's condition -> its use case's id and words (an unlisted condition is a use case of its own)."""
 DEFAULT_USE_CASES = ("clean", "prompts")
 RANKS_NOTE = ("Ranks per use case and region by the headline latency's p50: a model ranks ahead of another only where "

@@ -459,6 +459,7 @@ def cmd_datasets_fetch(args) -> int:
     from voxwatch.datasets import remote
     from voxwatch.datasets.download import Limits
     from voxwatch.datasets.fetch import fetch
+    from voxwatch.datasets.manifest import read_info
 
     cfg = _config(args)
     entries = remote.load(cfg.fetch_catalog)
@@ -466,12 +467,16 @@ def cmd_datasets_fetch(args) -> int:
         table = [("name", "license", "speech", "files", "description")]
         for e in sorted(entries.values(), key=lambda e: e.name):
             pins = "pinned" if all(f.sha256 for f in e.files) else "needs --pin"
-            table.append((e.name, e.license, e.speech, f"{len(e.files)} ({pins})", e.description))
+            files = "listed (source sha256)" if e.layout in remote.PARQUET_LAYOUTS else f"{len(e.files)} ({pins})"
+            table.append((e.name, e.license, e.speech, files, e.description))
         print("\n".join(aligned(table)))
         return 0
     if args.name not in entries:
+        builder = next((e.name for e in entries.values() if args.name in remote.built_names(e)), None)
+        if builder is not None:  # one set of a family the source's selection builds together
+            raise UnknownDataset(f"{args.name!r} is built with the rest of its family by `voxwatch datasets fetch {builder}`")
         raise UnknownDataset(f"{args.name!r} is not in the fetch catalog; `voxwatch datasets fetch` lists it")
-    entry = entries[args.name]
+    entry = entries[args.name] if args.mirror is None else entries[args.name].mirrored(args.mirror)
     done = fetch(entry, cfg.datasets_dir, _catalog(cfg).names(), Limits(cfg.fetch_timeout_s, cfg.fetch_attempts,
                                                                           deadline_s=cfg.fetch_deadline_s or None),
                  pin=args.pin)
@@ -480,7 +485,10 @@ def cmd_datasets_fetch(args) -> int:
         print(f"pinned {file} sha256 {sha} in {cfg.fetch_catalog}; check it against the source before you trust it")
     print(f"fetched {done.clips} clips of {entry.name} ({entry.license}; cite: {entry.citation}) as "
           f"{', '.join(f.name for f in done.folders)} into {cfg.datasets_dir}")
-    print(f"measure it with: voxwatch run --datasets {entry.name}")
+    for folder in done.folders:  # a published set's clips the VAD found no speech in (datasets.parquet_fetch)
+        if silent := read_info(folder).extra.get("no_speech"):
+            print(f"{folder.name}: left out {len(silent)} clip(s) the VAD found no speech in: {', '.join(silent[:10])}")
+    print(f"measure it with: voxwatch run --datasets {','.join(f.name for f in done.folders)}")
     return 0
 
 
@@ -732,6 +740,8 @@ def parser() -> argparse.ArgumentParser:
     fet.add_argument("--pin", action="store_true",
                      help="fetch files the catalog has no sha256 for, and record the sha256 of this first download "
                           "in [datasets] fetch_catalog")
+    fet.add_argument("--mirror", metavar="URL", help="download from this http(s)://HOST[:PORT] instead of the "
+                                                     "catalog URLs' host, the same paths (a mirror of the source)")
     fet.set_defaults(func=cmd_datasets_fetch)
 
     db = sub.add_parser("db", help="the store's schema").add_subparsers(dest="action", required=True)

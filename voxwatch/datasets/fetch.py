@@ -25,7 +25,7 @@ from voxwatch.datasets.download import FetchError, Limits, Wanted, download
 from voxwatch.datasets.importer import import_dataset, move_into_place, staged
 from voxwatch.datasets.layouts import Utterance, choose, is_transcript, utterances
 from voxwatch.datasets.manifest import file_stem, read_info, write_info
-from voxwatch.datasets.remote import RemoteEntry, RemoteFile
+from voxwatch.datasets.remote import PARQUET_LAYOUTS, RemoteEntry, RemoteFile, built_names
 from voxwatch.foundation.integrity import file_sha256
 
 RECIPE = "voxwatch datasets fetch v1"
@@ -45,7 +45,11 @@ def unpinned(entry: RemoteEntry) -> list[str]:
 
 def fetch(entry: RemoteEntry, dest_root: Path, existing: list[str], limits: Limits = Limits(),
           pin: bool = False) -> Fetched:
-    names = [entry.name] + [f"{entry.name}-{t}" for t in entry.degraded]
+    if entry.layout in PARQUET_LAYOUTS:  # shards the Hub lists, selected by Coval's rule (datasets.parquet_fetch)
+        from voxwatch.datasets.parquet_fetch import fetch_parquet
+
+        return fetch_parquet(entry, dest_root, existing, limits)
+    names = built_names(entry)
     taken = [n for n in names if n in existing or (dest_root / n).exists()]
     if taken:
         raise FetchError(f"{entry.name}: {', '.join(taken)} already in the catalog ({dest_root}); "

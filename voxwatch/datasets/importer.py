@@ -60,6 +60,7 @@ class Imported:
     clips: list[Clip]  # its clips
     truncated: list[str] = field(default_factory=list)  # ids imported short of their header (allow_truncated)
     members: list[Member] = field(default_factory=list)  # every dataset made, NAME first
+    silent: list[str] = field(default_factory=list)  # ids left out: the VAD found no speech (leave_out_silent)
 
 
 def degrade_names(text: str) -> tuple[str, ...]:
@@ -73,7 +74,11 @@ def degrade_names(text: str) -> tuple[str, ...]:
 
 
 def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str],
-                   allow_truncated: bool = False, degrade: tuple[str, ...] = (), language: str = "en") -> Imported:
+                   allow_truncated: bool = False, degrade: tuple[str, ...] = (), language: str = "en",
+                   leave_out_silent: bool = False) -> Imported:
+    """`leave_out_silent`: a clip the VAD finds no speech in is left out (listed in dataset.json
+    `no_speech`) rather than refused: for a published set whose harshest recordings may hold none a
+    VAD can anchor (WildASR's reverberation), where a user's import is refused so the file gets fixed."""
     if not _NAME.match(name):
         raise DatasetImportError(f"dataset name {name!r}: use lower-case letters, digits, '.', '_' or '-'")
     try:
@@ -84,17 +89,19 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
     plan = _plan(name, entries, degrade)
     refuse_taken([n for n, _c, _e in plan] + [f"{name}-{t}" for t in degrade], dest_root, existing)
     with staged(dest_root, name, "datasets", DatasetImportError) as work:
-        members, truncated, clean = [], [], []
+        members, truncated, clean, silent = [], [], [], []
         for ds_name, condition, group in plan:
             tags = TagCount()
-            clips, short = _convert(group, work / ds_name, allow_truncated, language, tags)
+            clips, short, quiet = _convert(group, work / ds_name, allow_truncated, language, tags, leave_out_silent)
+            silent += [c if ds_name == name else f"{ds_name}/{c}" for c in quiet]
             truncated += [c if ds_name == name else f"{ds_name}/{c}" for c in short]
             write_records(work / ds_name / "manifest.jsonl", clips)
             write_info(work / ds_name, DatasetInfo(
                 name=ds_name, kind="audio", family=name, condition=condition, recipe=RECIPE,
                 sample_rate=CATALOG_RATE, description=f"imported from {source.resolve()}"
                 + (f", recorded in condition {condition}" if condition not in (PLAIN, CLEAN) else ""),
-                vad=vad_record(), extra=({"truncated": short} if short else {}) | tags.note(), language=language))
+                vad=vad_record(), extra=({"truncated": short} if short else {}) | ({"no_speech": quiet} if quiet else {})
+                | tags.note(), language=language))
             members.append(Member(dest_root / ds_name, condition, len(clips)))
             clean = clean or clips
         for folder, t in zip(build_degraded_family(work, name, clean, degrade, family=name, recipe=RECIPE,
@@ -102,7 +109,7 @@ def import_dataset(source: Path, name: str, dest_root: Path, existing: list[str]
             members.append(Member(dest_root / folder.name, t, len(clean)))
         move_into_place([work / m.folder.name for m in members], dest_root, DatasetImportError)
         shutil.rmtree(work, ignore_errors=True)
-    return Imported(dest_root / name, clean, truncated, members)
+    return Imported(dest_root / name, clean, truncated, members, silent)
 
 
 def _plan(name: str, entries: list[Entry], degrade: tuple[str, ...]) -> list[tuple[str, str, list[Entry]]]:
@@ -131,11 +138,11 @@ def refuse_taken(names: list[str], dest_root: Path, existing: list[str]) -> None
                                      "remove it or choose another --name")
 
 
-def _convert(entries: list[Entry], folder: Path, allow_truncated: bool, language: str,
-             tags: TagCount) -> tuple[list[Clip], list[str]]:
+def _convert(entries: list[Entry], folder: Path, allow_truncated: bool, language: str, tags: TagCount,
+             leave_out_silent: bool = False) -> tuple[list[Clip], list[str], list[str]]:
     """Each line's audio in the catalog format with its anchors and entity tags (its own, else the
-    tagger's, counted in `tags`); the ids read short of their header."""
-    clips, truncated = [], []
+    tagger's, counted in `tags`); the ids read short of their header; the ids left out for no speech."""
+    clips, truncated, silent = [], [], []
     for e in entries:
         header = probe(e.audio)
         x, complete = decode_mono(e.audio, header, allow_truncated)
@@ -143,6 +150,9 @@ def _convert(entries: list[Entry], folder: Path, allow_truncated: bool, language
             truncated.append(e.id)
         x = normalize_loudness(resample(x, header.rate, CATALOG_RATE))
         anchors = speech_anchors(to_pcm16(x))
+        if anchors is None and leave_out_silent:
+            silent.append(e.id)
+            continue
         if anchors is None:
             raise AudioError(f"{e.audio}: the VAD found no speech")
         path = folder / "clips" / f"{file_stem(e.id)}.wav"
@@ -152,7 +162,7 @@ def _convert(entries: list[Entry], folder: Path, allow_truncated: bool, language
                           sample_rate=CATALOG_RATE, speech_start=anchors.speech_start,
                           speech_end=anchors.speech_end, voice=e.speaker, accent=e.accent,
                           entities=filled(e.entities, e.text, language, tags)))
-    return clips, truncated
+    return clips, truncated, silent
 
 
 def move_into_place(folders: list[Path], dest_root: Path, error: type[Exception]) -> list[Path]:

@@ -18,16 +18,21 @@ from datetime import date
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from voxwatch.datasets import degrade
 from voxwatch.datasets.download import FetchError
 from voxwatch.foundation.redaction import redact_url
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
-LAYOUTS = ("librispeech", "tsv")
-LICENSES = ("CC-BY-4.0", "CC0-1.0", "CC-BY-SA-4.0")  # redistributable, commercial use allowed
+PARQUET_LAYOUTS = ("wildasr-family", "wildasr-accent")  # Hugging Face parquet shards, listed by the Hub (datasets.parquet_fetch)
+LAYOUTS = ("librispeech", "tsv") + PARQUET_LAYOUTS
+LICENSES = ("CC-BY-4.0", "CC0-1.0", "CC-BY-SA-4.0", "Apache-2.0")  # redistributable, commercial use allowed
+_PARQUET_PARAMS = {"listing", "resolve", "config", "splits"}  # splits: condition -> the source's split name
+_PARQUET_OPTIONAL = {"coval_ids"}  # a JSON file beside the catalog: Coval's ids, checked against the selection
 _SHA256 = re.compile(r"^([0-9a-f]{64})?$")
 _MD5 = re.compile(r"^([0-9a-f]{32})?$")
+_CONDITION = re.compile(r"^[a-z0-9]{1,32}$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_MEMBER_BYTES = 64 << 20  # an archive member taken out (a clip or a transcript): 10 minutes of 48 kHz WAV fit
 MAX_UNPACKED_BYTES = 4 << 30  # everything taken out of one archive together
@@ -66,6 +71,16 @@ class RemoteEntry:
     degraded: tuple[str, ...] = ()
     pinned_by_user: tuple[str, ...] = ()  # files whose sha256 came from a [[pin]] record
 
+    def mirrored(self, base: str) -> "RemoteEntry":
+        """The entry with every URL's scheme and host replaced by `base`'s (a mirror, or a test's
+        loopback server, that serves the source's paths): its files and a parquet layout's listing."""
+        swap = lambda url: _rebased(url, base)  # noqa: E731
+        params = dict(self.layout_params)
+        for key in ("listing", "resolve"):
+            if key in params:
+                params[key] = swap(params[key])
+        return replace(self, files=tuple(replace(f, url=swap(f.url)) for f in self.files), layout_params=params)
+
     def record(self, verified: dict[str, str]) -> dict[str, Any]:
         """What dataset.json keeps of where the set came from: each file's verified sha256, and
         which of them only a user's pin vouches for (this fetch's --pin included)."""
@@ -73,6 +88,26 @@ class RemoteEntry:
                 "language": self.language, "speech": self.speech, "subset": self.subset,
                 "files": [{"name": f.name, "url": redact_url(f.url), "sha256": verified[f.name]} for f in self.files],
                 "pinned_by_user": [f.name for f in self.files if f.name in self.pinned_by_user or not f.sha256]}
+
+
+def _rebased(url: str, base: str) -> str:
+    parts, mirror = urlsplit(url), urlsplit(base)
+    if mirror.scheme not in ("http", "https") or not mirror.netloc:
+        raise FetchError(f"--mirror {redact_url(base)}: expected http(s)://HOST[:PORT]")
+    return urlunsplit((mirror.scheme, mirror.netloc, mirror.path.rstrip("/") + parts.path, parts.query, ""))
+
+
+def license_ok(expression: str) -> bool:
+    """An SPDX id voxwatch fetches, or several joined by AND (a set under one license whose audio is another's)."""
+    return all(part in LICENSES for part in expression.split(" AND "))
+
+
+def built_names(entry: RemoteEntry) -> list[str]:
+    """The datasets a fetch of the entry makes: NAME and NAME-<transform>; for the WildASR family, Coval's
+    names NAME-<condition>; for a single split, NAME."""
+    if entry.layout == "wildasr-family":
+        return [f"{entry.name}-{condition}" for condition in entry.layout_params["splits"]]
+    return [entry.name] + [f"{entry.name}-{t}" for t in entry.degraded]
 
 
 def packaged_catalog() -> Path:
@@ -95,20 +130,22 @@ _ENTRY_KEYS = {"name", "description", "license", "citation", "homepage", "langua
 _FILE_KEYS = {"name", "url", "sha256", "md5", "size", "members", "max_member_bytes", "max_unpacked_bytes"}
 
 
-def _entry(raw: Any, where: str) -> RemoteEntry:
+def _entry(raw: Any, where: str, folder: Path) -> RemoteEntry:
     if not isinstance(raw, dict):
         raise FetchError(f"{where}: expected a table")
-    unknown, missing = set(raw) - _ENTRY_KEYS, (_ENTRY_KEYS - {"layout_params", "degraded"}) - set(raw)
+    unknown, missing = set(raw) - _ENTRY_KEYS, (_ENTRY_KEYS - {"layout_params", "degraded", "files"}) - set(raw)
     if unknown or missing:
         raise FetchError(f"{where}: " + "; ".join(p for p in (
             f"unknown key(s) {sorted(unknown)}" if unknown else "", f"missing key(s) {sorted(missing)}" if missing else "") if p))
     where = f"{where} ({raw['name']})"
-    if raw["license"] not in LICENSES:
+    if not isinstance(raw["license"], str) or not license_ok(raw["license"]):
         raise FetchError(f"{where}: license {raw['license']!r} is not one voxwatch fetches ({', '.join(LICENSES)})")
     if raw["layout"] not in LAYOUTS:
         raise FetchError(f"{where}: layout {raw['layout']!r}: expected one of {', '.join(LAYOUTS)}")
     if raw["speech"] not in ("recorded", "synthesized"):
         raise FetchError(f"{where}: speech: expected recorded or synthesized")
+    if raw["layout"] in PARQUET_LAYOUTS:
+        return _parquet_entry(raw, where, folder)
     subset = raw["subset"]
     counted = isinstance(subset, dict) and len(subset) == 1 and next(iter(subset)) in ("first", "per_speaker")
     if not (counted and isinstance(next(iter(subset.values())), int) and next(iter(subset.values())) > 0
@@ -117,13 +154,42 @@ def _entry(raw: Any, where: str) -> RemoteEntry:
     bad = [t for t in raw.get("degraded", []) if t not in degrade.TRANSFORMS]
     if bad:
         raise FetchError(f"{where}: degraded: unknown transform(s) {bad}; known: {', '.join(degrade.TRANSFORMS)}")
-    files_ = tuple(_file(f, f"{where} file {i}") for i, f in enumerate(raw["files"], 1))
+    files_ = tuple(_file(f, f"{where} file {i}") for i, f in enumerate(raw.get("files", []), 1))
     if not files_ or len({f.name for f in files_}) != len(files_):
         raise FetchError(f"{where}: files: expected at least one, with unique names")
     return RemoteEntry(name=raw["name"], description=raw["description"], license=raw["license"], citation=raw["citation"],
                        homepage=raw["homepage"], language=raw["language"], speech=raw["speech"], layout=raw["layout"],
                        files=files_, subset=subset, sources=raw["sources"], layout_params=dict(raw.get("layout_params", {})),
                        degraded=tuple(raw.get("degraded", ())))
+
+
+def _parquet_entry(raw: dict[str, Any], where: str, folder: Path) -> RemoteEntry:
+    """A parquet layout's entry: its shards are the Hub listing's (each checked against the sha256 and
+    size published there), so it names the listing and the split of each condition, not files."""
+    params = raw.get("layout_params", {})
+    if not isinstance(params, dict) or not _PARQUET_PARAMS <= set(params) <= _PARQUET_PARAMS | _PARQUET_OPTIONAL \
+            or not isinstance(params["splits"], dict) \
+            or not params["splits"] or not all(isinstance(v, str) and v for v in params["splits"].values()):
+        raise FetchError(f"{where}: layout_params: expected listing, resolve, config, splits = {{CONDITION = SPLIT, ...}} "
+                         f"and optionally coval_ids")
+    params = dict(params)
+    if "coval_ids" in params:  # named relative to the catalog file that names it
+        if not isinstance(params["coval_ids"], str) or not _FILE_NAME.match(params["coval_ids"]):
+            raise FetchError(f"{where}: layout_params.coval_ids: a file name beside the catalog")
+        params["coval_ids"] = str(folder / params["coval_ids"])
+    if raw["layout"] == "wildasr-family" and "clean" not in params["splits"] or \
+            raw["layout"] == "wildasr-accent" and len(params["splits"]) != 1:
+        raise FetchError(f"{where}: splits: the family needs a clean split; the accent set one split")
+    bad = [c for c in params["splits"] if not _CONDITION.match(c)]
+    if bad or raw.get("degraded") or raw.get("files") or raw["subset"] != {"rule": "coval"}:
+        raise FetchError(f"{where}: a {raw['layout']} entry has conditions of 1-32 lower-case letters or digits, no degraded "
+                         f"list and no files (the listing names them), and subset = {{ rule = \"coval\" }}")
+    for key in ("listing", "resolve"):
+        if not str(params[key]).startswith(("https://", "http://")):
+            raise FetchError(f"{where}: layout_params.{key} must be http(s)")
+    return RemoteEntry(name=raw["name"], description=raw["description"], license=raw["license"], citation=raw["citation"],
+                       homepage=raw["homepage"], language=raw["language"], speech=raw["speech"], layout=raw["layout"],
+                       files=(), subset=raw["subset"], sources=raw["sources"], layout_params=dict(params))
 
 
 def _file(raw: Any, where: str) -> RemoteFile:
@@ -156,7 +222,7 @@ def load(user_file: Path | None) -> dict[str, RemoteEntry]:
     for path in sources:
         data = _read(path)
         for i, raw in enumerate(data.get("dataset", []), 1):
-            entry = _entry(raw, f"{path}: dataset {i}")
+            entry = _entry(raw, f"{path}: dataset {i}", path.parent)
             entries[entry.name] = entry
         for i, pin in enumerate(data.get("pin", []), 1):
             if not isinstance(pin, dict) or not {"dataset", "file", "sha256"} <= set(pin) or not _SHA256.match(pin["sha256"]):
