@@ -17,7 +17,7 @@ import pytest
 import soundfile as sf
 
 from support.processes import cli_in_process
-from voxwatch.conversations.peer_aiewf import DEFAULT_RESULT, facts_of, reply_of
+from voxwatch.conversations.peer_aiewf import DEFAULT_RESULT, args_of, facts_of, reply_of
 from voxwatch.conversations.scenario_file import load
 from voxwatch.foundation.integrity import file_sha256
 
@@ -234,3 +234,7 @@ def test_the_reply_and_fact_rules():
     assert reply_of(text) == 'First, at 10:40 AM, "Gemini 2.5," then 7 PM on June 3rd: 19 tracks, session 936902 (2025).'
     assert facts_of(text) == ("10:40 AM", "7 PM", "June 3rd", "19", "936902", "2025")
     assert facts_of("Yes, you can. Is there anything else?") == ()
+    # a name, an id, a choice exactly; free text (four words or more) only for being there
+    assert args_of({"name": "Jennifer Smith", "session_id": "936902", "dietary_preference": "vegan",
+                    "suggestion_text": "A session about open telemetry tracing."}) == \
+        {"name": "Jennifer Smith", "session_id": "936902", "dietary_preference": "vegan", "suggestion_text": {"any": True}}

@@ -7,7 +7,7 @@ aiewf-eval (MIT) publishes each benchmark as Python data: `benchmarks/_shared/tu
 
 - a turn: `input` -> text; `golden_text` -> reply (markdown emphasis `**`/`__` removed, whitespace
   runs as one space); golden facts -> FACT_RULE; `required_function_call` -> one expected call whose
-  every given argument is an exact matcher, its result the turn's `function_call_response` (or
+  every given argument is matched by ARGS_RULE, its result the turn's `function_call_response` (or
   DEFAULT_RESULT); tags `tool_call` or `no_tool_call`; `audio_file` -> AUDIO_RULE.
 - tools: each `FunctionSchema(name=, description=, properties=, required=)` listed in
   `ToolsSchemaForTest = ToolsSchema(standard_tools=[...])`, in that order; none changes a backend.
@@ -60,6 +60,19 @@ class Converted:
 
     scenario: Scenario
     audio: dict[str, Path]  # turn id -> the peer's file
+
+
+FREE_TEXT_WORDS = 4
+ARGS_RULE = (f"every argument given is an exact matcher, but a string of {FREE_TEXT_WORDS} or more words (free text: "
+             "a suggestion, an issue description) is {\"any\": true}: the call must carry it, its wording is the "
+             "model's own (a judge reads its meaning)")
+
+
+def args_of(args: dict[str, Any]) -> dict[str, Any]:
+    """The peer's arguments as matchers (ARGS_RULE): a name, an id or a choice is matched exactly (strings
+    case- and whitespace-insensitively); free text only for being there."""
+    return {k: {"any": True} if isinstance(v, str) and len(v.split()) >= FREE_TEXT_WORDS else v
+            for k, v in args.items()}
 
 
 def reply_of(golden_text: str) -> str:
@@ -211,7 +224,7 @@ def convert(path: Path, benchmark: str | None, commit: str, repository: str = RE
         tid = f"turn_{i:03d}"
         audio[tid] = _audio_file(root, t["audio_file"], i)
         call = t["required_function_call"]
-        calls = () if call is None else (ExpectedCall(name=call["name"], args=dict(call["args"]),
+        calls = () if call is None else (ExpectedCall(name=call["name"], args=args_of(call["args"]),
                                                       result=t.get("function_call_response", DEFAULT_RESULT)),)
         turns.append(Turn(id=tid, text=" ".join(t["input"].split()), audio=f"audio/{tid}.wav", audio_sha256="",
                           reply=reply_of(t["golden_text"]), golden_facts=facts_of(t["golden_text"]),
@@ -225,7 +238,7 @@ def convert(path: Path, benchmark: str | None, commit: str, repository: str = RE
                       str(bench / "config.py"), str(bench / "prompts" / "system.py"),
                       str(bench / "data" / "knowledge_base.txt")],
             "rules": {"audio": AUDIO_RULE, "golden_facts": FACT_RULE,
-                      "arguments": "every argument given, an exact matcher"},
+                      "arguments": ARGS_RULE},
             "audio": audio_meta,
             "unused_audio": sorted(p.name for p in (root / AUDIO_DIR).glob("*.wav") if p.name not in used)}
     scenario = Scenario(
