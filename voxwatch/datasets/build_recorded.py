@@ -117,11 +117,11 @@ def build_clean(root: Path, sources: Path) -> tuple[list[Clip], dict[str, np.nda
                            voice=c.speaker, accent=c.accent, source=source_record(c), license=license_of(c)))
         audio[c.uid] = x
     write_records(folder / "manifest.jsonl", clips)
-    speakers = sorted({c.speaker for c in CLIPS})
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=FAMILY, condition="clean", recipe=RECIPE, sample_rate=CATALOG_RATE,
-        description=f"{len(clips)} recorded English utterances, {len(speakers)} speakers (IVR prompts, read "
-                    "speech, spoken commands), 16 kHz mono FLAC, -20 dBFS RMS", vad=vad_record(),
+        description=f"{len(clips)} recorded English utterances: phone-system prompts by a US voice artist, read "
+                    "speech by a LibriVox reader, spoken commands from CMU's test recordings; 16 kHz mono FLAC, "
+                    "-20 dBFS RMS", vad=vad_record(),
         extra=_extra()))
     return clips, audio
 

@@ -97,7 +97,8 @@ _ASTERISK_PROMPTS = (
 )
 
 _PS = "pocketsphinx-5.1.1/test/data/"
-_LIBRIVOX = "LibriVox reader of Sense and Sensibility, chapter 1"
+_LIBRIVOX = "LibriVox reader of Sense and Sensibility, chapter 1"  # a man's voice; the package names no reader
+_CMU = "CMU Sphinx test recordings (speaker not named)"  # a man's voice in both the cards and goforward clips
 _POCKETSPHINX_CLIPS = (
     ("librivox-0870", "librivox/sense_and_sensibility_01_austen_64kb-0870.wav",
      "and mister john dashwood had then leisure to consider how much there might be prudently in his power to do "
@@ -110,16 +111,16 @@ _POCKETSPHINX_CLIPS = (
      "had he married a more a amiable woman he might have been made still more respectable than he was", _LIBRIVOX),
     ("librivox-0930", "librivox/sense_and_sensibility_01_austen_64kb-0930.wav",
      "he might even have been made amiable himself", _LIBRIVOX),
-    ("cards-001", "cards/001.wav", "ten of clubs", "CMU Sphinx test speaker (cards)"),
-    ("cards-002", "cards/002.wav", "four queen of clubs", "CMU Sphinx test speaker (cards)"),
-    ("cards-003", "cards/003.wav", "seven of clubs", "CMU Sphinx test speaker (cards)"),
-    ("cards-004", "cards/004.wav", "five five", "CMU Sphinx test speaker (cards)"),
-    ("cards-005", "cards/005.wav", "eight of spades four of clubs seven of hearts", "CMU Sphinx test speaker (cards)"),
-    ("goforward", "goforward.raw", "go forward ten meters", "CMU Sphinx test speaker (goforward)"),
+    ("cards-001", "cards/001.wav", "ten of clubs", _CMU),
+    ("cards-002", "cards/002.wav", "four queen of clubs", _CMU),
+    ("cards-003", "cards/003.wav", "seven of clubs", _CMU),
+    ("cards-004", "cards/004.wav", "five five", _CMU),
+    ("cards-005", "cards/005.wav", "eight of spades four of clubs seven of hearts", _CMU),
+    ("goforward", "goforward.raw", "go forward ten meters", _CMU),
 )
 
 CLIPS: tuple[RecordedClip, ...] = (
-    *(RecordedClip(f"ast-{name}", "asterisk", f"{_ASTERISK_DIR}{name}.g722", text, _ALLISON, "American English")
+    *(RecordedClip(f"ast-{name}", "asterisk", f"{_ASTERISK_DIR}{name}.g722", text, _ALLISON, "US English")
       for name, text in _ASTERISK_PROMPTS),
     *(RecordedClip(f"ps-{uid}", "pocketsphinx", _PS + member, text, speaker)
       for uid, member, text, speaker in _POCKETSPHINX_CLIPS),
