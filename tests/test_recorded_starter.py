@@ -19,7 +19,7 @@ from voxwatch.foundation.audio import read_pcm16
 from voxwatch.metrics.vad import speech_anchors
 
 CONDITIONS = ["clipping", "farfield", "noisegap", "phonecodec", "noise", "phone-mulaw"]
-LICENSES = {"CC-BY-SA-3.0", "BSD-2-Clause", "public-domain"}
+LICENSES = {"CC-BY-SA-3.0", "BSD-2-Clause", "CC-BY-4.0", "public-domain"}
 SOURCE_FIELD = re.compile(r"(debian|pypi):([^@]+)@([^:]+):(.+)")
 
 
@@ -39,7 +39,9 @@ def test_every_clip_is_pinned_and_names_its_source_speaker_and_licence(catalog: 
         assert member == recipe.member.removeprefix("./") and re.fullmatch(r"[0-9a-f]{64}", pinned.sha256)
         assert clip.license == license_of(recipe) and clip.license in LICENSES
         assert clip.voice == recipe.speaker and clip.text.strip() and clip.path.endswith(".flac")
-    assert {c.license for c in clean.clips} == LICENSES  # the LibriVox clips are public domain, not BSD
+    assert {c.license for c in clean.clips} == LICENSES
+    assert {c.license for c in clean.clips if "/librivox/" in c.source} == {"public-domain"}  # not their package's BSD
+    assert any(c.accent and "Boston" in c.accent for c in clean.clips)  # not every speaker is General American
     info = clean.info
     assert info.extra["speech"] == "recorded" and {s["sha256"] for s in info.extra["sources"]} == {
         s.sha256 for s in SOURCES.values()}
@@ -63,7 +65,8 @@ def test_each_set_carries_the_attribution_its_licences_ask_for():
         assert json.loads((folder / "dataset.json").read_text())["extra"]["notice"] == NOTICE
         for s in SOURCES.values():
             assert f"{s.package} {s.version}" in notice and s.license in notice
-        assert "Allison Smith" in notice and "Carnegie Mellon University" in notice and "LibriVox" in notice
+        assert all(name in notice for name in ("Allison Smith", "Carnegie Mellon University", "LibriVox", "LibriSpeech",
+                                               "CC BY 4.0", "Kennedy"))
 
 
 def test_clean_clips_hold_the_anchors_the_shared_vad_finds(catalog: Catalog):

