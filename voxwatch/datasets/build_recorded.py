@@ -4,12 +4,13 @@ stt-recorded-clean is recorded human speech taken from registry packages (voxwat
 names each clip's package, version, path, speaker and licence): the Asterisk project's English voice prompts
 (Debian's asterisk-core-sounds-en-g722, G.722 decoded to 16 kHz), the PocketSphinx source distribution's
 test recordings (LibriVox and CMU test speakers), whisper.cpp's JFK sample (pywhispercpp's source
-distribution) and a LibriSpeech utterance (the Montreal Forced Aligner's source distribution). Each clip is padded with seeded silences over a faint noise
-floor and loudness-normalised exactly as the synthesized starter's clips are, stored as 16 kHz FLAC, and its
-degraded family is built by the starter's transforms (build_starter.build_degraded, build_phone_line).
+distribution) and a LibriSpeech utterance (the Montreal Forced Aligner's source distribution). Each clip is
+padded with seeded silences over a faint noise floor and loudness-normalised exactly as the synthesized
+starter's clips are, stored as 16 kHz FLAC, and its degraded family is built by the starter's transforms
+(build_starter.build_degraded, build_phone_line).
 
 DIR holds the downloaded archives, fetched with the commands recorded_sources names; each archive's sha256 is
-checked before a byte is read. Decoding G.722 needs the G722 package (`pip install G722==1.2.8`), only here.
+checked before a byte is read. Decoding G.722 needs the G722 package, only here: the `recorded-build` extra.
 The build is deterministic: the same archives give byte-identical clips.
 """
 

@@ -60,7 +60,8 @@ def entities_of(uid: str) -> tuple[dict[str, str], ...] | None:
 
 
 def write_clip(folder: Path, uid: str, text: str, x: np.ndarray, start: float, end: float, suffix: str = ".wav",
-          **extra) -> Clip:
+               **extra) -> Clip:
+    """The clip's file under folder/clips (WAV, or FLAC for the recorded set) and its manifest record."""
     path = folder / "clips" / f"{file_stem(uid)}{suffix}"
     write_pcm16_file(path, x)
     return Clip(id=uid, utterance_id=uid, text=text, path=f"clips/{path.name}", sha256=file_sha256(path),
@@ -79,8 +80,8 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
         anchors = speech_anchors(to_pcm16(x))
         if anchors is None:
             raise RuntimeError(f"{uid}: the VAD found no speech in the synthesized clip")
-        clips.append(write_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end, voice=f"espeak-ng/{voice}@{rate}wpm",
-                           entities=entities_of(uid)))
+        clips.append(write_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end,
+                                voice=f"espeak-ng/{voice}@{rate}wpm", entities=entities_of(uid)))
         audio[uid] = x
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
@@ -101,10 +102,10 @@ def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np
     clips = []
     for c in clean:
         d = degrade.apply(name, audio[c.utterance_id], c.speech_start, c.speech_end, c.utterance_id)
-        clips.append(write_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3), round(d.speech_end, 3),
-                           suffix=Path(c.path).suffix, voice=c.voice, accent=c.accent,
-                           source_clip=f"{clean_name}/{c.id}", transform=record, entities=c.entities,
-                           source=c.source, license=c.license))
+        clips.append(write_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3),
+                                round(d.speech_end, 3), suffix=Path(c.path).suffix, voice=c.voice, accent=c.accent,
+                                source_clip=f"{clean_name}/{c.id}", transform=record, entities=c.entities,
+                                source=c.source, license=c.license))
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=family, condition=name, recipe=recipe, sample_rate=CATALOG_RATE,

@@ -36,7 +36,7 @@ class Source:
         """The command that downloads the archive into the working folder."""
         if self.registry == "debian":
             return f"apt-get download {self.package}={self.version}"
-        return f"pip download --no-deps --no-binary :all: {self.package}=={self.version}"
+        return f"pip download --no-deps --no-binary {self.package} {self.package}=={self.version}"
 
 
 @dataclass(frozen=True)
