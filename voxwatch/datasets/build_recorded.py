@@ -1,22 +1,24 @@
 """The recipe for the bundled recorded starter set: `python -m voxwatch.datasets.build_recorded --sources DIR`.
 
-stt-recorded-clean is recorded human speech taken from registry packages (voxwatch.datasets.recorded_sources
-names each clip's package, version, path, speaker and licence): the Asterisk project's English voice prompts
-(Debian's asterisk-core-sounds-en-g722, G.722 decoded to 16 kHz), the PocketSphinx source distribution's
-test recordings (LibriVox and CMU test speakers), whisper.cpp's JFK sample (pywhispercpp's source
-distribution) and a LibriSpeech utterance (the Montreal Forced Aligner's source distribution). Each clip is
-padded with seeded silences over a faint noise floor and loudness-normalised exactly as the synthesized
-starter's clips are, stored as 16 kHz FLAC, and its degraded family is built by the starter's transforms
-(build_starter.build_degraded, build_phone_line).
+stt-recorded-clean is recorded human speech under permissive licences or in the public domain
+(voxwatch.datasets.recorded_sources names each clip's source, path, speaker, accent and licence): sentences read
+by adult Mandarin-L1 speakers from the speechocean762 corpus (a git repository at a pinned commit), the
+PocketSphinx source distribution's test recordings (LibriVox and CMU test speakers), whisper.cpp's JFK sample
+(pywhispercpp's source distribution) and a LibriSpeech utterance (the Montreal Forced Aligner's source
+distribution). Each clip is padded with seeded silences over a faint noise floor and loudness-normalised exactly
+as the synthesized starter's clips are, stored as 16 kHz FLAC, and its degraded family is built by the starter's
+transforms (build_starter.build_degraded, build_phone_line).
 
-DIR holds the downloaded archives, fetched with the commands recorded_sources names; each archive's sha256 is
-checked before a byte is read. Decoding G.722 needs the G722 package, only here: the `recorded-build` extra.
-The build is deterministic: the same archives give byte-identical clips.
+DIR holds the downloaded archives, fetched with the commands recorded_sources names, each checked against its
+sha256 before a byte is read, and the repository as `speechocean762.git` (its git directory, e.g. a symlink to a
+bare mirror, or an exported copy of its tree), each file of which is checked against its own sha256.
+The build is deterministic: the same sources give byte-identical clips.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import shutil
 import tarfile
@@ -33,6 +35,7 @@ from voxwatch.datasets import degrade
 from voxwatch.datasets.build_starter import (FLOOR_DBFS, TRAIL_S, build_degraded, build_phone_line, vad_record,
                                              write_clip)
 from voxwatch.datasets.catalog import bundled_root
+from voxwatch.datasets.git_tree import GitTree, TreeError
 from voxwatch.datasets.manifest import Clip, DatasetInfo, read_info, write_info, write_records
 from voxwatch.datasets.recorded_sources import CHANGED, CLIPS, SOURCES, RecordedClip, Source, license_of
 
@@ -45,30 +48,28 @@ class SourceError(ValueError):
     """A source archive that is missing, is not the pinned bytes, or lacks a member a clip names."""
 
 
-def deb_data(deb: bytes) -> tarfile.TarFile:
-    """The file tree of a Debian package (its data.tar.* member of the ar archive)."""
-    if not deb.startswith(b"!<arch>\n"):
-        raise SourceError("not a Debian package (no ar header)")
-    at = 8
-    while at + 60 <= len(deb):
-        name, size = deb[at:at + 16].strip().decode(), int(deb[at + 48:at + 58])
-        body = deb[at + 60:at + 60 + size]
-        if name.rstrip("/").startswith("data.tar"):
-            return tarfile.open(fileobj=io.BytesIO(body))
-        at += 60 + size + (size & 1)
-    raise SourceError("the Debian package has no data.tar member")
-
-
-def open_source(folder: Path, source: Source) -> tarfile.TarFile:
+def open_source(folder: Path, source: Source) -> tarfile.TarFile | GitTree:
+    """The archive (its sha256 checked) or the repository copy (a git directory or an exported tree)."""
     path = folder / source.file
-    if not path.is_file():
+    if not path.exists():
         raise SourceError(f"{path}: missing; download it with `{source.fetch}`")
+    if source.registry == "github":
+        return GitTree(path, source.version)
     if file_sha256(path) != source.sha256:
         raise SourceError(f"{path}: sha256 {file_sha256(path)} is not the pinned {source.sha256}")
-    return deb_data(path.read_bytes()) if source.registry == "debian" else tarfile.open(path)
+    return tarfile.open(path)
 
 
-def _member(archive: tarfile.TarFile, clip: RecordedClip) -> bytes:
+def _member(archive: tarfile.TarFile | GitTree, clip: RecordedClip) -> bytes:
+    """The clip's bytes; a repository file must match its own pin."""
+    if isinstance(archive, GitTree):
+        try:
+            data = archive.read(clip.member)
+        except TreeError as exc:
+            raise SourceError(f"{clip.uid}: {exc}") from None
+        if hashlib.sha256(data).hexdigest() != clip.sha256:
+            raise SourceError(f"{clip.uid}: {clip.member} is not the pinned bytes (sha256 {clip.sha256})")
+        return data
     try:
         handle = archive.extractfile(clip.member)
     except KeyError:
@@ -79,11 +80,7 @@ def _member(archive: tarfile.TarFile, clip: RecordedClip) -> bytes:
 
 
 def decode(clip: RecordedClip, data: bytes) -> np.ndarray:
-    """The member's samples as floats at the catalog rate: G.722 (16 kHz), raw 16 kHz PCM, or WAV."""
-    if clip.member.endswith(".g722"):
-        from G722 import G722  # only the rebuild needs it (module docstring)
-        pcm = np.asarray(G722(16000, 64000).decode(data), dtype=np.int16)
-        return pcm.astype(np.float64) / 32768.0
+    """The member's samples as floats at the catalog rate: raw 16 kHz PCM, or WAV / FLAC."""
     if clip.member.endswith(".raw"):  # PocketSphinx's raw test audio: 16 kHz, 16-bit little-endian
         return np.frombuffer(data, dtype="<i2").astype(np.float64) / 32768.0
     import soundfile as sf
@@ -102,6 +99,7 @@ def prepared(uid: str, speech: np.ndarray) -> np.ndarray:
 
 
 def source_record(clip: RecordedClip) -> str:
+    """Where the clip comes from: `registry:package@version:path` (a repository's: `github:owner/name@commit:path`)."""
     s = SOURCES[clip.source]
     return f"{s.registry}:{s.package}@{s.version}:{clip.member.removeprefix('./')}"
 
@@ -121,9 +119,9 @@ def build_clean(root: Path, sources: Path) -> tuple[list[Clip], dict[str, np.nda
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=FAMILY, condition="clean", recipe=RECIPE, sample_rate=CATALOG_RATE,
-        description=f"{len(clips)} recorded English utterances: phone-system prompts by a US voice artist, read "
-                    "speech (LibriVox, LibriSpeech), spoken commands from CMU's test recordings, a 1961 address "
-                    "in a Boston accent; 16 kHz mono FLAC, -20 dBFS RMS", vad=vad_record(),
+        description=f"{len(clips)} recorded English utterances: sentences read by adult Mandarin-L1 speakers "
+                    "(speechocean762), read speech (LibriVox, LibriSpeech), spoken commands from CMU's test "
+                    "recordings, a 1961 address in a Boston accent; 16 kHz mono FLAC, -20 dBFS RMS", vad=vad_record(),
         extra=_extra()))
     return clips, audio
 
@@ -135,7 +133,8 @@ def _extra() -> dict:
 
 
 def notice_text() -> str:
-    """The attribution every copy of the recordings carries (CC BY-SA 3.0 section 4(c), BSD clause 2)."""
+    """The attribution every copy of the recordings carries (CC BY 4.0 section 3(a), BSD clause 2, Apache-2.0
+    section 4)."""
     lines = ["# Recorded speech: sources and licences", "",
              "Every clip's manifest line names its source (`registry:package@version:path`) and licence.", ""]
     for s in SOURCES.values():
@@ -143,9 +142,8 @@ def notice_text() -> str:
         lines += [f"## {s.package} {s.version} ({s.registry}), {n} clip{'' if n == 1 else 's'}, {s.license}", "",
                   s.attribution, ""]
     lines += [CHANGED, ""]
-    lines += ["The LibriVox readings (ps-librivox-*) are in the public domain. The clips derived from the CC BY-SA "
-              "3.0 recordings (the ast-* clips of every stt-recorded set) are distributed under CC BY-SA 3.0 too; "
-              "the rest of voxwatch is not affected (a collection, section 4(a) of that licence).", ""]
+    lines += ["The LibriVox readings (ps-librivox-*) are in the public domain. Every licence here is permissive: "
+              "none asks that voxwatch or these derived clips be shared under the same licence.", ""]
     return "\n".join(lines)
 
 
