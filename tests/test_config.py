@@ -10,7 +10,7 @@ def test_the_packaged_default_is_the_embedded_setup():
     assert cfg.store_url == "sqlite:///var/voxwatch.sqlite"
     assert cfg.region == "local" and cfg.sample_size == 10
     assert "pocketsphinx/en-us@5.1.1" in cfg.boards["stt"].models
-    assert "stt-starter-phonecodec" in cfg.boards["stt"].datasets
+    assert cfg.boards["stt"].datasets == ("stt-recorded-clean", "stt-recorded-phonecodec")
     assert cfg.boards["tts"].datasets == ("tts-prompts",)
 
 

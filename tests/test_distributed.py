@@ -232,9 +232,9 @@ def test_beat_plans_every_board_dataset_and_region_on_slots_aligned_to_the_epoch
     assert len(entries) == 2 * (3 + 1 + 1)
     assert entries["runs reconcile @us-east"]["task"] == "voxwatch.runs.reconcile"
     assert entries["runs reconcile @us-east"]["options"]["queue"] == "voxwatch.us-east"
-    entry = entries["stt stt-starter-phonecodec @us-east"]
+    entry = entries["stt stt-recorded-phonecodec @us-east"]
     assert entry["options"]["queue"] == "voxwatch.us-east" and entry["task"] == "voxwatch.plan"
-    assert entry["kwargs"]["datasets"] == ["stt-starter-phonecodec"] and entry["kwargs"]["board"] == "stt"
+    assert entry["kwargs"]["datasets"] == ["stt-recorded-phonecodec"] and entry["kwargs"]["board"] == "stt"
     assert abs(entry["kwargs"]["sent_at"]() - time.time()) < 5  # evaluated as beat sends it
 
     now = datetime(2026, 1, 1, 10, 17, 30, tzinfo=timezone.utc)

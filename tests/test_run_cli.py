@@ -74,12 +74,13 @@ def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str
     rows = _export(store_url)
     assert len(rows) == 20 and len({r["run_id"] for r in rows}) == 2
     board = _board(store_url)
-    ttfs = next(b for b in board if b["model_id"] == PS and b["dataset"] == "stt-starter-clean" and b["metric"] == "ttfs_ms")
+    ttfs = next(b for b in board
+                if b["model_id"] == PS and b["dataset"] == "stt-recorded-clean" and b["metric"] == "ttfs_ms")
     assert ttfs["n"] == 4 and ttfs["p50"] is None  # n < 5 shows as n/a
 
     # the exported rows let anyone recompute the pooled WER; 4 scored clips are under its floor of 5
     table = list(csv.DictReader(io.StringIO(run_cli("export", "--format", "csv", "--store", store_url).stdout)))
-    mine = [r for r in table if r["model_id"] == PS and r["dataset"] == "stt-starter-clean"]
+    mine = [r for r in table if r["model_id"] == PS and r["dataset"] == "stt-recorded-clean"]
     errors = [int(r["substitutions"]) + int(r["deletions"]) + int(r["insertions"]) for r in mine]
     words = [int(r["ref_words"]) for r in mine]
     assert ttfs["wer_clips"] == len(mine) == 4 and ttfs["wer_words"] == sum(words)

@@ -406,6 +406,8 @@ def _origin(origin: str) -> str:
 
 
 def cmd_datasets_list(args) -> int:
+    from voxwatch.datasets.provenance import describe
+
     cfg = _config(args)
     catalog = _catalog(cfg)
     table = []
@@ -413,9 +415,9 @@ def cmd_datasets_list(args) -> int:
         ds = catalog.load(name, verify=False)
         minutes = round(ds.duration_s / 60, 1) if ds.info.kind == "audio" else None
         table.append((name, ds.info.kind, ds.info.family, ds.info.condition, ds.info.language, len(ds.items), minutes,
-                      ds.info.description))
-    listing.emit(("name", "kind", "family", "condition", "language", "items", "minutes", "description"), table,
-                 args.format)
+                      describe(ds.info).origin, ds.info.description))
+    listing.emit(("name", "kind", "family", "condition", "language", "items", "minutes", "origin", "description"),
+                 table, args.format)
     return 0
 
 

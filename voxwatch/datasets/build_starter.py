@@ -25,7 +25,8 @@ from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_ancho
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
 from voxwatch.datasets import degrade, mulaw
-from voxwatch.foundation.audio import CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16, write_wav
+from voxwatch.foundation.audio import (CATALOG_RATE, normalize_loudness, read_pcm16, resample, to_pcm16,
+                                      write_pcm16_file)
 from voxwatch.datasets.catalog import bundled_root
 from voxwatch.datasets.manifest import Clip, DatasetInfo, Prompt, file_stem, read_info, read_records, write_info, write_records
 from voxwatch.datasets.starter_texts import STT_ENTITIES, STT_UTTERANCES, TTS_PROMPTS
@@ -58,9 +59,11 @@ def entities_of(uid: str) -> tuple[dict[str, str], ...] | None:
     return tuple({"type": t, "text": span} for t, span in tagged) if tagged else None
 
 
-def _clip(folder: Path, uid: str, text: str, x: np.ndarray, start: float, end: float, **extra) -> Clip:
-    path = folder / "clips" / f"{file_stem(uid)}.wav"
-    write_wav(path, x)
+def write_clip(folder: Path, uid: str, text: str, x: np.ndarray, start: float, end: float, suffix: str = ".wav",
+               **extra) -> Clip:
+    """The clip's file under folder/clips (WAV, or FLAC for the recorded set) and its manifest record."""
+    path = folder / "clips" / f"{file_stem(uid)}{suffix}"
+    write_pcm16_file(path, x)
     return Clip(id=uid, utterance_id=uid, text=text, path=f"clips/{path.name}", sha256=file_sha256(path),
                 duration_s=round(x.size / CATALOG_RATE, 4), sample_rate=CATALOG_RATE,
                 speech_start=start, speech_end=end, **extra)
@@ -77,8 +80,8 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
         anchors = speech_anchors(to_pcm16(x))
         if anchors is None:
             raise RuntimeError(f"{uid}: the VAD found no speech in the synthesized clip")
-        clips.append(_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end, voice=f"espeak-ng/{voice}@{rate}wpm",
-                           entities=entities_of(uid)))
+        clips.append(write_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end,
+                                voice=f"espeak-ng/{voice}@{rate}wpm", entities=entities_of(uid)))
         audio[uid] = x
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
@@ -91,17 +94,18 @@ def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
 
 def build_degraded(root: Path, name: str, clean: list[Clip], audio: dict[str, np.ndarray], family: str = FAMILY,
                    clean_name: str = f"{FAMILY}-clean", recipe: str = RECIPE, language: str = "en") -> Path:
-    """`<family>-<name>`: every clean clip through the named transform, anchors carried (also
-    what `voxwatch datasets fetch` builds a fetched set's degraded conditions with)."""
+    """`<family>-<name>`: every clean clip through the named transform, anchors carried, stored in its clean
+    clip's container (also what `voxwatch datasets fetch` builds a fetched set's degraded conditions with)."""
     folder = root / f"{family}-{name}"
     _func, params = degrade.TRANSFORMS[name]
     record = {"name": name, "params": {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}}
     clips = []
     for c in clean:
         d = degrade.apply(name, audio[c.utterance_id], c.speech_start, c.speech_end, c.utterance_id)
-        clips.append(_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3), round(d.speech_end, 3),
-                           voice=c.voice, accent=c.accent, source_clip=f"{clean_name}/{c.id}", transform=record,
-                           entities=c.entities))
+        clips.append(write_clip(folder, c.utterance_id, c.text, d.audio, round(d.speech_start, 3),
+                                round(d.speech_end, 3), suffix=Path(c.path).suffix, voice=c.voice, accent=c.accent,
+                                source_clip=f"{clean_name}/{c.id}", transform=record, entities=c.entities,
+                                source=c.source, license=c.license))
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=family, condition=name, recipe=recipe, sample_rate=CATALOG_RATE,
@@ -142,7 +146,8 @@ def build_phone_line(root: Path, family: str = FAMILY, clean_name: str = f"{FAMI
         clips.append(Clip(id=c.id, utterance_id=c.utterance_id, text=c.text, path=f"clips/{path.name}",
                           sha256=file_sha256(path), duration_s=round(codes.size / PHONE_MULAW.sample_rate, 4),
                           sample_rate=PHONE_MULAW.sample_rate, speech_start=c.speech_start, speech_end=c.speech_end,
-                          voice=c.voice, source_clip=f"{clean_name}/{c.id}", transform=record))
+                          voice=c.voice, accent=c.accent, source_clip=f"{clean_name}/{c.id}", transform=record,
+                          source=c.source, license=c.license))
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=family, condition=PHONE_LINE, recipe=recipe,

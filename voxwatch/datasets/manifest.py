@@ -40,6 +40,8 @@ class Clip:
     transform: dict[str, Any] | None = None
     entities: tuple[dict[str, str], ...] | None = None  # METHOD "Entity accuracy": spans of `text` to get right
     accent: str | None = None  # the speaker's accent, as the dataset's maker describes it (free text)
+    source: str | None = None  # a recording's origin: "<registry>:<package>@<version>:<path inside it>"
+    license: str | None = None  # the recording's licence (SPDX identifier, or "public-domain")
 
     def __post_init__(self) -> None:
         if self.entities is not None:

@@ -3,7 +3,8 @@ or text prompts. Read from the dataset's own `dataset.json` (its recipe, kind an
 page states what its numbers were measured on without anyone keeping a second list.
 
 The bundled starter recipe synthesizes every clip with eSpeak NG (voxwatch/datasets/build_starter.py): a
-starter set is synthesized speech, its degraded sets that speech through a transform. Audio that
+starter set is synthesized speech, its degraded sets that speech through a transform. The bundled
+recorded set (voxwatch/datasets/build_recorded.py) is human recordings, its degraded sets the same transforms. Audio that
 `voxwatch datasets import` brought in is someone's recording (the importer cannot tell a recording
 from a synthesis, so the page says "imported" and names no more).
 """
@@ -21,6 +22,9 @@ from voxwatch.datasets.manifest import DatasetInfo, ManifestError, read_info
 
 STARTER_RECIPE = "voxwatch.datasets.build_starter"
 """The bundled recipe's name (its version follows): every clip it makes is eSpeak NG speech."""
+RECORDED_RECIPE = "voxwatch.datasets.build_recorded"
+"""The bundled recorded set's recipe (voxwatch/datasets/build_recorded.py): human recordings from registry
+packages, each clip's source and licence in its manifest line."""
 IMPORT_RECIPE = "voxwatch datasets import"
 FETCH_RECIPE = "voxwatch datasets fetch"
 """A public set `voxwatch datasets fetch` built (voxwatch/datasets/fetch.py): its dataset.json says whether the
@@ -68,6 +72,11 @@ def _described(info: DatasetInfo) -> Provenance:
         through = f", through the {info.transform['name']} transform" if info.transform else ""
         return Provenance(info.name, "synthesized", info.condition,
                           f"{info.name}: synthesized speech (eSpeak NG, not recorded){through}")
+    if info.recipe.startswith(RECORDED_RECIPE):
+        through = f", through the {info.transform['name']} transform" if info.transform else ""
+        licence = f" ({info.extra['license']})" if info.extra.get("license") else ""
+        return Provenance(info.name, "recorded", info.condition,
+                          f"{info.name}: recorded human speech{licence}{through}")
     if info.recipe.startswith(FETCH_RECIPE):
         through = f", through the {info.transform['name']} transform" if info.transform else ""
         recorded = info.extra.get("speech") == "recorded"

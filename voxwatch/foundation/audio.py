@@ -180,6 +180,16 @@ def write_wav(path: Path, x: np.ndarray, rate: int = CATALOG_RATE) -> None:
     sf.write(str(path), to_pcm16(x), rate, subtype="PCM_16", format="WAV")
 
 
+def write_pcm16_file(path: Path, x: np.ndarray, rate: int = CATALOG_RATE) -> None:
+    """16-bit PCM in the container the path's suffix names (.wav or .flac): FLAC holds the same samples in
+    about half the bytes, for the bundled recordings."""
+    container = {".wav": "WAV", ".flac": "FLAC"}.get(path.suffix.lower())
+    if container is None:
+        raise AudioError(f"{path}: expected a .wav or .flac file name")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), to_pcm16(x), rate, subtype="PCM_16", format=container)
+
+
 def read_pcm16(path: Path) -> tuple[np.ndarray, int]:
     try:
         data, rate = sf.read(str(path), dtype="int16", always_2d=True)
