@@ -156,7 +156,7 @@ def test_a_worker_measures_a_tick_end_to_end(env, workers):
     plan = plan_tick(cfg, Registry.default(), Catalog([bundled_root()]), models=[ESPEAK, PS], sample_size=2, seed=7)
     planned = [(t.model.id, t.dataset.name, t.item.id) for t in plan.tasks]
     assert [(r.model_id, r.dataset, r.clip_id) for r in sorted(rows, key=lambda r: r.started_at)] == planned
-    assert f"run {run_id} succeeded" in worker.text()
+    worker.wait_for(f"run {run_id} succeeded", timeout=60)  # logged once the record and its refreshes are written
     # the finished run asked for the comparison pages' views: the worker computed them (store.compare_views)
     worker.wait_for("Task voxwatch.pages.refresh[", timeout=60)
     deadline = time.monotonic() + 60
