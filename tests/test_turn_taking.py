@@ -24,6 +24,7 @@ from voxwatch.metrics.conversation_timing import TurnBehaviour, turn_timings
 from voxwatch.metrics.snr import snr_db, speech_mask
 from voxwatch.metrics.turn_taking import premature_response, talk_end
 from voxwatch.metrics.vad import speech_anchors
+from voxwatch.web.conversation_views import stat_lines
 from voxwatch.store.conversation_rows import TurnRow, conversation_of_record, conversation_record, ConversationRow
 
 RATE = 16000
@@ -185,6 +186,9 @@ def test_behaviours_are_stored_read_back_and_shown_per_persona():
     assert card.barge_in_stop.n == 12 and card.barge_in_answered.passed == 12 and card.premature.passed == 6
     text = scorecard_text("agent/x", "s", card)
     assert "barge-in stop latency   p50 242 ms" in text and "in a 800 ms mid-turn pause" in text
+    shown = {line.statistic: line for line in stat_lines(card)}  # the web board's block
+    assert shown["barge_in_stop_p50_ms"].value == 242.5 and shown["premature_response"].value == 0.5
+    assert "barge_in_stop_p50_ms" not in {line.statistic for line in stat_lines(scorecard([]))}
     row = TurnRow("c1", 0, "t0", "ok", "", "[]", "[]", "{}", barge_in_stop_ms=250.0, barge_in_answered=True,
                   pause_ms=800.0, premature_response=False)
     conv = ConversationRow(conversation_id="c1", run_id="r", model_id="agent/x", scenario="s", scenario_version=1,
