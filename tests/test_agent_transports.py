@@ -22,6 +22,7 @@ from support.processes import cli_in_process, run_cli
 from support.reference_agent import BOOKED, FAST, STATE_ENV, booking_trial, reference_agent
 from voxwatch.conversations.hold import first_turns
 from voxwatch.conversations.runner import run_conversation
+from voxwatch.conversations.scorecards import turns_table
 from voxwatch.conversations.state_endpoint import endpoint_end_state
 from voxwatch.foundation.conversation import CALLS, WORDS
 from voxwatch.foundation.events import AUDIO
@@ -133,6 +134,7 @@ def test_a_caller_that_pauses_and_barges_in_is_measured_from_the_recording(trial
         assert turn.timing.barge_in_answered is True
     assert run.score.turns[1].behaviour.barge_in_stop_ms == run.turns[1].timing.barge_in_stop_ms
     assert run.persona == persona.identity != Persona("pausing", pause_ms=1200).identity
+    assert "barge-in stop ms" in turns_table(run).splitlines()[0]  # `voxwatch scenarios run` shows them per turn
 
 
 def _frame(level: float) -> str:
