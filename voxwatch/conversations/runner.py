@@ -9,8 +9,8 @@ when asked), the history replayed; a failure on a turn becomes that turn's failu
 conversation goes on in a new session, or ends with the reason when none can be opened.
 
 A persona that barges in (`barge_in_ms`) says the first word of each later turn that long after the
-agent's reply to the one before became audible (its audible onset as received, under the playout model), while
-the agent is still talking; only a session that can be talked over (a deployed agent's line, which
+agent's reply to the one before became audible (its audible onset as received, under the playout
+model), while the agent is still talking; only a session that can be talked over (a deployed agent's line, which
 hears the caller whenever it speaks) takes such a persona. A turn the caller barged in on ends
 there: the agent's talk after the caller started is measured as the barge-in's stop latency.
 
@@ -58,9 +58,9 @@ TURN_TIMEOUT_S = 30.0  # the most a turn may take from the caller's last chunk t
 NO_RESPONSE_S = 10.0
 NO_REPLY = "no finished reply within the turn's time limit"
 NO_STATE = "the agent does not report its tool calls and the scenario names no state endpoint"
-NO_SESSION = "no session within the time limit"
+NO_SESSION = "no session within the time limit"  # no audible reply this long after the caller's last word: no response
 BARGE_LEAD_S = 0.1  # a barging caller's audio starts this long before its first word
-BARGE_POLL_S = 0.005  # how often the reply received so far is read for its audible onset  # no audible reply this long after the caller's last word: no response
+BARGE_POLL_S = 0.005  # how often the reply received so far is read for its audible onset
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,8 @@ def _reply_onset_ns(timeline: Timeline, after_ns: int) -> int | None:
 async def respond_or_barge(session, handler, timeline: Timeline, barge_in_ms: int | None,
                            timeout_s: float) -> tuple[ModelTurn, bool]:
     """The model's reply to the turn, and whether the caller barged in on it: with `barge_in_ms`, the
-    wait for the reply is cut short that long after its audible onset (at once when that has passed) (the session's `cut_short`
-    says what it was), unless the reply ended first."""
+    wait for the reply is cut short that long after its audible onset (at once when that has passed;
+    the session's `cut_short` says what the reply was), unless the reply ended first."""
     if barge_in_ms is None:
         return await asyncio.wait_for(session.respond(handler), timeout_s), False
     task = asyncio.ensure_future(session.respond(handler))
