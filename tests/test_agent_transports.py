@@ -19,12 +19,14 @@ import pytest
 import websockets
 
 from support.processes import cli_in_process, run_cli
-from support.reference_agent import BOOKED, STATE_ENV, booking_trial, reference_agent
+from support.reference_agent import BOOKED, FAST, STATE_ENV, booking_trial, reference_agent
 from voxwatch.conversations.hold import first_turns
 from voxwatch.conversations.runner import run_conversation
+from voxwatch.conversations.scorecards import turns_table
 from voxwatch.conversations.state_endpoint import endpoint_end_state
 from voxwatch.foundation.conversation import CALLS, WORDS
 from voxwatch.foundation.events import AUDIO
+from voxwatch.foundation.persona import Persona
 from voxwatch.foundation.mulaw import to_wire
 from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED
 from voxwatch.providers.agent_line import token_variable, url_variable
@@ -108,6 +110,31 @@ def test_one_turn_over_raw_pcm_at_24_khz_with_a_bearer_token(trial, monkeypatch)
     assert timing is not None and timing.v2v_ms is not None and timing.v2v_ms >= AGENT_WAITS_MS - 100
     assert {e.sample_rate for e in run.turns[0].timeline.of(AUDIO)} == {24000}
     assert run.score.end_state_ok is None  # a trial of the first turn cannot reach the end state
+
+
+def test_a_caller_that_pauses_and_barges_in_is_measured_from_the_recording(trial, monkeypatch):
+    """A persona pausing 1.2 s mid-turn (longer than the agent's 0.7 s end-of-turn silence: it answers
+    inside the pause) and barging in 300 ms into each reply, against an agent that stops 250 ms
+    after the caller's first word: every fact of the behaviours comes from the call recording."""
+    options = replace(FAST, barge_in_stop_ms=250.0)
+    persona = Persona("pausing-barger", barge_in_ms=300, pause_ms=1200)
+    with reference_agent(trial, options) as url:
+        monkeypatch.setenv(url_variable("reference-twilio"), _ws(url) + "/twilio")
+        registry = _registry()
+        model = registry.resolve("agent/reference-twilio")
+        run = asyncio.run(run_conversation(registry.create(model), model.id, model.vendor, trial, persona=persona))
+    assert [t.status for t in run.turns] == ["ok"] * 3, [t.reason for t in run.turns]
+    assert [t.barge_in for t in run.turns] == [False, True, True]
+    for turn in run.turns:
+        assert turn.pause is not None and turn.timing.pause_ms == 1200
+        assert turn.timing.premature is True and turn.timing.interrupted is True  # it answered inside the pause
+    for turn in run.turns[1:]:
+        # the agent stopped 250 ms after the caller's first word (give or take a busy machine), then answered
+        assert 150 <= turn.timing.barge_in_stop_ms <= 400, turn.timing
+        assert turn.timing.barge_in_answered is True
+    assert run.score.turns[1].behaviour.barge_in_stop_ms == run.turns[1].timing.barge_in_stop_ms
+    assert run.persona == persona.identity != Persona("pausing", pause_ms=1200).identity
+    assert "barge-in stop ms" in turns_table(run).splitlines()[0]  # `voxwatch scenarios run` shows them per turn
 
 
 def _frame(level: float) -> str:

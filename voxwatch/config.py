@@ -243,7 +243,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
                "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
     "datasets": {"dir": _text, "fetch_catalog": _text, "fetch_timeout_s": _positive_float, "fetch_attempts": _positive_int,
                  "fetch_deadline_s": _nonnegative_float},
-    "scenarios": {"dir": _text},
+    "scenarios": {"dir": _text, "noises_dir": _text},
     "preference": {"prompts_dir": _text, "outputs_dir": _text, "gold_pass_share": _fraction,
                    "gold_min_answers": _positive_int},
     "registry": {"files": _names},
@@ -318,6 +318,7 @@ class Config:
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
     reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
+    noises_dir: Path = Path("var/noises")  # where `voxwatch scenarios noise import` writes
     preference_prompts_dir: Path = Path("var/preference/prompts")  # where `voxwatch preference prompts import` writes
     preference_outputs_dir: Path = Path("var/preference/outputs")  # the outputs' and gold pairs' audio
     preference_gold_pass_share: float = 0.8  # a rater passing fewer of their gold pairs is careless (preference/gold.py)
@@ -529,6 +530,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         reconcile_after_s=values["run"]["reconcile_after_s"],
         reconcile_every_s=values["run"]["reconcile_every_s"],
         scenarios_dir=Path(values["scenarios"]["dir"]),
+        noises_dir=Path(values["scenarios"]["noises_dir"]),
         preference_prompts_dir=Path(values["preference"]["prompts_dir"]),
         preference_outputs_dir=Path(values["preference"]["outputs_dir"]),
         preference_gold_pass_share=values["preference"]["gold_pass_share"],

@@ -508,7 +508,7 @@ def cmd_emulate(args) -> int:
         from voxwatch.conversations.cli import catalog as scenario_catalog
 
         options = emulate.AgentOptions(args.reply_delay * 1000, args.end_of_turn * 1000, not args.no_barge_in,
-                                       args.voice)
+                                       args.voice, args.barge_in_stop * 1000)
         agent = emulate.agent_scenario(scenario_catalog(cfg).load(args.scenario), options)
     emulate.serve_forever(_catalog(cfg), [v for v in vendors if v != emulate.AGENT], cfg.chunk_ms, agent)
     return 0
@@ -712,6 +712,8 @@ def parser() -> argparse.ArgumentParser:
     emu.add_argument("--end-of-turn", type=_seconds, default=0.8, metavar="SECONDS",
                      help="agent: the caller's silence that ends the caller's turn (default 0.8)")
     emu.add_argument("--no-barge-in", action="store_true", help="agent: keep talking when the caller talks over it")
+    emu.add_argument("--barge-in-stop", type=_seconds, default=0.0, metavar="SECONDS",
+                     help="agent: talked over, it stops this long after the caller's first word (default 0: at once)")
     emu.add_argument("--voice", choices=("espeak", "tone"), default="espeak",
                      help="agent: its replies spoken by eSpeak NG, or a short tone (faster; no words)")
     emu.set_defaults(func=cmd_emulate)

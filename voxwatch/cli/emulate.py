@@ -97,13 +97,14 @@ class AgentOptions:
     end_of_turn_ms: float = 800.0  # the bundled callers pause up to 0.48 s between sentences
     barge_in: bool = True
     voice: str = "espeak"
+    barge_in_stop_ms: float = 0.0  # talked over: keep talking this long after the caller's first word
 
 
 def agent_scenario(loaded: LoadedScenario, options: AgentOptions = AgentOptions()) -> AgentScenario:
     """The reference agent following `loaded`, its own backend starting at the scenario's initial state."""
     s = loaded.scenario
     return AgentScenario(s, Backend(s.initial_state), options.reply_delay_ms, options.end_of_turn_ms,
-                         options.barge_in, options.voice)
+                         options.barge_in, options.voice, barge_in_stop_ms=options.barge_in_stop_ms)
 
 
 def agent_exports(url: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""`voxwatch scenarios list|show|import|run|personas`: the conversation scenarios of the S2S board.
+"""`voxwatch scenarios list|show|import|run|personas|noise`: the conversation scenarios of the S2S board.
 
 A scenario is named by its name, version and pin (the sha256 of its scenario.json, which pins
 every turn's audio); the pin is what a conversation row will record, so `list` shows it.
@@ -16,13 +16,14 @@ from voxwatch.config import Config
 from voxwatch.conversations.catalog import ScenarioCatalog, UnknownScenario, bundled_root
 from voxwatch.conversations import peer_aiewf, peer_source
 from voxwatch.conversations.importer import ScenarioImportError, import_peer, import_scenario
+from voxwatch.conversations.noise_library import NoiseError, import_noise, imported_noises
 from voxwatch.foundation.persona import PersonaError, find, personas
 from voxwatch.foundation.scenario import ExpectedCall, Scenario
 from voxwatch.conversations.scenario_file import LoadedScenario, ScenarioError, load
 from voxwatch.foundation.audio import AudioError, probe
 
 ConfigOf = Callable[[argparse.Namespace], Config]
-ERRORS = (ScenarioError, ScenarioImportError, UnknownScenario, AudioError, PersonaError)
+ERRORS = (ScenarioError, ScenarioImportError, UnknownScenario, AudioError, PersonaError, NoiseError)
 """The user errors of these commands (voxwatch.cli prints them in one line, exit 2)."""
 PIN_SHOWN = 12
 LOCAL_CASCADE = "local/cascade-scripted-baseline"
@@ -70,6 +71,18 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     pe.add_argument("--personas-file", type=Path, help=PERSONAS_FILE_HELP)
     listing.add_format(pe)
     pe.set_defaults(func=cmd_personas)
+    no = actions.add_parser("noise", help="your own background-noise recordings for personas (pinned by sha256, "
+                                          "with their licence)")
+    noise_actions = no.add_subparsers(dest="noise_action", required=True)
+    ni = noise_actions.add_parser("import", help="copy a recording (WAV, FLAC, OGG) into the noise library")
+    ni.add_argument("path", type=Path)
+    ni.add_argument("--license", required=True, help="the recording's licence (kept with it), e.g. CC-BY-4.0")
+    ni.add_argument("--name", help="the name a persona's `noise` gives it (default: from the file name)")
+    ni.add_argument("--source", default="", help="where it came from (default: the file name)")
+    ni.set_defaults(func=lambda args: cmd_noise_import(args, config_of(args)))
+    nl = noise_actions.add_parser("list", help="the imported noises: name, sha256 (a persona's noise_sha256), licence")
+    listing.add_format(nl)
+    nl.set_defaults(func=lambda args: cmd_noise_list(args, config_of(args)))
 
 
 def catalog(cfg: Config) -> ScenarioCatalog:
@@ -141,14 +154,30 @@ def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
         raise ScenarioError("--turns and --repeats must be at least 1")
     persona = find(args.persona, args.personas_file)
     return hold(catalog(cfg).load(args.name, args.version), args.model, turns=args.turns, repeats=args.repeats,
-                recordings=args.recordings, persona=persona)
+                recordings=args.recordings, persona=persona, noises_dir=cfg.noises_dir)
 
 
 def cmd_personas(args: argparse.Namespace) -> int:
     """Each persona with its identity (what a conversation row records) and what it changes."""
     table = [(p.name, p.identity, p.voice or "(scenario)", p.rate_wpm or "(scenario)", p.noise or "none",
-              p.snr_db, p.description) for p in personas(args.personas_file).values()]
-    listing.emit(("name", "identity", "voice", "rate wpm", "noise", "snr dB", "description"), table, args.format)
+              p.snr_db, p.barge_in_ms, p.pause_ms, p.fillers, p.description) for p in personas(args.personas_file).values()]
+    listing.emit(("name", "identity", "voice", "rate wpm", "noise", "snr dB", "barge-in ms", "pause ms", "fillers",
+                  "description"), table, args.format)
+    return 0
+
+
+def cmd_noise_import(args: argparse.Namespace, cfg: Config) -> int:
+    noise, new = import_noise(args.path, cfg.noises_dir, args.license, args.name, args.source)
+    what = "imported" if new else "already imported with these exact samples:"
+    print(f"{what} noise {noise.name} ({noise.seconds:g} s at {noise.sample_rate} Hz, {noise.license}) into "
+          f"{cfg.noises_dir / noise.name}")
+    print(f'use it in a persona: noise = "{noise.name}", noise_sha256 = "{noise.sha256}", snr_db = ...')
+    return 0
+
+
+def cmd_noise_list(args: argparse.Namespace, cfg: Config) -> int:
+    table = [(n.name, n.sha256, n.seconds, n.sample_rate, n.license, n.source) for n in imported_noises(cfg.noises_dir)]
+    listing.emit(("name", "sha256", "seconds", "rate", "license", "source"), table, args.format)
     return 0
 
 

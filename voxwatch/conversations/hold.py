@@ -39,7 +39,7 @@ async def hold_one(adapter: ConversationStream, model: ModelInfo, loaded: Loaded
 
 
 def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, repeats: int = 1,
-         recordings: Path | None = None, persona: Persona = DEFAULT) -> int:
+         recordings: Path | None = None, persona: Persona = DEFAULT, noises_dir: Path | None = None) -> int:
     """Run `repeats` conversations with the caller as `persona`, print each one's turns and then the
     board (one persona: never pooled with another); 1 if every turn failed."""
     registry = Registry.default()
@@ -49,7 +49,7 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
     if not model.key_is_set():
         raise RegistryError(f"{model.id} needs a key: set {key_variable(model.vendor)}")
     loaded, whole = first_turns(loaded, turns)
-    settings = ConversationSettings(recordings_dir=recordings, secrets=model_secrets(model))
+    settings = ConversationSettings(recordings_dir=recordings, noises_dir=noises_dir, secrets=model_secrets(model))
     adapter = registry.create(model)
     runs = []
     try:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from voxwatch.conversations.runner import ConversationRun, TurnRun
 from voxwatch.conversations.scenario_file import LoadedScenario
-from voxwatch.metrics.conversation import CallFate, ConversationScore, TurnScore, Verdict
+from voxwatch.metrics.conversation import CallFate, ConversationScore, TurnBehaviourFacts, TurnScore, Verdict
 from voxwatch.foundation.conversation import ToolCall
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.foundation.text import safe_text
@@ -77,6 +77,10 @@ def _turn_row(conversation_id: str, index: int, tr: TurnRun, scored: TurnScore |
         interrupted=scored.interrupted if scored else None, no_response=scored.no_response if scored else None,
         long_silence=timing.long_silence if timing is not None and tr.status == "ok" else None,
         turn_taking_failed=scored.turn_taking_failed if scored else False)
+    if scored is not None:
+        b = scored.behaviour
+        row.barge_in_stop_ms, row.barge_in_answered = b.barge_in_stop_ms, b.barge_in_answered
+        row.pause_ms, row.premature_response = b.pause_ms, b.premature
     for dim, verdict in verdicts.items():
         setattr(row, dim, verdict.passed)
     return row
@@ -117,7 +121,8 @@ def _turn_score(t: TurnRow) -> TurnScore:
     expected = tuple(CallFate(**f) for f in json.loads(t.expected))
     made = tuple((ToolCall(c["call_id"], c["name"], c["arguments"]), c["counted_as"]) for c in json.loads(t.calls))
     return TurnScore(t.turn_id, verdicts, t.turn_taking_failed, expected, made, t.interrupted, t.no_response,
-                     t.v2v_ms, t.gap_s)
+                     t.v2v_ms, t.gap_s, TurnBehaviourFacts(t.barge_in_stop_ms, t.barge_in_answered, t.pause_ms,
+                                                           t.premature_response))
 
 
 def score_of(row: ConversationRow, turns: Sequence[TurnRow]) -> ConversationScore:

@@ -8,6 +8,12 @@ rotated when the adapter says its session is due to end (and every `rotate_every
 when asked), the history replayed; a failure on a turn becomes that turn's failure, and the
 conversation goes on in a new session, or ends with the reason when none can be opened.
 
+A persona that barges in (`barge_in_ms`) says the first word of each later turn that long after the
+agent's reply to the one before became audible (its audible onset as received, under the playout
+model), while the agent is still talking; only a session that can be talked over (a deployed agent's line, which
+hears the caller whenever it speaks) takes such a persona. A turn the caller barged in on ends
+there: the agent's talk after the caller started is measured as the barge-in's stop latency.
+
 After the last turn: one two-channel recording of the whole call is written and every turn's
 timing is measured back from it; the turns are scored (voxwatch/metrics/conversation.py), with the
 judge's verdicts where a judge is configured.
@@ -28,8 +34,9 @@ import numpy as np
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.audio import CATALOG_RATE as CALLER_RATE, resample, to_pcm16
 from voxwatch.metrics.conversation import ConversationScore, TurnOutcome, score_conversation, with_timing
-from voxwatch.metrics.conversation_timing import TurnTiming, turn_timings_from_file
-from voxwatch.metrics.timeline import collect_audio, heard_at_ns
+from voxwatch.metrics.conversation_timing import TurnBehaviour, TurnTiming, turn_timings_from_file
+from voxwatch.metrics.onset import detect_onset
+from voxwatch.metrics.timeline import collect_audio, heard_at_ns, playout_starts_ns
 from voxwatch.metrics.v2v import conversation_recording, write_recording
 from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
 from voxwatch.foundation.conversation import CALLS, RECONNECTED, ROTATED, AgentSetup, HistoryItem, ModelTurn, ToolCall
@@ -52,6 +59,8 @@ NO_RESPONSE_S = 10.0
 NO_REPLY = "no finished reply within the turn's time limit"
 NO_STATE = "the agent does not report its tool calls and the scenario names no state endpoint"
 NO_SESSION = "no session within the time limit"  # no audible reply this long after the caller's last word: no response
+BARGE_LEAD_S = 0.1  # a barging caller's audio starts this long before its first word
+BARGE_POLL_S = 0.005  # how often the reply received so far is read for its audible onset
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ class ConversationSettings:
     rotate_every_turns: int | None = None  # proactive rotation on a fixed cadence (tests; capped contexts)
     recordings_dir: Path | None = None
     persona_cache_dir: Path | None = None  # where personas' rendered caller audio is kept (var/personas)
+    noises_dir: Path | None = None  # the imported noise recordings (var/noises)
     secrets: tuple[Secret, ...] = ()
 
 
@@ -78,6 +88,8 @@ class TurnRun:
     timing: TurnTiming | None = None
     judge: dict[str, Any] | None = None  # the judge's identity (model, prompt sha256, temperature, seed)
     caller_anchors: SpeechAnchors | None = None  # the clean words' anchors under a persona's noise
+    pause: tuple[float, float] | None = None  # a persona's mid-turn pause (start, length s) in caller_pcm
+    barge_in: bool = False  # the caller started this turn while the agent was answering the one before
 
 
 @dataclass
@@ -124,6 +136,73 @@ def caller_audio(loaded: LoadedScenario, index: int) -> bytes:
     return caller_turn(pinned_audio(loaded, index), loaded.scenario.sample_rate)
 
 
+def barging(pcm: bytes, anchors: SpeechAnchors | None,
+            pause: tuple[float, float] | None) -> tuple[bytes, SpeechAnchors | None, tuple[float, float] | None]:
+    """A turn the caller barges into, as sent: its audio from BARGE_LEAD_S before its first word (a
+    caller talking over the agent does not wait in silence first), its anchors and pause moved with it."""
+    found = anchors if anchors is not None else speech_anchors(np.frombuffer(pcm, dtype="<i2"))
+    if found is None:
+        return pcm, anchors, pause
+    n = int(round(max(0.0, found.speech_start - BARGE_LEAD_S) * CALLER_RATE))
+    skip = n / CALLER_RATE
+    moved = None if anchors is None else SpeechAnchors(anchors.speech_start - skip, anchors.speech_end - skip)
+    return pcm[2 * n:], moved, None if pause is None else (pause[0] - skip, pause[1])
+
+
+def _lead_ms(pcm: bytes, anchors: SpeechAnchors | None) -> int:
+    """How long a turn's audio (as sent) runs before the caller's first word."""
+    anchors = anchors if anchors is not None else speech_anchors(np.frombuffer(pcm, dtype="<i2"))
+    return 0 if anchors is None else int(round(anchors.speech_start * 1000))
+
+
+def _reply_onset_ns(timeline: Timeline, after_ns: int) -> int | None:
+    """When the reply received on the turn since `after_ns` (the caller's end) became audible (the onset
+    detector, playout model): audio heard before then is the caller's turn's (a reply it talked over)."""
+    audio = collect_audio(timeline.events)
+    if audio.samples.size == 0:
+        return None
+    heard = playout_starts_ns(audio) + audio.chunk_offsets * 1e9 / audio.sample_rate
+    first = int(np.searchsorted(heard, after_ns))
+    if first >= heard.size:
+        return None
+    start = int(audio.chunk_offsets[first])
+    onset = detect_onset(audio.samples[start:], audio.sample_rate)
+    return None if onset is None else int(heard_at_ns(audio, start + onset))
+
+
+async def respond_or_barge(session, handler, timeline: Timeline, barge_in_ms: int | None,
+                           timeout_s: float) -> tuple[ModelTurn, bool]:
+    """The model's reply to the turn, and whether the caller barged in on it: with `barge_in_ms`, the
+    wait for the reply is cut short that long after its audible onset (at once when that has passed;
+    the session's `cut_short` says what the reply was), unless the reply ended first."""
+    if barge_in_ms is None:
+        return await asyncio.wait_for(session.respond(handler), timeout_s), False
+    task = asyncio.ensure_future(session.respond(handler))
+    clock = timeline.clock
+    ended = clock()
+    deadline = ended + int(timeout_s * 1e9)
+    onset: int | None = None
+    try:
+        while True:
+            now = clock()
+            if now >= deadline:
+                raise asyncio.TimeoutError()
+            if onset is None:
+                onset = _reply_onset_ns(timeline, ended)
+            barge_at = None if onset is None else onset + barge_in_ms * 1_000_000
+            wait_s = BARGE_POLL_S if barge_at is None else max(0.0, (barge_at - now) / 1e9)
+            await asyncio.wait({task}, timeout=min(wait_s, (deadline - now) / 1e9))
+            if task.done():
+                return task.result(), False
+            if barge_at is not None and clock() >= barge_at:
+                return session.cut_short(), True
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
 def _spoken_until_ns(timeline: Timeline) -> int | None:
     """When the model's last sample of the turn is heard (playout model), or None if it sent none."""
     audio = collect_audio(timeline.events)
@@ -163,7 +242,8 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
     conversation is the same row; otherwise it is fresh."""
     scenario = loaded.scenario
     persona = persona or DEFAULT
-    rendered = await asyncio.to_thread(render_persona, loaded, persona, settings.persona_cache_dir)
+    rendered = await asyncio.to_thread(render_persona, loaded, persona, settings.persona_cache_dir,
+                                     settings.noises_dir)
     setup = agent_setup(scenario, voice)
     backend = Backend(scenario.initial_state)
     handler = _Turns(scenario, backend)
@@ -187,18 +267,30 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
 
     try:
         await open_session(None, ROTATED, Timeline())
+        if persona.barge_in_ms is not None and not getattr(session, "takes_barge_in", False):
+            raise ValueError(f"persona {persona.name} barges in, and {model_id}'s session cannot be talked over "
+                             "(only a deployed agent's line hears the caller while it speaks)")
     except Exception as exc:  # noqa: BLE001 - every failure becomes the conversation's reason
         status, reason = failure_of(exc, vendor, NO_SESSION)
         run.status, run.reason = "ended", kept(f"no session: {status}: {reason}")
         run.turns = [TurnRun(t.id, Timeline(), b"", "not_run", run.reason) for t in scenario.turns]
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.aclose()
         return run
 
     next_at: int | None = None
+    barged = False
+    pauses = rendered.pauses or [None] * len(scenario.turns)
+    sent = [(caller_turn(rendered.audio[i], scenario.sample_rate, rendered.anchors[i]), rendered.anchors[i], pauses[i])
+            for i in range(len(scenario.turns))]
+    if persona.barge_in_ms is not None:
+        sent = [sent[0], *(barging(*t) for t in sent[1:])]
     for i, turn in enumerate(scenario.turns):
         timeline = Timeline()
-        run.turns.append(tr := TurnRun(turn.id, timeline, caller_turn(rendered.audio[i], scenario.sample_rate,
-                                                                  rendered.anchors[i]),
-                                          caller_anchors=rendered.anchors[i]))
+        run.turns.append(tr := TurnRun(turn.id, timeline, sent[i][0], caller_anchors=sent[i][1],
+                                       pause=sent[i][2], barge_in=barged))
+        barged = False
         if session is None:
             tr.status, tr.reason = "not_run", run.reason
             continue
@@ -214,7 +306,11 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
             session.start_turn(timeline)
             await paced_send(session, tr.caller_pcm, CALLER_RATE, settings.chunk_ms, timeline)
             await session.end_audio()
-            tr.model = await asyncio.wait_for(session.respond(handler), settings.turn_timeout_s)
+            barge_in_ms = None
+            if persona.barge_in_ms is not None and i + 1 < len(scenario.turns):  # the next caller's first word then
+                barge_in_ms = persona.barge_in_ms - _lead_ms(*sent[i + 1][:2])
+            tr.model, barged = await respond_or_barge(session, handler, timeline, barge_in_ms,
+                                                      settings.turn_timeout_s)
         except Exception as exc:  # noqa: BLE001 - a failed turn is the turn's row; the call goes on
             status, reason = failure_of(exc, vendor, NO_REPLY)
             tr.status, tr.reason = status, kept(reason)
@@ -229,6 +325,9 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
                 status, reason = failure_of(again, vendor, NO_SESSION)
                 run.status, run.reason = "ended", kept(f"after turn {turn.id} no new session: {status}: {reason}")
                 session = None
+        if barged:
+            next_at = None
+            continue
         spoken = _spoken_until_ns(timeline)
         next_at = (spoken or timeline.clock()) + int(settings.pause_s * 1e9)
     if session is not None:
@@ -266,8 +365,10 @@ async def _record_and_time(run: ConversationRun, settings: ConversationSettings)
         await asyncio.to_thread(write_recording, path, recording)
         measured = [s for s in spans if s is not None]
         anchors = [t.caller_anchors for t, s in zip(run.turns, spans) if s is not None]
+        behaviours = [TurnBehaviour(t.barge_in, t.pause) for t, s in zip(run.turns, spans) if s is not None]
         timings = iter(await asyncio.to_thread(turn_timings_from_file, path, measured,
-                                               no_response_s=settings.no_response_s, caller_anchors=anchors))
+                                               no_response_s=settings.no_response_s, caller_anchors=anchors,
+                                               behaviours=behaviours))
         for turn, span in zip(run.turns, spans):
             turn.timing = next(timings) if span is not None else None
         run.recording = path if settings.recordings_dir else None

@@ -27,13 +27,22 @@ def _rate(r: Rate, counted: str = "passed") -> str:
 
 def turns_table(run: ConversationRun) -> str:
     """Per turn: status, the calls made, V2V, and each in-scope dimension's verdict."""
-    head = ["turn", "status", "calls", "v2v ms"] + list(DIMENSIONS)
+    behaved = any(t.barge_in or t.pause is not None for t in run.turns)
+    head = ["turn", "status", "calls", "v2v ms"] + (["barge-in stop ms", "premature"] if behaved else []) \
+        + list(DIMENSIONS)
     rows = [head]
     for tr, scored in zip(run.turns, run.score.turns if run.score else [None] * len(run.turns)):
         calls = ",".join(c.name for c in tr.model.calls) if tr.model else ""
-        v2v = f"{tr.timing.v2v_ms:.0f}" if tr.timing is not None and tr.timing.v2v_ms is not None else "-"
+        timing = tr.timing
+        v2v = f"{timing.v2v_ms:.0f}" if timing is not None and timing.v2v_ms is not None else "-"
         verdicts = scored.verdicts if scored is not None else {}
-        rows.append([tr.turn_id, tr.status, calls or "-", v2v]
+        acts = []
+        if behaved:
+            stop = timing.barge_in_stop_ms if timing is not None else None
+            premature = timing.premature if timing is not None else None
+            acts = [("-" if stop is None else f"{stop:.0f}") if tr.barge_in else "",
+                    ("-" if premature is None else "yes" if premature else "no") if tr.pause is not None else ""]
+        rows.append([tr.turn_id, tr.status, calls or "-", v2v] + acts
                     + [MARKS[verdicts[d].passed] if d in verdicts else "" for d in DIMENSIONS])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -58,7 +67,19 @@ def scorecard_text(model_id: str, scenario: str, s: Scorecard, baseline: bool = 
     lines.append(f"  silence-gap latency     {gap}  (mean of gaps >= 0.5 s)")
     lines.append(f"  interruptions           {_rate(s.interruption, 'interrupted')}")
     lines.append(f"  no response             {_rate(s.no_response, 'unanswered')}")
+    if s.barge_in_stop.n or s.barge_in_answered.n:
+        b = s.barge_in_stop
+        lines.append(f"  barge-in stop latency   p50 {_ms(b.p50)}, p95 {_ms(b.p95)}  (n {b.n})")
+        lines.append(f"  answered after barge-in {_rate(s.barge_in_answered, 'answered')}")
+    if s.premature.n:
+        pauses = ", ".join(f"{p:.0f}" for p in s.pause_ms)
+        lines.append(f"  premature response      {_rate(s.premature, 'premature')}  in a {pauses} ms mid-turn pause, "
+                     f"against V2V p50 {_ms(s.v2v.p50)}")
     return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
 
 
 ScorecardKey = tuple[str, str, int, str, str, int, bool, str, str]

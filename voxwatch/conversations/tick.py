@@ -184,7 +184,7 @@ def conversation_settings(config: Config, model: ModelInfo) -> ConversationSetti
     """How a configured deployment holds a model's conversations: its chunk size, recordings folder,
     and the model's keys (cut out of every stored reason)."""
     return ConversationSettings(chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir,
-                                secrets=model_secrets(model))
+                                noises_dir=config.noises_dir, secrets=model_secrets(model))
 
 
 def configured_personas(config: Config) -> list[Persona]:

@@ -3,9 +3,17 @@
 A persona is a condition of a conversation, never pooled with another: the caller's eSpeak NG
 voice (its language and accent, with an optional `+variant` for the speaker, e.g.
 `en-gb-scotland+f3`), the speaking rate, and a background noise the project generates
-(voxwatch/foundation/noises.py) mixed at an SNR over the speech frames (voxwatch/metrics/snr.py). A persona with no
+(voxwatch/foundation/noises.py) or the team recorded (imported, pinned by its sha256:
+voxwatch/conversations/noise_library.py) mixed at an SNR over the speech frames (voxwatch/metrics/snr.py). A persona with no
 voice, no rate and no noise is the scenario's own pinned audio (`default`); no voice or no rate
 keeps the scenario's.
+
+A persona may also behave (METHOD "Caller behaviours"): `barge_in_ms` starts each turn after the
+first while the agent is still answering the one before, that long after its reply became
+audible; `pause_ms` puts a silence of that length in the middle of each turn (between words);
+`fillers` puts that many hesitations ("um", "uh", a repeated word) into each turn's words, which
+re-speaks them. Each behaviour is part of the persona's identity, so a barging caller is never
+pooled with a patient one.
 
 A persona's identity is its name and the sha256 prefix of what it changes (not its name or
 description; `default`, which changes nothing, is its name alone), stored on each conversation row: two runs of "accented-noisy" compare only when
@@ -31,6 +39,11 @@ VOICE = re.compile(r"^[A-Za-z0-9-]{2,40}(\+[A-Za-z0-9_ -]{1,40})?$")
 MIN_WPM, MAX_WPM = 80, 450  # eSpeak NG's speaking-rate range
 MIN_SNR, MAX_SNR = -10.0, 40.0
 MAX_SEED = 2**32 - 1
+MAX_BARGE_IN_MS = 10_000
+MIN_PAUSE_MS, MAX_PAUSE_MS = 100, 5_000
+MAX_FILLERS = 5
+BEHAVIOURS = ("barge_in_ms", "pause_ms", "fillers", "noise_sha256")  # in the identity only when set: older ones hold
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
 IDENTITY_PREFIX = 12
 RECIPE = "voxwatch.foundation.persona v1"  # bump when a rendering changes for the same fields
 
@@ -48,6 +61,10 @@ class Persona:
     snr_db: float | None = None  # speech over noise, over the speech frames; required with noise
     seed: int = 0  # draws the noise (with the scenario pin and the turn id)
     description: str = ""
+    barge_in_ms: int | None = None  # start each later turn this long after the agent's reply is audible
+    pause_ms: int | None = None  # a silence this long in the middle of each turn
+    fillers: int = 0  # hesitations per turn ("um", "uh", a repeated word), re-spoken
+    noise_sha256: str | None = None  # an imported noise recording's pin (`noise` then names it)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -55,16 +72,22 @@ class Persona:
     @property
     def resynthesized(self) -> bool:
         """Does it speak the words itself (another voice or rate) rather than use the pinned audio?"""
-        return self.voice is not None or self.rate_wpm is not None
+        return self.voice is not None or self.rate_wpm is not None or self.fillers > 0
 
     @property
     def unchanged(self) -> bool:
-        return not self.resynthesized and self.noise is None
+        """Neither its audio nor its behaviour differs from the scenario's own caller."""
+        return not self.resynthesized and self.noise is None and self.pause_ms is None and self.barge_in_ms is None
 
     def fields_record(self) -> dict[str, Any]:
-        """What the persona changes: the rendering's inputs (the identity's and the cache's)."""
-        return {"voice": self.voice, "rate_wpm": self.rate_wpm, "noise": self.noise,
-                "snr_db": None if self.snr_db is None else float(self.snr_db), "seed": self.seed}
+        """What the persona changes: the rendering's and the behaviour's inputs (the identity's and the
+        cache's); a behaviour left unset is left out, so a persona without one keeps its identity."""
+        record: dict[str, Any] = {"voice": self.voice, "rate_wpm": self.rate_wpm, "noise": self.noise,
+                                  "snr_db": None if self.snr_db is None else float(self.snr_db), "seed": self.seed}
+        for name in BEHAVIOURS:
+            if getattr(self, name):
+                record[name] = getattr(self, name)
+        return record
 
     @property
     def digest(self) -> str:
@@ -78,7 +101,14 @@ class Persona:
 
     def summary(self) -> str:
         parts = [f"voice {self.voice or '(scenario)'}", f"rate {self.rate_wpm or '(scenario)'}"]
-        parts.append(f"{self.noise} at {self.snr_db:g} dB SNR" if self.noise else "no noise")
+        imported = f" (imported, sha256 {self.noise_sha256[:12]})" if self.noise_sha256 else ""
+        parts.append(f"{self.noise}{imported} at {self.snr_db:g} dB SNR" if self.noise else "no noise")
+        if self.barge_in_ms is not None:
+            parts.append(f"barges in {self.barge_in_ms} ms into each reply")
+        if self.pause_ms is not None:
+            parts.append(f"pauses {self.pause_ms} ms mid-turn")
+        if self.fillers:
+            parts.append(f"{self.fillers} filler(s) per turn")
         return ", ".join(parts)
 
 
@@ -100,10 +130,16 @@ def validate(p: Persona) -> None:
                                    or not MIN_WPM <= p.rate_wpm <= MAX_WPM):
         raise _fail(p, "rate_wpm", f"expected words per minute, an integer from {MIN_WPM} to {MAX_WPM}; "
                                    f"found {p.rate_wpm!r}")
-    if p.noise is not None and (not isinstance(p.noise, str) or p.noise not in NOISES):
+    if p.noise_sha256 is not None and (not isinstance(p.noise_sha256, str) or not SHA256.match(p.noise_sha256)):
+        raise _fail(p, "noise_sha256", "expected the imported noise's sha256, 64 lower-case hex digits "
+                                       "(voxwatch scenarios noise list)")
+    if p.noise_sha256 is not None and (not isinstance(p.noise, str) or p.noise in NOISES or not NAME.match(p.noise)):
+        raise _fail(p, "noise", f"noise_sha256 pins an imported noise: set noise to its name, not {p.noise!r}")
+    if p.noise is not None and p.noise_sha256 is None and (not isinstance(p.noise, str) or p.noise not in NOISES):
         near = near_names(str(p.noise), NOISES, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise _fail(p, "noise", f"unknown noise {p.noise!r}{hint}; one of {', '.join(NOISES)}")
+        raise _fail(p, "noise", f"unknown noise {p.noise!r}{hint}; one of {', '.join(NOISES)}, or an imported "
+                                "noise's name with its noise_sha256")
     if p.noise is not None and p.snr_db is None:
         raise _fail(p, "snr_db", f"a noise ({p.noise}) needs the SNR to mix it at, in dB")
     if p.noise is None and p.snr_db is not None:
@@ -115,6 +151,16 @@ def validate(p: Persona) -> None:
         raise _fail(p, "seed", f"expected an integer from 0 to {MAX_SEED}; found {p.seed!r}")
     if not isinstance(p.description, str):
         raise _fail(p, "description", "expected a string")
+    _check_int(p, "barge_in_ms", p.barge_in_ms, 0, MAX_BARGE_IN_MS, "milliseconds into the agent's reply")
+    _check_int(p, "pause_ms", p.pause_ms, MIN_PAUSE_MS, MAX_PAUSE_MS, "milliseconds of silence mid-turn")
+    _check_int(p, "fillers", p.fillers, 0, MAX_FILLERS, "hesitations per turn", optional=False)
+
+
+def _check_int(p: Persona, field: str, value: Any, low: int, high: int, what: str, optional: bool = True) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(p, field, f"expected {what}, an integer from {low} to {high}; found {value!r}")
 
 
 @lru_cache(maxsize=1)
@@ -150,6 +196,13 @@ BUNDLED: dict[str, Persona] = {p.name: p for p in (
     Persona("fast-quiet", rate_wpm=200, description="the scenario's voice speaking fast (200 wpm), no noise"),
     Persona("hum-5db", noise="hum", snr_db=5.0, seed=2,
             description="the scenario's audio over 50 Hz mains hum at 5 dB SNR"),
+    Persona("barge-in", barge_in_ms=300,
+            description="the scenario's audio, each later turn's first word 300 ms into the agent's reply"),
+    *(Persona(f"pause-{ms}", pause_ms=ms, description=f"the scenario's audio with a {ms} ms pause mid-turn: "
+              "with the other pause lengths, the agent's end-of-turn trade-off")
+      for ms in (400, 800, 1200)),
+    Persona("hesitant", fillers=2, seed=3,
+            description="the scenario's voice with two hesitations per turn (um, uh, a repeated word), re-spoken"),
 )}
 
 _KNOWN = tuple(f.name for f in fields(Persona))

@@ -57,6 +57,21 @@ SPURIOUS, EXTRA_READ = "spurious", "extra_read"
 
 
 @dataclass(frozen=True)
+class TurnBehaviourFacts:
+    """What the recording says of a caller's behaviour on a turn (voxwatch/metrics/turn_taking.py):
+    a barge-in's stop latency and whether the agent then answered; a mid-turn pause's length and
+    whether the agent spoke inside it. None: the caller did not behave so (or nothing measured it)."""
+
+    barge_in_stop_ms: float | None = None
+    barge_in_answered: bool | None = None
+    pause_ms: float | None = None
+    premature: bool | None = None
+
+
+NO_BEHAVIOUR = TurnBehaviourFacts()
+
+
+@dataclass(frozen=True)
 class TurnOutcome:
     """What happened on one turn, as the runner (calls, transcript), the recording (turn-taking
     facts, V2V) and the judge (verdicts) report it. A fact is None when nothing measured it."""
@@ -71,6 +86,7 @@ class TurnOutcome:
     gap_s: float | None = None  # the silence before the model's first audible sample (may be < 0.5 s)
     judged: Mapping[str, tuple[bool | None, str]] = field(default_factory=dict)
     unreported: tuple[str, ...] = ()  # what the agent does not report (CALLS, WORDS): those verdicts are null
+    behaviour: TurnBehaviourFacts = field(default_factory=lambda: NO_BEHAVIOUR)
 
     @classmethod
     def of(cls, turn_id: str, model: ModelTurn) -> "TurnOutcome":
@@ -81,7 +97,9 @@ class TurnOutcome:
 def with_timing(outcome: TurnOutcome, timing: TurnTiming) -> TurnOutcome:
     """The outcome with the turn-taking facts measured from the call recording."""
     return replace(outcome, interrupted=timing.interrupted, no_response=timing.no_response,
-                   long_silence=timing.long_silence, v2v_ms=timing.v2v_ms, gap_s=timing.gap_s)
+                   long_silence=timing.long_silence, v2v_ms=timing.v2v_ms, gap_s=timing.gap_s,
+                   behaviour=TurnBehaviourFacts(timing.barge_in_stop_ms, timing.barge_in_answered,
+                                                timing.pause_ms, timing.premature))
 
 
 @dataclass(frozen=True)
@@ -114,6 +132,7 @@ class TurnScore:
     no_response: bool | None = None
     v2v_ms: float | None = None
     gap_s: float | None = None
+    behaviour: TurnBehaviourFacts = NO_BEHAVIOUR
 
 
 @dataclass(frozen=True)
@@ -334,7 +353,7 @@ def _score_turn(t: int, turn: Turn, out: TurnOutcome, a: _Alignment) -> TurnScor
             verdicts[dim] = _decide([], _judged(out, dim), None)
     made = tuple((c, a.used[(t, i)]) for i, c in enumerate(out.calls))
     return TurnScore(turn.id, verdicts, turn_taking_verdict(out).passed is False, fates, made,
-                     out.interrupted, out.no_response, out.v2v_ms, out.gap_s)
+                     out.interrupted, out.no_response, out.v2v_ms, out.gap_s, out.behaviour)
 
 
 def align_outcomes(scenario: Scenario, outcomes: Sequence[TurnOutcome]) -> None:

@@ -101,11 +101,16 @@ def end_state_pass_hat_k(scores: Sequence[ConversationScore], k: int) -> float |
     return pass_hat_k(runs, k)
 
 
+def _fact(turn, fact: str):
+    """A turn's fact by name: its own, or its behaviour's (barge_in_*, pause_ms, premature)."""
+    return getattr(turn, fact) if hasattr(turn, fact) else getattr(turn.behaviour, fact)
+
+
 def _turn_fact(scores: Sequence[ConversationScore], fact: str) -> Rate:
     hits, labels = [], []
     for c in scores:
         for turn in c.turns:
-            v = getattr(turn, fact)
+            v = _fact(turn, fact)
             if v is not None:
                 hits.append(bool(v))
                 labels.append(c.conversation_id)
@@ -134,11 +139,37 @@ class Percentiles:
 def v2v_per_turn(scores: Sequence[ConversationScore]) -> Percentiles:
     """V2V p50 / p95 over the turns answered in turn (floors as for a series; Woodruff intervals
     clustered by conversation)."""
+    return _turn_percentiles(scores, "v2v_ms")
+
+
+def barge_in_stop(scores: Sequence[ConversationScore]) -> Percentiles:
+    """Barge-in stop latency p50 / p95 over the turns the caller barged in on (as V2V's)."""
+    return _turn_percentiles(scores, "barge_in_stop_ms")
+
+
+def barge_in_answered_rate(scores: Sequence[ConversationScore]) -> Rate:
+    """The share of barge-in turns the agent then answered (an audible reply after the caller's turn)."""
+    return _turn_fact(scores, "barge_in_answered")
+
+
+def premature_rate(scores: Sequence[ConversationScore]) -> Rate:
+    """The share of turns with a mid-turn pause in which the agent started speaking inside the pause.
+    A block is one persona, so one pause length: read beside the block's V2V, the pause lengths'
+    blocks are the agent's end-of-turn trade-off."""
+    return _turn_fact(scores, "premature")
+
+
+def pause_lengths(scores: Sequence[ConversationScore]) -> tuple[float, ...]:
+    """The mid-turn pause lengths (ms) the block's callers made."""
+    return tuple(sorted({t.behaviour.pause_ms for c in scores for t in c.turns if t.behaviour.pause_ms is not None}))
+
+
+def _turn_percentiles(scores: Sequence[ConversationScore], fact: str) -> Percentiles:
     values, labels = [], []
     for c in scores:
         for turn in c.turns:
-            if turn.v2v_ms is not None:
-                values.append(turn.v2v_ms)
+            if (v := _fact(turn, fact)) is not None:
+                values.append(v)
                 labels.append(c.conversation_id)
     x = present(values)
     d = design(conversation=labels)
@@ -169,10 +200,15 @@ class Scorecard:
     no_response: Rate
     v2v: Percentiles
     silence_gap_s: float | None
+    barge_in_stop: Percentiles  # caller behaviours (metrics/turn_taking.py): n 0 when none behaved so
+    barge_in_answered: Rate
+    premature: Rate
+    pause_ms: tuple[float, ...]
 
 
 def scorecard(scores: Sequence[ConversationScore], ks: Sequence[int] = (1, 2, 4)) -> Scorecard:
     """The board's statistics for a set of conversations (one model, one persona; never pooled)."""
     return Scorecard(len(scores), instruction_adherence(scores), dimension_rates(scores), end_state_rate(scores),
                         {k: end_state_pass_hat_k(scores, k) for k in ks}, interruption_rate(scores),
-                        no_response_rate(scores), v2v_per_turn(scores), silence_gap(scores))
+                        no_response_rate(scores), v2v_per_turn(scores), silence_gap(scores), barge_in_stop(scores),
+                        barge_in_answered_rate(scores), premature_rate(scores), pause_lengths(scores))

@@ -20,7 +20,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from voxwatch.metrics.onset import detect_onset
+from voxwatch.metrics.onset import OnsetParams, detect_onset
+from voxwatch.metrics.turn_taking import premature_response, talk_end
 from voxwatch.metrics.v2v import RECORDING_RATE, read_recording
 from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
 
@@ -41,6 +42,20 @@ class TurnTiming:
     interrupted: bool | None
     no_response: bool | None
     long_silence: bool | None
+    barge_in_stop_ms: float | None = None  # a barge-in turn: the agent's talk after the caller's start
+    barge_in_answered: bool | None = None  # a barge-in turn: did the agent then answer it
+    pause_ms: float | None = None  # a turn with a mid-turn pause: its length
+    premature: bool | None = None  # ... and whether the agent started speaking inside it
+
+
+@dataclass(frozen=True)
+class TurnBehaviour:
+    """What the caller did on a turn (its persona's behaviours, as the runner played them):
+    barged in on the agent's reply, and/or paused mid-turn (start, from the span's start, and length,
+    in seconds)."""
+
+    barge_in: bool = False
+    pause: tuple[float, float] | None = None
 
 
 _UNMEASURED = TurnTiming(None, None, None, None, None, None, None, None)
@@ -56,34 +71,55 @@ def _audible_from(model: np.ndarray, start: int, stop: int) -> int | None:
 
 def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
                  no_response_s: float = NO_RESPONSE_S, long_silence_s: float = LONG_SILENCE_S,
-                 caller_anchors: Sequence[SpeechAnchors | None] | None = None) -> list[TurnTiming]:
+                 caller_anchors: Sequence[SpeechAnchors | None] | None = None,
+                 behaviours: Sequence[TurnBehaviour | None] | None = None) -> list[TurnTiming]:
     """Per caller turn, given each turn's span (start, end seconds of its audio on channel 0) in
     order: the caller's speech, the model's first audible onset after its last word (sought up to
     the next turn's start), and the turn-taking facts. `caller_anchors`, per span, are the caller's
     speech anchors (seconds from the span's start) when known from the clean speech under a
-    persona's noise, which would make the VAD read the whole span as speech; None reads channel 0."""
+    persona's noise, which would make the VAD read the whole span as speech; None reads channel 0.
+    `behaviours`, per span, say where the caller barged in or paused (voxwatch/metrics/turn_taking.py):
+    on a barge-in turn the agent's talk under way at the caller's start is the barge-in's, not an
+    interruption (interrupted counts an onset after it stopped)."""
     data = np.asarray(recording)
     if data.ndim != 2 or data.shape[1] != 2:
         raise ValueError("expected an (n, 2) call recording")
     caller = data[:, 0].astype("<i2")
     model = data[:, 1].astype(np.float64) / 32768.0
-    out = []
+    words = []  # per span: its caller's first and last word (samples on the recording), or None
     for k, (start_s, end_s) in enumerate(spans):
         lo = max(0, int(round(start_s * RECORDING_RATE)))
         hi = min(data.shape[0], int(round(end_s * RECORDING_RATE)))
         given = caller_anchors[k] if caller_anchors is not None else None
         anchors = given if given is not None else speech_anchors(caller[lo:hi]) if hi > lo else None
-        if anchors is None:
+        words.append(None if anchors is None else (lo + int(round(anchors.speech_start * RECORDING_RATE)),
+                                                    lo + int(round(anchors.speech_end * RECORDING_RATE))))
+    acts = [(b if b is not None else TurnBehaviour()) for b in (behaviours or [None] * len(spans))]
+    sustain = int(round(OnsetParams().sustain_s * RECORDING_RATE))
+    out = []
+    for k, (start_s, end_s) in enumerate(spans):
+        lo = max(0, int(round(start_s * RECORDING_RATE)))
+        if words[k] is None:
             out.append(_UNMEASURED)
             continue
-        speech_start = lo + int(round(anchors.speech_start * RECORDING_RATE))
-        speech_end = lo + int(round(anchors.speech_end * RECORDING_RATE))
+        speech_start, speech_end = words[k]
         following = int(round(spans[k + 1][0] * RECORDING_RATE)) if k + 1 < len(spans) else data.shape[0]
-        interrupted = _audible_from(model, speech_start, speech_end) is not None
-        onset = _audible_from(model, speech_end, max(speech_end, min(following, data.shape[0])))
+        if k + 1 < len(spans) and acts[k + 1].barge_in and words[k + 1] is not None:
+            following = max(following, words[k + 1][0] + sustain)  # the reply the caller talked over
+        behaviour = acts[k]
+        stopped = talk_end(model, speech_start, RECORDING_RATE) if behaviour.barge_in else None
+        heard_from = speech_start if stopped is None else max(speech_start, stopped)
+        interrupted = _audible_from(model, heard_from, speech_end) is not None
+        onset = _audible_from(model, max(speech_end, heard_from),
+                              max(speech_end, min(following, data.shape[0])))
         gap = None if onset is None else (onset - speech_end) / RECORDING_RATE
         no_response = gap is None or gap > no_response_s
         in_turn = not interrupted and not no_response
+        premature = None
+        if behaviour.pause is not None:
+            p0 = lo + int(round(behaviour.pause[0] * RECORDING_RATE))
+            p1 = p0 + int(round(behaviour.pause[1] * RECORDING_RATE))
+            premature = premature_response(model, max(p0, heard_from), max(p1, heard_from + 1), RECORDING_RATE)
         out.append(TurnTiming(
             caller_speech_start_s=speech_start / RECORDING_RATE,
             caller_speech_end_s=speech_end / RECORDING_RATE,
@@ -93,15 +129,20 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
             interrupted=interrupted,
             no_response=no_response,
             long_silence=(not no_response) and gap is not None and gap > long_silence_s,
+            barge_in_stop_ms=None if stopped is None else (stopped - speech_start) * 1000.0 / RECORDING_RATE,
+            barge_in_answered=None if stopped is None else not no_response,
+            pause_ms=None if behaviour.pause is None else behaviour.pause[1] * 1000.0,
+            premature=premature,
         ))
     return out
 
 
 def turn_timings_from_file(path: Path, spans: Sequence[tuple[float, float]],
                            caller_anchors: Sequence[SpeechAnchors | None] | None = None,
+                           behaviours: Sequence[TurnBehaviour | None] | None = None,
                            **limits: float) -> list[TurnTiming]:
     """turn_timings of a written call recording: the file is the evidence."""
-    return turn_timings(read_recording(path), spans, caller_anchors=caller_anchors, **limits)
+    return turn_timings(read_recording(path), spans, caller_anchors=caller_anchors, behaviours=behaviours, **limits)
 
 
 def silence_gap_latency(gaps_s: Iterable[float | None]) -> float | None:

@@ -87,6 +87,7 @@ class AgentLine(ReaderSession):
 
     vendor = VENDOR
     rate: int  # the agent's audio on the wire, samples per second
+    takes_barge_in = True  # the line carries the caller whenever it speaks: it can talk over the agent
 
     def __init__(self, ws, timeline: Timeline, quiet_s: float = QUIET_S, no_reply_s: float = NO_REPLY_S) -> None:
         self.timeline = timeline
@@ -180,6 +181,10 @@ class AgentLine(ReaderSession):
             if not self._replied and now >= ended + self._no_reply_ns:
                 break
             await asyncio.sleep(FRAME_MS / 1000)
+        return ModelTurn(unreported=(CALLS, WORDS))
+
+    def cut_short(self) -> ModelTurn:
+        """The turn's reply as far as it went when the caller talked over it (a persona's barge-in)."""
         return ModelTurn(unreported=(CALLS, WORDS))
 
     async def aclose(self) -> None:

@@ -78,7 +78,14 @@ class TurnRow:
     state_tracking: bool | None = None
     ambiguity_handling: bool | None = None
     turn_taking: bool | None = None
+    barge_in_stop_ms: float | None = None  # the caller barged in: the agent's talk after its first word
+    barge_in_answered: bool | None = None  # ... and whether the agent then answered the turn
+    pause_ms: float | None = None  # the caller paused mid-turn this long
+    premature_response: bool | None = None  # ... and whether the agent started speaking inside the pause
 
+
+LATER_FIELDS = ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response")
+"""Turn fields added after records were first spooled and exported (caller behaviours, method 11)."""
 
 CONVERSATION_FIELDS = tuple(f.name for f in fields(ConversationRow))
 TURN_FIELDS = tuple(f.name for f in fields(TurnRow))
@@ -104,10 +111,12 @@ def conversation_record(row: ConversationRow, turns: Sequence[TurnRow]) -> dict[
 
 
 def _checked(cls: type, record: Any, where: str) -> Any:
-    """An instance of a row dataclass from a JSON object, every field present and of its type."""
+    """An instance of a row dataclass from a JSON object, every field present and of its type (but
+    for LATER_FIELDS: a record written before they existed has them null)."""
     if not isinstance(record, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
     names = [f.name for f in fields(cls)]
+    record = {**{n: None for n in LATER_FIELDS if n in names}, **record}
     unknown, missing = sorted(set(record) - set(names)), [n for n in names if n not in record]
     if unknown or missing:
         raise ValueError(f"{where}: " + "; ".join(([f"unknown field(s) {', '.join(map(repr, unknown))}"] if unknown else [])

@@ -141,11 +141,20 @@ def statistics(s: Scorecard) -> Iterator[tuple]:
     yield "silence_gap_s", s.silence_gap_s, None, None, None, None
     yield _rate_line("interruption", s.interruption)
     yield _rate_line("no_response", s.no_response)
+    if s.barge_in_stop.n or s.barge_in_answered.n:  # caller behaviours: only a block whose callers behaved so
+        b = s.barge_in_stop
+        for q, value, ci in (("p50", b.p50, b.p50_ci), ("p95", b.p95, b.p95_ci)):
+            yield (f"barge_in_stop_{q}_ms", value, None, b.n, *(ci if ci is not None else (None, None)))
+        yield _rate_line("barge_in_answered", s.barge_in_answered)
+    if s.premature.n:
+        yield _rate_line("premature_response", s.premature)
 
 
 LABELS = {"instruction_adherence": "instruction adherence", "end_state": "end-state success",
           "v2v_p50_ms": "V2V p50", "v2v_p95_ms": "V2V p95", "silence_gap_s": "silence-gap latency",
-          "interruption": "interruption rate", "no_response": "no-response rate"}
+          "interruption": "interruption rate", "no_response": "no-response rate",
+          "barge_in_stop_p50_ms": "barge-in stop latency p50", "barge_in_stop_p95_ms": "barge-in stop latency p95",
+          "barge_in_answered": "answered after barge-in", "premature_response": "premature response in a pause"}
 """How a statistic is named on the page (a dimension by its own name, pass^k as such)."""
 
 
@@ -166,7 +175,7 @@ def _na(statistic: str, value: float | None, passed: int | None, n: int | None) 
         return None
     if statistic.startswith("pass_hat_"):
         return f"no scenario with {statistic.removeprefix('pass_hat_')} or more end-state-checked runs"
-    if statistic.startswith("v2v_"):
+    if statistic.startswith(("v2v_", "barge_in_stop_")):
         return f"n < {percentile_floor(95 if '95' in statistic else 50)}"
     if statistic == "silence_gap_s":
         return f"no gap of {SILENCE_GAP_MIN_S:g} s or more"

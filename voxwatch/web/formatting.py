@@ -61,7 +61,7 @@ def stat(v: float | None, statistic: str) -> str:
     """A conversation board statistic: V2V and the silence gap in ms, pass^k as a chance, the rest rates."""
     if v is None:
         return NA
-    if statistic.startswith("v2v_"):
+    if statistic.startswith(("v2v_", "barge_in_stop_")):
         return f"{value(v, 'v2v_ms')} ms"
     if statistic == "silence_gap_s":
         return f"{v * 1000:.1f} ms"

@@ -393,6 +393,8 @@ def _conversation_schemas() -> dict:
                                            if f.name in SCORECARD_KEY_FIELDS}
     summary = _dataclass_schema(Scorecard, {
         "adherence": rate, "end_state": rate, "interruption": rate, "no_response": rate, "v2v": _ref("Percentiles"),
+        "barge_in_stop": _ref("Percentiles"), "barge_in_answered": rate, "premature": rate,
+        "pause_ms": _array({"type": "number"}),
         "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
         "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
                        "description": "pass^k of end-state success, keyed by k"}})

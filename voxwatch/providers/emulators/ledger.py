@@ -20,15 +20,16 @@ from typing import Any, Mapping
 from voxwatch.foundation.events import CHUNK_SENT, REQUEST_SENT, Timeline
 
 
-def record(emulator, key: str, what: str) -> None:
-    """Note that `what` (first_partial, final, first_audio, first_speech, ...) for stream `key` goes out now.
+def record(emulator, key: str, what: str, at: int | None = None) -> None:
+    """Note that `what` (first_partial, final, first_audio, first_speech, ...) for stream `key` goes out now
+    (or happens at `at`, perf_counter ns: a time the emulator worked out, such as a caller's last word).
 
     Call it immediately before the send: the send writes to the socket before it first yields, and
     a task cancelled inside the send (a client that closes at once) would otherwise lose the record.
     """
     records = getattr(emulator, "ledger", None)
     if records is not None:
-        records.append((key, what, time.perf_counter_ns()))
+        records.append((key, what, time.perf_counter_ns() if at is None else at))
 
 
 SEEN = "seen:"  # the key prefix of what an emulator received (not a send time)

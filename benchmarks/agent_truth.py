@@ -1,0 +1,291 @@
+"""A deployed agent's turn-taking measured against the reference agent's injected truth:
+`python -m benchmarks.agent_truth [--turns 6] [--calls 8]`.
+
+The reference agent (`voxwatch emulate --vendors agent`, voxwatch/providers/emulators/agent.py) replies
+END_OF_TURN_MS + REPLY_DELAY_MS after the caller's last word and, talked over, stops
+BARGE_IN_STOP_MS after the caller's first word: both settable, so known. It finds the caller's words
+as voxwatch's recording reads them (the shared VAD anchors), and so that both read the same words,
+the caller here is clinic-desk's pinned audio with everything outside its words set to digital
+silence (the words' edges are then the same however the audio is framed).
+
+Measured here, through each transport (Twilio Media Streams and raw PCM frames):
+- per-turn V2V error = measured V2V minus the injected END_OF_TURN_MS + REPLY_DELAY_MS (plus, on the
+  Twilio line, the phone network's filter delay: LINE_DELAY_MS), at `--calls`
+  concurrent calls (default persona); target p99 of |error| <= 5 ms;
+- barge-in stop latency error = measured stop latency minus BARGE_IN_STOP_MS (persona barging in
+  BARGE_IN_MS into each reply); target max |error| <= 20 ms, every barge-in turn answered after;
+- premature response on injected cases: personas pausing mid-turn SHORT_PAUSE_MS (under the agent's
+  end-of-turn silence: never premature) and LONG_PAUSE_MS (over it: always premature); target exact;
+- the wall time of the whole bundled clinic-desk (every turn, the agent speaking with eSpeak NG)
+  through the Twilio transport; target <= 300 s.
+
+Two truths per measure. As set: the agent's settings (END_OF_TURN_MS + REPLY_DELAY_MS, BARGE_IN_STOP_MS;
+on the Twilio line plus its filter's delay). On the wire: what happened, from the caller line's own
+stamps on the machine's monotonic clock, read without the recording, the VAD or the onset detector:
+the caller's last word is the last sample of its words (the audio is silent outside them) at its
+chunk's send stamp, the reply's start when its first frame after it is heard (the playout model), from which it plays
+on for 50 ms with no gap of 5 ms or more, as the onset detector counts sound (its 10 ms windows bridge
+shorter gaps; an agent whose frames stutter in, a frame then a long gap, is not yet heard); a barge-in's
+first word likewise, and the agent's stop the end of the last frame it sent before falling silent
+(when its last sample is heard: arrival plus length, held back by any frame before it that came late,
+the playout model of METHOD "Voice-to-voice"). On a busy machine the agent's event loop wakes late and the settings
+are not what happened (its own lateness, from its calibration ledger, is printed beside); the error
+against the wire is voxwatch's alone (the recording and its detectors), and the targets are held on it.
+
+Prints a table, then one JSON line with the `_target_met` booleans.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from voxwatch.cli.emulate import AGENT, AgentOptions, agent_scenario
+from voxwatch.conversations.catalog import bundled_root
+from voxwatch.conversations.runner import ConversationRun, ConversationSettings, run_conversation
+from voxwatch.conversations.scenario_file import LoadedScenario, dump, load
+from voxwatch.foundation.events import CHUNK_SENT
+from voxwatch.metrics.onset import OnsetParams
+from voxwatch.metrics.timeline import collect_audio, heard_at_ns
+from voxwatch.foundation.integrity import file_sha256
+from voxwatch.foundation.persona import DEFAULT, Persona
+from voxwatch.metrics.vad import speech_anchors
+from voxwatch.foundation.frame_rates import Halver
+from voxwatch.providers.agent_line import CALLER_RATE, url_variable
+from voxwatch.providers.emulators.ledger import Ledger
+from voxwatch.providers.emulators.server import serve
+from voxwatch.providers.registry import Registry
+
+REFERENCE = Path(str(files("voxwatch.providers.emulators").joinpath("reference_agents.toml")))
+SCENARIO = "clinic-desk"
+END_OF_TURN_MS, REPLY_DELAY_MS, BARGE_IN_STOP_MS = 700.0, 150.0, 250.0
+TONE_MS = 1500.0  # the reply: long enough to be talked over BARGE_IN_MS in and still under way
+BARGE_IN_MS = 300
+SHORT_PAUSE_MS, LONG_PAUSE_MS = 300, 1200
+TRUTH = AgentOptions(reply_delay_ms=REPLY_DELAY_MS, end_of_turn_ms=END_OF_TURN_MS, voice="tone",
+                     barge_in_stop_ms=BARGE_IN_STOP_MS)
+TRANSPORTS = {"twilio": "/twilio", "pcm": "/pcm"}
+LINE_DELAY_MS = {"twilio": (Halver.TAPS - 1) / 2 / CALLER_RATE * 1000, "pcm": 0.0}
+"""The phone network's own delay: the caller heard through its 16 -> 8 kHz low-pass filter (linear
+phase, half its length late). It is part of the V2V the caller hears, so part of the truth."""
+V2V_P99_TARGET_MS, STOP_TARGET_MS, WALL_TARGET_S = 5.0, 20.0, 300.0
+
+
+def gated(folder: Path, turns: int) -> LoadedScenario:
+    """clinic-desk's first `turns` turns, each turn's audio digital silence outside its words."""
+    source = load(bundled_root() / SCENARIO)
+    s = source.scenario
+    kept = []
+    for turn in s.turns[:turns]:
+        pcm, rate = sf.read(str(source.audio_path(turn)), dtype="int16")
+        a = speech_anchors(pcm)
+        out = np.zeros_like(pcm)
+        lo, hi = int(round(a.speech_start * rate)), int(round(a.speech_end * rate))
+        out[lo:hi] = pcm[lo:hi]
+        (folder / turn.audio).parent.mkdir(parents=True, exist_ok=True)
+        sf.write(str(folder / turn.audio), out, rate, subtype="PCM_16")
+        kept.append(replace(turn, audio_sha256=file_sha256(folder / turn.audio)))
+    dump(replace(s, name=f"{SCENARIO}-gated", turns=tuple(kept)), folder)
+    return load(folder)
+
+
+async def _calls(loaded: LoadedScenario, url: str, jobs: list[tuple[str, Persona]], cache: Path) -> list[ConversationRun]:
+    registry = Registry.default(files=[REFERENCE])
+    for transport, path in TRANSPORTS.items():
+        os.environ[url_variable(f"reference-{transport}")] = url.replace("http://", "ws://", 1) + path
+    settings = ConversationSettings(persona_cache_dir=cache)
+
+    async def one(transport: str, persona: Persona) -> ConversationRun:
+        model = registry.resolve(f"agent/reference-{transport}")
+        return await run_conversation(registry.create(model), model.id, model.vendor, loaded, settings,
+                                      persona=persona, whole=False)
+
+    return list(await asyncio.gather(*(one(t, p) for t, p in jobs)))
+
+
+def _timed(runs: list[ConversationRun]):
+    for run in runs:
+        for turn in run.turns:
+            if turn.timing is not None:
+                yield run, turn
+
+
+SUSTAIN_NS = int(OnsetParams().sustain_s * 1e9)
+GAP_NS = 5_000_000  # frames this close play as one sound (a 10 ms window spanning the gap is still audible)
+SOUND = 33  # -60 dBFS in int16: the onset detector's quietest level; the gated caller is exactly 0 outside its words
+
+
+def _sent_at(turn, sample: int) -> int:
+    """When the caller's line wrote sample `sample` of the turn's audio (its chunk's send stamp)."""
+    offset = 0
+    for chunk in turn.timeline.of(CHUNK_SENT):
+        if offset + (chunk.n_samples or 0) > sample:
+            return chunk.t_ns + (sample - offset) * 1_000_000_000 // CALLER_RATE
+        offset += chunk.n_samples or 0
+    raise ValueError("the sample was never sent")
+
+
+def _words_sent(turn) -> tuple[int, int]:
+    """When the caller's first and last word went out (the gated audio's first and last sound)."""
+    loud = np.flatnonzero(np.abs(np.frombuffer(turn.caller_pcm, dtype="<i2").astype(np.int32)) > SOUND)
+    return _sent_at(turn, int(loud[0])), _sent_at(turn, int(loud[-1]) + 1)
+
+
+def _frames(turn) -> list[tuple[int, int]]:
+    """The agent's frames on the turn's timeline: when each is heard, from its first sample to past its
+    last (ns), by the playout model (a frame that came late holds back the ones after it)."""
+    audio = collect_audio(turn.timeline.events)
+    ends = list(audio.chunk_offsets[1:]) + [audio.samples.size]
+    return [(int(heard_at_ns(audio, int(start))), int(heard_at_ns(audio, int(end) - 1) + 1e9 / audio.sample_rate))
+            for start, end in zip(audio.chunk_offsets, ends)]
+
+
+def _sound_from(frames: list[tuple[int, int]], after: int) -> int | None:
+    """When the agent's sound after `after` starts, as the onset detector counts sound: the first frame
+    from which it plays without a break for SUSTAIN_NS (an agent whose frames stutter in, a frame then
+    a gap, is not yet heard talking)."""
+    run_start = run_end = None
+    for start, end in sorted(f for f in frames if f[0] > after):
+        if run_end is None or start > run_end + GAP_NS:
+            run_start = start
+        run_end = end
+        if run_end - run_start >= SUSTAIN_NS:
+            return run_start
+    return None
+
+
+def _as_sent(records: dict[tuple[str, str], int], end: str, start: str) -> list[tuple[int, int]]:
+    """(when `end` happened, ns; `end` minus `start`, ns) per reply of the ledger that has both."""
+    keys = {k for k, _ in records}
+    return [(records[(k, end)], records[(k, end)] - records[(k, start)]) for k in keys
+            if (k, end) in records and (k, start) in records]
+
+
+def _matched(events: list[tuple[int, int]], at_ns: float, within_ns: float = 60e6) -> int | None:
+    """The duration of the ledger event nearest `at_ns` (None when none is within 60 ms)."""
+    best = min(events, key=lambda e: abs(e[0] - at_ns), default=None)
+    return None if best is None or abs(best[0] - at_ns) > within_ns else best[1]
+
+
+def _t0(run: ConversationRun) -> int:
+    """The recording's zero on the monotonic clock: the call's first caller chunk."""
+    return next(t.timeline.of(CHUNK_SENT)[0].t_ns for t in run.turns if t.timeline.of(CHUNK_SENT))
+
+
+def _p99(x: list[float]) -> float | None:
+    return float(np.percentile(np.abs(x), 99)) if x else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=6, help="turns of the gated scenario per call (default 6)")
+    ap.add_argument("--calls", type=int, default=8, help="concurrent calls per transport for V2V (default 8)")
+    ap.add_argument("--skip-full", action="store_true", help="leave out the whole bundled scenario's wall time")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="agent-truth-"))
+    try:
+        loaded = gated(work / "scenario", args.turns)
+        barging = Persona("barge-truth", barge_in_ms=BARGE_IN_MS)
+        short, long_ = Persona("pause-short", pause_ms=SHORT_PAUSE_MS), Persona("pause-long", pause_ms=LONG_PAUSE_MS)
+        rows, out = [], {"benchmark": "agent_truth"}
+        ledger = Ledger()
+        with serve(AGENT, replace(agent_scenario(loaded, TRUTH), tone_ms=TONE_MS), ledger=ledger) as url:
+            v2v_errors: dict[str, list[float]] = {}
+            for transport in TRANSPORTS:
+                ledger.drain()
+                runs = asyncio.run(_calls(loaded, url, [(transport, DEFAULT)] * args.calls, work / "personas"))
+                sent = _as_sent(ledger.drain(), "first_frame", "caller_last_word")
+                line = LINE_DELAY_MS[transport]
+                as_set, wire, late = [], [], []
+                for run, t in _timed(runs):
+                    if t.timing.v2v_ms is None:
+                        continue
+                    as_set.append(t.timing.v2v_ms - END_OF_TURN_MS - REPLY_DELAY_MS - line)
+                    last_word = _words_sent(t)[1]
+                    reply = _sound_from(_frames(t), last_word)
+                    wire.append(float("inf") if reply is None else t.timing.v2v_ms - (reply - last_word) / 1e6)
+                    truth = _matched(sent, _t0(run) + t.timing.model_onset_s * 1e9)
+                    if truth is not None:
+                        late.append(truth / 1e6 - END_OF_TURN_MS - REPLY_DELAY_MS)
+                missing = sum(1 for _, t in _timed(runs) if t.timing.v2v_ms is None)
+                v2v_errors[transport] = wire + [float("inf")] * missing
+                rows.append(("V2V error vs the wire", transport, len(wire), _p99(wire),
+                             max(np.abs(wire)) if wire else None, f"{args.calls} calls; {missing} turns without V2V"))
+                rows.append((f"V2V error vs as set", transport, len(as_set), _p99(as_set),
+                             max(np.abs(as_set)) if as_set else None,
+                             f"the agent's own lateness: p99 {_p99(late) or 0:.1f} ms"))
+            stops: dict[str, list[float]] = {}
+            stops_as_set: dict[str, list[float]] = {}
+            ledger.drain()
+            runs = asyncio.run(_calls(loaded, url, [(t, barging) for t in TRANSPORTS], work / "personas"))
+            unanswered = 0
+            for run, turn in _timed(runs):
+                if turn.barge_in:
+                    transport = run.model_id.rsplit("-", 1)[1]
+                    stop = turn.timing.barge_in_stop_ms
+                    first_word = _words_sent(turn)[0]
+                    talk = [end for a, end in _frames(turn) if a < first_word + int(1e9)]  # before its next reply
+                    truth = (max(talk) - first_word) / 1e6 if talk else None
+                    line = LINE_DELAY_MS[transport]
+                    stops.setdefault(transport, []).append(
+                        float("inf") if truth is None or stop is None else stop - truth)
+                    stops_as_set.setdefault(transport, []).append(
+                        float("inf") if stop is None else stop - BARGE_IN_STOP_MS - line)
+                    unanswered += turn.timing.barge_in_answered is not True
+            for transport, errors in stops.items():
+                rows.append(("barge-in stop error vs wire", transport, len(errors), _p99(errors), max(np.abs(errors)),
+                             f"{unanswered} barge-in turns unanswered (both transports)"))
+                set_errors = stops_as_set[transport]
+                rows.append(("barge-in stop error vs set", transport, len(set_errors), _p99(set_errors),
+                             max(np.abs(set_errors)), ""))
+            runs = asyncio.run(_calls(loaded, url, [(t, p) for t in TRANSPORTS for p in (short, long_)],
+                                      work / "personas"))
+            wrong = cases = 0
+            for run, turn in _timed(runs):
+                if turn.pause is not None:
+                    cases += 1
+                    wrong += turn.timing.premature is not (turn.pause[1] * 1000 > END_OF_TURN_MS)
+            rows.append(("premature response", "both", cases, None, None, f"{wrong} wrong of {cases} injected"))
+        wall = None
+        if not args.skip_full:
+            full = load(bundled_root() / SCENARIO)
+            with serve(AGENT, agent_scenario(full, AgentOptions())) as url:
+                began = time.perf_counter()
+                run, = asyncio.run(_calls(full, url, [("twilio", DEFAULT)], work / "personas"))
+                wall = time.perf_counter() - began
+            rows.append(("whole clinic-desk, Twilio", "twilio", len(run.turns), None, None,
+                         f"{wall:.0f} s wall, {sum(t.status != 'ok' for t in run.turns)} failed turns"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{'measure':<28} {'transport':<9} {'n':>4} {'p99 |err| ms':>13} {'max |err| ms':>13}  note")
+    for name, transport, n, p99, worst, note in rows:
+        print(f"{name:<28} {transport:<9} {n:>4} {'-' if p99 is None else f'{p99:.2f}':>13} "
+              f"{'-' if worst is None else f'{worst:.2f}':>13}  {note}")
+    for transport, errors in v2v_errors.items():
+        out[f"v2v_error_p99_ms_{transport}"] = _p99(errors)
+        out[f"v2v_{transport}_target_met"] = bool(errors) and _p99(errors) <= V2V_P99_TARGET_MS
+    for transport, errors in stops.items():
+        out[f"barge_in_stop_error_max_ms_{transport}"] = float(max(np.abs(errors)))
+    out["barge_in_stop_target_met"] = bool(stops) and all(max(np.abs(e)) <= STOP_TARGET_MS for e in stops.values()) \
+        and unanswered == 0
+    out["premature_cases"], out["premature_wrong"] = cases, wrong
+    out["premature_target_met"] = cases > 0 and wrong == 0
+    out["full_scenario_wall_s"] = wall
+    if wall is not None:
+        out["full_scenario_target_met"] = wall <= WALL_TARGET_S
+    print(json.dumps({k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()
