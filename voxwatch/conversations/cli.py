@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
                                           "with their licence)")
     noise_actions = no.add_subparsers(dest="noise_action", required=True)
     ni = noise_actions.add_parser("import", help="copy a recording (WAV, FLAC, OGG) into the noise library")
-    ni.add_argument("path", type=Path)
+    ni.add_argument("path", type=Path, help="the recording: a WAV, FLAC or OGG file, at least 1 s long")
     ni.add_argument("--license", required=True, help="the recording's licence (kept with it), e.g. CC-BY-4.0")
     ni.add_argument("--name", help="the name a persona's `noise` gives it (default: from the file name)")
     ni.add_argument("--source", default="", help="where it came from (default: the file name)")
