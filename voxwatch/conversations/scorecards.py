@@ -5,7 +5,7 @@ the store's conversation rows. "Board" is kept for the STT/TTS/S2S leaderboards 
 
 from __future__ import annotations
 
-from typing import Collection, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Sequence
 
 from voxwatch.conversations.records import score_of
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
@@ -91,7 +91,8 @@ SCORECARD_KEY_FIELDS = ("model_id", "scenario", "scenario_version", "scenario_pi
 """The names of a ScorecardKey's parts (the stored columns they come from), for readers that label them."""
 
 
-def _key(row: ConversationRow) -> ScorecardKey:
+def scorecard_key(row: ConversationRow) -> ScorecardKey:
+    """The block a stored conversation counts in."""
     return tuple(getattr(row, name) for name in SCORECARD_KEY_FIELDS)  # type: ignore[return-value]
 
 
@@ -102,13 +103,16 @@ def block_title(key: ScorecardKey) -> str:
     return f"{name}@v{version}#{pin[:12]}{trial}; persona {persona}, region {region}, method v{method}"
 
 
-def stored_scorecards(conversations: Iterable[tuple[ConversationRow, Sequence[TurnRow]]]) -> dict[ScorecardKey, Scorecard]:
-    """The board's statistics per block, from stored conversations (emulated ones left out, as on
-    every board), each conversation read back into its score (conversation_records.score_of)."""
+def stored_scorecards(conversations: Iterable[tuple[ConversationRow, Sequence[TurnRow]]],
+                      shown: Callable[[ConversationRow], bool] = lambda row: not row.emulator
+                      ) -> dict[ScorecardKey, Scorecard]:
+    """The board's statistics per block, from stored conversations (those `shown` keeps: emulated
+    ones left out, as on every board, unless a reader says otherwise), each conversation read back
+    into its score (conversation_records.score_of)."""
     groups: dict[ScorecardKey, list] = {}
     for row, turns in conversations:
-        if not row.emulator:
-            groups.setdefault(_key(row), []).append(score_of(row, turns))
+        if shown(row):
+            groups.setdefault(scorecard_key(row), []).append(score_of(row, turns))
     return {key: scorecard(scores) for key, scores in sorted(groups.items())}
 
 

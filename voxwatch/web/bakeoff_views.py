@@ -20,11 +20,10 @@ import time
 from dataclasses import dataclass
 
 from voxwatch.boards import leaderboard
-from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey
-from voxwatch.conversations.records import score_of
+from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, scorecard_key, stored_scorecards
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics import preliminary
-from voxwatch.metrics.conversation_aggregate import Scorecard, scorecard
+from voxwatch.metrics.conversation_aggregate import Scorecard
 from voxwatch.metrics.published import when
 from voxwatch.providers.registry import AGENT_VENDOR, Registry
 
@@ -76,22 +75,16 @@ def bakeoff_sets(conversations: list[Conversation], scenario: str | None = None,
                  persona: str | None = None) -> list[BakeoffSet]:
     """The sets of these conversations (of one scenario, of one persona, when given), the sets with
     the most agents first; each set's lines by V2V p50 (n/a last), then model."""
-    blocks: dict[ScorecardKey, list] = {}
-    loopback: dict[ScorecardKey, bool] = {}
-    for row, turns in conversations:
-        if (scenario is not None and row.scenario != scenario) or (persona is not None and row.persona != persona):
-            continue
-        key = tuple(getattr(row, name) for name in SCORECARD_KEY_FIELDS)
-        blocks.setdefault(key, []).append(score_of(row, turns))
-        loopback[key] = loopback.get(key, False) or bool(row.emulator)
+    wanted = [(row, turns) for row, turns in conversations
+              if (scenario is None or row.scenario == scenario) and (persona is None or row.persona == persona)]
+    loopback = {scorecard_key(row) for row, _ in wanted if row.emulator}  # compared() kept only deployed agents' ones
     sets: dict[tuple, list[Line]] = {}
-    for key, scores in sorted(blocks.items()):
+    for key, card in stored_scorecards(wanted, shown=lambda row: True).items():
         fixed = tuple(key[SCORECARD_KEY_FIELDS.index(name)] for name in SET_FIELDS)
-        sets.setdefault(fixed, []).append(Line(key, scorecard(scores), loopback[key]))
-    out = []
-    for fixed, lines in sets.items():
+        sets.setdefault(fixed, []).append(Line(key, card, key in loopback))
+    for lines in sets.values():
         lines.sort(key=lambda x: (x.summary.v2v.p50 is None, x.summary.v2v.p50 or 0.0, x.key))
-        out.append(BakeoffSet(fixed, set_title(dict(zip(SET_FIELDS, fixed))), lines))
+    out = [BakeoffSet(fixed, set_title(dict(zip(SET_FIELDS, fixed))), lines) for fixed, lines in sets.items()]
     return sorted(out, key=lambda s: (-len(s.lines), s.fixed))
 
 
