@@ -10,16 +10,18 @@ var/test-artifacts/layout-<page>-<width>.png.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
 from dataclasses import replace
+from html import unescape
 from html.parser import HTMLParser
 
 import httpx
 import pytest
 
 from voxwatch.metrics.published import rounded
-from voxwatch.web.views import UNITS
+from voxwatch.web.views import DESCRIPTIONS, LABELS, UNITS, metric_head
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.ranking import ranked_metric
 from voxwatch.providers.registry import Registry
@@ -131,6 +133,8 @@ return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.in
         innerHeight: window.innerHeight, p50: cell && cell.innerText.trim(), p50Box: box(cell) && box(cell).toJSON(),
         modelBox: box(model) && box(model).toJSON(), werBox: box(wer) && box(wer).toJSON(),
         allMetrics: Array.from(document.querySelectorAll('table.board')).map(scrolled),
+        ranked: Array.from(document.querySelectorAll('table.ranked')).map(t => {
+          const s = t.closest('.table-scroll'); return {dataset: t.dataset.dataset, wide: s.scrollWidth, box: s.clientWidth}; }),
         chartWidths: Array.from(document.querySelectorAll('svg.board-chart')).filter(s => s.getBoundingClientRect().width > 0)
           .map(s => s.getBoundingClientRect().width),
         labelPx: Array.from(document.querySelectorAll('svg.board-chart text.label')).filter(t => t.getBoundingClientRect().height > 0)
@@ -185,6 +189,27 @@ def test_the_all_metrics_tables_last_column_is_reachable_in_its_own_box(measured
         for t in m["allMetrics"]:
             assert 0 <= t["box"]["left"] and t["box"]["right"] <= m["innerWidth"], (page, size, t)
             assert t["box"]["left"] - 1 <= t["last"]["left"] and t["last"]["right"] <= t["box"]["right"] + 1, (page, size, t)
+
+
+def test_the_stylesheets_parse_whole():
+    """A stray or missing brace drops rules silently (a missing one once put the comparison pages'
+    rules inside the phone's @media block): every block opens and closes, outside comments."""
+    for name in ("style.css", "pages.css"):
+        text = re.sub(r"/\*.*?\*/", "", (REPO / "voxwatch" / "web" / "static" / name).read_text(), flags=re.S)
+        depth = 0
+        for n, line in enumerate(text.splitlines(), 1):
+            depth += line.count("{") - line.count("}")
+            assert depth >= 0, f"{name}: a '}}' closes nothing on line {n}"
+        assert depth == 0, f"{name}: {depth} block(s) never closed"
+
+
+def test_a_laptop_shows_every_ranked_tables_every_column(measured):
+    """At 1366 px a ranked table (price and method included) is whole in its box: nothing to scroll to."""
+    for page in PAGES:
+        m = measured[(page, "laptop")]
+        for t in m["ranked"]:
+            assert t["wide"] <= t["box"] + 1, (page, t)
+    assert any(measured[(page, "laptop")]["ranked"] for page in PAGES)
 
 
 def test_charts_fit_their_column_and_keep_legible_text(measured):
@@ -379,6 +404,27 @@ def test_a_filter_never_reranks_the_full_tables_either(tmp_path):
 
 
 # --- charts, freshness, provenance, alerts ----------------------------------------------------------
+
+
+def test_column_heads_and_chart_axes_say_what_a_metric_is_and_which_way_is_better(server):
+    """Heads in words ("TTFS p50 (ms)", not the column name "ttfs_ms p50"), each table saying which
+    way is better, and the boards' scatter axes starting at 0 (a lone dot on an axis spanning 72-74 %
+    reads as a chasm)."""
+    for board, metric in (("stt", "ttfs_ms"), ("stt", "latency_ms"), ("tts", "ttfa_ms"), ("s2s", "v2v_ms")):
+        html = unescape(httpx.get(f"{server}/board/{board}").text)
+        heads = [re.sub(r"<[^>]+>|&#9[0-9]+;", "", h).strip()
+                 for t in re.findall(rf'<table class="ranked[^"]*"[^>]*data-metric="{metric}">(.*?)</thead>', html, re.S)
+                 for h in re.findall(r"<th[^>]*>(.*?)</th>", t, re.S)]
+        assert heads, (board, metric)
+        assert metric_head(metric) in heads and f"{metric} p50" not in heads, heads
+        assert f"{LABELS[metric]}</abbr>: {DESCRIPTIONS[metric]}; lower is better" in html, (board, metric)
+        assert f"ranked by {metric_head(metric)}, lower is better" in html
+    svg = re.search(r'<svg[^>]*class="board-chart scatter".*?</svg>', httpx.get(f"{server}/board/stt").text, re.S).group()
+    for axis in ("x-tick", "y-tick"):
+        first = re.search(rf'class="{axis}"[^>]*>([^<]+)<', svg).group(1)
+        assert float(first.strip("$%").replace(",", "")) == 0, (axis, first)
+    assert "lower is better" in svg
+
 
 
 def test_the_charts_draw_the_tables_numbers(server):

@@ -31,7 +31,7 @@ from voxwatch.metrics.series import MetricRow
 
 from voxwatch.web.board_charts import Bar, Point, interval_bars, scatter
 from voxwatch.web.params import choice, text
-from voxwatch.web.views import METRIC_ORDER, UNITS
+from voxwatch.web.views import METRIC_ORDER, UNITS, metric_head
 
 CONNECT = "connect_ms"
 SORTS: dict[str, Callable[["Entry"], object]] = {
@@ -154,7 +154,7 @@ class ProtocolSection:
     def title(self) -> str:
         metric = ranked_metric(self.protocol)
         name = PROTOCOL_NAMES.get(self.protocol, self.protocol)
-        return f"{name[:1].upper()}{name[1:]}: ranked by {metric} p50"
+        return f"{name[:1].upper()}{name[1:]}: ranked by {metric_head(metric or '')}, lower is better"
 
 
 @dataclass(frozen=True)
@@ -230,13 +230,13 @@ def charts(table: RankedTable) -> dict[str, str]:
               if e.row.p50 is not None and e.row.pooled_wer is not None]
     out = {}
     if bars:
-        out["bars"] = interval_bars(f"{table.metric} p50 with its 95% interval", table.unit, bars)
+        out["bars"] = interval_bars(f"{metric_head(table.metric)} with its 95% interval, lower is better", table.unit, bars)
     if points:
-        out["scatter"] = scatter(f"{table.metric} p50 against pooled WER", f"{table.metric} p50 ({table.unit})",
-                                 "pooled WER", points)
+        out["scatter"] = scatter(f"{metric_head(table.metric)} against pooled WER", f"{metric_head(table.metric)}, lower is better",
+                                 "pooled WER, lower is better", points)
     priced = [Point(e.label, e.key, e.row.p50, e.price.figure) for e in table.entries
               if e.row.p50 is not None and e.price is not None and e.price.figure is not None]
     if priced:
-        out["price"] = scatter(f"{table.metric} p50 against price", f"{table.metric} p50 ({table.unit})",
+        out["price"] = scatter(f"{metric_head(table.metric)} against price", f"{metric_head(table.metric)}, lower is better",
                                BOARD_FIGURE_UNIT[table.board], priced, dollars=True)
     return out

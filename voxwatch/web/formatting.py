@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 from markupsafe import Markup, escape
 
 from voxwatch.web.conversation_views import conversation_url, recording_url
-from voxwatch.web.views import UNITS
+from voxwatch.web.views import LABELS, UNITS, metric_head
 
 NA = "n/a"
 
@@ -131,7 +131,11 @@ def query(**params: str | None) -> str:
     return "?" + urlencode(kept) if kept else "?"
 
 
-FILTERS = {"points": points, "points_interval": points_interval, "signed_ms": signed_ms, "value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when, "age": age,
+def metric_label(metric: str) -> str:
+    return LABELS.get(metric, metric)
+
+
+FILTERS = {"metric_label": metric_label, "metric_head": metric_head, "points": points, "points_interval": points_interval, "signed_ms": signed_ms, "value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when, "age": age,
            "alert_value": alert_value, "p_value": p_value, "stat": stat, "stat_interval": stat_interval,
            "verdict": verdict, "mark": mark, "model_name": model_name}
 GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query, "conversation_url": conversation_url,

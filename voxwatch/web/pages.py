@@ -64,7 +64,7 @@ def _page_context(request: Request, rows: list, comparisons: list, board: str | 
             "charts": {(t.board, t.protocol, t.dataset): board_views.charts(t) for s in sections for t in s.tables},
             "provenance": [provenance(d) for d in shown], "newest": source.newest(board), "now": time.time(), "origin_words": ORIGINS,
             "na_reason": views.na_reason, "field_na": views.field_na, "price_units": BOARD_FIGURE_UNIT,
-            "distributed": request.app.state.distributed}
+            "descriptions": views.DESCRIPTIONS, "distributed": request.app.state.distributed}
 
 
 def overview_page(request: Request) -> Response:
@@ -107,7 +107,7 @@ def board_page(request: Request) -> Response:
     alerts = {series_id(e.row).rows_key: e.alerts for e in entries if e.alerts}
     conversations = conversation_views.conversation_board(source, window) if board == "s2s" else None
     return _render(request, "board.html", **context, board=board, dataset=f.dataset, tables=tables,
-                   series_alerts=alerts, descriptions=views.DESCRIPTIONS, conversations=conversations,
+                   series_alerts=alerts, conversations=conversations,
                    stat_lines=conversation_views.stat_lines)
 
 
@@ -206,8 +206,8 @@ def compare_chart(doc: dict) -> str | None:
     if not marks:
         return None
     better = {True: "lower is better", False: "higher is better"}
-    return frontier_chart(f"{lat['metric']} p50 against {acc['title']}",
-                          f"{lat['metric']} p50 ({lat['unit']}), {better[True]}",
+    return frontier_chart(f"{views.metric_head(lat['metric'])} against {acc['title']}",
+                          f"{views.metric_head(lat['metric'])}, {better[True]}",
                           f"{acc['title']}, {better[acc['lower_is_better']]}", marks, acc["unit"] == "fraction")
 
 
@@ -216,7 +216,8 @@ def compare_page(request: Request) -> Response:
     if choice(request, "format", ("html", "csv", "json"), "html") != "html":
         return compare_download(request, doc)
     return _render(request, "compare.html", doc=doc, chart=compare_chart(doc), windows=list(WINDOWS),
-                   boards=COMPARE_BOARDS, price_unit=BOARD_FIGURE_UNIT[COMPARE_BOARDS[doc["board"]].board])
+                   boards=COMPARE_BOARDS, price_unit=BOARD_FIGURE_UNIT[COMPARE_BOARDS[doc["board"]].board],
+                   descriptions=views.DESCRIPTIONS)
 
 
 def requested_bakeoff(request: Request) -> dict:

@@ -38,6 +38,13 @@ RESOLVED_SHOWN_S = 7 * 86400
 """The alerts view lists every open alert and those resolved in the last seven days."""
 UNITS = {m.name: m.unit for m in METRICS}
 DESCRIPTIONS = {m.name: m.description for m in METRICS}
+LABELS = {m.name: m.title for m in METRICS}
+
+
+def metric_head(metric: str, statistic: str = "p50") -> str:
+    """A column head or an axis title in words: "TTFS p50 (ms)", not the column name "ttfs_ms p50"."""
+    unit = UNITS.get(metric, "")
+    return f"{LABELS.get(metric, metric)} {statistic}" + (f" ({unit})" if unit == "ms" else "")
 METRIC_ORDER = {m.name: i for i, m in enumerate(METRICS)}
 HEADLINE = sorted({m.name for m in METRICS if m.headline})
 
