@@ -100,6 +100,12 @@ def test_every_use_case_holds_the_pooled_figures_of_the_rows(client, board):
             assert r["latency_p50_ci"] == rounded(list(row.p50_ci), "ms")
             figure, interval = ((row.quality_mos, row.quality_mos_ci) if board == "s2s" else (row.pooled_wer, row.wer_ci))
             assert r["accuracy"] == rounded(figure, "fraction") and r["accuracy_ci"] == rounded(list(interval), "fraction")
+            if board == "tts":  # a voice's speech quality beside its intelligibility
+                assert row.quality_mos is not None and r["quality_n"] == row.quality_clips > 0
+                assert (r["quality_mos"], r["quality_mos_ci"]) == (rounded(row.quality_mos, "fraction"),
+                                                                   rounded(list(row.quality_mos_ci), "fraction"))
+            else:  # the S2S accuracy is the speech quality already; STT has none
+                assert (r["quality_n"], r["quality_mos"], r["quality_mos_ci"]) == (0, None, None)
         assert {m: r["rank"] for m, r in got.items()} == expected_ranks(board, tuple(case["datasets"]), case["id"])
         assert all(EMULATOR_MS not in (r["latency_p50"], *(r["latency_p50_ci"] or ())) for r in doc["rows"])
         assert not any(m.startswith("acme/superseded") for m in got)  # a superseded method's rows are not compared
@@ -239,7 +245,20 @@ def test_the_page_shows_the_apis_numbers(client, board):
             assert c["on_frontier"]["data-value"] == ("true" if r["on_frontier"] else "false")
             assert (_number(c["rank"]) if r["rank"] else None) == r["rank"]
             assert _number(c["price"]) == r["price"]
-        marks = {p["data-key"]: p for p in page.points}
+            if board == "tts":
+                assert _number(c["quality_mos"]) == r["quality_mos"] and c["quality_mos"]["text"] == f"{r['quality_mos']:.2f}"
+                assert [_number(c["quality_mos_ci"], "data-low"), _number(c["quality_mos_ci"], "data-high")] == r["quality_mos_ci"]
+            else:
+                assert "quality_mos" not in c
+        priced = {"|".join((r["model_id"], r["region"], r["instrument"] or "")): r for r in doc["rows"] if r["price"] is not None}
+        price_marks = [p for p in page.points if "price" in p["class"].split()]
+        assert {p["data-key"] for p in price_marks} == set(priced)  # a model with a price is on the price chart, no other
+        for p in price_marks:
+            r = priced[p["data-key"]]
+            assert (float(p["data-x"]), float(p["data-y"])) == (r["latency_p50"], r["price"])
+        if board == "tts":
+            assert priced, "the seed prices a TTS model (ElevenLabs Flash v2.5's list price)"
+        marks = {p["data-key"]: p for p in page.points if "price" not in p["class"].split()}
         assert len(marks) == len(doc["rows"])
         for r in doc["rows"]:
             p = marks["|".join((r["model_id"], r["region"], r["instrument"] or ""))]
@@ -263,6 +282,9 @@ def test_the_csv_is_the_apis_rows(client, board):
         for line, r in zip(lines, doc["rows"]):
             assert float(line["latency_p50"]) == r["latency_p50"] and float(line["accuracy"]) == r["accuracy"]
             assert [float(line["accuracy_low"]), float(line["accuracy_high"])] == r["accuracy_ci"]
+            assert (float(line["quality_mos"]) if line["quality_mos"] else None) == r["quality_mos"]
+            assert [float(v) if v else None for v in (line["quality_mos_low"], line["quality_mos_high"])] == \
+                (r["quality_mos_ci"] or [None, None])
             assert line["on_frontier"] == str(r["on_frontier"]) and line["use_case"] == doc["use_case"]["id"]
 
 

@@ -11,6 +11,8 @@ definition the pages call through metrics.use_case.
 
 from __future__ import annotations
 
+import zlib
+
 import time
 from dataclasses import replace
 
@@ -80,7 +82,11 @@ def _row(rng: np.random.Generator, board: str, protocol: str, model: str, datase
         return replace(row, quality_mos=float(np.clip(accuracy + 0.3 * rng.standard_normal(), 1.0, 5.0)))
     words = int(rng.integers(8, 16))
     errors = int(rng.binomial(words, min(0.9, accuracy * (2.0 if condition == "noise" else 1.0))))
-    return replace(row, substitutions=errors, deletions=0, insertions=0, ref_words=words)
+    row = replace(row, substitutions=errors, deletions=0, insertions=0, ref_words=words)
+    if board == "tts":  # a voice's speech quality beside its intelligibility, drawn apart from rng (the other draws stay)
+        spread = zlib.crc32(f"{model}|{name}|{tick}|{clip}".encode()) % 1000 / 1000
+        row = replace(row, quality_mos=2.0 + (base % 7) / 7 + spread, quality_instrument="dnsmos-p835@seed")
+    return row
 
 
 def seeded_rows() -> list[Observation]:

@@ -40,6 +40,9 @@ class Line:
     accuracy: float | None
     accuracy_ci: tuple[float, float] | None
     on_frontier: bool
+    quality_n: int = 0  # speech quality (MOS) beside the accuracy where that is not already it: a TTS voice's
+    quality: float | None = None
+    quality_ci: tuple[float, float] | None = None
 
     @property
     def key(self) -> str:
@@ -82,7 +85,8 @@ def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case
         figure, interval = accuracy_of(r, board)
         lines.append(Line(r.model_id, r.region, r.instrument or "", c.ranks.get(sid), why_unranked(r, METHOD_VERSION),
                           r.n, r.p50, r.p50_ci, r.wer_clips if board.accuracy == "pooled_wer" else r.quality_clips,
-                          figure, interval, sid in c.on_frontier))
+                          figure, interval, sid in c.on_frontier,
+                          *((r.quality_clips, r.quality_mos, r.quality_mos_ci) if board.accuracy != "quality_mos" else ())))
     left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
     return CaseLines(case, ordered(lines), left_out)
 
@@ -118,7 +122,7 @@ def from_json(data: dict) -> CompareView:
         return UseCase(u["id"], u["title"], tuple(u["datasets"]))
 
     def line(x: dict) -> Line:
-        pairs = {k: tuple(x[k]) if x[k] is not None else None for k in ("latency_p50_ci", "accuracy_ci")}
+        pairs = {k: tuple(x[k]) if x.get(k) is not None else None for k in ("latency_p50_ci", "accuracy_ci", "quality_ci")}
         return Line(**{**x, **pairs})
 
     return CompareView(data["board"], data["window"], [case(u) for u in data["cases"]],

@@ -105,6 +105,8 @@ def comparison_document(source: Source, registry: Registry, board_id: str, windo
                   "latency_p50_ci": rounded(x.latency_p50_ci, unit),
                   "accuracy_n": x.accuracy_n, "accuracy": rounded(x.accuracy, "fraction"),
                   "accuracy_ci": rounded(x.accuracy_ci, "fraction"), "on_frontier": x.on_frontier,
+                  "quality_n": x.quality_n, "quality_mos": rounded(x.quality, "fraction"),
+                  "quality_mos_ci": rounded(x.quality_ci, "fraction"),
                   **price_fields(registry, x.model_id)} for x in lines],
         "left_out": left_out,
     }
@@ -116,7 +118,8 @@ def _case(u: UseCase | None) -> dict | None:
 
 CSV_COLUMNS = ("board", "use_case", "window", "method_version", "model_id", "region", "instrument", "rank",
                "latency_metric", "latency_n", "latency_p50", "latency_p50_low", "latency_p50_high", "accuracy_figure",
-               "accuracy_n", "accuracy", "accuracy_low", "accuracy_high", "on_frontier") + PRICE_FIELDS
+               "accuracy_n", "accuracy", "accuracy_low", "accuracy_high", "on_frontier", "quality_n", "quality_mos",
+               "quality_mos_low", "quality_mos_high") + PRICE_FIELDS
 
 
 def to_csv(doc: dict) -> str:
@@ -126,11 +129,12 @@ def to_csv(doc: dict) -> str:
     w.writeheader()
     for r in doc["rows"]:
         lat, acc = r["latency_p50_ci"] or (None, None), r["accuracy_ci"] or (None, None)
+        mos = r["quality_mos_ci"] or (None, None)
         w.writerow({**{k: r[k] for k in ("model_id", "region", "instrument", "rank", "latency_n", "latency_p50",
-                                         "accuracy_n", "accuracy", "on_frontier")},
+                                         "accuracy_n", "accuracy", "on_frontier", "quality_n", "quality_mos")},
                     **{k: r[k] for k in PRICE_FIELDS}, "board": doc["board"],
                     "use_case": doc["use_case"]["id"] if doc["use_case"] else None, "window": doc["window"],
                     "method_version": doc["method_version"], "latency_metric": doc["latency"]["metric"],
                     "latency_p50_low": lat[0], "latency_p50_high": lat[1], "accuracy_figure": doc["accuracy"]["figure"],
-                    "accuracy_low": acc[0], "accuracy_high": acc[1]})
+                    "accuracy_low": acc[0], "accuracy_high": acc[1], "quality_mos_low": mos[0], "quality_mos_high": mos[1]})
     return out.getvalue()

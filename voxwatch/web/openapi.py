@@ -112,7 +112,12 @@ def _compare_schemas() -> dict:
            "unranked": _NULLABLE_STRING, "latency_n": {"type": "integer"}, "latency_p50": _NULLABLE_NUMBER,
            "latency_p50_ci": pair, "accuracy_n": {"type": "integer"},
            "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, speech quality (MOS) or instruction adherence"},
-           "accuracy_ci": pair, "on_frontier": {"type": "boolean"}, **_PRICE_FIELDS}
+           "accuracy_ci": pair, "on_frontier": {"type": "boolean"},
+           "quality_n": {"type": "integer", "description": "clips with a speech quality score (0 where the accuracy "
+                         "is the speech quality already, or nothing was scored)"},
+           "quality_mos": {**_NULLABLE_NUMBER, "description": "speech quality (MOS, 1-5, higher is better) of the "
+                           "audio the model sent, beside its accuracy (METHOD 'Speech quality')"},
+           "quality_mos_ci": pair, **_PRICE_FIELDS}
     return {
         "UseCase": _obj({"id": _STRING, "title": _STRING, "datasets": _array(_STRING)}),
         "CompareRow": _obj(row),

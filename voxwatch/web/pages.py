@@ -23,6 +23,7 @@ from voxwatch.metrics.ranking import series_id
 from voxwatch.providers.registry import BOARDS
 
 from voxwatch.web import bakeoff_views, board_views, compare_views, conversation_views, family_views, model_views, views
+from voxwatch.web.board_charts import Point, scatter
 from voxwatch.web.frontier_chart import Mark, frontier_chart
 from voxwatch.web.params import choice, text
 from voxwatch.web.source import Conversation
@@ -211,12 +212,25 @@ def compare_chart(doc: dict) -> str | None:
                           f"{acc['title']}, {better[acc['lower_is_better']]}", marks, acc["unit"] == "fraction")
 
 
+def compare_price_chart(doc: dict, unit: str) -> str | None:
+    """The document's headline latency against each priced model's price (the price column's figure),
+    or None when no model shown has a price: cost beside speed on the page where a person chooses."""
+    priced = [Point(f"{r['model_id']} ({r['region']})", "|".join((r["model_id"], r["region"], r["instrument"] or "")),
+                    r["latency_p50"], r["price"]) for r in doc["rows"]
+              if r["latency_p50"] is not None and r.get("price") is not None]
+    if not priced:
+        return None
+    head = views.metric_head(doc["latency"]["metric"])
+    return scatter(f"{head} against price", f"{head}, lower is better", unit, priced, dollars=True)
+
+
 def compare_page(request: Request) -> Response:
     doc = requested_comparison(request)
     if choice(request, "format", ("html", "csv", "json"), "html") != "html":
         return compare_download(request, doc)
+    price_unit = BOARD_FIGURE_UNIT[COMPARE_BOARDS[doc["board"]].board]
     return _render(request, "compare.html", doc=doc, chart=compare_chart(doc), windows=list(WINDOWS),
-                   boards=COMPARE_BOARDS, price_unit=BOARD_FIGURE_UNIT[COMPARE_BOARDS[doc["board"]].board],
+                   price_chart=compare_price_chart(doc, price_unit), boards=COMPARE_BOARDS, price_unit=price_unit,
                    descriptions=views.DESCRIPTIONS)
 
 
