@@ -106,6 +106,7 @@ def test_use_cases_are_named_by_condition_and_language():
     assert use_case_of("noise", "es") == ("noisy-es", "noisy, es")
     assert use_case_of("car", "en") == ("car", "car")  # an unlisted condition is a use case of its own
     assert use_case_of("reverb", "en") == ("reverberant", "reverberant room")  # WildASR's reverberation (Coval's stt-wildasr-reverb)
+    assert use_case_of("accent", "en") == ("accented", "accented speech")  # stt-wildasr-accent, built with condition "accent"
     cases = [UseCase("clean", "clean audio", ("a",)), UseCase("noisy", "noisy", ("b", "c"))]
     assert chosen_use_case(cases, None) == cases[0] and chosen_use_case(cases, "noisy") == cases[1]
     assert chosen_use_case([], None) is None

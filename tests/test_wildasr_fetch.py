@@ -172,6 +172,7 @@ def test_the_accent_set_is_every_distinct_recording_in_hash_order(server: FileSe
     ds = Catalog([tmp_path / "catalog"]).load("stt-wildasr-accent")
     assert [f.name for f in done.folders] == ["stt-wildasr-accent"] and (ds.info.family, ds.info.condition) == (
         "stt-wildasr-accent", "accent")
+    assert use_case_of(ds.info.condition, "en")[0] == "accented"  # the comparison pages' accented use case
     # A read twice (aa, ff; ff's repeat dropped), Z too short (1 s), 'too short' under 3 words: by hash aa, dd, ff
     assert [(c.id, c.text, ds.info.extra["source_rows"][c.id]["audio_hash_id"]) for c in ds.clips] == [
         ("0001", A, "aa-acc"), ("0002", M, "dd-acc"), ("0003", A, "ff-acc")]

@@ -59,7 +59,7 @@ CONDITION_GROUPS = {"clean": ("clean", "clean audio"), "text": ("prompts", "text
                     "phonecodec": ("phone", "phone line"), "phone-mulaw": ("phone", "phone line"),
                     "noise": ("noisy", "noisy"), "noisegap": ("noisy", "noisy"),
                     "farfield": ("far-field", "far-field"), "clipping": ("clipped", "clipped"),
-                    "reverb": ("reverberant", "reverberant room")}
+                    "reverb": ("reverberant", "reverberant room"), "accent": ("accented", "accented speech")}
 """A dataset's condition -> its use case's id and words (an unlisted condition is a use case of its own)."""
 DEFAULT_USE_CASES = ("clean", "prompts")
 RANKS_NOTE = ("Ranks per use case and region by the headline latency's p50: a model ranks ahead of another only where "
