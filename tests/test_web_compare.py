@@ -288,6 +288,23 @@ def test_the_csv_is_the_apis_rows(client, board):
             assert line["on_frontier"] == str(r["on_frontier"]) and line["use_case"] == doc["use_case"]["id"]
 
 
+def test_a_page_of_one_model_names_the_models_that_need_no_key(tmp_path):
+    """The embedded default measures one engine per protocol: its comparison page says which of the
+    registry's models need no API key and how to add them, rather than leaving a lone dot unexplained."""
+    from dataclasses import replace
+
+    alone = [replace(r, model_id="pocketsphinx/en-us@5.1.1", vendor="pocketsphinx", region="local")
+             for r in ROWS if r.protocol == "stt-stream" and r.model_id == "deepgram/nova-3" and not r.emulator]
+    app = TestClient(create_app(sqlite_store(tmp_path, alone)))
+    page = app.get("/compare/stt-stream").text
+    assert "Only one model of this board is measured here" in page
+    assert "<code>faster-whisper/tiny.en-streaming@1.2.1</code>" in page and "VOXWATCH_BOARDS_STT_MODELS" in page
+    assert "<code>pocketsphinx/en-us@5.1.1</code>" not in page  # the one shown is not offered again
+    assert "<code>deepgram/nova-3</code>" not in page  # a model that needs a key is not offered
+    with_four = TestClient(create_app(sqlite_store(tmp_path / "four", ROWS)))
+    assert 'data-field="keyless-others"' not in with_four.get("/compare/stt-stream").text
+
+
 def test_the_pages_method_link_lands_on_its_section(client):
     page = client.get("/compare/stt-stream").text
     anchor = re.search(r'href="/method#([^"]+)"', page).group(1)

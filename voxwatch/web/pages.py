@@ -224,6 +224,15 @@ def compare_price_chart(doc: dict, unit: str) -> str | None:
     return scatter(f"{head} against price", f"{head}, lower is better", unit, priced, dollars=True)
 
 
+def keyless_others(registry, doc: dict) -> list[str]:
+    """The registry's active models of the page's protocol that need no API key and are not on the
+    page: what a person running the embedded default can add to compare more than one model."""
+    board = COMPARE_BOARDS[doc["board"]]
+    shown = {r["model_id"] for r in doc["rows"]}
+    return sorted(m.id for m in registry.models.values() if m.protocol == board.protocol and not m.needs_key
+                  and m.status == "active" and not registry.is_baseline(m.id) and m.id not in shown)
+
+
 def compare_page(request: Request) -> Response:
     doc = requested_comparison(request)
     if choice(request, "format", ("html", "csv", "json"), "html") != "html":
@@ -231,6 +240,7 @@ def compare_page(request: Request) -> Response:
     price_unit = BOARD_FIGURE_UNIT[COMPARE_BOARDS[doc["board"]].board]
     return _render(request, "compare.html", doc=doc, chart=compare_chart(doc), windows=list(WINDOWS),
                    price_chart=compare_price_chart(doc, price_unit), boards=COMPARE_BOARDS, price_unit=price_unit,
+                   others=keyless_others(request.app.state.registry, doc) if len(doc["rows"]) < 2 else [],
                    descriptions=views.DESCRIPTIONS)
 
 
