@@ -283,7 +283,7 @@ def test_a_refresh_reads_its_series_by_key_run_by_run(pg_url: str):
     with connect(pg_url, autocommit=False) as conn:
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_bitmapscan = off")
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + aggregates._FETCH, {
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + aggregates.FETCH_SQL, {
             "model_id": "pocketsphinx/en-us@5.1.1", "dataset": "stt-starter-clean", "region": "local",
             "method_version": "3", "since": 0.0}))
     lines = plan.splitlines()

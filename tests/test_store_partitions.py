@@ -168,7 +168,7 @@ def test_a_series_read_opens_only_its_runs_months(pg_url: str):
     store = open_store(pg_url)
     store.add([obs(f"c{i}", run_id=f"r{i % 4}", age_s=HOUR + (i % 4) * 40 * DAY) for i in range(40)], refresh=False)
     with connect(pg_url) as conn:
-        plan = [r[0] for r in conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + aggregates._FETCH, {
+        plan = [r[0] for r in conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + aggregates.FETCH_SQL, {
             "model_id": "pocketsphinx/en-us@5.1.1", "dataset": "stt-starter-clean", "region": "local",
             "method_version": "3", "since": NOW - DAY})]
     scans = {line.split(" on ")[1].split()[0]: "never executed" in line for line in plan if " on obs_facts_" in line}

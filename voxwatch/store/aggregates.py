@@ -29,16 +29,18 @@ from voxwatch.store.migrations import AGGREGATE_EXTRA, HEADLINE, columns
 Label = tuple[str, str, str]
 """A context's board, protocol and instrument ('' unless TTS): what a series' rows are grouped by."""
 
-_CONTEXT, _STATUS, _AT, _CLIP, _RUN = range(5)  # a fetched row: these, headline metrics, S + D + I, N, entities, quality
+COL_CONTEXT, COL_STATUS, COL_AT, COL_CLIP, COL_RUN = range(5)
+"""Where a fetched row (FETCH_SQL's) holds these; then the headline metrics, S + D + I, N, entities,
+quality. Public: store.board_series reads a board's series the same narrow way."""
 _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _LONGEST = max(WINDOWS.values())
-_FETCH = series_sql(f"f.context_ref, f.status, f.started_at, f.clip_id_ref, f.run_id_ref, {', '.join('f.' + m for m in HEADLINE)}, "
-                    f"f.substitutions + f.deletions + f.insertions, f.ref_words, f.entities_missed, f.entities_total, f.quality_mos",
-                    ordered=False)
+FETCH_SQL = series_sql(f"f.context_ref, f.status, f.started_at, f.clip_id_ref, f.run_id_ref, {', '.join('f.' + m for m in HEADLINE)}, "
+                       f"f.substitutions + f.deletions + f.insertions, f.ref_words, f.entities_missed, f.entities_total, f.quality_mos",
+                       ordered=False)
 """A series' rows as narrow as they come (its contexts' labels are read apart, once per context),
 left unsorted: compute sorts them, cheaply, as they come run by run, about in time order."""
-_LABELS = ("SELECT ref, board, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') ELSE '' END "
-           "FROM obs_contexts WHERE ref = ANY(%s)")
+LABELS_SQL = ("SELECT ref, board, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') ELSE '' END "
+              "FROM obs_contexts WHERE ref = ANY(%s)")
 _WHERE_SERIES = " AND ".join(f"{c} = %s" for c in SERIES)
 _ROW_COLS = [c for c, _ in columns(MetricRow) if c != "note"]
 _WRITE_COLS = _ROW_COLS + [c for c, _ in AGGREGATE_EXTRA]
@@ -57,8 +59,8 @@ def refresh(conn: psycopg.Connection, series: list[RowsKey] | None = None, now: 
         with conn.transaction(), conn.cursor(binary=True) as cur:  # binary: ~15 % faster to load 20,000 rows
             cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(s),))
             at = time.time() if now is None else now  # after the lock: the windows end when the rows are read
-            rows = cur.execute(_FETCH, {**dict(zip(SERIES, s)), "since": at - _LONGEST}).fetchall()
-            labels = {ref: tuple(label) for ref, *label in cur.execute(_LABELS, (list({r[_CONTEXT] for r in rows}),))}
+            rows = cur.execute(FETCH_SQL, {**dict(zip(SERIES, s)), "since": at - _LONGEST}).fetchall()
+            labels = {ref: tuple(label) for ref, *label in cur.execute(LABELS_SQL, (list({r[COL_CONTEXT] for r in rows}),))}
             out = compute(s, rows, labels, at)
             cur.execute(f"DELETE FROM aggregates WHERE {_WHERE_SERIES}", s)
             if out:
@@ -74,8 +76,8 @@ def compute(s: RowsKey, rows: list[tuple], labels: dict[int, Label], now: float)
     """Aggregate rows (in _WRITE_COLS order) for every window of one series, from its fetched rows
     and the (board, protocol, instrument) of each of their contexts. The windows are computed at
     once, one thread each: their statistics are numpy's sorts and sums, which run without the GIL."""
-    rows = sorted(rows, key=lambda r: r[_AT])
-    times = [r[_AT] for r in rows]
+    rows = sorted(rows, key=lambda r: r[COL_AT])
+    times = [r[COL_AT] for r in rows]
     windows = [(window, rows[bisect_left(times, now - span):]) for window, span in WINDOWS.items()]
     with ThreadPoolExecutor(len(windows)) as pool:  # made per call: safe in a forked worker
         done = list(pool.map(lambda w: _window(s, w[0], w[1], labels, now), windows))
@@ -98,23 +100,23 @@ class SeriesPart(NamedTuple):
 
 def series_parts(s: RowsKey, rows: list[tuple], labels: dict[int, Label],
                  names: Mapping[int, str] | None = None) -> dict[SeriesKey, SeriesPart]:
-    """The fetched rows of one stored series (_FETCH's, in time order) split by their contexts' board,
+    """The fetched rows of one stored series (FETCH_SQL's, in time order) split by their contexts' board,
     protocol and instrument, each part as the columns series_rows reads, with its newest row's time.
     With `names`, clips and runs are named (as whole observations name them) rather than left refs."""
     groups: dict[Label, list[tuple]] = {}
     for r in rows:
-        groups.setdefault(labels[r[_CONTEXT]], []).append(r)
+        groups.setdefault(labels[r[COL_CONTEXT]], []).append(r)
     out = {}
     for (board, protocol, instrument), members in sorted(groups.items()):
         columns = list(zip(*members))  # a failed row's clocks and WER parts are NULL, as series_rows expects
-        clips, runs = columns[_CLIP], columns[_RUN]
+        clips, runs = columns[COL_CLIP], columns[COL_RUN]
         if names is not None:
             clips, runs = [names[c] for c in clips], [names[t] for t in runs]
         out[s.series(board, protocol, instrument)] = SeriesPart(SeriesData(
-            statuses=columns[_STATUS], utterances=clips, ticks=runs,
+            statuses=columns[COL_STATUS], utterances=clips, ticks=runs,
             values={spec.name: columns[_COLUMN[spec.name]] for spec in for_protocol(protocol, headline_only=True)},
             errors=columns[-5], words=columns[-4],  # (S + D + I, N, missed, tagged, quality) are the last five
-            entities_missed=columns[-3], entities_total=columns[-2], quality=columns[-1]), members[-1][_AT])
+            entities_missed=columns[-3], entities_total=columns[-2], quality=columns[-1]), members[-1][COL_AT])
     return out
 
 

@@ -4,7 +4,7 @@ page's kept view is computed from (store.compare_views).
 A comparison page pools every dataset of a use case per model (metrics.use_case), so it needs each
 series' rows, not its aggregates. Read as whole observations, 30 days of a board at a year's scale
 are millions of rows of ~60 fields; this reads each series the way its aggregates are read
-(aggregates._FETCH: narrow, by key, run by run), names its clips and runs once (the other paths
+(aggregates.FETCH_SQL: narrow, by key, run by run), names its clips and runs once (the other paths
 cluster on names), and cuts every window from one read.
 """
 
@@ -17,7 +17,7 @@ import psycopg
 
 from voxwatch.foundation.series_key import RowsKey, SeriesKey
 from voxwatch.metrics.series import WINDOWS, SeriesData
-from voxwatch.store.aggregates import _AT, _CLIP, _CONTEXT, _FETCH, _LABELS, _RUN, Label, series_parts
+from voxwatch.store.aggregates import COL_AT, COL_CLIP, COL_CONTEXT, COL_RUN, FETCH_SQL, LABELS_SQL, Label, series_parts
 
 _SERIES = ("SELECT DISTINCT model_id, dataset, region, method_version FROM aggregates "
            "WHERE time_window = %s AND board = %s AND protocol = %s AND method_version = %s "
@@ -44,7 +44,7 @@ class BoardSeries:
         """The columns of each series of `protocol` over the rows since `since` (a window's start)."""
         out: dict[SeriesKey, SeriesData] = {}
         for s, rows in self.rows.items():
-            recent = rows[bisect_left([r[_AT] for r in rows], since):]
+            recent = rows[bisect_left([r[COL_AT] for r in rows], since):]
             for key, part in series_parts(s, recent, self.labels, self.names).items():
                 if key.protocol == protocol and recent:
                     out[key] = part.data
@@ -59,16 +59,16 @@ def board_series(conn: psycopg.Connection, board: str, protocol: str, method_ver
     with conn.cursor(binary=True) as cur:
         keys = [RowsKey._make(k) for k in cur.execute(_SERIES, (longest, board, protocol, method_version))]
         for s in keys:
-            rows = cur.execute(_FETCH, {**s._asdict(), "since": since}).fetchall()
+            rows = cur.execute(FETCH_SQL, {**s._asdict(), "since": since}).fetchall()
             if not rows:
                 continue
-            rows.sort(key=lambda r: r[_AT])
+            rows.sort(key=lambda r: r[COL_AT])
             found.rows[s] = rows
             if s.dataset not in found.datasets:
-                first = {"run": rows[0][_RUN], "clip": rows[0][_CLIP], "dataset": s.dataset}
+                first = {"run": rows[0][COL_RUN], "clip": rows[0][COL_CLIP], "dataset": s.dataset}
                 found.datasets[s.dataset] = tuple(cur.execute(_DATASET, first).fetchone())
-        contexts = list({r[_CONTEXT] for rows in found.rows.values() for r in rows} - set(found.labels))
-        found.labels.update({ref: tuple(label) for ref, *label in cur.execute(_LABELS, (contexts,))})
-        refs = list({r[i] for rows in found.rows.values() for r in rows for i in (_CLIP, _RUN)})
+        contexts = list({r[COL_CONTEXT] for rows in found.rows.values() for r in rows} - set(found.labels))
+        found.labels.update({ref: tuple(label) for ref, *label in cur.execute(LABELS_SQL, (contexts,))})
+        refs = list({r[i] for rows in found.rows.values() for r in rows for i in (COL_CLIP, COL_RUN)})
         found.names.update(cur.execute("SELECT ref, name FROM obs_names WHERE ref = ANY(%s)", (refs,)).fetchall())
     return found
