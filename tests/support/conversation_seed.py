@@ -14,6 +14,7 @@ import numpy as np
 
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.scenario import DIMENSIONS
+from voxwatch.providers.local.dnsmos_quality import INSTRUMENT_ID as QUALITY_INSTRUMENT
 
 TAGGED = {"state_tracking": 3, "ambiguity_handling": 4}
 """Dimensions in scope only on tagged turns: here every 3rd (state) and 4th (ambiguity) turn."""
@@ -22,10 +23,12 @@ TAGGED = {"state_tracking": 3, "ambiguity_handling": 4}
 def stored_conversation(rng: np.random.Generator, conversation_id: str, *, model: str, scenario: str, persona: str,
                         region: str, started_at: float, turns: int, adherence: float = 0.85,
                         v2v_ms: float = 700.0, whole: bool = True, method: str = "3", emulator: bool = False,
-                        scenario_version: int = 1, undecided: float = 0.1) -> tuple[ConversationRow, list[TurnRow]]:
+                        scenario_version: int = 1, undecided: float = 0.1,
+                        quality: float | None = None) -> tuple[ConversationRow, list[TurnRow]]:
     """One conversation of `turns` turns: each in-scope dimension passes with probability `adherence`
     (a share `undecided` of judged verdicts left undecided, as with no judge), V2V around `v2v_ms`
-    (none on a turn that interrupted or got no response), gaps around V2V, some under half a second."""
+    (none on a turn that interrupted or got no response), gaps around V2V, some under half a second;
+    with `quality`, each answered turn's speech quality around it (drawn last: the other draws stay)."""
     pin = hashlib.sha256(f"{scenario}@{scenario_version}".encode()).hexdigest()
     rows = []
     failed = 0
@@ -51,6 +54,9 @@ def stored_conversation(rng: np.random.Generator, conversation_id: str, *, model
                        v2v_ms=v2v, gap_s=gap, interrupted=interrupted, no_response=no_response)
         for dim, v in verdicts.items():
             setattr(turn, dim, v["passed"])
+        if quality is not None and status == "ok":
+            turn.quality_mos = float(np.clip(rng.normal(quality, 0.3), 1.0, 5.0))
+            turn.quality_instrument = QUALITY_INSTRUMENT
         rows.append(turn)
     end_state = bool(rng.random() < adherence) if whole else None
     row = ConversationRow(

@@ -15,6 +15,7 @@ from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
 from voxwatch.foundation.persona import DEFAULT, Persona
 from voxwatch.conversations.runner import ConversationRun, ConversationSettings, run_conversation, summary_line
+from voxwatch.harness.tick import speech_quality
 from voxwatch.conversations.scenario_file import LoadedScenario
 
 
@@ -49,7 +50,8 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
     if not model.key_is_set():
         raise RegistryError(f"{model.id} needs a key: set {key_variable(model.vendor)}")
     loaded, whole = first_turns(loaded, turns)
-    settings = ConversationSettings(recordings_dir=recordings, noises_dir=noises_dir, secrets=model_secrets(model))
+    settings = ConversationSettings(recordings_dir=recordings, noises_dir=noises_dir, secrets=model_secrets(model),
+                                    quality=speech_quality)
     adapter = registry.create(model)
     runs = []
     try:

@@ -81,6 +81,9 @@ def _turn_row(conversation_id: str, index: int, tr: TurnRun, scored: TurnScore |
         b = scored.behaviour
         row.barge_in_stop_ms, row.barge_in_answered = b.barge_in_stop_ms, b.barge_in_answered
         row.pause_ms, row.premature_response = b.pause_ms, b.premature
+    if tr.quality is not None:
+        row.quality_mos, row.quality_instrument = tr.quality.mos, tr.quality.instrument
+        row.instrument_error = clean(tr.quality.error)
     for dim, verdict in verdicts.items():
         setattr(row, dim, verdict.passed)
     return row
@@ -122,7 +125,8 @@ def _turn_score(t: TurnRow) -> TurnScore:
     made = tuple((ToolCall(c["call_id"], c["name"], c["arguments"]), c["counted_as"]) for c in json.loads(t.calls))
     return TurnScore(t.turn_id, verdicts, t.turn_taking_failed, expected, made, t.interrupted, t.no_response,
                      t.v2v_ms, t.gap_s, TurnBehaviourFacts(t.barge_in_stop_ms, t.barge_in_answered, t.pause_ms,
-                                                           t.premature_response))
+                                                           t.premature_response),
+                     t.quality_mos, t.quality_instrument)
 
 
 def score_of(row: ConversationRow, turns: Sequence[TurnRow]) -> ConversationScore:

@@ -15,8 +15,9 @@ hears the caller whenever it speaks) takes such a persona. A turn the caller bar
 there: the agent's talk after the caller started is measured as the barge-in's stop latency.
 
 After the last turn: one two-channel recording of the whole call is written and every turn's
-timing is measured back from it; the turns are scored (voxwatch/metrics/conversation.py), with the
-judge's verdicts where a judge is configured.
+timing is measured back from it; each answered turn's reply is scored for speech quality (off
+every clock); the turns are scored (voxwatch/metrics/conversation.py), with the judge's verdicts
+where a judge is configured.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -43,7 +44,7 @@ from voxwatch.foundation.conversation import CALLS, RECONNECTED, ROTATED, AgentS
 from voxwatch.providers.conversation import ConversationStream
 from voxwatch.foundation.events import CHUNK_SENT, Timeline
 from voxwatch.providers.keys import Secret, scrub
-from voxwatch.harness.measure import TRIM_AFTER_SPEECH_S, failure_of
+from voxwatch.harness.measure import TRIM_AFTER_SPEECH_S, QualityScore, failure_of, score_quality
 from voxwatch.harness.pacer import paced_send
 
 from voxwatch.conversations.backend import Backend, end_state_matches, scripted_result
@@ -74,6 +75,7 @@ class ConversationSettings:
     persona_cache_dir: Path | None = None  # where personas' rendered caller audio is kept (var/personas)
     noises_dir: Path | None = None  # the imported noise recordings (var/noises)
     secrets: tuple[Secret, ...] = ()
+    quality: Callable[[np.ndarray], float] | None = None  # float32 16 kHz -> MOS: each reply's speech quality
 
 
 @dataclass
@@ -90,6 +92,7 @@ class TurnRun:
     caller_anchors: SpeechAnchors | None = None  # the clean words' anchors under a persona's noise
     pause: tuple[float, float] | None = None  # a persona's mid-turn pause (start, length s) in caller_pcm
     barge_in: bool = False  # the caller started this turn while the agent was answering the one before
+    quality: QualityScore | None = None  # the reply's speech quality, when scored (an answered turn with audio)
 
 
 @dataclass
@@ -336,6 +339,7 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
     run.end_state = backend.state
     end_state = await _end_state(run, scenario) if whole else None
     await _record_and_time(run, settings)
+    await _score_quality(run, settings)
     run.score = await _score(run, scenario, judge, end_state)
     return run
 
@@ -374,6 +378,17 @@ async def _record_and_time(run: ConversationRun, settings: ConversationSettings)
         run.recording = path if settings.recordings_dir else None
 
 
+async def _score_quality(run: ConversationRun, settings: ConversationSettings) -> None:
+    """Each answered turn's reply scored by the speech quality instrument, once the call is over (no
+    turn's clock is running), as a single turn's reply is (harness.measure.score_quality)."""
+    if settings.quality is None:
+        return
+    for turn in run.turns:
+        reply = collect_audio(turn.timeline.events)
+        if turn.status == "ok" and reply.samples.size:
+            turn.quality = await score_quality(reply.samples, reply.sample_rate, settings.quality)
+
+
 async def _score(run: ConversationRun, scenario: Scenario, judge,
                  end_state: tuple[bool | None, str] | None) -> ConversationScore:
     outcomes = []
@@ -383,6 +398,8 @@ async def _score(run: ConversationRun, scenario: Scenario, judge,
             outcome = with_timing(outcome, tr.timing)
         elif tr.status != "ok":  # a turn that failed got no response the caller could hear
             outcome = replace(outcome, no_response=True, interrupted=False, long_silence=False)
+        if tr.quality is not None:
+            outcome = replace(outcome, quality_mos=tr.quality.mos, quality_instrument=tr.quality.instrument)
         if judge is not None and tr.model is not None:
             judgement = await judge.judge_turn(scenario, turn, tr.model.transcript, tr.model.calls,
                                                [o for _, o in tr.outputs], outcome.interrupted or outcome.no_response

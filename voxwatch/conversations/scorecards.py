@@ -11,7 +11,7 @@ from voxwatch.conversations.records import score_of
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.conversations.runner import ConversationRun
 from voxwatch.foundation.scenario import DIMENSIONS
-from voxwatch.metrics.conversation_aggregate import Scorecard, Rate, scorecard
+from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Rate, scorecard
 from voxwatch.metrics.preliminary import scorecard_reason
 from voxwatch.providers.registry import Registry
 
@@ -26,9 +26,9 @@ def _rate(r: Rate, counted: str = "passed") -> str:
 
 
 def turns_table(run: ConversationRun) -> str:
-    """Per turn: status, the calls made, V2V, and each in-scope dimension's verdict."""
+    """Per turn: status, the calls made, V2V, the reply's speech quality, and each in-scope dimension's verdict."""
     behaved = any(t.barge_in or t.pause is not None for t in run.turns)
-    head = ["turn", "status", "calls", "v2v ms"] + (["barge-in stop ms", "premature"] if behaved else []) \
+    head = ["turn", "status", "calls", "v2v ms", "MOS"] + (["barge-in stop ms", "premature"] if behaved else []) \
         + list(DIMENSIONS)
     rows = [head]
     for tr, scored in zip(run.turns, run.score.turns if run.score else [None] * len(run.turns)):
@@ -42,7 +42,8 @@ def turns_table(run: ConversationRun) -> str:
             premature = timing.premature if timing is not None else None
             acts = [("-" if stop is None else f"{stop:.0f}") if tr.barge_in else "",
                     ("-" if premature is None else "yes" if premature else "no") if tr.pause is not None else ""]
-        rows.append([tr.turn_id, tr.status, calls or "-", v2v] + acts
+        mos = tr.quality.mos if tr.quality is not None else None
+        rows.append([tr.turn_id, tr.status, calls or "-", v2v, "-" if mos is None else f"{mos:.2f}"] + acts
                     + [MARKS[verdicts[d].passed] if d in verdicts else "" for d in DIMENSIONS])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -65,6 +66,7 @@ def scorecard_text(model_id: str, scenario: str, s: Scorecard, baseline: bool = 
                  f"p95 {'-' if v.p95 is None else f'{v.p95:.0f} ms'}  (n {v.n})")
     gap = "-" if s.silence_gap_s is None else f"{s.silence_gap_s * 1000:.0f} ms"
     lines.append(f"  silence-gap latency     {gap}  (mean of gaps >= 0.5 s)")
+    lines.append(f"  speech quality (MOS)    {quality_text(s.speech_quality)}")
     lines.append(f"  interruptions           {_rate(s.interruption, 'interrupted')}")
     lines.append(f"  no response             {_rate(s.no_response, 'unanswered')}")
     if s.barge_in_stop.n or s.barge_in_answered.n:
@@ -76,6 +78,15 @@ def scorecard_text(model_id: str, scenario: str, s: Scorecard, baseline: bool = 
         lines.append(f"  premature response      {_rate(s.premature, 'premature')}  in a {pauses} ms mid-turn pause, "
                      f"against V2V p50 {_ms(s.v2v.p50)}")
     return "\n".join(lines)
+
+
+def quality_text(q: Quality) -> str:
+    """A block's speech quality in words: the mean MOS and its interval, the turns scored, the instrument."""
+    by = f"; {', '.join(q.instruments)}" if q.instruments else ""
+    if q.mos is None:
+        return f"-  ({q.n} turns scored; too few for a mean{by})" if q.n else "-  (no turn scored)"
+    ci = f" [{q.interval[0]:.2f}, {q.interval[1]:.2f}]" if q.interval is not None else ""
+    return f"{q.mos:.2f}{ci}  ({q.n} turns{by})"
 
 
 def _ms(value: float | None) -> str:

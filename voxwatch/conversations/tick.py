@@ -35,7 +35,7 @@ from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.store import Store
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.store.spool import keep_conversation
-from voxwatch.harness.tick import Plan, PlanError, create_adapter, runnable_models
+from voxwatch.harness.tick import Plan, PlanError, create_adapter, runnable_models, speech_quality
 
 NOTE = "conversations"  # a conversation run's note starts with this (its rows are turns, not observations)
 
@@ -182,9 +182,9 @@ def hold_conversations(config: Config, store: Store, registry: Registry, plan: C
 
 def conversation_settings(config: Config, model: ModelInfo) -> ConversationSettings:
     """How a configured deployment holds a model's conversations: its chunk size, recordings folder,
-    and the model's keys (cut out of every stored reason)."""
+    the model's keys (cut out of every stored reason), and the speech quality instrument."""
     return ConversationSettings(chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir,
-                                noises_dir=config.noises_dir, secrets=model_secrets(model))
+                                noises_dir=config.noises_dir, secrets=model_secrets(model), quality=speech_quality)
 
 
 def configured_personas(config: Config) -> list[Persona]:

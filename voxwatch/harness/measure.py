@@ -242,17 +242,32 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
     return compute
 
 
-async def _score_quality(row: Observation, samples: np.ndarray, rate: int, ctx: MeasureContext) -> None:
-    """The speech quality of the audio a model sent (METHOD "Speech quality"), once per row, off the
-    clock; a failure of the instrument is an instrument error, never a provider failure."""
-    if ctx.quality is None:
-        return
-    row.quality_instrument = QUALITY_INSTRUMENT
+@dataclass(frozen=True)
+class QualityScore:
+    """What the speech quality instrument said of some audio: its score, or why there is none."""
+    mos: float | None
+    instrument: str
+    error: str | None = None
+
+
+async def score_quality(samples: np.ndarray, rate: int, quality: Callable[[np.ndarray], float]) -> QualityScore:
+    """The speech quality of the audio a model sent (METHOD "Speech quality"): a single turn's row and a
+    conversation's turn alike, off the clock (in a thread); a failure of the instrument is its error,
+    never a provider failure."""
     try:
         audio16k = resample(samples, rate, 16000).astype(np.float32)
-        row.quality_mos = await asyncio.to_thread(ctx.quality, audio16k)
+        return QualityScore(float(await asyncio.to_thread(quality, audio16k)), QUALITY_INSTRUMENT)
     except Exception as exc:
-        row.instrument_error = row.instrument_error or f"{QUALITY_INSTRUMENT}: {type(exc).__name__}: {exc}"
+        return QualityScore(None, QUALITY_INSTRUMENT, f"{QUALITY_INSTRUMENT}: {type(exc).__name__}: {exc}")
+
+
+async def _score_quality(row: Observation, samples: np.ndarray, rate: int, ctx: MeasureContext) -> None:
+    """A row's speech quality, once per row, when the context scores it."""
+    if ctx.quality is None:
+        return
+    scored = await score_quality(samples, rate, ctx.quality)
+    row.quality_instrument, row.quality_mos = scored.instrument, scored.mos
+    row.instrument_error = row.instrument_error or scored.error
 
 
 def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):

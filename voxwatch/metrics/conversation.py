@@ -87,6 +87,8 @@ class TurnOutcome:
     judged: Mapping[str, tuple[bool | None, str]] = field(default_factory=dict)
     unreported: tuple[str, ...] = ()  # what the agent does not report (CALLS, WORDS): those verdicts are null
     behaviour: TurnBehaviourFacts = field(default_factory=lambda: NO_BEHAVIOUR)
+    quality_mos: float | None = None  # the speech quality of the model's reply (METHOD "Speech quality")
+    quality_instrument: str | None = None  # the instrument that scored it
 
     @classmethod
     def of(cls, turn_id: str, model: ModelTurn) -> "TurnOutcome":
@@ -133,6 +135,8 @@ class TurnScore:
     v2v_ms: float | None = None
     gap_s: float | None = None
     behaviour: TurnBehaviourFacts = NO_BEHAVIOUR
+    quality_mos: float | None = None  # None: the model sent no audio, or the instrument failed
+    quality_instrument: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,7 +357,8 @@ def _score_turn(t: int, turn: Turn, out: TurnOutcome, a: _Alignment) -> TurnScor
             verdicts[dim] = _decide([], _judged(out, dim), None)
     made = tuple((c, a.used[(t, i)]) for i, c in enumerate(out.calls))
     return TurnScore(turn.id, verdicts, turn_taking_verdict(out).passed is False, fates, made,
-                     out.interrupted, out.no_response, out.v2v_ms, out.gap_s, out.behaviour)
+                     out.interrupted, out.no_response, out.v2v_ms, out.gap_s, out.behaviour, out.quality_mos,
+                     out.quality_instrument)
 
 
 def align_outcomes(scenario: Scenario, outcomes: Sequence[TurnOutcome]) -> None:

@@ -18,10 +18,11 @@ import numpy as np
 
 from voxwatch.foundation.scenario import DIMENSIONS
 
+from voxwatch.metrics import support
 from voxwatch.metrics.clustered import design
 from voxwatch.metrics.conversation import ConversationScore
 from voxwatch.metrics.conversation_timing import silence_gap_latency
-from voxwatch.metrics.series import percentile, present, quantile_ci, rate, rate_ci
+from voxwatch.metrics.series import MIN_N, mean_ci, percentile, present, quantile_ci, rate, rate_ci
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,34 @@ def _turn_percentiles(scores: Sequence[ConversationScore], fact: str) -> Percent
     return Percentiles(int(x.size), percentile(x, 50), percentile(x, 95), quantile_ci(x, 50, d), quantile_ci(x, 95, d))
 
 
+@dataclass(frozen=True)
+class Quality:
+    """A block's speech quality: the mean MOS of its scored turns (None under MIN_N), how many, its 95 %
+    interval clustered by conversation, and the instrument(s) that scored them (one per method version)."""
+
+    mos: float | None
+    n: int
+    interval: tuple[float, float] | None
+    instruments: tuple[str, ...]
+
+
+def speech_quality(scores: Sequence[ConversationScore]) -> Quality:
+    """The speech quality of the replies of a set of conversations (METHOD "Speech quality"): every
+    scored turn pooled, as a series pools its rows, with the clustered interval of a mean (conversations
+    resampled, never turns: one conversation's replies share a voice and a session), truncated at 1 and 5."""
+    values, labels, instruments = [], [], set()
+    for c in scores:
+        for turn in c.turns:
+            if turn.quality_mos is not None:
+                values.append(turn.quality_mos)
+                labels.append(c.conversation_id)
+                instruments.add(turn.quality_instrument or "")
+    x = np.asarray(values, dtype=np.float64)
+    return Quality(float(x.mean()) if x.size >= MIN_N else None, int(x.size),
+                   mean_ci(x, design(conversation=labels), support.MOS) if x.size else None,
+                   tuple(sorted(instruments)))
+
+
 def conversation_silence_gap(score: ConversationScore) -> float | None:
     """One conversation's silence-gap latency (Coval), in seconds."""
     return silence_gap_latency(t.gap_s for t in score.turns)
@@ -204,6 +233,7 @@ class Scorecard:
     barge_in_answered: Rate
     premature: Rate
     pause_ms: tuple[float, ...]
+    speech_quality: Quality
 
 
 def scorecard(scores: Sequence[ConversationScore], ks: Sequence[int] = (1, 2, 4)) -> Scorecard:
@@ -211,4 +241,5 @@ def scorecard(scores: Sequence[ConversationScore], ks: Sequence[int] = (1, 2, 4)
     return Scorecard(len(scores), instruction_adherence(scores), dimension_rates(scores), end_state_rate(scores),
                         {k: end_state_pass_hat_k(scores, k) for k in ks}, interruption_rate(scores),
                         no_response_rate(scores), v2v_per_turn(scores), silence_gap(scores), barge_in_stop(scores),
-                        barge_in_answered_rate(scores), premature_rate(scores), pause_lengths(scores))
+                        barge_in_answered_rate(scores), premature_rate(scores), pause_lengths(scores),
+                        speech_quality(scores))

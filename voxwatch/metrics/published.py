@@ -84,9 +84,13 @@ def rate_record(record: Mapping) -> dict:
 
 def scorecard_record(record: Mapping) -> dict:
     """A conversation block's statistics (metrics.conversation_aggregate.Scorecard as a dict): its
-    rates as fractions, pass^k as fractions, V2V in ms, the silence gap in seconds to 0.1 ms."""
+    rates as fractions, pass^k as fractions, V2V in ms, the silence gap in seconds to 0.1 ms, speech
+    quality (MOS) to 4 places as a series' is."""
     rates = ("adherence", "end_state", "interruption", "no_response")
+    quality = record["speech_quality"]
     return {**record, **{k: rate_record(record[k]) for k in rates},
+            "speech_quality": {**quality, "mos": rounded(quality["mos"], "fraction"),
+                               "interval": rounded(quality["interval"], "fraction")},
             "dimensions": {d: rate_record(r) for d, r in record["dimensions"].items()},
             "pass_hat_k": {k: rounded(v, "fraction") for k, v in record["pass_hat_k"].items()},
             "v2v": metric_record(record["v2v"], "ms"),

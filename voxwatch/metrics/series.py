@@ -285,7 +285,7 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
             board=board, model_id=model_id, dataset=dataset, region=region, method_version=method, metric=spec.name,
             **asdict(summarize(x)), **series, instrument=instrument or None, protocol=protocol,
             utterances=on.sizes[0] if on.rows else 0, ticks=on.sizes[1] if on.rows else 0,
-            mean_ci=_mean_ci(x, on, support.of_metric(spec.name)),
+            mean_ci=mean_ci(x, on, support.of_metric(spec.name)),
             p50_ci=quantile_ci(x, 50, on), p95_ci=quantile_ci(x, 95, on)))
     return out
 
@@ -299,7 +299,7 @@ def speech_quality(statuses: np.ndarray, quality: Sequence[float | None], d: Des
     scored = (statuses == "ok") & ~np.isnan(column)
     x = column[scored]
     return dict(quality_mos=float(x.mean()) if x.size >= MIN_N else None, quality_clips=int(x.size),
-                quality_mos_ci=_mean_ci(x, d.subset(scored), support.MOS))
+                quality_mos_ci=mean_ci(x, d.subset(scored), support.MOS))
 
 
 def _clustered_enough(d: Design) -> bool:
@@ -323,7 +323,7 @@ def _share_ci(share: float | None, hits: np.ndarray, counted: np.ndarray, d: Des
     return proportion_interval(share, v, float(np.sum(counted))) if v is not None else None
 
 
-def _mean_ci(x: np.ndarray, d: Design, within: support.Support) -> tuple[float, float] | None:
+def mean_ci(x: np.ndarray, d: Design, within: support.Support) -> tuple[float, float] | None:
     """The mean's interval, truncated at the support of its values (0 for a metric that cannot be negative)."""
     if x.size < MIN_N or not _clustered_enough(d):
         return None

@@ -54,7 +54,7 @@ class TurnRow:
     """One turn of a conversation: its status, the calls made (name, arguments, output, what each
     counted as) and the calls due (their fates), both transcripts, the timing measured from the
     recording, each in-scope dimension's verdict (a column per dimension, null when out of scope or
-    undecided; `verdicts` holds each one's reason and rule as JSON)."""
+    undecided; `verdicts` holds each one's reason and rule as JSON), the reply's speech quality."""
 
     conversation_id: str
     turn_index: int
@@ -82,10 +82,15 @@ class TurnRow:
     barge_in_answered: bool | None = None  # ... and whether the agent then answered the turn
     pause_ms: float | None = None  # the caller paused mid-turn this long
     premature_response: bool | None = None  # ... and whether the agent started speaking inside the pause
+    quality_mos: float | None = None  # the reply's speech quality (DNSMOS P.835 OVRL); None: not scored
+    quality_instrument: str | None = None  # the instrument that scored it (set when it was asked to)
+    instrument_error: str | None = None  # why the instrument gave no score (never a provider failure)
 
 
-LATER_FIELDS = ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response")
-"""Turn fields added after records were first spooled and exported (caller behaviours, method 11)."""
+LATER_FIELDS = ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response", "quality_mos",
+                "quality_instrument", "instrument_error")
+"""Turn fields added after records were first spooled and exported (caller behaviours, method 11;
+speech quality, pending)."""
 
 CONVERSATION_FIELDS = tuple(f.name for f in fields(ConversationRow))
 TURN_FIELDS = tuple(f.name for f in fields(TurnRow))

@@ -153,6 +153,14 @@ def _speech_quality(cur: psycopg.Cursor) -> None:
                 "AND NOT EXISTS (SELECT 1 FROM obs_contexts t WHERE t.digest = n.fresh)")
 
 
+def _turn_quality(cur: psycopg.Cursor) -> None:
+    """Migration 20: a conversation turn's speech quality (conversation_turns.quality_mos), the
+    instrument that scored it and why it gave none; the turns stored before keep them null."""
+    types = dict(columns(TurnRow))
+    for name in ("quality_mos", "quality_instrument", "instrument_error"):
+        cur.execute(f"ALTER TABLE conversation_turns ADD COLUMN IF NOT EXISTS {name} {types[name]}")
+
+
 MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (1, ";\n".join([
         _table("observations", list(columns(Observation)), f"PRIMARY KEY ({', '.join(KEY)})"),
@@ -221,6 +229,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # each series comparison board's views per window (voxwatch.store.compare_views), and the refreshes
     # finishing runs ask for, run once however many ask at once (voxwatch.store.coalesce)
     (19, COMPARE_VIEWS_DDL + ";\n" + REFRESH_REQUESTS_DDL),
+    # speech quality of a conversation's replies: each turn's DNSMOS score, its instrument and its error
+    (20, _turn_quality),
 ]
 
 

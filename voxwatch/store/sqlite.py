@@ -22,8 +22,9 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 6  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference);
-# 6: its fitted snapshots (voxwatch.store.preference_fits)
+SCHEMA_VERSION = 7  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference);
+# 6: its fitted snapshots (voxwatch.store.preference_fits); 7: conversation turns' speech quality (the
+# columns _table adds to an older store's conversation_turns, its turns' null)
 
 
 class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_fits.PreferenceFits):

@@ -26,7 +26,7 @@ from voxwatch.providers.registry import Registry
 from voxwatch.metrics.published import rounded, rounded_seconds, scorecard_record, when
 from voxwatch.metrics.conversation_aggregate import Scorecard, Rate
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
-from voxwatch.metrics.series import MIN_ATTEMPTS, percentile_floor
+from voxwatch.metrics.series import MIN_ATTEMPTS, MIN_N, percentile_floor
 
 from voxwatch.web.source import Conversation, Source
 
@@ -120,31 +120,35 @@ def board_document(board: ConversationBoard, registry: Registry) -> dict:
             "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}
 
 
-CSV_COLUMNS = (*SCORECARD_KEY_FIELDS, "conversations", "statistic", "value", "passed", "n", "ci_low", "ci_high")
+CSV_COLUMNS = (*SCORECARD_KEY_FIELDS, "conversations", "statistic", "value", "passed", "n", "ci_low", "ci_high",
+               "instrument")
 
 
 def _rate_line(name: str, r: Rate) -> tuple:
     low, high = r.interval if r.interval is not None else (None, None)
-    return name, r.rate, r.passed, r.n, low, high
+    return name, r.rate, r.passed, r.n, low, high, None
 
 
 def statistics(s: Scorecard) -> Iterator[tuple]:
-    """A block's statistics, one line each: (statistic, value, passed, n, ci_low, ci_high)."""
+    """A block's statistics, one line each: (statistic, value, passed, n, ci_low, ci_high, instrument)."""
     yield _rate_line("instruction_adherence", s.adherence)
     for name, r in s.dimensions.items():
         yield _rate_line(name, r)
     yield _rate_line("end_state", s.end_state)
     for k, v in s.pass_hat_k.items():
-        yield f"pass_hat_{k}", v, None, None, None, None
+        yield f"pass_hat_{k}", v, None, None, None, None, None
     for q, value, ci in (("p50", s.v2v.p50, s.v2v.p50_ci), ("p95", s.v2v.p95, s.v2v.p95_ci)):
-        yield (f"v2v_{q}_ms", value, None, s.v2v.n, *(ci if ci is not None else (None, None)))
-    yield "silence_gap_s", s.silence_gap_s, None, None, None, None
+        yield (f"v2v_{q}_ms", value, None, s.v2v.n, *(ci if ci is not None else (None, None)), None)
+    yield "silence_gap_s", s.silence_gap_s, None, None, None, None, None
+    q = s.speech_quality
+    yield ("quality_mos", q.mos, None, q.n, *(q.interval if q.interval is not None else (None, None)),
+           ", ".join(q.instruments) or None)
     yield _rate_line("interruption", s.interruption)
     yield _rate_line("no_response", s.no_response)
     if s.barge_in_stop.n or s.barge_in_answered.n:  # caller behaviours: only a block whose callers behaved so
         b = s.barge_in_stop
         for q, value, ci in (("p50", b.p50, b.p50_ci), ("p95", b.p95, b.p95_ci)):
-            yield (f"barge_in_stop_{q}_ms", value, None, b.n, *(ci if ci is not None else (None, None)))
+            yield (f"barge_in_stop_{q}_ms", value, None, b.n, *(ci if ci is not None else (None, None)), None)
         yield _rate_line("barge_in_answered", s.barge_in_answered)
     if s.premature.n:
         yield _rate_line("premature_response", s.premature)
@@ -152,6 +156,7 @@ def statistics(s: Scorecard) -> Iterator[tuple]:
 
 LABELS = {"instruction_adherence": "instruction adherence", "end_state": "end-state success",
           "v2v_p50_ms": "V2V p50", "v2v_p95_ms": "V2V p95", "silence_gap_s": "silence-gap latency",
+          "quality_mos": "speech quality (MOS)",
           "interruption": "interruption rate", "no_response": "no-response rate",
           "barge_in_stop_p50_ms": "barge-in stop latency p50", "barge_in_stop_p95_ms": "barge-in stop latency p95",
           "barge_in_answered": "answered after barge-in", "premature_response": "premature response in a pause"}
@@ -168,6 +173,7 @@ class StatLine:
     n: int | None
     interval: tuple[float, float] | None
     na: str | None
+    instrument: str | None = None  # what scored it (speech quality)
 
 
 def _na(statistic: str, value: float | None, passed: int | None, n: int | None) -> str | None:
@@ -179,16 +185,18 @@ def _na(statistic: str, value: float | None, passed: int | None, n: int | None) 
         return f"n < {percentile_floor(95 if '95' in statistic else 50)}"
     if statistic == "silence_gap_s":
         return f"no gap of {SILENCE_GAP_MIN_S:g} s or more"
+    if statistic == "quality_mos":
+        return "no turn scored" if not n else f"n < {MIN_N} turns scored"
     return "none decided" if not n else f"n < {MIN_ATTEMPTS} ({passed}/{n})"
 
 
 def stat_lines(s: Scorecard) -> list[StatLine]:
     """The block's statistics in board order, named and with the reason of each n/a."""
     lines = []
-    for name, value, passed, n, low, high in statistics(s):
+    for name, value, passed, n, low, high, instrument in statistics(s):
         label = LABELS.get(name) or (f"pass^{name.removeprefix('pass_hat_')}" if name.startswith("pass_hat_") else name)
         lines.append(StatLine(name, label, value, passed, n, (low, high) if low is not None else None,
-                              _na(name, value, passed, n)))
+                              _na(name, value, passed, n), instrument))
     return lines
 
 
@@ -242,7 +250,8 @@ def conversation_document(view: ConversationView, registry: Registry) -> dict:
            "started_at": when(view.row.started_at), "finished_at": when(view.row.finished_at)}
     row.pop("recording")  # a path on the server: the URL says where to get it
     turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts,
-              "v2v_ms": rounded(t.row.v2v_ms, "ms"), "gap_s": rounded_seconds(t.row.gap_s)} for t in view.turns]
+              "v2v_ms": rounded(t.row.v2v_ms, "ms"), "gap_s": rounded_seconds(t.row.gap_s),
+              "quality_mos": rounded(t.row.quality_mos, "fraction")} for t in view.turns]
     return {"conversation": row, "baseline": registry.is_baseline(view.row.model_id),
             "url": conversation_url(view.row.conversation_id),
             "recording_url": recording_url(view.row.conversation_id) if view.has_recording else None, "turns": turns}

@@ -58,14 +58,22 @@ def rate_interval(ci: tuple[float, float] | None) -> str:
 
 
 def stat(v: float | None, statistic: str) -> str:
-    """A conversation board statistic: V2V and the silence gap in ms, pass^k as a chance, the rest rates."""
+    """A conversation board statistic: V2V and the silence gap in ms, pass^k as a chance, speech quality
+    as a MOS, the rest rates."""
     if v is None:
         return NA
+    if statistic == "quality_mos":
+        return mos(v)
     if statistic.startswith(("v2v_", "barge_in_stop_")):
         return f"{value(v, 'v2v_ms')} ms"
     if statistic == "silence_gap_s":
         return f"{v * 1000:.1f} ms"
     return f"{v:.2f}" if statistic.startswith("pass_hat_") else pct(v)
+
+
+def mos(v: float | None) -> str:
+    """A speech quality score on the 1-5 scale, to 0.01 (as the TTS and S2S boards show it)."""
+    return NA if v is None else f"{v:.2f}"
 
 
 def stat_interval(ci: tuple[float, float] | None, statistic: str) -> str:
@@ -137,6 +145,6 @@ def metric_label(metric: str) -> str:
 
 FILTERS = {"metric_label": metric_label, "metric_head": metric_head, "points": points, "points_interval": points_interval, "signed_ms": signed_ms, "value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when, "age": age,
            "alert_value": alert_value, "p_value": p_value, "stat": stat, "stat_interval": stat_interval,
-           "verdict": verdict, "mark": mark, "model_name": model_name}
+           "verdict": verdict, "mark": mark, "model_name": model_name, "mos": mos}
 GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query, "conversation_url": conversation_url,
            "recording_url": recording_url}

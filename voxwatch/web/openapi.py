@@ -13,7 +13,7 @@ from voxwatch import __version__
 from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
-from voxwatch.metrics.conversation_aggregate import Scorecard, Percentiles, Rate
+from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Percentiles, Rate
 from voxwatch.web.bakeoff_views import SET_FIELDS as BAKEOFF_SET_FIELDS
 from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.paired import COLUMNS
@@ -399,7 +399,7 @@ def _conversation_schemas() -> dict:
     summary = _dataclass_schema(Scorecard, {
         "adherence": rate, "end_state": rate, "interruption": rate, "no_response": rate, "v2v": _ref("Percentiles"),
         "barge_in_stop": _ref("Percentiles"), "barge_in_answered": rate, "premature": rate,
-        "pause_ms": _array({"type": "number"}),
+        "pause_ms": _array({"type": "number"}), "speech_quality": _ref("ConversationQuality"),
         "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
         "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
                        "description": "pass^k of end-state success, keyed by k"}})
@@ -420,6 +420,12 @@ def _conversation_schemas() -> dict:
     return {
         "ConversationRate": _dataclass_schema(Rate),
         "Percentiles": _dataclass_schema(Percentiles),
+        "ConversationQuality": _dataclass_schema(Quality, {
+            "mos": {**_NULLABLE_NUMBER, "description": "the mean DNSMOS P.835 OVRL (1-5) of the answered turns scored; "
+                    "null under 5"},
+            "interval": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
+                         "description": "its 95 % interval clustered by conversation, within [1, 5]"},
+            "instruments": {**_array(_STRING), "description": "the instrument(s) that scored the turns"}}),
         "ConversationBlock": block,
         "ConversationListed": listed,
         "ConversationBoard": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "model_id": _NULLABLE_STRING,
