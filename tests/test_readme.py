@@ -56,6 +56,8 @@ def test_the_recorded_board_is_of_the_current_method_and_layout():
 def test_the_numbers_the_readme_quotes_are_the_codes():
     versions = set(re.findall(r"method version (\d+)", README)) | set(re.findall(r"method v(\d+)", README))
     assert versions == {METHOD_VERSION}
+    for method in ("docs/METHOD.md", "voxwatch/web/docs/METHOD.md"):  # the contract's title names the version it is
+        assert (REPO / method).read_text().splitlines()[0].endswith(f"(method version {METHOD_VERSION})"), method
     dashboards = len(list((REPO / "dashboards").glob("*.json")))
     for text in (README, (REPO / "docs" / "OPERATIONS.md").read_text()):
         quoted = [NUMBERS[w.lower()] for w in re.findall(r"\b(\w+) (?:Grafana )?dashboards\b", text) if w.lower() in NUMBERS]
