@@ -26,7 +26,7 @@ from starlette.testclient import TestClient
 
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.conversation_aggregate import scorecard
+from voxwatch.metrics.conversation_aggregate import scorecard, speech_quality
 from voxwatch.metrics.published import rounded
 from voxwatch.store import open_store
 from voxwatch.web import openapi
@@ -55,7 +55,7 @@ def _conversations() -> list:
             found.append(stored_conversation(rng, f"bo-{model.split('/')[1]}-{i}", model=model, scenario=SCENARIO,
                                              persona=PERSONA, region="us-east", started_at=now - (i + 1) * 3600,
                                              turns=6, adherence=adherence, v2v_ms=v2v, method=METHOD_VERSION,
-                                             emulator=loopback))
+                                             emulator=loopback, quality=2.5 + adherence))
     for i in range(3):  # another persona: a set of its own
         found.append(stored_conversation(rng, f"bo-noisy-{i}", model="gemini/gemini-3.8-live", scenario=SCENARIO,
                                          persona=NOISY, region="us-east", started_at=now - (i + 1) * 3600, turns=6,
@@ -121,6 +121,10 @@ def test_each_line_is_the_scorecard_of_that_agents_conversations(client):
         assert x["adherence"]["rate"] == rounded(card.adherence.rate, "fraction")
         assert (x["adherence"]["passed"], x["adherence"]["n"]) == (card.adherence.passed, card.adherence.n)
         assert x["adherence"]["interval"] is not None  # four conversations: clustered by conversation
+        quality = speech_quality(mine)  # the replies' speech quality, clustered by conversation
+        assert quality.n > 0 and x["speech_quality"]["n"] == quality.n
+        assert x["speech_quality"]["mos"] == rounded(quality.mos, "fraction")
+        assert x["speech_quality"]["interval"] == rounded(list(quality.interval), "fraction")
         assert x["preliminary"] is True  # under five conversations: said, with the reason
         assert "conversation" in x["preliminary_reason"]
 
@@ -136,9 +140,13 @@ def test_filters_csv_page_and_schema(client):
                                                                                    "format": "csv"}).text)))
     assert [(r["model_id"], float(r["v2v_p50_ms"])) for r in lines] == \
         [(x["model_id"], x["v2v"]["p50"]) for x in doc["sets"][0]["lines"]]
+    for r, x in zip(lines, doc["sets"][0]["lines"]):
+        assert (float(r["quality_mos"]), int(r["quality_n"])) == (x["speech_quality"]["mos"], x["speech_quality"]["n"])
+        assert [float(r["quality_mos_low"]), float(r["quality_mos_high"])] == x["speech_quality"]["interval"]
     page = client.get("/bakeoff", params={"persona": PERSONA}).text
     for x in doc["sets"][0]["lines"]:
         assert f'data-model="{x["model_id"]}"' in page
+        assert f'data-field="quality_mos" data-value="{x["speech_quality"]["mos"]}"' in page
     assert page.count('class="loopback"') == 1 and ">loopback</small>" in page
     assert "98765" not in page
 

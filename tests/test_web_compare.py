@@ -28,7 +28,7 @@ from voxwatch.boards import compare_refresh
 from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.conversations.records import score_of
 from voxwatch.foundation.store_url import POSTGRES, store_kind
-from voxwatch.metrics.conversation_aggregate import instruction_adherence, v2v_per_turn
+from voxwatch.metrics.conversation_aggregate import instruction_adherence, speech_quality, v2v_per_turn
 from voxwatch.metrics.published import rounded
 from voxwatch.metrics.series import WINDOWS
 from voxwatch.providers.registry import Registry
@@ -153,6 +153,9 @@ def test_the_conversations_comparison_is_the_scorecards_figures(client):
                                                                             rounded(list(v2v.p50_ci), "ms"))
         assert (r["accuracy_n"], r["accuracy"], r["accuracy_ci"]) == (
             adherence.n, rounded(adherence.rate, "fraction"), rounded(list(adherence.interval), "fraction"))
+        quality = speech_quality(scores)  # the replies' speech quality beside them, as the scorecard has it
+        assert quality.n > 0 and (r["quality_n"], r["quality_mos"], r["quality_mos_ci"]) == (
+            quality.n, rounded(quality.mos, "fraction"), rounded(list(quality.interval), "fraction"))
 
 
 def test_bad_requests_say_what_there_is(client):
@@ -245,7 +248,7 @@ def test_the_page_shows_the_apis_numbers(client, board):
             assert c["on_frontier"]["data-value"] == ("true" if r["on_frontier"] else "false")
             assert (_number(c["rank"]) if r["rank"] else None) == r["rank"]
             assert _number(c["price"]) == r["price"]
-            if board == "tts":
+            if board in ("tts", "s2s-conversations"):
                 assert _number(c["quality_mos"]) == r["quality_mos"] and c["quality_mos"]["text"] == f"{r['quality_mos']:.2f}"
                 assert [_number(c["quality_mos_ci"], "data-low"), _number(c["quality_mos_ci"], "data-high")] == r["quality_mos_ci"]
             else:

@@ -144,7 +144,8 @@ def conversations() -> list:
         for i in range(3):
             found.append(stored_conversation(rng, f"cmp-{model.split('/')[1]}-{i}", model=model, scenario="clinic-desk",
                                              persona=PERSONA, region="us-east", started_at=NOW - (i + 1) * DAY,
-                                             turns=8, adherence=adherence, v2v_ms=v2v, method=METHOD_VERSION))
+                                             turns=8, adherence=adherence, v2v_ms=v2v, method=METHOD_VERSION,
+                                             quality=3.0 + adherence))
     found.append(stored_conversation(rng, "cmp-emulated", model="openai/gpt-realtime-2025-08-28",
                                      scenario="clinic-desk", persona=PERSONA, region="us-east", started_at=NOW - DAY,
                                      turns=8, v2v_ms=EMULATOR_MS, method=METHOD_VERSION, emulator=True))

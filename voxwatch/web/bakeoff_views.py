@@ -108,7 +108,8 @@ def bakeoff_document(source: Source, registry: Registry, window: str, scenario: 
 
 CSV_COLUMNS = (*SET_FIELDS, *_LINE_FIELDS, "loopback", "conversations", "adherence", "adherence_low", "adherence_high",
                "end_state", "end_state_low", "end_state_high", "v2v_p50_ms", "v2v_p50_low_ms", "v2v_p50_high_ms",
-               "silence_gap_s", "interruption", "no_response")
+               "silence_gap_s", "interruption", "no_response", "quality_mos", "quality_mos_low", "quality_mos_high",
+               "quality_n")
 
 
 def to_csv(doc: dict) -> str:
@@ -122,9 +123,12 @@ def to_csv(doc: dict) -> str:
             low_high = {f"{name}_{side}": (r["interval"] or (None, None))[i] for name, r in
                         (("adherence", adherence), ("end_state", end)) for i, side in enumerate(("low", "high"))}
             v2v_ci = v2v["p50_ci"] or (None, None)
+            quality = x["speech_quality"]
+            mos_ci = quality["interval"] or (None, None)
             w.writerow({**{k: s[k] for k in SET_FIELDS}, **{k: x[k] for k in _LINE_FIELDS}, "loopback": x["loopback"],
                         "conversations": x["conversations"], "adherence": adherence["rate"], "end_state": end["rate"],
                         **low_high, "v2v_p50_ms": v2v["p50"], "v2v_p50_low_ms": v2v_ci[0], "v2v_p50_high_ms": v2v_ci[1],
                         "silence_gap_s": x["silence_gap_s"], "interruption": x["interruption"]["rate"],
-                        "no_response": x["no_response"]["rate"]})
+                        "no_response": x["no_response"]["rate"], "quality_mos": quality["mos"],
+                        "quality_mos_low": mos_ci[0], "quality_mos_high": mos_ci[1], "quality_n": quality["n"]})
     return out.getvalue()

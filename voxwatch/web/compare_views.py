@@ -5,8 +5,8 @@ rows) with its headline latency p50 and its accuracy over the use case, each wit
 interval, its rank from the paired comparisons over the use case where one has landed, its price,
 and whether it is on the latency-accuracy frontier. The figures are metrics.use_case's (pooled
 rows; boards.use_cases chooses the rows); the S2S conversations' are metrics.conversation_aggregate's
-(V2V per turn and instruction adherence over the model's conversations of a persona). The page
-renders this module's document, rounded as the API publishes it, so the two cannot disagree.
+(V2V per turn, instruction adherence and the replies' speech quality over the model's conversations
+of a persona). The page renders this module's document, rounded as the API publishes it, so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields
 from voxwatch.boards.use_cases import COMPARE_BOARDS, RANKS_NOTE, CompareBoard, UseCase, chosen_use_case
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.conversation_aggregate import instruction_adherence, v2v_per_turn
+from voxwatch.metrics.conversation_aggregate import instruction_adherence, speech_quality, v2v_per_turn
 from voxwatch.metrics.published import rounded, when
 from voxwatch.metrics.use_case import Point, frontier
 from voxwatch.providers.registry import Registry
@@ -51,9 +51,9 @@ def _conversation_lines(source: Source, window: str, use_case: str | None) -> tu
             scores.setdefault((row.model_id, row.region), []).append(score_of(row, turns))
     lines = []
     for (model_id, region), kept in sorted(scores.items()):
-        v2v, adherence = v2v_per_turn(kept), instruction_adherence(kept)
+        v2v, adherence, quality = v2v_per_turn(kept), instruction_adherence(kept), speech_quality(kept)
         lines.append(Line(model_id, region, "", None, NO_PAIRED, v2v.n, v2v.p50, v2v.p50_ci, adherence.n,
-                          adherence.rate, adherence.interval, False))
+                          adherence.rate, adherence.interval, False, quality.n, quality.mos, quality.interval))
     return cases, chosen, _marked(lines, COMPARE_BOARDS[CONVERSATIONS]), []
 
 
