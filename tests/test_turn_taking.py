@@ -200,3 +200,40 @@ def test_behaviours_are_stored_read_back_and_shown_per_persona():
     for name in ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response"):
         del record["turns"][0][name]  # a record spooled before caller behaviours
     assert conversation_of_record(record)[1][0].barge_in_stop_ms is None
+
+
+def test_a_conversation_page_says_each_turns_behaviour(tmp_path):
+    """The per-conversation page states a turn's barge-in (how long the agent kept talking, whether it
+    then answered) and a mid-turn pause (whether the agent spoke inside it), from the stored turn row;
+    a turn with neither says nothing of them."""
+    from starlette.testclient import TestClient
+
+    from voxwatch.metrics import METHOD_VERSION
+    from voxwatch.store import open_store
+    from voxwatch.web.app import create_app
+
+    conv = ConversationRow(conversation_id="c-behave", run_id="r", model_id="agent/x", scenario="clinic-desk",
+                           scenario_version=1, scenario_pin="p" * 64, region="local", started_at=1.0e9,
+                           finished_at=1.0e9 + 60, status="ok", reason="", turns=4, failed_turns=0, whole=True,
+                           rotations=0, reconnections=0, rotation_reasons="[]", reconnection_reasons="[]",
+                           method_version=METHOD_VERSION)
+    turns = [TurnRow("c-behave", 0, "t01", "ok", "", "[]", "[]", "{}", barge_in_stop_ms=312.4, barge_in_answered=True),
+             TurnRow("c-behave", 1, "t02", "ok", "", "[]", "[]", "{}", pause_ms=800.0, premature_response=True),
+             TurnRow("c-behave", 2, "t03", "ok", "", "[]", "[]", "{}", barge_in_stop_ms=2500.0, barge_in_answered=False,
+                     pause_ms=400.0, premature_response=False),
+             TurnRow("c-behave", 3, "t04", "ok", "", "[]", "[]", "{}")]
+    url = f"sqlite:///{tmp_path / 'behave.sqlite'}"
+    store = open_store(url)
+    try:
+        assert store.add_conversation(conv, turns)
+    finally:
+        store.close()
+    page = TestClient(create_app(url)).get("/conversation/c-behave")
+    assert page.status_code == 200, page.text[:300]
+    sections = [s.replace("&#39;", "'") for s in page.text.split('<section class="turn"')[1:]]
+    assert len(sections) == 4 and 'data-field="behaviour"' not in sections[3]
+    assert 'data-value="312.4">312 ms</span> after the caller\'s first word' in sections[0]
+    assert "answered the turn" in sections[0] and "paused" not in sections[0]
+    assert 'data-value="800.0">800 ms</span> mid-turn' in sections[1]
+    assert "started speaking inside the pause (premature)" in sections[1] and "barged in" not in sections[1]
+    assert "never answered it" in sections[2] and "the agent <span data-field=\"premature_response\">waited" in sections[2]
