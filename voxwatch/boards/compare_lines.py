@@ -83,10 +83,11 @@ def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case
             continue
         sid = series_id(r)
         figure, interval = accuracy_of(r, board)
+        beside = board.accuracy != "quality_mos"  # the speech quality, where it is not the accuracy already
         lines.append(Line(r.model_id, r.region, r.instrument or "", c.ranks.get(sid), why_unranked(r, METHOD_VERSION),
                           r.n, r.p50, r.p50_ci, r.wer_clips if board.accuracy == "pooled_wer" else r.quality_clips,
-                          figure, interval, sid in c.on_frontier,
-                          *((r.quality_clips, r.quality_mos, r.quality_mos_ci) if board.accuracy != "quality_mos" else ())))
+                          figure, interval, sid in c.on_frontier, quality_n=r.quality_clips if beside else 0,
+                          quality=r.quality_mos if beside else None, quality_ci=r.quality_mos_ci if beside else None))
     left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
     return CaseLines(case, ordered(lines), left_out)
 

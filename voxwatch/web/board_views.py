@@ -154,7 +154,7 @@ class ProtocolSection:
     def title(self) -> str:
         metric = ranked_metric(self.protocol)
         name = PROTOCOL_NAMES.get(self.protocol, self.protocol)
-        return f"{name[:1].upper()}{name[1:]}: ranked by {metric_head(metric or '')}, lower is better"
+        return f"{name[:1].upper()}{name[1:]}: ranked by {metric_head(metric)}, lower is better"
 
 
 @dataclass(frozen=True)
@@ -220,6 +220,13 @@ def ranked_sections(rows: list[MetricRow], comparisons: list[Comparison], f: Fil
     return list(sections.values())
 
 
+def price_chart(metric: str, unit: str, priced: list[Point]) -> str:
+    """A latency metric's p50 against each priced model's price in its board's unit (a board's
+    ranking, a comparison page): cost beside speed."""
+    head = metric_head(metric)
+    return scatter(f"{head} against price", f"{head}, lower is better", unit, priced, dollars=True)
+
+
 def charts(table: RankedTable) -> dict[str, str]:
     """The table's pictures, in its order: its metric's p50 with the 95 % interval per line, on a
     table with scored words that p50 against pooled WER, and where a model has a price (in the
@@ -228,15 +235,14 @@ def charts(table: RankedTable) -> dict[str, str]:
             if e.row.p50 is not None]
     points = [Point(e.label, e.key, e.row.p50, e.row.pooled_wer) for e in table.entries
               if e.row.p50 is not None and e.row.pooled_wer is not None]
-    out = {}
+    head, out = metric_head(table.metric), {}
     if bars:
-        out["bars"] = interval_bars(f"{metric_head(table.metric)} with its 95% interval, lower is better", table.unit, bars)
+        out["bars"] = interval_bars(f"{head} with its 95% interval, lower is better", table.unit, bars)
     if points:
-        out["scatter"] = scatter(f"{metric_head(table.metric)} against pooled WER", f"{metric_head(table.metric)}, lower is better",
-                                 "pooled WER, lower is better", points)
+        out["scatter"] = scatter(f"{head} against pooled WER", f"{head}, lower is better", "pooled WER, lower is better",
+                                 points)
     priced = [Point(e.label, e.key, e.row.p50, e.price.figure) for e in table.entries
               if e.row.p50 is not None and e.price is not None and e.price.figure is not None]
     if priced:
-        out["price"] = scatter(f"{metric_head(table.metric)} against price", f"{metric_head(table.metric)}, lower is better",
-                               BOARD_FIGURE_UNIT[table.board], priced, dollars=True)
+        out["price"] = price_chart(table.metric, BOARD_FIGURE_UNIT[table.board], priced)
     return out

@@ -20,10 +20,10 @@ from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.datasets.provenance import ORIGINS, Provenance, families, lookup
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.metrics.ranking import series_id
-from voxwatch.providers.registry import BOARDS
+from voxwatch.providers.registry import BOARDS, Registry
 
 from voxwatch.web import bakeoff_views, board_views, compare_views, conversation_views, family_views, model_views, views
-from voxwatch.web.board_charts import Point, scatter
+from voxwatch.web.board_charts import Point
 from voxwatch.web.frontier_chart import Mark, frontier_chart
 from voxwatch.web.params import choice, text
 from voxwatch.web.source import Conversation
@@ -218,13 +218,10 @@ def compare_price_chart(doc: dict, unit: str) -> str | None:
     priced = [Point(f"{r['model_id']} ({r['region']})", "|".join((r["model_id"], r["region"], r["instrument"] or "")),
                     r["latency_p50"], r["price"]) for r in doc["rows"]
               if r["latency_p50"] is not None and r.get("price") is not None]
-    if not priced:
-        return None
-    head = views.metric_head(doc["latency"]["metric"])
-    return scatter(f"{head} against price", f"{head}, lower is better", unit, priced, dollars=True)
+    return board_views.price_chart(doc["latency"]["metric"], unit, priced) if priced else None
 
 
-def keyless_others(registry, doc: dict) -> list[str]:
+def keyless_others(registry: Registry, doc: dict) -> list[str]:
     """The registry's active models of the page's protocol that need no API key and are not on the
     page: what a person running the embedded default can add to compare more than one model."""
     board = COMPARE_BOARDS[doc["board"]]
