@@ -20,6 +20,7 @@ from voxwatch.boards import leaderboard
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import support
+from voxwatch.metrics.clustered import design, rate_interval
 from voxwatch.metrics.series import MetricRow, SeriesData, series_rows
 from voxwatch.store import open_store
 from voxwatch.web.app import create_app
@@ -70,9 +71,9 @@ def test_small_series_never_publish_a_bound_outside_the_support(seed: int):
     assert [problem for r in rows for problem in _within(r)] == []
 
 
-def test_the_entity_error_rate_interval_is_wilsons_within_0_and_1():
-    """9 of 10 entities missed over 2 ticks: Wilson's interval at the clustered effective size stays
-    under 1 and holds the estimate (the t interval truncated at 0 gave [0, 2.28] on this series)."""
+def test_the_entity_error_rate_interval_is_clopper_pearsons_within_0_and_1():
+    """9 of 10 entities missed over 2 ticks: Clopper-Pearson's interval at the clustered effective size
+    stays under 1 and holds the estimate (the t interval truncated at 0 gave [0, 2.28] on this series)."""
     data = SeriesData(statuses=["ok"] * 6, utterances=[0, 1, 2, 0, 1, 2], ticks=[0, 0, 0, 1, 1, 1],
                       values={"latency_ms": [1.0] * 6, "rtf": [0.1] * 6, "connect_ms": [1.0] * 6},
                       errors=[1] * 6, words=[5] * 6, entities_missed=[2, 1, 1, 2, 1, 2], entities_total=[2, 2, 1, 2, 1, 2])
@@ -80,6 +81,54 @@ def test_the_entity_error_rate_interval_is_wilsons_within_0_and_1():
     low, high = row.entity_error_rate_ci
     assert row.entity_error_rate == pytest.approx(9 / 10)
     assert 0 < low < 0.9 < high <= 1.0
+
+
+def test_a_share_at_0_of_n_or_n_of_n_gets_the_exact_binomial_bounds():
+    """0 of 6 over two conversations read [0 %, 96 %] with Student's t over 1 degree of freedom; the
+    exact interval of 0 successes in 6 trials is [0, 1 - 0.025^(1/6)] = [0 %, 45.9 %]."""
+    d = design(conversation=[0, 0, 0, 1, 1, 1])
+    assert rate_interval(np.zeros(6), d) == pytest.approx((0.0, 1 - 0.025 ** (1 / 6)))
+    assert rate_interval(np.ones(6), d) == pytest.approx((0.025 ** (1 / 6), 1.0))
+    low, high = rate_interval(np.array([1.0, 0, 0, 0, 0, 0]), d)
+    assert 0.0 < low < 1 / 6 < high < 1.0
+
+
+def test_pooled_wer_has_a_log_scale_interval_that_cannot_cross_zero():
+    """A pooled WER of 72 % over two ticks read [19.1 %, 125.8 %] as a t interval: on the log scale
+    the interval is asymmetric as a ratio's is and stays above 0; a WER of 0 gets the exact upper
+    bound of 0 errors in its words."""
+    rng = np.random.default_rng(4)
+    n = 12
+    words = rng.integers(3, 9, n)
+    errors = np.minimum(words, rng.poisson(0.7 * words))
+    data = SeriesData(statuses=["ok"] * n, utterances=[i % 6 for i in range(n)], ticks=[i // 6 for i in range(n)],
+                      values={"latency_ms": [1.0] * n, "rtf": [0.1] * n, "connect_ms": [1.0] * n},
+                      errors=list(errors), words=list(words))
+    row = series_rows(SeriesKey("stt", MODEL, "d", "local", "13", "stt-batch", ""), data)[0]
+    low, high = row.wer_ci
+    assert 0 < low < row.pooled_wer < high
+    assert high / row.pooled_wer == pytest.approx(row.pooled_wer / low)  # symmetric in log
+    clean = SeriesData(**{**data.__dict__, "errors": [0] * n})
+    zero = series_rows(SeriesKey("stt", MODEL, "d", "local", "13", "stt-batch", ""), clean)[0]
+    assert zero.pooled_wer == 0 and zero.wer_ci[0] == 0 and 0 < zero.wer_ci[1] < 0.1
+
+
+def test_a_signed_clocks_interval_stops_at_0_or_at_its_smallest_value():
+    """TTFS can be negative (a final before the end of speech); its mean's interval reaches below 0
+    only where the series measured such a value, and never below the smallest one."""
+    key = SeriesKey("stt", MODEL, "d", "local", "13", "stt-stream", "")
+
+    def first(values: list[float]):
+        n = len(values)
+        data = SeriesData(statuses=["ok"] * n, utterances=[i % 3 for i in range(n)], ticks=[i // 3 for i in range(n)],
+                          values={"ttfs_ms": values, "first_partial_ms": values, "ttfs_peer_ms": values,
+                                  "connect_ms": [1.0] * n}, errors=[0] * n, words=[5] * n)
+        return series_rows(key, data)[0]
+
+    positive = first([5.0, 900.0, 8.0, 12.0, 2000.0, 7.0])
+    assert positive.mean_ci[0] == 0.0 and positive.mean_ci[1] > positive.mean
+    early = first([-40.0, 900.0, 8.0, 12.0, 2000.0, 7.0])
+    assert early.mean_ci[0] == -40.0
 
 
 def _observations() -> list[Observation]:

@@ -120,13 +120,14 @@ def test_the_overview_ranks_each_dataset_and_protocol_by_paired_comparisons(rend
             assert r["cells"]["na"] == f"n/a: n < 5 (n = {m['n']})"
         _close(r["cells"]["error_rate"], want["error_rate"], 100)
         assert r["ranking"] == protocol  # each ranking is one dataset and protocol
-        order[(r["board"], r["dataset"], protocol)].append((ranks[key] is None, ranks[key] or 0))
+        order[(r["board"], r["dataset"], protocol)].append((ranks[key] is None, m.get("p50") is None, m.get("p50") or 0.0))
+    # rows in the order of their estimates: ranked first, each part by the ranked metric's p50
     assert all(v == sorted(v) for v in order.values()) and max(map(len, order.values())) >= 3
     # streaming and batch STT never share a ranking, and a superseded method version is shown, not ranked
     assert ("stt", "stt-starter-clean", "stt-stream") in order and ("stt", "stt-starter-clean", "stt-batch") in order
     assert all(ranks[k] is None for k in expected if k[4] != METHOD_VERSION)
-    shared = [v for v in order.values() if len([r for none, r in v if not none]) != len({r for none, r in v if not none})]
-    assert shared, "no two series shared a rank: the seeded board should have some pair whose difference is not shown"
+    ranges = [r for r in ranks.values() if r is not None and r.best < r.worst]
+    assert ranges, "no rank was a range: the seeded board should have some pair whose difference is not shown"
 
 
 def test_a_method_change_is_noted_with_its_date(rendered):
@@ -143,7 +144,7 @@ def test_the_cli_json_is_the_api_document(server, store):
     cli = json.loads(run_cli("leaderboard", "--format", "json", "--store", store).stdout)
     api = httpx.get(f"{server}/api/v1/leaderboard").json()
     assert set(cli) == set(api) and cli["rows"] == api["rows"] and cli["notes"] == api["notes"] and cli["rows"]
-    assert {r["rank"] for r in cli["rows"]} >= {1, None}
+    assert None in {r["rank"] for r in cli["rows"]} and any((r["rank"] or "").startswith("1") for r in cli["rows"])
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", api["generated_at"])  # ISO 8601 UTC
     figures = [v for r in api["rows"] for v in r.values() if isinstance(v, float)]
     assert figures and all(round(v, 4) == v for v in figures)  # published precision (metrics.published)

@@ -22,7 +22,7 @@ from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import compare
-from voxwatch.metrics.ranking import comparable, ranks
+from voxwatch.metrics.ranking import comparable, rank_text, ranks
 from voxwatch.metrics.series import MetricRow, series_rows
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.store import open_store
@@ -128,13 +128,13 @@ def expected(compare_id: str, datasets: tuple[str, ...], use_case: str) -> dict[
     return {m.model_id: m for m in rows if m.metric == for_protocol(protocol, True)[0].name}
 
 
-def expected_ranks(compare_id: str, datasets: tuple[str, ...], use_case: str) -> dict[str, int | None]:
+def expected_ranks(compare_id: str, datasets: tuple[str, ...], use_case: str) -> dict[str, str | None]:
     """Each model's rank over the use case: metrics.paired's comparisons of the pooled series, then
     metrics.ranking's ranks, as a board's per dataset."""
     series = group(_pooled(compare_id, datasets, use_case))
     rows = [m for key, data in series.items() for m in series_rows(key, data)]
     ranked = ranks(rows, METHOD_VERSION, compare(series, comparable(rows, METHOD_VERSION)))
-    return {key.model_id: rank for key, rank in ranked.items()}
+    return {key.model_id: rank_text(rank) for key, rank in ranked.items()}
 
 
 def conversations() -> list:

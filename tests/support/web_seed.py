@@ -28,7 +28,7 @@ from voxwatch.metrics.ranking import comparable, ranks
 from voxwatch.metrics.series import series_rows
 from voxwatch.store.series_data import group
 from voxwatch.metrics.specs import for_protocol
-from voxwatch.metrics.clustered import design, quantile_interval, rate_interval, ratio_variance, t_interval
+from voxwatch.metrics.clustered import design, log_interval, quantile_interval, rate_interval, ratio_variance, t_interval
 from voxwatch.metrics.series import RATES
 from voxwatch.foundation.observation import Observation
 from voxwatch.providers.registry import Registry
@@ -136,7 +136,7 @@ def expected_board(window: str) -> dict[tuple, dict]:
                 "mean": v.mean(), "p50": np.percentile(v, 50), "max": v.max(),
                 "p95": np.percentile(v, 95) if v.size >= 100 else None,  # a p95 needs 100 values
                 "mean_ci": t_interval(v.mean(), ratio_variance(d, v, np.ones(v.size)),
-                                      low=-np.inf if spec.signed else 0.0),  # a latency that cannot be < 0
+                                      low=min(0.0, v.min()) if spec.signed else 0.0),  # no lower than measured
                 "p50_ci": quantile_interval(v, 50, d), "p95_ci": quantile_interval(v, 95, d) if v.size >= 100 else None,
             } if v.size >= 5 else {})
         failed = np.array([r.status in RATES["error_rate"] for r in members], dtype=float)
@@ -150,8 +150,8 @@ def expected_board(window: str) -> dict[tuple, dict]:
                                                           tick=[r.run_id for r in members])) if attempts >= 5 else None,
             "timeout_rate": sum(r.status == "timeout" for r in members) / attempts if attempts >= 5 else None,
             "pooled_wer": wer, "wer_words": sum(words), "wer_clips": len(words),
-            "wer_ci": t_interval(wer, ratio_variance(wer_design, np.array(errors), np.array(words)), low=0.0)
-            if wer is not None else None, "metrics": metrics,
+            "wer_ci": log_interval(wer, ratio_variance(wer_design, np.array(errors), np.array(words)))
+            if wer else None, "metrics": metrics,
         }
     return out
 

@@ -15,7 +15,7 @@ from voxwatch.boards.use_cases import (CompareBoard, UseCase, accuracy_of, board
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import series_id, why_unranked
+from voxwatch.metrics.ranking import rank_text, series_id, why_unranked
 from voxwatch.metrics.series import SeriesData
 from voxwatch.providers.registry import Registry
 from voxwatch.store.series_data import group
@@ -31,7 +31,7 @@ class Line:
     model_id: str
     region: str
     instrument: str
-    rank: int | None
+    rank: str | None  # metrics.ranking.Rank as printed: "2", "1-4"
     unranked: str | None
     latency_n: int
     latency_p50: float | None
@@ -68,8 +68,9 @@ class CompareView:
 
 
 def ordered(lines: Iterable[Line]) -> list[Line]:
-    """Ranked first by rank, then by latency p50, n/a last; ties by model id."""
-    return sorted(lines, key=lambda x: (x.rank is None, x.rank or 0, x.latency_p50 is None, x.latency_p50 or 0.0,
+    """Ranked lines first, each part by latency p50 (the ranked estimate; n/a last), ties by model id:
+    no line stands above one with a lower p50 (metrics.ranking.rank_order)."""
+    return sorted(lines, key=lambda x: (x.rank is None, x.latency_p50 is None, x.latency_p50 or 0.0,
                                         x.model_id, x.region, x.instrument))
 
 
@@ -84,7 +85,7 @@ def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case
         sid = series_id(r)
         figure, interval = accuracy_of(r, board)
         beside = board.accuracy != "quality_mos"  # the speech quality, where it is not the accuracy already
-        lines.append(Line(r.model_id, r.region, r.instrument or "", c.ranks.get(sid), why_unranked(r, METHOD_VERSION),
+        lines.append(Line(r.model_id, r.region, r.instrument or "", rank_text(c.ranks.get(sid)), why_unranked(r, METHOD_VERSION),
                           r.n, r.p50, r.p50_ci, r.wer_clips if board.accuracy == "pooled_wer" else r.quality_clips,
                           figure, interval, sid in c.on_frontier, quality_n=r.quality_clips if beside else 0,
                           quality=r.quality_mos if beside else None, quality_ci=r.quality_mos_ci if beside else None))
@@ -124,7 +125,8 @@ def from_json(data: dict) -> CompareView:
 
     def line(x: dict) -> Line:
         pairs = {k: tuple(x[k]) if x.get(k) is not None else None for k in ("latency_p50_ci", "accuracy_ci", "quality_ci")}
-        return Line(**{**x, **pairs})
+        rank = x.get("rank")  # a view kept before ranks were ranges holds an int
+        return Line(**{**x, **pairs, "rank": None if rank is None else str(rank)})
 
     return CompareView(data["board"], data["window"], [case(u) for u in data["cases"]],
                        {cid: CaseLines(case(c["use_case"]), [line(x) for x in c["lines"]], c["left_out"])

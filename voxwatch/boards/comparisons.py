@@ -22,7 +22,8 @@ from voxwatch.store.row_filter import RowFilter
 ABOUT = ("These two models, the same clips: each difference is model b minus model a, estimated only on the clips "
          "both measured in the same ticks, so what the clips share cancels. Latency: the median of the per-clip "
          "differences; WER: the difference of the pooled WERs. 'shown' is Holm's verdict over the ranking's pairs "
-         "(5 % family-wise): ranks follow only shown differences.")
+         "(5 % family-wise), and each interval is at the level Holm tested its pair at, so it excludes 0 exactly "
+         "when the difference is shown: ranks follow only shown differences.")
 """What a comparison's interval is about, in the words every reader prints beside it."""
 SERIES_ABOUT = ("This model, speech like this dataset: a series' own interval covers how its number would vary over "
                 "other clips and ticks like these (clustered by utterance and tick).")
@@ -92,7 +93,7 @@ def format_table(comparisons: list[Comparison]) -> str:
     """The comparisons as text, one line per pair and statistic, grouped by ranking."""
     if not comparisons:
         return "No paired comparisons: a ranking needs two models with intervals measured on the same clips."
-    header = ("statistic", "model a", "model b", "b - a [95% CI]", "p (Holm)", "cells", "ticks", "verdict")
+    header = ("statistic", "model a", "model b", "b - a [Holm CI]", "p (Holm)", "cells", "ticks", "verdict")
     headings: dict[int, str] = {}  # a ranking's heading, before the row it is over
     rows: list[tuple[str, ...]] = []
     last = None

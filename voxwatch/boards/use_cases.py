@@ -20,9 +20,9 @@ from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison, compare
-from voxwatch.metrics.ranking import comparable, ranked_metric, ranks, series_id
+from voxwatch.metrics.ranking import RANK_RULE, Rank, ahead, comparable, ranked_metric, ranks, series_id
 from voxwatch.metrics.series import MetricRow, SeriesData, series_rows
-from voxwatch.metrics.use_case import Point, frontier, use_case_series
+from voxwatch.metrics.use_case import Apart, Point, frontier, use_case_series
 from voxwatch.providers.registry import Registry
 
 
@@ -62,9 +62,9 @@ CONDITION_GROUPS = {"clean": ("clean", "clean audio"), "text": ("prompts", "text
                     "reverb": ("reverberant", "reverberant room"), "accent": ("accented", "accented speech")}
 """A dataset's condition -> its use case's id and words (an unlisted condition is a use case of its own)."""
 DEFAULT_USE_CASES = ("clean", "prompts")
-RANKS_NOTE = ("Ranks per use case and region by the headline latency's p50: a model ranks ahead of another only where "
-              "the two, compared on the clips both heard at the same ticks over the use case's datasets, differ beyond "
-              "chance (Holm over the pairs, 5 % family-wise); otherwise they share a place.")
+RANKS_NOTE = (f"Ranks per use case and region by the headline latency's p50 over the use case's datasets: {RANK_RULE}. "
+              "The frontier reads the same verdicts: a model is off it only where another is shown better on one "
+              "figure and is no worse on the other.")
 """What a comparison page's rank means (metrics.ranking over the pooled series)."""
 
 
@@ -111,7 +111,7 @@ class SeriesComparison:
     the series left out for lack of a dataset."""
     rows: list[MetricRow]
     comparisons: list[Comparison]
-    ranks: dict[SeriesKey, int | None]
+    ranks: dict[SeriesKey, Rank | None]
     on_frontier: set[SeriesKey]
     missing: dict[SeriesKey, tuple[str, ...]]
 
@@ -137,5 +137,25 @@ def pooled_comparison(series: Mapping[SeriesKey, SeriesData], board: CompareBoar
     comparisons = compare(pooled.series, comparable(metric_rows, METHOD_VERSION))
     headline = [r for r in metric_rows if r.metric == board.latency]
     points = [Point(series_id(r), r.p50, accuracy_of(r, board)[0]) for r in headline]
+    told = told_apart(comparisons, points, board)
     return SeriesComparison(metric_rows, comparisons, ranks(metric_rows, METHOD_VERSION, comparisons),
-                            {p.key for p in frontier(points, board.accuracy_lower_is_better)}, pooled.missing)
+                            {p.key for p in frontier(points, board.accuracy_lower_is_better, told)}, pooled.missing)
+
+
+def told_apart(comparisons: list[Comparison], points: list[Point], board: CompareBoard) -> Apart:
+    """Which of two points the paired verdicts tell apart on a figure (the frontier's reading of the
+    ranks' verdicts, metrics.ranking.ahead): latency on the ranked metric, accuracy on pooled WER
+    where that is the accuracy; a figure with no paired comparison (speech quality) is read on
+    the estimates."""
+    latency = {p.key: p.latency for p in points if p.latency is not None}
+    accuracy = {p.key: p.accuracy for p in points if p.accuracy is not None}
+    faster = ahead(comparisons, set(latency), lambda key: board.latency, latency)
+    paired_accuracy = board.accuracy == "pooled_wer"
+    better = ahead(comparisons, set(accuracy), lambda key: "pooled_wer", accuracy) if paired_accuracy else set()
+
+    def apart(figure: str, a: Point, b: Point) -> bool:
+        if figure == "latency":
+            return (a.key, b.key) in faster
+        return (a.key, b.key) in better if paired_accuracy else True
+
+    return apart

@@ -26,13 +26,13 @@ stays under 5 %.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from voxwatch.metrics.clustered import LEVEL, Design, Variance, design, influence_variance, quantile_interval, ratio_variance
+from voxwatch.metrics.clustered import Design, Variance, design, influence_variance, ratio_variance
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics.series import MIN_CLUSTERS, MIN_N, SeriesData, scored_clips
 
@@ -93,33 +93,67 @@ def _empty(n: int, d: Design | None) -> Difference:
 
 
 def _finish(a: float, b: float, v: Variance, d: Design) -> Difference:
+    """A difference of two ratios with its two-sided t p-value (its interval is set by `at_level`)."""
     from scipy.stats import t as student_t  # imported when first needed, as in clustered.py
 
     estimate = b - a
     se = float(np.sqrt(v.total))
     if se > 0:
         p = float(2 * student_t.sf(abs(estimate) / se, v.df))
-        half = float(student_t.ppf(0.5 + LEVEL / 2, v.df)) * se
     else:  # every cell differs by the same amount: certain, unless that amount is nothing
-        p, half = (1.0 if estimate == 0 else 0.0), 0.0
-    return Difference(a, b, estimate, (estimate - half, estimate + half), p, d.rows, d.sizes[0], d.sizes[1])
+        p = 1.0 if estimate == 0 else 0.0
+    return Difference(a, b, estimate, None, p, d.rows, d.sizes[0], d.sizes[1])
+
+
+def _t_interval(estimate: float, v: Variance) -> Callable[[float], tuple[float, float]]:
+    """The t interval of a difference at a two-sided level alpha: it excludes 0 exactly when the
+    t test's p-value is under alpha."""
+    from scipy.stats import t as student_t
+
+    se = float(np.sqrt(v.total))
+    return lambda alpha: (estimate - float(student_t.ppf(1 - alpha / 2, v.df)) * se,
+                          estimate + float(student_t.ppf(1 - alpha / 2, v.df)) * se)
 
 
 def _enough(n: int, d: Design) -> bool:
     return n >= MIN_N and min(d.sizes) >= MIN_CLUSTERS
 
 
-def ratio_difference(a_errors: Cells, a_words: Cells, b_errors: Cells, b_words: Cells) -> Difference:
+@dataclass(frozen=True)
+class Tested:
+    """A difference with its p-value, and its interval at any two-sided level alpha (None when the
+    difference is under the floors): the test and the interval are one procedure, so the interval
+    at alpha excludes 0 exactly when p <= alpha."""
+    difference: Difference
+    interval: Callable[[float], tuple[float, float]] | None
+
+    def at_level(self, alpha: float) -> Difference:
+        """The difference with its interval at level alpha."""
+        if self.interval is None or self.difference.estimate is None:
+            return self.difference
+        low, high = self.interval(alpha)
+        p = self.difference.p_value
+        shown = p is not None and p <= alpha
+        if shown and low <= 0 <= high:  # the test's verdict stands: the interval stops short of 0
+            low, high = (max(low, np.nextafter(0.0, 1.0)), high) if self.difference.estimate > 0 else \
+                (low, min(high, np.nextafter(0.0, -1.0)))
+        elif not shown and not low <= 0 <= high:
+            low, high = min(low, 0.0), max(high, 0.0)
+        return replace(self.difference, ci=(float(low), float(high)))
+
+
+def ratio_difference(a_errors: Cells, a_words: Cells, b_errors: Cells, b_words: Cells) -> Tested:
     """Pooled WER of b minus pooled WER of a over the scored cells both have (errors and reference
     words per cell: S + D + I and N): positive when b makes more errors on the same clips."""
     u, t, ea, eb = shared(a_errors, b_errors)
     _, _, wa, wb = shared(a_words, b_words)
     d = design(utterance=u, tick=t) if u.size else None
     if d is None or not _enough(u.size, d) or wa.sum() <= 0 or wb.sum() <= 0:
-        return _empty(int(u.size), d)
+        return Tested(_empty(int(u.size), d), None)
     ra, rb = ea.sum() / wa.sum(), eb.sum() / wb.sum()
     influence = (eb - rb * wb) / wb.sum() - (ea - ra * wa) / wa.sum()
-    return _finish(float(ra), float(rb), influence_variance(d, influence), d)
+    v = influence_variance(d, influence)
+    return Tested(_finish(float(ra), float(rb), v, d), _t_interval(float(rb - ra), v))
 
 
 def holm(p_values: Sequence[float | None], level: float = FAMILY_LEVEL) -> list[bool]:
@@ -143,25 +177,72 @@ def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
 
 
 
-def median_paired_difference(a: Cells, b: Cells) -> Difference:
-    """The median over the shared cells of b's value minus a's (latency: positive when b is slower on
-    the same clip at the same tick), each side's p50 over those cells, the median's interval by
-    Woodruff's method over the multiway design, and the two-sided p-value of a clustered sign
-    test: the share of cells where b is faster (a tie counts half) against 1/2, over its
-    multiway standard error. No density estimate, and one cell's outlier moves nothing."""
+def sign_test(diff: np.ndarray, d: Design, shift: float = 0.0) -> float:
+    """The two-sided p-value of the clustered sign test that the median of the paired differences is
+    `shift`: the share of cells below it (a tie counts half) against 1/2, over its multiway
+    standard error, Student's t at Satterthwaite's degrees of freedom."""
     from scipy.stats import t as student_t  # imported when first needed, as in clustered.py
 
+    below = (diff < shift).astype(np.float64) + 0.5 * (diff == shift)
+    v = ratio_variance(d, below, np.ones(diff.size))  # never None: the denominator is n ones
+    share, se = float(below.mean()), float(np.sqrt(v.total))
+    return min(1.0, float(2 * student_t.sf(abs(share - 0.5) / se, v.df))) if se > 0 else (1.0 if share == 0.5 else 0.0)
+
+
+def sign_interval(diff: np.ndarray, d: Design, alpha: float) -> tuple[float, float]:
+    """The sign test inverted: the shifts around the median that the test at level alpha does not
+    reject, among the differences themselves (and 0), found by bisection from the median outwards.
+    Its bounds are measured differences, so it never leaves their range."""
+    median = float(np.median(diff))
+    candidates = np.unique(np.concatenate([diff, [0.0, median]]))
+    at = int(np.searchsorted(candidates, median))
+
+    def kept(i: int) -> bool:
+        return sign_test(diff, d, float(candidates[i])) > alpha
+
+    def edge(step: int) -> float:
+        inner, outer = at, (0 if step < 0 else candidates.size - 1)
+        if kept(outer):
+            return float(candidates[outer])
+        while abs(outer - inner) > 1:  # candidates[inner] kept, candidates[outer] rejected
+            mid = (inner + outer) // 2
+            inner, outer = (mid, outer) if kept(mid) else (inner, mid)
+        return float(candidates[inner])
+
+    return edge(-1), edge(1)
+
+
+def median_paired_difference(a: Cells, b: Cells) -> Tested:
+    """The median over the shared cells of b's value minus a's (latency: positive when b is slower on
+    the same clip at the same tick), each side's p50 over those cells, and the clustered sign
+    test's two-sided p-value (the share of cells where b is faster against 1/2, over its multiway
+    standard error); its interval at a level is that test inverted (sign_interval), so the two
+    never disagree. No density estimate, and one cell's outlier moves nothing."""
     u, t, xa, xb = shared(a, b)
     d = design(utterance=u, tick=t) if u.size else None
     if d is None or not _enough(u.size, d):
-        return _empty(int(u.size), d)
+        return Tested(_empty(int(u.size), d), None)
     diff = xb - xa
-    faster = (diff < 0).astype(np.float64) + 0.5 * (diff == 0)
-    v = ratio_variance(d, faster, np.ones(diff.size))  # never None: the denominator is n ones
-    share, se = float(faster.mean()), float(np.sqrt(v.total))
-    p = float(2 * student_t.sf(abs(share - 0.5) / se, v.df)) if se > 0 else (1.0 if share == 0.5 else 0.0)
-    return Difference(float(np.median(xa)), float(np.median(xb)), float(np.median(diff)),
-                      quantile_interval(diff, 50, d), min(1.0, p), d.rows, d.sizes[0], d.sizes[1])
+    return Tested(Difference(float(np.median(xa)), float(np.median(xb)), float(np.median(diff)), None,
+                             sign_test(diff, d), d.rows, d.sizes[0], d.sizes[1]),
+                  lambda alpha: sign_interval(diff, d, alpha))
+
+
+def holm_levels(p_values: Sequence[float | None], level: float = FAMILY_LEVEL) -> list[float | None]:
+    """The level Holm's step-down procedure tests each hypothesis at: the k-th smallest p-value of m
+    against level / (m - k + 1) while they are rejected; every hypothesis from the first that is
+    not rejected on, at the level that one failed at. A hypothesis is rejected exactly when its
+    p-value is at most its level (its Holm-adjusted p-value at most `level`), and an interval at
+    its level excludes 0 exactly then. None for a missing p-value."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    out: list[float | None] = [None] * len(p_values)
+    stopped: float | None = None
+    for k, (p, i) in enumerate(tested):
+        step = level / (len(tested) - k)
+        if stopped is None and p > step:
+            stopped = step
+        out[i] = step if stopped is None else stopped
+    return out
 
 
 @dataclass(frozen=True)
@@ -208,10 +289,12 @@ def series_cells(data: SeriesData) -> dict[str, Cells]:
 def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKey, str], bool]) -> list[Comparison]:
     """Every pair of series in each ranking, on each statistic both are eligible for (`eligible(key,
     statistic)`: the caller's rule, e.g. current method, not excluded), Holm's procedure applied
-    per ranking and statistic. Pooled WER is compared only between series scored by one
-    instrument. Pairs come in key order (a < b), each once."""
+    per ranking and statistic: a pair is shown when its p-value is at most the level Holm tests
+    it at, and its interval is at that level (holm_levels), so verdict and interval agree. Pooled
+    WER is compared only between series scored by one instrument. Pairs come in key order (a <
+    b), each once."""
     prepared = {key: series_cells(data) for key, data in series.items()}
-    families: dict[tuple, list[tuple[SeriesKey, SeriesKey, Difference]]] = {}
+    families: dict[tuple, list[tuple[SeriesKey, SeriesKey, Tested]]] = {}
     rankings: dict[tuple, list[SeriesKey]] = {}
     for key in sorted(prepared):
         rankings.setdefault(ranking_of(key), []).append(key)
@@ -224,15 +307,17 @@ def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKe
                 if statistic == "pooled_wer":
                     if a.instrument != b.instrument:
                         continue
-                    diff = ratio_difference(ca["errors"], ca["words"], cb["errors"], cb["words"])
+                    tested = ratio_difference(ca["errors"], ca["words"], cb["errors"], cb["words"])
                 else:
-                    diff = median_paired_difference(ca[statistic], cb[statistic])
-                families.setdefault((ranking_of(a), statistic), []).append((a, b, diff))
+                    tested = median_paired_difference(ca[statistic], cb[statistic])
+                families.setdefault((ranking_of(a), statistic), []).append((a, b, tested))
     out = []
     for (_, statistic), pairs in sorted(families.items()):
-        adjusted = holm_adjusted([d.p_value for _, _, d in pairs])
-        out.extend(Comparison(a, b, statistic, d, p, p is not None and p <= FAMILY_LEVEL)
-                   for (a, b, d), p in zip(pairs, adjusted))
+        p_values = [x.difference.p_value for _, _, x in pairs]
+        for (a, b, x), p_holm, level in zip(pairs, holm_adjusted(p_values), holm_levels(p_values)):
+            shown = level is not None and x.difference.p_value is not None and x.difference.p_value <= level
+            out.append(Comparison(a, b, statistic, x.at_level(level) if level is not None else x.difference,
+                                  p_holm, shown))
     return out
 
 

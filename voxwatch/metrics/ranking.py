@@ -5,21 +5,25 @@ streaming and batch STT answer different questions, other regions were measured 
 ticks, and method versions are never pooled) by each series' first headline metric of its
 protocol, lower is better. Every model of a ranking heard the same clips at the same ticks, so
 two series are compared on the cells both measured (metrics/paired.py), and with Holm's
-procedure over the ranking's pairs: a series' rank is 1 + the number of series shown faster than
-it. Two models whose difference is not shown share their place, so no two models are ordered
-by noise, and a difference too small for the two per-series intervals to separate is still
-shown once the clips they share have measured it. A series measured under a superseded method
-version is shown but not ranked, and so is one without an interval (its median under the
-floor, or every row from one tick).
+procedure over the ranking's pairs. A series' rank is the range of places it could hold given
+those verdicts: from 1 + the number of series shown faster than it to the number of ranked series
+less those shown slower ("2", or "1-4" where it is not told apart from some). Rows stand in the
+order of the ranked metric's estimate (its p50), and a verdict whose direction contradicts the
+two estimates (the medians over all rows and over the shared cells can disagree) does not order
+the pair, so a rank never puts a model ahead of one with a better estimate. A difference too
+small for the two per-series intervals to separate is still shown once the clips they share have
+measured it. A series measured under a superseded method version is shown but not ranked, and so
+is one without an interval (its median under the floor, or every row from one tick).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
 
 from voxwatch.foundation.series_key import SeriesKey
-from voxwatch.metrics.paired import Comparison
+from voxwatch.metrics.paired import Comparison, ranking_of
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import for_protocol
 
@@ -60,35 +64,79 @@ def comparable(rows: Iterable[MetricRow], method_version: str) -> Callable[[Seri
     return lambda key, statistic: key in wer if statistic == "pooled_wer" else (key, statistic) in latency
 
 
+@dataclass(frozen=True, order=True)
+class Rank:
+    """The places a series could hold in its ranking given the paired verdicts: `best` is 1 + the
+    series shown ahead of it, `worst` the ranked series less those shown behind it. One place
+    when every other series is told apart from it."""
+    best: int
+    worst: int
+
+    def __str__(self) -> str:
+        return str(self.best) if self.best == self.worst else f"{self.best}-{self.worst}"
+
+
+def rank_text(rank: Rank | None) -> str | None:
+    """A rank as every reader prints it ("2", "1-4"); None where not ranked."""
+    return None if rank is None else str(rank)
+
+
+def rank_fields(rank: Rank | None) -> dict:
+    """A rank in a JSON or CSV record: `rank` as printed ("2", "1-4"), `rank_best` and `rank_worst`."""
+    return {"rank": rank_text(rank), "rank_best": None if rank is None else rank.best,
+            "rank_worst": None if rank is None else rank.worst}
+
+
+def ahead(comparisons: Iterable[Comparison], members: set[SeriesKey], statistic: Callable[[SeriesKey], str | None],
+          estimate: Mapping[SeriesKey, float], lower_is_better: bool = True) -> set[tuple[SeriesKey, SeriesKey]]:
+    """The ordered pairs (x, y) the paired verdicts put x ahead of y on: shown apart on the statistic
+    the pair is ranked by, in the direction of the difference, and agreeing with the two series'
+    own estimates (a verdict the estimates contradict orders nothing). The one reading of the
+    verdicts for ranks and for the frontier."""
+    out = set()
+    for c in comparisons:
+        if (not c.shown or c.a not in members or c.b not in members or c.statistic != statistic(c.a)
+                or c.difference.estimate is None or c.difference.estimate == 0):
+            continue
+        b_worse = (c.difference.estimate > 0) == lower_is_better
+        first, second = (c.a, c.b) if b_worse else (c.b, c.a)
+        better = estimate[first] < estimate[second] if lower_is_better else estimate[first] > estimate[second]
+        if better:
+            out.add((first, second))
+    return out
+
+
 def ranks(rows: Iterable[MetricRow], method_version: str,
-          comparisons: Iterable[Comparison]) -> dict[SeriesKey, int | None]:
+          comparisons: Iterable[Comparison]) -> dict[SeriesKey, Rank | None]:
     """Every series' rank (None: not ranked) from its leaderboard rows and its ranking's paired
-    comparisons (metrics.paired.compare over the same window's rows): 1 + the number of rankable
-    series of its ranking shown faster than it on the ranked metric."""
-    out: dict[SeriesKey, int | None] = {}
-    ranked: set[SeriesKey] = set()
+    comparisons (metrics.paired.compare over the same window's rows): the range of places its
+    verdicts leave it, among the rankable series of its ranking."""
+    out: dict[SeriesKey, Rank | None] = {}
+    estimate: dict[SeriesKey, float] = {}
     for r in rows:
         if r.metric != ranked_metric(r.protocol):
             continue
         sid = series_id(r)
         out[sid] = None
         if rankable(r, method_version):
-            ranked.add(sid)
-    behind: dict[SeriesKey, int] = {sid: 0 for sid in ranked}
-    for c in comparisons:
-        if (not c.shown or c.a not in ranked or c.b not in ranked or c.statistic != ranked_metric(c.a.protocol)
-                or c.difference.estimate is None or c.difference.estimate == 0):
-            continue
-        behind[c.b if c.difference.estimate > 0 else c.a] += 1  # lower is better: a positive b - a puts b behind
-    for sid, n in behind.items():
-        out[sid] = 1 + n
+            estimate[sid] = float(r.p50)
+    members = set(estimate)
+    pairs = ahead(comparisons, members, lambda key: ranked_metric(key.protocol), estimate)
+    size: dict[tuple, int] = {}
+    for sid in members:
+        size[ranking_of(sid)] = size.get(ranking_of(sid), 0) + 1
+    for sid in members:
+        behind_of = sum(1 for first, second in pairs if second == sid)
+        ahead_of = sum(1 for first, second in pairs if first == sid)
+        out[sid] = Rank(1 + behind_of, size[ranking_of(sid)] - ahead_of)
     return out
 
 
-def rank_order(first: MetricRow, rank: int | None) -> tuple:
-    """Where a series stands in its ranking, by its ranked metric's row: ranked series by rank, then
-    the unranked, each by median (n/a last), then by name: the one order of every reader."""
-    return (rank is None, rank or 0, first.p50 is None, first.p50 or 0.0, first.model_id, first.region,
+def rank_order(first: MetricRow, rank: Rank | None) -> tuple:
+    """Where a series stands in its ranking, by its ranked metric's row: ranked series by the ranked
+    metric's estimate (p50), then the unranked by median (n/a last), then by rank and name: the
+    one order of every reader, in which no row stands above one with a better estimate."""
+    return (rank is None, first.p50 is None, first.p50 or 0.0, rank or Rank(0, 0), first.model_id, first.region,
             first.method_version, first.instrument or "")
 
 
@@ -97,11 +145,16 @@ def ranking_title(dataset: str, protocol: str) -> str:
     return f"{dataset}, {PROTOCOL_NAMES.get(protocol, protocol)}: ranked by {ranked_metric(protocol)}, paired on the same clips"
 
 
+RANK_RULE = ("a rank is the range of places a model could hold given the paired comparisons (compared on the "
+             "clips both heard at the same ticks, Holm over the ranking's pairs, 5 % family-wise): '2' where it is "
+             "told apart from every other model, '1-4' where it is not told apart from some; rows stand in the "
+             "order of the ranked median")
+"""The rank rule in the words every page footer, API document and CLI note uses."""
+
+
 def ranking_note() -> str:
     """What a rank means, in the words every reader prints under a ranking."""
-    return ("Ranks per dataset, protocol and region by the first metric: a model ranks ahead of another only where "
-            "the two, compared on the clips both heard at the same ticks, differ beyond chance (Holm over the "
-            "ranking's pairs, 5 % family-wise); otherwise they share a place.")
+    return f"Ranks per dataset, protocol and region by the first metric: {RANK_RULE}."
 
 
 def why_unranked(r: MetricRow, method_version: str) -> str | None:

@@ -24,8 +24,8 @@ import numpy as np
 
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import support
-from voxwatch.metrics.clustered import (Design, design, proportion_interval, quantile_interval, rate_interval,
-                                         ratio_variance, t_interval)
+from voxwatch.metrics.clustered import (Design, design, log_interval, proportion_interval, quantile_interval,
+                                         rate_interval, ratio_variance, t_interval)
 from voxwatch.metrics.specs import for_protocol
 
 WINDOWS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
@@ -307,16 +307,22 @@ def _clustered_enough(d: Design) -> bool:
 
 
 def _wer_ci(wer: float | None, errors: np.ndarray, words: np.ndarray, d: Design) -> tuple[float, float] | None:
-    """Pooled WER's interval: the t interval truncated at 0 (insertions can take WER past 1)."""
+    """Pooled WER's interval: on the log scale (clustered.log_interval), so it never crosses zero and
+    has no upper limit (insertions can take WER past 1); at 0 errors, where a log has no scale, the
+    exact upper bound of 0 errors in the reference words (clustered.proportion_interval at 0)."""
     if wer is None or not _clustered_enough(d):
         return None
     v = ratio_variance(d, errors, words)
-    return support.clip(t_interval(wer, v), support.NON_NEGATIVE) if v is not None else None
+    if v is None:
+        return None
+    if wer <= 0 or v.total <= 0:
+        return (wer, wer) if wer > 0 else proportion_interval(0.0, v, float(np.sum(words)))
+    return log_interval(wer, v)
 
 
 def _share_ci(share: float | None, hits: np.ndarray, counted: np.ndarray, d: Design) -> tuple[float, float] | None:
-    """A pooled share's interval (the entity error rate: missed over tagged entities): Wilson's
-    score interval at the clustered effective size, so it stays within [0, 1]."""
+    """A pooled share's interval (the entity error rate: missed over tagged entities): Clopper-Pearson's
+    interval at the clustered effective size, so it stays within [0, 1]."""
     if share is None or not _clustered_enough(d):
         return None
     v = ratio_variance(d, hits, counted)
@@ -324,11 +330,12 @@ def _share_ci(share: float | None, hits: np.ndarray, counted: np.ndarray, d: Des
 
 
 def mean_ci(x: np.ndarray, d: Design, within: support.Support) -> tuple[float, float] | None:
-    """The mean's interval, truncated at the support of its values (0 for a metric that cannot be negative)."""
+    """The mean's interval, truncated at the support of its values (support.of_values: 0 for a clock
+    that cannot be negative, a signed clock's smallest value where it measured one below 0)."""
     if x.size < MIN_N or not _clustered_enough(d):
         return None
     v = ratio_variance(d, x, np.ones(x.size))
-    return support.clip(t_interval(float(x.mean()), v), within) if v is not None else None
+    return support.clip(t_interval(float(x.mean()), v), support.of_values(within, x)) if v is not None else None
 
 
 def quantile_ci(x: np.ndarray, q: float, d: Design) -> tuple[float, float] | None:

@@ -4,9 +4,11 @@ An interval is reported within the support of what it bounds: a share (a rate, t
 rate, a conversation's pass rate) lies in [0, 1]; pooled WER is at least 0 but can exceed 1 (a
 hypothesis with more insertions than the reference has words); a duration or a real-time factor is
 at least 0, unless its clock can run before its anchor (a `signed` metric: a final before the end
-of speech); speech quality lies on the P.835 scale, 1 to 5. Shares get Wilson's score interval
-(clustered.proportion_interval), which never leaves [0, 1]; every other interval is the t interval
-truncated at its support (`clip`). Every reader prints the interval as metrics made it, so a
+of speech, and then never below the smallest value measured); speech quality lies on the P.835
+scale, 1 to 5. Shares get Clopper-Pearson's interval at the effective sample size
+(clustered.proportion_interval), which never leaves [0, 1]; pooled WER the log-scale interval
+(clustered.log_interval), which cannot cross 0; every other interval is the t interval truncated
+at its support (`clip`). Every reader prints the interval as metrics made it, so a
 negative bound of a quantity that cannot be negative never reaches a page.
 """
 
@@ -42,6 +44,16 @@ def of_metric(metric: str) -> Support:
 def of_interval(field: str, metric: str) -> Support:
     """The support of a MetricRow interval field (`p50_ci`, `wer_ci`, ...) on a row of `metric`."""
     return _FIELDS.get(field, of_metric(metric))
+
+
+def of_values(within: Support, values) -> Support:
+    """A signed clock's support as a series shows it: a duration cannot be below 0 unless the clock
+    ran before its anchor, so its interval stops at 0, or at the smallest value measured where
+    the series measured one below 0 (a final before the end of speech is kept, never clamped, and
+    an interval may reach it, never beyond). Any other support is returned as it is."""
+    if within != SIGNED or not len(values):
+        return within
+    return (min(0.0, float(min(values))), math.inf)
 
 
 def clip(interval: tuple[float, float], support: Support) -> tuple[float, float]:

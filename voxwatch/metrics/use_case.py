@@ -12,14 +12,15 @@ would otherwise be compared with one heard on clean and noisy audio).
 
 The frontier is over points (latency, accuracy), latency lower-better and accuracy lower-better
 (an error rate) unless said otherwise (a pass rate, a quality score): a point is on it when no
-other point is at least as good on both and better on one. It is drawn on the estimates; the
-intervals are shown beside it, not tested by it.
+other point is at least as good on both and better on one, where "better" is the paired verdicts'
+when the page has them (metrics.ranking.ahead): a model is never put off the frontier by a
+difference its rank calls a tie.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Hashable, Mapping, Sequence
+from typing import Callable, Collection, Hashable, Mapping, Sequence
 
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics.series import SeriesData
@@ -83,19 +84,30 @@ class Point:
     accuracy: float | None
 
 
-def dominates(a: Point, b: Point, accuracy_lower_is_better: bool = True) -> bool:
-    """Whether `a` is at least as good as `b` on both figures and better on one (both present)."""
+Apart = Callable[[str, "Point", "Point"], bool]
+"""Whether the first point is told better than the second on a figure ("latency" or "accuracy")
+beyond its estimate: the paired verdicts' say. By default every better estimate counts."""
+
+
+def _estimates(figure: str, a: Point, b: Point) -> bool:
+    return True
+
+
+def dominates(a: Point, b: Point, accuracy_lower_is_better: bool = True, apart: Apart = _estimates) -> bool:
+    """Whether `a` is at least as good as `b` on both figures and better on one (both present), a
+    figure counting as better only where `apart` tells the two apart on it."""
     if None in (a.latency, a.accuracy, b.latency, b.accuracy):
         return False
     sign = 1.0 if accuracy_lower_is_better else -1.0
     ay, by = sign * a.accuracy, sign * b.accuracy
-    return a.latency <= b.latency and ay <= by and (a.latency < b.latency or ay < by)
+    return (a.latency <= b.latency and ay <= by
+            and ((a.latency < b.latency and apart("latency", a, b)) or (ay < by and apart("accuracy", a, b))))
 
 
-def frontier(points: Sequence[Point], accuracy_lower_is_better: bool = True) -> list[Point]:
+def frontier(points: Sequence[Point], accuracy_lower_is_better: bool = True, apart: Apart = _estimates) -> list[Point]:
     """The points no other point dominates, fastest first (ties by accuracy, best first); a point
     missing either figure is never on it and dominates none. Equal points are all on it."""
     complete = [p for p in points if p.latency is not None and p.accuracy is not None]
     sign = 1.0 if accuracy_lower_is_better else -1.0
-    on = [p for p in complete if not any(dominates(q, p, accuracy_lower_is_better) for q in complete)]
+    on = [p for p in complete if not any(dominates(q, p, accuracy_lower_is_better, apart) for q in complete)]
     return sorted(on, key=lambda p: (p.latency, sign * p.accuracy))

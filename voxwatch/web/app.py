@@ -36,6 +36,7 @@ from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics import METHOD_VERSION, preliminary
+from voxwatch.metrics.ranking import RANK_RULE
 from voxwatch.preference.prompt_catalog import PromptCatalog
 from voxwatch.preference.prompt_catalog import bundled_root as prompts_root
 from voxwatch.providers.registry import Registry
@@ -130,7 +131,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
                        admitted=rating.UNCACHED_PREFIXES)
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
-    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, verdict=board_comparisons.verdict,
+    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, rank_rule=RANK_RULE, verdict=board_comparisons.verdict,
                                  comparison_about=board_comparisons.ABOUT, quality_boards=QUALITY_BOARDS,
                                  compare_boards=COMPARE_BOARDS,
                                  standing=lambda model_id: views.model_standing(registry, model_id),

@@ -26,7 +26,7 @@ from voxwatch.boards.prices import ShownPrice
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
-from voxwatch.metrics.ranking import PROTOCOL_NAMES, rank_order, ranked_metric, ranks, series_id, why_unranked
+from voxwatch.metrics.ranking import PROTOCOL_NAMES, Rank, rank_order, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.series import MetricRow
 
 from voxwatch.web.board_charts import Bar, Point, interval_bars, scatter
@@ -107,7 +107,7 @@ class Entry:
     """One series' line: its ranked metric's row, its connect_ms row, its rank and its firing alerts."""
     row: MetricRow
     connect: MetricRow | None
-    rank: int | None
+    rank: Rank | None
     unranked: str | None
     vendor: str
     alerts: tuple[Alert, ...] = ()

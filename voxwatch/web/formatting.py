@@ -40,17 +40,23 @@ def wer_interval(ci: tuple[float, float] | None) -> str:
     return NA if ci is None else f"[{wer(ci[0])}, {wer(ci[1])}]"
 
 
+def signed(v: float, places: int) -> str:
+    """A signed figure at `places` decimals, with no sign where it rounds to 0 (never '-0.00')."""
+    text = f"{v:+.{places}f}"
+    return text[1:] if float(text) == 0 else text
+
+
 def points(v: float | None) -> str:
     """A difference in percentage points (degraded minus clean WER), signed, to 0.01."""
-    return NA if v is None else f"{v:+.2f} pp"
+    return NA if v is None else f"{signed(v, 2)} pp"
 
 
 def points_interval(ci: tuple[float, float] | None) -> str:
-    return NA if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
+    return NA if ci is None else f"[{signed(ci[0], 2)}, {signed(ci[1], 2)}]"
 
 
 def signed_ms(v: float | None) -> str:
-    return NA if v is None else f"{v:+.1f} ms"
+    return NA if v is None else f"{signed(v, 1)} ms"
 
 
 def rate_interval(ci: tuple[float, float] | None) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.ranking import ranked_metric, ranks, series_id, why_unranked
+from voxwatch.metrics.ranking import Rank, ranked_metric, ranks, series_id, why_unranked
 from voxwatch.metrics.series import MetricRow
 
 from voxwatch.web import views
@@ -24,7 +24,7 @@ class SummaryLine:
     """One series' current figures: its ranked (headline) metric line, its connect line, its rank."""
     headline: MetricRow
     connect: MetricRow | None
-    rank: int | None
+    rank: Rank | None
     unranked: str | None
 
     @property

@@ -107,8 +107,9 @@ def _compare_schemas() -> dict:
     pair = {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
     axis = {"lower_is_better": {"type": "boolean"}, "unit": _STRING}
     row = {"model_id": _STRING, "region": _STRING, "instrument": _NULLABLE_STRING,
-           "rank": {"type": ["integer", "null"], "description": "1 + the models shown faster by the paired comparisons "
-                    "over the use case; null: not ranked (unranked says why)"},
+           "rank": {**_NULLABLE_STRING, "description": "the places the model could hold given the paired comparisons "
+                    "over the use case ('2', or '1-4' where it is not told apart from some); null: not ranked "
+                    "(unranked says why)"},
            "unranked": _NULLABLE_STRING, "latency_n": {"type": "integer"}, "latency_p50": _NULLABLE_NUMBER,
            "latency_p50_ci": pair, "accuracy_n": {"type": "integer"},
            "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, speech quality (MOS) or instruction adherence"},
@@ -145,9 +146,11 @@ def document() -> dict:
     schemas = {
         "LeaderboardRow": _dataclass_schema(MetricRow, {
             "na_reason": {**_NULLABLE_STRING, "description": "why the statistics are n/a: the registry's exclusion, or n < 5"},
-            "rank": {"type": ["integer", "null"], "description": "the series' rank on its dataset, protocol and region: "
-                     "1 + the series shown faster on the ranked metric by the paired comparisons (Holm over the "
-                     "ranking's pairs); null: superseded method, excluded, or too few samples"},
+            "rank": {**_NULLABLE_STRING, "description": "the series' rank on its dataset, protocol and region: the "
+                     "places it could hold given the paired comparisons on the ranked metric (Holm over the ranking's "
+                     "pairs), '2' or '1-4'; null: superseded method, excluded, or too few samples"},
+            "rank_best": {"type": ["integer", "null"], "description": "1 + the series shown faster"},
+            "rank_worst": {"type": ["integer", "null"], "description": "the ranked series less those shown slower"},
             "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by"},
             "quality_mos": {**_NULLABLE_NUMBER, "description": "TTS and S2S: the mean DNSMOS P.835 OVRL (1-5, higher is "
                             "better) of the audio the model sent, over the ok rows scored; null under 5 (METHOD \"Speech quality\")"},

@@ -23,7 +23,8 @@ from voxwatch.metrics import METHOD_VERSION, preliminary
 from voxwatch.metrics.preliminary import row_reason
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.published import metric_record, when
-from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_note, ranks, series_id, why_unranked
+from voxwatch.metrics.ranking import (Rank, rank_fields, rank_order, ranked_metric, ranking_note, ranks, series_id,
+                                      why_unranked)
 from voxwatch.metrics.specs import METRICS, for_protocol
 from voxwatch.metrics.series import MIN_N, percentile_floor
 from voxwatch.providers.lifecycle import Standing
@@ -74,7 +75,7 @@ class Series:
     first: MetricRow  # carries the series-wide figures (attempts, error and timeout rates, pooled WER)
     metrics: list[MetricRow]
     method_note: str | None = None
-    rank: int | None = None
+    rank: Rank | None = None
     unranked: str | None = None  # why it has no rank
 
 
@@ -141,7 +142,7 @@ def method_notes(source: Source, rows: list[MetricRow], window: str) -> list[Met
 
 
 def dataset_tables(rows: list[MetricRow], notes: list[MethodNote],
-                   ranked: dict[SeriesKey, int | None]) -> list[DatasetTable]:
+                   ranked: dict[SeriesKey, Rank | None]) -> list[DatasetTable]:
     """The board as one table per dataset, each protocol's series in rank order. `ranked`: the ranks
     metrics.ranking gave over every series of the window, so rows a filter left out change none."""
     by_key = {(n.model_id, n.dataset, n.region): n.text for n in notes}
@@ -181,7 +182,7 @@ def leaderboard_document(source: Source, registry: Registry, window: str, board:
         "generated_at": when(time.time()),
         "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(),
         "ranks": ranking_note(), "intervals": {"series": SERIES_ABOUT, "comparisons": ABOUT},
-        "rows": [metric_record({**asdict(r), "na_reason": na_reason(r), "rank": ranked.get(series_id(r)),
+        "rows": [metric_record({**asdict(r), "na_reason": na_reason(r), **rank_fields(ranked.get(series_id(r))),
                                 "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id)),
                                 "baseline": registry.is_baseline(r.model_id), **preliminary.fields(row_reason(r)),
                                  **price_fields(registry, r.model_id)},
