@@ -37,6 +37,8 @@ from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics import METHOD_VERSION, preliminary
 from voxwatch.metrics.ranking import RANK_RULE
+from voxwatch.store import demo as demo_store
+from voxwatch.web.watermark import Watermark
 from voxwatch.preference.prompt_catalog import PromptCatalog
 from voxwatch.preference.prompt_catalog import bundled_root as prompts_root
 from voxwatch.providers.registry import Registry
@@ -121,6 +123,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     `operator_token`: what opens the raw ratings' export (operator.py; None: it is not served)."""
     preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
+    watermark = demo_store.WATERMARK if demo_store.note(store_url) is not None else None  # a demo store's rows
     source = open_source(store_url, registry)
     freshness = Freshness(source, registry, limits.fresh_within_s)
     cache = Middleware(CachedPages, freshness=freshness,
@@ -131,7 +134,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
                        admitted=rating.UNCACHED_PREFIXES)
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters.update(formatting.FILTERS)
-    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, rank_rule=RANK_RULE, verdict=board_comparisons.verdict,
+    templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, rank_rule=RANK_RULE, watermark=watermark, verdict=board_comparisons.verdict,
                                  comparison_about=board_comparisons.ABOUT, quality_boards=QUALITY_BOARDS,
                                  compare_boards=COMPARE_BOARDS,
                                  standing=lambda model_id: views.model_standing(registry, model_id),
@@ -158,7 +161,8 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         exception_handlers={StoreUnavailable: _unavailable, HTTPException: _http_error, 500: _server_error},
-        middleware=[Middleware(PublicAPI, private=rating.OPERATOR_PREFIXES), Middleware(Compressed), cache],
+        middleware=[Middleware(PublicAPI, private=rating.OPERATOR_PREFIXES), Middleware(Compressed), cache,
+                    *([Middleware(Watermark, text=watermark)] if watermark else [])],
     )
     app.state.registry = registry
     app.state.source = MemoSource(source, freshness, limits.max_age_s)

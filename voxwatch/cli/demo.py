@@ -1,0 +1,141 @@
+"""`voxwatch demo`: every page with the whole field of vendors, before a key is held.
+
+With no key the embedded default measures one local engine per protocol, so a newcomer's boards
+have nothing to compare. The demo starts the loopback emulators of every cloud vendor (`voxwatch
+emulate`), measures every registered cloud model against them for a few ticks (and holds short
+conversations with every S2S model that can hold one) into a scratch store, then copies those rows
+into a separate demo store (var/demo.sqlite) marked as one (voxwatch.store.demo). Every reader of
+that store watermarks what it shows as emulated data; the default store is never touched, and
+nothing measured here can reach a real board.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+from voxwatch.config import Config
+from voxwatch.datasets.catalog import Catalog
+from voxwatch.foundation.observation import Observation
+from voxwatch.foundation.store_url import StoreError
+from voxwatch.providers.keys import key_variable, vendor_variable
+from voxwatch.providers.registry import ModelInfo, Registry
+from voxwatch.store import demo as demo_store
+from voxwatch.store import open_store
+
+DEFAULT_URL = "sqlite:///var/demo.sqlite"
+DEFAULT_TICKS = 4
+DEFAULT_SAMPLE = 4
+BOARDS = ("stt", "tts", "s2s")
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    rows: int
+    conversations: int
+    models: list[str]
+    ticks: int
+
+
+def cloud_models(registry: Registry, vendors: tuple[str, ...]) -> list[ModelInfo]:
+    """Every registered model of an emulated vendor on the single-turn boards that is not retired."""
+    return sorted((m for m in registry.models.values()
+                   if m.vendor in vendors and m.board in BOARDS and not registry.standing(m).retired),
+                  key=lambda m: (m.board, m.id))
+
+
+@contextlib.contextmanager
+def pointed_at(urls: dict[str, str], key: str) -> Iterator[None]:
+    """Every emulated vendor's adapter pointed at its emulator (what `voxwatch emulate` prints to
+    export), for the length of the block; the environment as it was afterwards."""
+    wanted = {}
+    for vendor, url in urls.items():
+        wanted[vendor_variable(vendor, "BASE_URL")] = url
+        wanted[key_variable(vendor)] = key
+    before = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def as_board_rows(rows: list[Observation]) -> list[Observation]:
+    """The scratch store's rows as the demo store's board rows (the store's mark says what they are)."""
+    return [replace(r, emulator=False) for r in rows]
+
+
+def fill(cfg: Config, registry: Registry, catalog: Catalog, url: str, ticks: int, sample_size: int,
+         conversation_turns: int, say: Callable[[str], None] = print) -> DemoResult:
+    """Measure every cloud model against its emulator `ticks` times into a scratch store, then copy
+    the rows (and conversations) into the demo store at `url`, marked."""
+    from voxwatch.cli import emulate
+    from voxwatch.harness.tick import plan_tick, resolve_instrument, run_tick
+
+    models = cloud_models(registry, emulate.VENDORS)
+    if not models:
+        raise StoreError("no registered cloud model to emulate")
+    say(f"starting the loopback emulators of {len(emulate.VENDORS)} vendors for {len(models)} models "
+        f"({', '.join(f'{sum(m.board == b for m in models)} {b.upper()}' for b in BOARDS)})")
+    with tempfile.TemporaryDirectory(prefix="voxwatch-demo-") as scratch, \
+            emulate.emulators(list(emulate.VENDORS), emulate.scenarios(catalog, cfg.chunk_ms)) as urls, \
+            pointed_at(urls, emulate.EMULATOR_KEY):
+        scratch_url = f"sqlite:///{Path(scratch) / 'emulated.sqlite'}"
+        config = replace(cfg, store_url=scratch_url, spool_dir=Path(scratch) / "spool")
+        store = open_store(scratch_url)
+        try:
+            for tick in range(ticks):
+                plan = plan_tick(config, registry, catalog, models=[m.id for m in models], sample_size=sample_size,
+                                 seed=20261207 + tick, panel_size=0)
+                instrument, instrument_id = resolve_instrument(config, registry, plan)
+                result = run_tick(config, store, registry, plan, progress=False, instrument=instrument,
+                                  instrument_id=instrument_id)
+                say(f"tick {tick + 1} of {ticks}: {len(result.rows)} rows "
+                    f"({sum(r.status != 'ok' for r in result.rows)} not ok) from the emulators")
+            talks = _conversations(config, registry, models, conversation_turns, store, say)
+            rows = list(store.observations())
+            held = store.conversations() if talks else []
+        finally:
+            store.close()
+    demo_store.mark(url, f"voxwatch demo: {ticks} ticks of {len(models)} models against loopback emulators")
+    target = open_store(url)
+    try:
+        target.add(as_board_rows(rows))
+        for row, turns in held:
+            target.add_conversation(replace(row, emulator=False), turns)
+    finally:
+        target.close()
+    return DemoResult(len(rows), len(held), [m.id for m in models], ticks)
+
+
+def _conversations(config: Config, registry: Registry, models: list[ModelInfo], turns: int, store,
+                   say: Callable[[str], None]) -> bool:
+    """Short conversations with every S2S model that can hold one (and the scripted baseline), for the
+    conversation pages; False when none can."""
+    if turns <= 0:
+        return False
+    from voxwatch.conversations.tick import hold_conversations, plan_conversations
+
+    talkers = [m.id for m in models if m.board == "s2s" and can_converse(registry, m)]
+    baseline = [m.id for m in registry.models.values() if registry.is_baseline(m.id) and m.board == "s2s"]
+    talks = plan_conversations(config, registry, models=talkers + baseline, turns=turns)
+    if not talks.models:
+        return False
+    result = hold_conversations(config, store, registry, talks)
+    say(f"conversations: {len(result.conversations)} held ({turns} turns each) with {len(talks.models)} models")
+    return True
+
+
+def can_converse(registry: Registry, model: ModelInfo) -> bool:
+    """Whether the model's adapter can hold a conversation (not only single turns)."""
+    from voxwatch.providers.conversation import conversation_refusal
+
+    return conversation_refusal(registry, model) is None
