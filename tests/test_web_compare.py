@@ -244,6 +244,10 @@ def test_the_page_shows_the_apis_numbers(client, board):
             assert _number(c["accuracy"]) == r["accuracy"]
             assert [_number(c["accuracy_ci"], "data-low"), _number(c["accuracy_ci"], "data-high")] == r["accuracy_ci"]
             text = f"{100 * r['accuracy']:.2f}%" if doc["accuracy"]["unit"] == "fraction" else f"{r['accuracy']:.2f}"
+            if r["accuracy_passed"] is not None:  # a share of verdicts says of how many (conversations' adherence)
+                text += f" ({r['accuracy_passed']}/{r['accuracy_n']})"
+            if r["not_judged"]:
+                text += f"judged on fewer dimensions: not on {', '.join(r['not_judged'])}"
             assert c["accuracy"]["text"] == text
             assert c["on_frontier"]["data-value"] == ("true" if r["on_frontier"] else "false")
             assert (_number(c["rank"]) if r["rank"] else None) == r["rank"]
