@@ -340,7 +340,7 @@ return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.in
         frontier: chart ? chart.querySelectorAll('path.frontier').length : 0,
         dimmed: chart ? Array.from(chart.querySelectorAll('g.point.dimmed')).map(g => getComputedStyle(g).opacity) : [],
         chartWidth: chart ? chart.getBoundingClientRect().width : 0,
-        labelPx: chart ? Array.from(chart.querySelectorAll('text.label')).map(t => t.getBoundingClientRect().height) : []};
+        labelPx: chart ? Array.from(chart.querySelectorAll('text.number, text.x-tick, text.y-tick')).map(t => t.getBoundingClientRect().height) : []};
 """
 
 
@@ -371,7 +371,7 @@ def test_in_chromium_no_sideways_scroll_and_the_chart_draws_the_frontier(measure
     assert m["innerWidth"] == width
     assert m["scrollWidth"] <= m["innerWidth"], f"{board} at {width}: the page is {m['scrollWidth']} px wide"
     assert m["frontier"] == 1 and m["dimmed"] and all(float(o) < 0.5 for o in m["dimmed"])
-    assert 0 < m["chartWidth"] <= width and min(m["labelPx"]) >= 9  # the legend stays readable (as the boards: tests/test_web_layout.py)
+    assert 0 < m["chartWidth"] <= width and min(m["labelPx"]) >= 9  # its text stays readable (as the boards: tests/test_web_layout.py)
 
 
 @pytest.mark.parametrize("board", COMPARE_BOARDS)

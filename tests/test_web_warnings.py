@@ -272,6 +272,14 @@ def test_the_comparison_page_and_its_charts_show_every_mark(client, board):
         accuracy = line["cells"]["accuracy"]["text"]
         assert (f"({r['accuracy_passed']}/{r['accuracy_n']})" in accuracy) is (r["accuracy_passed"] is not None)
         assert ("judged on fewer dimensions: not on " + ", ".join(r[NOT_JUDGED]) in accuracy) is bool(r[NOT_JUDGED])
+    keys = {"|".join((r["model_id"], r["region"], r["instrument"] or "")): r for r in doc["rows"]}
+    for chart, items in page.legends.items():  # the frontier's and the price chart's legends
+        assert items and set(items) <= set(keys), chart
+        for key, text in items.items():
+            assert all(w in text for w in Marks.of(keys[key]).words), (chart, text)
+    frontier = [p for p in page.points if "price" not in p["class"].split()]
+    assert {p["data-key"] for p in frontier if "baseline" in p["class"].split()} == \
+        {k for k, r in keys.items() if r["baseline"]}
     page_text = _get(client, f"/compare/{board}").text
     assert "retiring" in page_text or "retired" in page_text  # the user found neither on any comparison page
 
