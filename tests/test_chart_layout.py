@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 from voxwatch.web.board_charts import PERCENT, Point, point_chart
+from voxwatch.web.chart import Line, line_chart
 from voxwatch.web.chart_layout import Box, Placer, fitted, fitted_axis, point_box, text_width
 
 
@@ -64,3 +65,14 @@ def test_a_point_chart_numbers_and_marks_its_points_and_says_what_it_cut():
     assert dict((k, words) for k, _, words in legend)["k4"] == "acme/m4 (us-east): 1,400 ms, 3.40% (retiring 2027-01-20)"
     assert 'class="chart-note"' not in point_chart("scatter", "t", "x", "y", points[:4], PERCENT, from_zero=True)
 
+
+def test_a_history_day_far_above_the_others_is_drawn_at_the_top_with_its_value():
+    days = [f"2026-12-{d:02d}" for d in range(1, 11)]
+    steady = Line("us-east", "#1f77b4", False, [(i, 300.0 + 5 * (i % 3)) for i in range(10)])
+    spiked = Line("eu-west", "#d62728", False, [(i, 320.0 if i != 6 else 4200.0) for i in range(10)])
+    svg = line_chart("TTFS p50", "ms", days, [steady, spiked])
+    ticks = [float(t.replace(",", "")) for t in re.findall(r'<text class="y-tick"[^>]*>([^<]+)</text>', svg)]
+    assert max(ticks) < 1000 and ticks[0] == 0  # fitted to the days, from 0, not stretched to 4,200
+    assert re.findall(r'<text class="outlier"[^>]*>([^<]+)</text>', svg) == ["4,200 ↑"]
+    assert 'class="axis-break"' in svg and 'class="chart-note"' in svg
+    assert 'class="chart-note"' not in line_chart("TTFS p50", "ms", days, [steady])
