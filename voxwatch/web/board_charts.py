@@ -151,8 +151,8 @@ def interval_bars(title: str, unit: str, bars: list[Bar]) -> str:
     for b, lines, row in zip(bars, labels, rows):
         low_high = (f' data-low="{b.low!r}" data-high="{b.high!r}"' if b.low is not None and b.high is not None
                     else "")
-        out.append(f'<g class="bar" data-key="{escape(b.key)}" data-value="{b.value!r}" data-number="{b.number}"'
-                   f'{low_high}>')
+        out.append(f'<g class="bar" data-key="{escape(b.key)}" data-value="{b.value!r}"{low_high} '
+                   f'data-number="{b.number}">')
         for k, line in enumerate(lines):
             out.append(f'<text class="label" x="{BAR_LEFT}" y="{y0 + 13 + k * LABEL_LINE}">{escape(line)}</text>')
         top = y0 + len(lines) * LABEL_LINE + BAR_GAP
@@ -304,8 +304,8 @@ def point_chart(kind: str, title: str, x_label: str, y_label: str, points: list[
         classes = " ".join([point_class] + (["dimmed"] if dimmed else []) + (["baseline"] if p.baseline else [])
                            + (["off-scale"] if off != (0, 0) else []))
         fade = f' opacity="{DIMMED}"' if dimmed else ""
-        out.append(f'<g class="{classes}" data-key="{escape(p.key)}" data-number="{p.number}" data-x="{p.x!r}" '
-                   f'data-y="{p.y!r}"{fade}>')
+        out.append(f'<g class="{classes}" data-key="{escape(p.key)}" data-x="{p.x!r}" data-y="{p.y!r}" '
+                   f'data-number="{p.number}"{fade}>')
         out.extend(w.svg)
         color = BASELINE_COLOR if p.baseline else COLOR
         out.append(_marker(px, py, p, off, color))
