@@ -6,15 +6,21 @@ Seeded on real SQLite and Postgres stores: three vendor models and two deployed 
 loopback address, as a team's agent on its own machine or the reference agent is stored) hold
 clinic-desk under the default persona; one vendor model also under a noisy persona (a set of its
 own, never pooled); a vendor emulator's conversation (never shown). Each line's figures are held to
-metrics.conversation_aggregate.scorecard over that agent's conversations alone.
+metrics.conversation_aggregate.scorecard over that agent's conversations alone. The reference agent
+(registered as a baseline by its registry file) is judged on turn-taking alone, as a script with no
+tool calls is (issue #40): its line says so, and that it is emulated and a baseline, beside a
+retiring vendor model's notice, on the page, in the JSON and in the CSV.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import datetime as dt
 import io
+import re
 import time
+from importlib.resources import files
 from pathlib import Path
 from typing import Iterator
 
@@ -28,6 +34,7 @@ from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.conversation_aggregate import scorecard, speech_quality
 from voxwatch.metrics.published import rounded
+from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 from voxwatch.web import openapi
 from voxwatch.web.app import create_app
@@ -46,6 +53,12 @@ AGENTS = {"openai/gpt-realtime-2025-08-28": (700.0, 0.85, False), "gemini/gemini
           "agent/reference-twilio": (1100.0, 0.95, True)}
 """model -> (V2V around, adherence, held on a loopback address)."""
 EMULATED_MS = 98765.4
+REFERENCE = "agent/reference-twilio"
+REFERENCE_AGENTS = Path(str(files("voxwatch.providers.emulators").joinpath("reference_agents.toml")))
+TURN_TAKING_ONLY = ("tool_use_correct", "instruction_following", "kb_grounding", "state_tracking", "ambiguity_handling")
+"""What the reference agent's verdicts leave undecided: a script makes no tool call and says no fact."""
+TODAY = dt.date(2026, 12, 15)
+RETIRING = ("openai/gpt-realtime-2025-08-28", "retiring 2027-01-20; successor openai/gpt-realtime-2.1")
 
 
 def _conversations() -> list:
@@ -55,7 +68,8 @@ def _conversations() -> list:
             found.append(stored_conversation(rng, f"bo-{model.split('/')[1]}-{i}", model=model, scenario=SCENARIO,
                                              persona=PERSONA, region="us-east", started_at=now - (i + 1) * 3600,
                                              turns=6, adherence=adherence, v2v_ms=v2v, method=METHOD_VERSION,
-                                             emulator=loopback, quality=2.5 + adherence))
+                                             emulator=loopback, quality=2.5 + adherence,
+                                             unjudged=TURN_TAKING_ONLY if model == REFERENCE else ()))
     for i in range(3):  # another persona: a set of its own
         found.append(stored_conversation(rng, f"bo-noisy-{i}", model="gemini/gemini-3.8-live", scenario=SCENARIO,
                                          persona=NOISY, region="us-east", started_at=now - (i + 1) * 3600, turns=6,
@@ -67,6 +81,11 @@ def _conversations() -> list:
 
 
 CONVERSATIONS = _conversations()
+
+
+def registry() -> Registry:
+    """The package registry with the reference agents' file (as `voxwatch emulate` names it), on TODAY."""
+    return Registry.default(today=TODAY, files=[REFERENCE_AGENTS])
 
 
 @contextlib.contextmanager
@@ -83,7 +102,7 @@ def _store(kind: str, folder: Path) -> Iterator[str]:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def client(request, tmp_path_factory) -> Iterator[TestClient]:
     with _store(request.param, tmp_path_factory.mktemp(request.param)) as url:
-        yield TestClient(create_app(url))
+        yield TestClient(create_app(url, registry()))
 
 
 def _doc(client: TestClient, **params: str) -> dict:
@@ -147,7 +166,7 @@ def test_filters_csv_page_and_schema(client):
     for x in doc["sets"][0]["lines"]:
         assert f'data-model="{x["model_id"]}"' in page
         assert f'data-field="quality_mos" data-value="{x["speech_quality"]["mos"]}"' in page
-    assert page.count('class="loopback"') == 1 and ">loopback</small>" in page
+    assert page.count('class="loopback"') == 1 and page.count(">emulated (loopback)</small>") == 1
     assert "98765" not in page
 
 
@@ -174,3 +193,42 @@ def test_in_chromium_a_phone_sees_the_agents_and_no_sideways_scroll(tmp_path, br
                 assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5_000
         finally:
             browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_every_line_says_its_marks_and_each_rate_its_denominator(client):
+    """The reference agent's 100 % of turn-taking verdicts beside vendors' shares of tool use too: its
+    line says it was not judged on the others (and is a baseline, emulated), each rate says of how
+    many, a retiring model says so; the JSON, the CSV and the page alike."""
+    (main,) = _doc(client, persona=PERSONA)["sets"]
+    lines = {x["model_id"]: x for x in main["lines"]}
+    ref = lines[REFERENCE]
+    assert (ref["baseline"], ref["loopback"], ref["not_judged"]) == (True, True, list(TURN_TAKING_ONLY))
+    assert ref["dimensions"]["tool_use_correct"]["n"] == 0 and ref["adherence"]["n"] == ref["dimensions"]["turn_taking"]["n"]
+    assert all(x["not_judged"] == [] and not x["baseline"] for m, x in lines.items() if m != REFERENCE)
+    assert (lines[RETIRING[0]]["status"], lines[RETIRING[0]]["notice"]) == ("active", RETIRING[1])
+    assert {m: x["status"] for m, x in lines.items()} == {**dict.fromkeys(AGENTS, "active"),
+                                                           "agent/front-desk": None}  # not in the registry
+
+    csv_lines = {r["model_id"]: r for r in csv.DictReader(io.StringIO(
+        client.get("/api/v1/bakeoff", params={"persona": PERSONA, "format": "csv"}).text))}
+    for model, x in lines.items():
+        r = csv_lines[model]
+        assert (r["baseline"], r["loopback"], r["not_judged"].split()) == (str(x["baseline"]), str(x["loopback"]),
+                                                                           x["not_judged"])
+        assert (r["status"], r["notice"], r["preliminary_reason"]) == (x["status"] or "", x["notice"] or "",
+                                                                        x["preliminary_reason"])
+        for rate in ("adherence", "end_state", "interruption", "no_response"):
+            assert (int(r[f"{rate}_passed"]), int(r[f"{rate}_n"])) == (x[rate]["passed"], x[rate]["n"]), rate
+
+    page = client.get("/bakeoff", params={"persona": PERSONA}).text
+    rows = dict(re.findall(r'<tr data-model="([^"]+)"[^>]*>(.*?)</tr>', page, re.S))
+    for model, x in lines.items():
+        cells = dict(re.findall(r'<td data-field="(\w+)"[^>]*>(.*?)</td>', rows[model], re.S))
+        for rate in ("adherence", "interruption", "no_response"):
+            assert f"({x[rate]['passed']}/{x[rate]['n']})" in cells[rate], (model, rate)
+        fewer = "judged on fewer dimensions: not on " + ", ".join(TURN_TAKING_ONLY)
+        assert (fewer in cells["adherence"]) is (model == REFERENCE)
+        assert ("emulated (loopback)" in cells["model"]) is x["loopback"]
+        assert (">baseline</small>" in cells["model"]) is x["baseline"]
+        assert (RETIRING[1] in cells["model"]) is (model == RETIRING[0])
+        assert f"preliminary: {x['preliminary_reason']}" in cells["model"]

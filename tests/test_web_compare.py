@@ -249,6 +249,10 @@ def test_the_page_shows_the_apis_numbers(client, board):
             assert _number(c["accuracy"]) == r["accuracy"]
             assert [_number(c["accuracy_ci"], "data-low"), _number(c["accuracy_ci"], "data-high")] == r["accuracy_ci"]
             text = f"{100 * r['accuracy']:.2f}%" if doc["accuracy"]["unit"] == "fraction" else f"{r['accuracy']:.2f}"
+            if r["accuracy_passed"] is not None:  # a share of verdicts says of how many (conversations' adherence)
+                text += f" ({r['accuracy_passed']}/{r['accuracy_n']})"
+            if r["not_judged"]:
+                text += f"judged on fewer dimensions: not on {', '.join(r['not_judged'])}"
             assert c["accuracy"]["text"] == text
             assert c["on_frontier"]["data-value"] == ("true" if r["on_frontier"] else "false")
             assert (c["rank"]["text"].strip() if r["rank"] else None) == r["rank"]
@@ -341,7 +345,7 @@ return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.in
         frontier: chart ? chart.querySelectorAll('path.frontier').length : 0,
         dimmed: chart ? Array.from(chart.querySelectorAll('g.point.dimmed')).map(g => getComputedStyle(g).opacity) : [],
         chartWidth: chart ? chart.getBoundingClientRect().width : 0,
-        labelPx: chart ? Array.from(chart.querySelectorAll('text.label')).map(t => t.getBoundingClientRect().height) : []};
+        labelPx: chart ? Array.from(chart.querySelectorAll('text.number, text.x-tick, text.y-tick')).map(t => t.getBoundingClientRect().height) : []};
 """
 
 
@@ -372,7 +376,7 @@ def test_in_chromium_no_sideways_scroll_and_the_chart_draws_the_frontier(measure
     assert m["innerWidth"] == width
     assert m["scrollWidth"] <= m["innerWidth"], f"{board} at {width}: the page is {m['scrollWidth']} px wide"
     assert m["frontier"] == 1 and m["dimmed"] and all(float(o) < 0.5 for o in m["dimmed"])
-    assert 0 < m["chartWidth"] <= width and min(m["labelPx"]) >= 9  # the legend stays readable (as the boards: tests/test_web_layout.py)
+    assert 0 < m["chartWidth"] <= width and min(m["labelPx"]) >= 9  # its text stays readable (as the boards: tests/test_web_layout.py)
 
 
 @pytest.mark.parametrize("board", COMPARE_BOARDS)

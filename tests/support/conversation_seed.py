@@ -24,11 +24,13 @@ def stored_conversation(rng: np.random.Generator, conversation_id: str, *, model
                         region: str, started_at: float, turns: int, adherence: float = 0.85,
                         v2v_ms: float = 700.0, whole: bool = True, method: str = "3", emulator: bool = False,
                         scenario_version: int = 1, undecided: float = 0.1,
-                        quality: float | None = None) -> tuple[ConversationRow, list[TurnRow]]:
+                        quality: float | None = None, unjudged: tuple[str, ...] = ()
+                        ) -> tuple[ConversationRow, list[TurnRow]]:
     """One conversation of `turns` turns: each in-scope dimension passes with probability `adherence`
     (a share `undecided` of judged verdicts left undecided, as with no judge), V2V around `v2v_ms`
     (none on a turn that interrupted or got no response), gaps around V2V, some under half a second;
-    with `quality`, each answered turn's speech quality around it (drawn last: the other draws stay)."""
+    with `quality`, each answered turn's speech quality around it (drawn last: the other draws stay);
+    the dimensions in `unjudged` left undecided on every turn (as a reference agent's tool use is)."""
     pin = hashlib.sha256(f"{scenario}@{scenario_version}".encode()).hexdigest()
     rows = []
     failed = 0
@@ -44,6 +46,8 @@ def stored_conversation(rng: np.random.Generator, conversation_id: str, *, model
             passed = None if judged and rng.random() < undecided else bool(rng.random() < adherence)
             if dim == "turn_taking":
                 passed = not (interrupted or no_response)
+            if dim in unjudged:
+                passed = None
             verdicts[dim] = {"passed": passed, "reason": "seeded", "rule": "judge" if judged else "code"}
         answered = not (interrupted or no_response)
         v2v = float(v2v_ms * rng.lognormal(0, 0.25)) if answered else None

@@ -15,6 +15,7 @@ from voxwatch.boards.use_cases import (CompareBoard, UseCase, accuracy_of, board
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.preliminary import row_reason
 from voxwatch.metrics.ranking import rank_text, series_id, why_unranked
 from voxwatch.metrics.series import SeriesData
 from voxwatch.providers.registry import Registry
@@ -23,6 +24,9 @@ from voxwatch.store.series_data import group
 
 EVERY = "*"
 """from_series' `only` for the lines of every use case."""
+VIEW_FORMAT = 2
+"""The kept view's format: 2 gave each line its preliminary reason. A view kept in an older format is
+not read (the page computes its lines from the rows, as SQLite's do) rather than shown without a warning."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ class Line:
     quality_n: int = 0  # speech quality (MOS) beside the accuracy where that is not already it: a TTS voice's
     quality: float | None = None
     quality_ci: tuple[float, float] | None = None
+    preliminary_reason: str | None = None  # metrics.preliminary's, of the pooled series or the conversations
+    accuracy_passed: int | None = None  # where the accuracy is a share of items (adherence): how many passed
+    not_judged: tuple[str, ...] = ()  # dimensions others on the table were judged on and this line was not
 
     @property
     def key(self) -> str:
@@ -88,7 +95,8 @@ def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case
         lines.append(Line(r.model_id, r.region, r.instrument or "", rank_text(c.ranks.get(sid)), why_unranked(r, METHOD_VERSION),
                           r.n, r.p50, r.p50_ci, r.wer_clips if board.accuracy == "pooled_wer" else r.quality_clips,
                           figure, interval, sid in c.on_frontier, quality_n=r.quality_clips if beside else 0,
-                          quality=r.quality_mos if beside else None, quality_ci=r.quality_mos_ci if beside else None))
+                          quality=r.quality_mos if beside else None, quality_ci=r.quality_mos_ci if beside else None,
+                          preliminary_reason=row_reason(r)))
     left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
     return CaseLines(case, ordered(lines), left_out)
 
@@ -113,10 +121,15 @@ def from_rows(rows: Iterable[Observation], board: CompareBoard, window: str, reg
 
 
 def to_json(view: CompareView) -> dict:
-    return {"board": view.board, "window": view.window, "computed_at": view.computed_at,
+    return {"format": VIEW_FORMAT, "board": view.board, "window": view.window, "computed_at": view.computed_at,
             "cases": [asdict(u) for u in view.cases],
             "lines": {cid: {"use_case": asdict(c.use_case), "lines": [asdict(x) for x in c.lines],
                             "left_out": c.left_out} for cid, c in view.lines.items()}}
+
+
+def is_current(data: dict) -> bool:
+    """Whether a kept view is in this code's format (one kept before it lacks a line's warnings)."""
+    return data.get("format") == VIEW_FORMAT
 
 
 def from_json(data: dict) -> CompareView:
@@ -126,7 +139,8 @@ def from_json(data: dict) -> CompareView:
     def line(x: dict) -> Line:
         pairs = {k: tuple(x[k]) if x.get(k) is not None else None for k in ("latency_p50_ci", "accuracy_ci", "quality_ci")}
         rank = x.get("rank")  # a view kept before ranks were ranges holds an int
-        return Line(**{**x, **pairs, "rank": None if rank is None else str(rank)})
+        return Line(**{**x, **pairs, "rank": None if rank is None else str(rank),
+                       "not_judged": tuple(x.get("not_judged", ()))})
 
     return CompareView(data["board"], data["window"], [case(u) for u in data["cases"]],
                        {cid: CaseLines(case(c["use_case"]), [line(x) for x in c["lines"]], c["left_out"])

@@ -23,6 +23,7 @@ from voxwatch.metrics.specs import METRICS
 from voxwatch.metrics.wer import CHARACTER, scorer_for
 from voxwatch.foundation.languages import is_english
 from voxwatch.foundation.observation import Observation
+from voxwatch.boards.marks import ROW_FIELDS as MARK_FIELDS, model_marks
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields, shown_price
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, Standing
@@ -199,14 +200,16 @@ def price_legend(board: str) -> str:
 
 
 def format_csv(rows: list[MetricRow], registry: Registry | None = None) -> str:
-    """Every row at full precision, with its model's price fields (boards.prices) where the registry is given."""
+    """Every row at full precision, with its marks (boards.marks: baseline, preliminary, the model's
+    status) and its model's price fields (boards.prices) where the registry is given."""
     buf = io.StringIO()
     names = [n for f in fields(MetricRow)
              for n in ((f"{f.name}_low", f"{f.name}_high") if f.name.endswith("_ci") else (f.name,))]
-    writer = csv.DictWriter(buf, fieldnames=names + list(PRICE_FIELDS), lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=names + list(MARK_FIELDS) + list(PRICE_FIELDS), lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({**flat(r), **price_fields(registry, r.model_id)})
+        writer.writerow({**flat(r), **model_marks(registry, r.model_id, row_reason(r)).row_fields(),
+                         **price_fields(registry, r.model_id)})
     return buf.getvalue()
 
 

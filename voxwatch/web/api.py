@@ -67,7 +67,8 @@ def conversations(request: Request) -> Response:
     fmt = choice(request, "format", ("json", "csv"), "json")
     board = conversation_views.conversation_board(request.app.state.source, window, model_id)
     if fmt == "csv":
-        return Response(conversation_views.board_csv(board), media_type="text/csv; charset=utf-8",
+        return Response(conversation_views.board_csv(board, request.app.state.registry),
+                        media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="voxwatch-conversations-{window}.csv"'})
     return JSONResponse(conversation_views.board_document(board, request.app.state.registry))
 

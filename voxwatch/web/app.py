@@ -35,6 +35,7 @@ from voxwatch.boards.leaderboard import QUALITY_BOARDS
 from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
+from voxwatch.boards.marks import model_marks
 from voxwatch.metrics import METHOD_VERSION, preliminary
 from voxwatch.metrics.ranking import RANK_RULE
 from voxwatch.store import demo as demo_store
@@ -139,6 +140,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
                                  compare_boards=COMPARE_BOARDS,
                                  standing=lambda model_id: views.model_standing(registry, model_id),
                                  is_baseline=registry.is_baseline, preliminary=preliminary.row_reason,
+                                 marks_of=lambda model_id, reason=None: model_marks(registry, model_id, reason),
                                  block_preliminary=preliminary.scorecard_reason)
     app = _App(
         routes=[

@@ -17,9 +17,10 @@ from __future__ import annotations
 import csv
 import io
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from voxwatch.boards import leaderboard
+from voxwatch.boards.marks import FIELDS as MARK_FIELDS, NOT_JUDGED, judged_dimensions, model_marks, not_judged
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, scorecard_key, stored_scorecards
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics import preliminary
@@ -49,6 +50,7 @@ class Line:
     key: ScorecardKey
     summary: Scorecard
     loopback: bool
+    not_judged: tuple[str, ...] = ()  # dimensions other agents of the set were judged on and this one was not
 
     def part(self, name: str):
         return self.key[SCORECARD_KEY_FIELDS.index(name)]
@@ -82,8 +84,10 @@ def bakeoff_sets(conversations: list[Conversation], scenario: str | None = None,
     for key, card in stored_scorecards(wanted, shown=lambda row: True).items():
         fixed = tuple(key[SCORECARD_KEY_FIELDS.index(name)] for name in SET_FIELDS)
         sets.setdefault(fixed, []).append(Line(key, card, key in loopback))
-    for lines in sets.values():
-        lines.sort(key=lambda x: (x.summary.v2v.p50 is None, x.summary.v2v.p50 or 0.0, x.key))
+    for fixed, lines in sets.items():
+        missing = not_judged({x.key: judged_dimensions(x.summary.dimensions) for x in lines})
+        lines[:] = sorted((replace(x, not_judged=missing[x.key]) for x in lines),
+                          key=lambda x: (x.summary.v2v.p50 is None, x.summary.v2v.p50 or 0.0, x.key))
     out = [BakeoffSet(fixed, set_title(dict(zip(SET_FIELDS, fixed))), lines) for fixed, lines in sets.items()]
     return sorted(out, key=lambda s: (-len(s.lines), s.fixed))
 
@@ -100,35 +104,43 @@ def bakeoff_document(source: Source, registry: Registry, window: str, scenario: 
         "sets": [{**dict(zip(SET_FIELDS, s.fixed)), "title": s.title, "agents": len(s.lines),
                   "lines": [{**{name: x.part(name) for name in _LINE_FIELDS}, "loopback": x.loopback,
                              "deployed_agent": is_deployed_agent(x.part("model_id")),
-                             "baseline": registry.is_baseline(x.part("model_id")),
-                             **preliminary.fields(preliminary.scorecard_reason(x.summary.conversations)),
+                             **model_marks(registry, x.part("model_id"),
+                                           preliminary.scorecard_reason(x.summary.conversations), x.loopback,
+                                           x.not_judged).fields(judged=True),
                              **summary_json(x.summary)} for x in s.lines]} for s in sets],
     }
 
 
-CSV_COLUMNS = (*SET_FIELDS, *_LINE_FIELDS, "loopback", "conversations", "adherence", "adherence_low", "adherence_high",
-               "end_state", "end_state_low", "end_state_high", "v2v_p50_ms", "v2v_p50_low_ms", "v2v_p50_high_ms",
-               "silence_gap_s", "interruption", "no_response", "quality_mos", "quality_mos_low", "quality_mos_high",
-               "quality_n")
+RATES = ("adherence", "end_state", "interruption", "no_response")
+"""The shares a line shows, each with its denominator: `passed` of `n` decided items."""
+_RATE_COLUMNS = {name: (name, f"{name}_low", f"{name}_high", f"{name}_passed", f"{name}_n") for name in RATES}
+CSV_COLUMNS = (*SET_FIELDS, *_LINE_FIELDS, "loopback", *MARK_FIELDS, NOT_JUDGED, "conversations",
+               *_RATE_COLUMNS["adherence"], *_RATE_COLUMNS["end_state"], "v2v_p50_ms", "v2v_p50_low_ms",
+               "v2v_p50_high_ms", "silence_gap_s", *_RATE_COLUMNS["interruption"], *_RATE_COLUMNS["no_response"],
+               "quality_mos", "quality_mos_low", "quality_mos_high", "quality_n")
+
+
+def _rate_cells(name: str, r: dict) -> dict:
+    """A rate's CSV cells: the share, its interval where the columns have one, and its denominator."""
+    low, high = r["interval"] or (None, None)
+    return dict(zip(_RATE_COLUMNS[name], (r["rate"], low, high, r["passed"], r["n"])))
 
 
 def to_csv(doc: dict) -> str:
-    """One line per agent of each set, the interval of each rate and of V2V p50 as _low and _high."""
+    """One line per agent of each set: its marks, each rate with its denominator, the interval of each
+    rate and of V2V p50 as _low and _high."""
     out = io.StringIO()
     w = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\n")
     w.writeheader()
     for s in doc["sets"]:
         for x in s["lines"]:
-            adherence, end, v2v = x["adherence"], x["end_state"], x["v2v"]
-            low_high = {f"{name}_{side}": (r["interval"] or (None, None))[i] for name, r in
-                        (("adherence", adherence), ("end_state", end)) for i, side in enumerate(("low", "high"))}
-            v2v_ci = v2v["p50_ci"] or (None, None)
+            v2v_ci = x["v2v"]["p50_ci"] or (None, None)
             quality = x["speech_quality"]
             mos_ci = quality["interval"] or (None, None)
-            w.writerow({**{k: s[k] for k in SET_FIELDS}, **{k: x[k] for k in _LINE_FIELDS}, "loopback": x["loopback"],
-                        "conversations": x["conversations"], "adherence": adherence["rate"], "end_state": end["rate"],
-                        **low_high, "v2v_p50_ms": v2v["p50"], "v2v_p50_low_ms": v2v_ci[0], "v2v_p50_high_ms": v2v_ci[1],
-                        "silence_gap_s": x["silence_gap_s"], "interruption": x["interruption"]["rate"],
-                        "no_response": x["no_response"]["rate"], "quality_mos": quality["mos"],
+            w.writerow({**{k: s[k] for k in SET_FIELDS}, **{k: x[k] for k in (*_LINE_FIELDS, "loopback", *MARK_FIELDS)},
+                        NOT_JUDGED: " ".join(x[NOT_JUDGED]), "conversations": x["conversations"],
+                        **{k: v for name in RATES for k, v in _rate_cells(name, x[name]).items()},
+                        "v2v_p50_ms": x["v2v"]["p50"], "v2v_p50_low_ms": v2v_ci[0], "v2v_p50_high_ms": v2v_ci[1],
+                        "silence_gap_s": x["silence_gap_s"], "quality_mos": quality["mos"],
                         "quality_mos_low": mos_ci[0], "quality_mos_high": mos_ci[1], "quality_n": quality["n"]})
     return out.getvalue()

@@ -227,13 +227,27 @@ def price_chart(metric: str, unit: str, priced: list[Point]) -> str:
     return scatter(f"{head} against price", f"{head}, lower is better", unit, priced, dollars=True)
 
 
-def charts(table: RankedTable) -> dict[str, str]:
+def chart_numbers(sections: list[ProtocolSection]) -> dict[str, int]:
+    """One number per series on a page (its Entry.key: model, region, method, instrument), in the
+    order the page first shows it: the same series is the same number on every chart of the page."""
+    numbers: dict[str, int] = {}
+    for s in sections:
+        for t in s.tables:
+            for e in t.entries:
+                numbers.setdefault(e.key, len(numbers) + 1)
+    return numbers
+
+
+def charts(table: RankedTable, numbers: dict[str, int] | None = None,
+           marks: Callable[[MetricRow], tuple[str, ...]] = lambda row: ()) -> dict[str, str]:
     """The table's pictures, in its order: its metric's p50 with the 95 % interval per line, on a
     table with scored words that p50 against pooled WER, and where a model has a price (in the
-    board's unit, metrics.price), that p50 against the price."""
-    bars = [Bar(e.label, e.key, e.row.p50, *(e.row.p50_ci or (None, None))) for e in table.entries
-            if e.row.p50 is not None]
-    points = [Point(e.label, e.key, e.row.p50, e.row.pooled_wer) for e in table.entries
+    board's unit, metrics.price), that p50 against the price. Each series carries its page number
+    (`numbers`, chart_numbers'; else its line in the table) and its marks' words (boards.marks)."""
+    number = {e.key: (numbers or {}).get(e.key) or i for i, e in enumerate(table.entries, 1)}
+    bars = [Bar(e.label, e.key, e.row.p50, *(e.row.p50_ci or (None, None)), number[e.key], marks(e.row))
+            for e in table.entries if e.row.p50 is not None]
+    points = [Point(e.label, e.key, e.row.p50, e.row.pooled_wer, number[e.key], marks(e.row)) for e in table.entries
               if e.row.p50 is not None and e.row.pooled_wer is not None]
     head, out = metric_head(table.metric), {}
     if bars:
@@ -241,7 +255,7 @@ def charts(table: RankedTable) -> dict[str, str]:
     if points:
         out["scatter"] = scatter(f"{head} against pooled WER", f"{head}, lower is better", "pooled WER, lower is better",
                                  points)
-    priced = [Point(e.label, e.key, e.row.p50, e.price.figure) for e in table.entries
+    priced = [Point(e.label, e.key, e.row.p50, e.price.figure, number[e.key], marks(e.row)) for e in table.entries
               if e.row.p50 is not None and e.price is not None and e.price.figure is not None]
     if priced:
         out["price"] = price_chart(table.metric, BOARD_FIGURE_UNIT[table.board], priced)

@@ -8,7 +8,8 @@ new version's first value is, labelled with the version.
 Charts scale with the page (a viewBox, 100 % wide): the box is narrow and its text large enough
 that at a phone's width (about 340 px of chart) the labels render at 11 px; wider screens set a
 smaller font size in the stylesheet (pages.css). The title and legend are the page's HTML, which
-wraps, not the SVG's.
+wraps, not the SVG's. The y axis is fitted to the days' values (chart_layout.fitted_axis): a day far
+above the others is drawn past a break at the top, marked with its value, and the chart says so.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from html import escape
+
+from voxwatch.web.chart_layout import Box, Placer, fitted_axis, point_box
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 WIDTH, PLOT_HEIGHT = 520, 200
@@ -40,15 +43,6 @@ class Marker:
     """A vertical line at a day (index into the chart's days), labelled: a method change."""
     index: int
     label: str
-
-
-def nice_ticks(high: float, count: int = 5) -> list[float]:
-    """Ticks from 0 up to at least `high`, a round step apart (1, 2, 2.5 or 5 times a power of ten)."""
-    high = high if high > 0 else 1.0
-    raw = high / count
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
-    return [i * step for i in range(math.ceil(high / step - 1e-9) + 1)]
 
 
 def _number(v: float) -> str:
@@ -80,7 +74,9 @@ def swatch(line: Line) -> str:
 
 def line_chart(title: str, unit: str, days: list[str], lines: list[Line], markers: list[Marker] = ()) -> str:
     """An SVG element: axes with ticks and labels, one polyline per line, a dashed vertical line per marker."""
-    ticks = nice_ticks(max((v for line in lines for _, v in line.points), default=1.0))
+    axis = fitted_axis([v for line in lines for _, v in line.points] or [1.0], [], TOP + PLOT_HEIGHT, TOP,
+                       from_zero=True, count=5)
+    ticks = axis.ticks
     plot_w = WIDTH - LEFT - RIGHT
     height = TOP + PLOT_HEIGHT + AXIS_BELOW
 
@@ -88,7 +84,7 @@ def line_chart(title: str, unit: str, days: list[str], lines: list[Line], marker
         return LEFT + i * plot_w / max(1, len(days) - 1)
 
     def y(v: float) -> float:
-        return TOP + PLOT_HEIGHT - v / ticks[-1] * PLOT_HEIGHT
+        return axis.at(v)
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" viewBox="0 0 {WIDTH} {height}" '
            f'preserveAspectRatio="xMidYMid meet" font-family="sans-serif" font-size="{FONT_SIZE}">',
@@ -108,6 +104,9 @@ def line_chart(title: str, unit: str, days: list[str], lines: list[Line], marker
                f'day (UTC)</text>')
     out.append(f'<polyline points="{LEFT},{TOP} {LEFT},{TOP + PLOT_HEIGHT} {WIDTH - RIGHT},{TOP + PLOT_HEIGHT}" '
                f'fill="none" stroke="#555"/>')
+    out.extend(f'<g class="axis-break"><rect x="{LEFT - 7}" y="{b - 4:.1f}" width="14" height="8" fill="white"/>'
+               f'<path d="M{LEFT - 7},{b + 2:.1f} L{LEFT + 7},{b - 4:.1f} M{LEFT - 7},{b + 4:.1f} L{LEFT + 7},{b - 2:.1f}" '
+               f'stroke="#555"/></g>' for b in axis.breaks)
     for m in markers:
         mx = x(m.index)
         anchor, dx = ("end", -4) if mx > LEFT + plot_w / 2 else ("start", 4)
@@ -115,6 +114,12 @@ def line_chart(title: str, unit: str, days: list[str], lines: list[Line], marker
                    f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP - 6}" y2="{TOP + PLOT_HEIGHT}" stroke="#8a4b00" '
                    f'stroke-width="1.5" stroke-dasharray="2 3"/>'
                    f'<text x="{mx + dx:.1f}" y="{TOP - 10}" text-anchor="{anchor}" fill="#8a4b00">{escape(m.label)}</text></g>')
+    above = [(line, i, v) for line in lines for i, v in line.points if axis.off(v) > 0]
+    placer = Placer(Box(LEFT, TOP, WIDTH - RIGHT, TOP + PLOT_HEIGHT), [point_box(x(i), y(v), 4) for _, i, v in above])
+    for line, i, v in above:  # a day off the scale: its value beside it, where it covers no other
+        spot = placer.place(x(i), y(v), 4, f"{_number(v)} ↑", FONT_SIZE)
+        out.append(f'<text class="outlier" x="{spot.x:.1f}" y="{spot.baseline:.1f}" fill="{line.color}">'
+                   f'{escape(_number(v))} ↑</text>')
     for line in lines:
         label = escape(line.label)
         out.append(f'<g class="series" data-label="{label}">')
@@ -127,7 +132,9 @@ def line_chart(title: str, unit: str, days: list[str], lines: list[Line], marker
                        f"<title>{label} {escape(days[i])}: {_number(v)} {escape(unit)}</title></circle>")
         out.append("</g>")
     out.append("</svg>")
-    return "\n".join(out)
+    note = ('<p class="chart-note" data-field="axis-note">The axis is fitted to the days shown: a day far above '
+            'the others is drawn past the break at the top, with its value.</p>') if above else ""
+    return "\n".join(out) + note
 
 
 def _x_tick(out: list[str], at: float, day: str, anchor: str = "middle") -> None:

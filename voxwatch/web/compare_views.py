@@ -3,7 +3,8 @@
 Every model of the board (one line per model, region and instrument; current method, no emulator
 rows) with its headline latency p50 and its accuracy over the use case, each with its 95 %
 interval, its rank from the paired comparisons over the use case where one has landed, its price,
-and whether it is on the latency-accuracy frontier. The figures are metrics.use_case's (pooled
+whether it is on the latency-accuracy frontier, and its marks (boards.marks: baseline, preliminary,
+lifecycle status, the dimensions a conversation line was not judged on). The figures are metrics.use_case's (pooled
 rows; boards.use_cases chooses the rows); the S2S conversations' are metrics.conversation_aggregate's
 (V2V per turn, instruction adherence and the replies' speech quality over the model's conversations
 of a persona). The page renders this module's document, rounded as the API publishes it, so the two cannot disagree.
@@ -15,12 +16,14 @@ import csv
 import io
 import time
 from voxwatch.boards import leaderboard
-from voxwatch.boards.compare_lines import Line, from_json, from_rows, ordered
+from voxwatch.boards.compare_lines import Line, from_json, from_rows, is_current, ordered
+from voxwatch.boards.marks import FIELDS as MARK_FIELDS, NOT_JUDGED, judged_dimensions, model_marks, not_judged
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields
 from voxwatch.boards.use_cases import COMPARE_BOARDS, RANKS_NOTE, CompareBoard, UseCase, chosen_use_case
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.conversation_aggregate import instruction_adherence, speech_quality, v2v_per_turn
+from voxwatch.metrics.conversation_aggregate import dimension_rates, instruction_adherence, speech_quality, v2v_per_turn
+from voxwatch.metrics.preliminary import scorecard_reason
 from voxwatch.metrics.published import rounded, when
 from voxwatch.metrics.use_case import Point, frontier
 from voxwatch.providers.registry import Registry
@@ -50,10 +53,14 @@ def _conversation_lines(source: Source, window: str, use_case: str | None) -> tu
         if chosen is not None and row.persona == chosen.id:
             scores.setdefault((row.model_id, row.region), []).append(score_of(row, turns))
     lines = []
+    judged = {key: judged_dimensions(dimension_rates(kept)) for key, kept in scores.items()}
+    missing = not_judged(judged)
     for (model_id, region), kept in sorted(scores.items()):
         v2v, adherence, quality = v2v_per_turn(kept), instruction_adherence(kept), speech_quality(kept)
         lines.append(Line(model_id, region, "", None, NO_PAIRED, v2v.n, v2v.p50, v2v.p50_ci, adherence.n,
-                          adherence.rate, adherence.interval, False, quality.n, quality.mos, quality.interval))
+                          adherence.rate, adherence.interval, False, quality.n, quality.mos, quality.interval,
+                          preliminary_reason=scorecard_reason(len(kept)), accuracy_passed=adherence.passed,
+                          not_judged=missing[(model_id, region)]))
     return cases, chosen, _marked(lines, COMPARE_BOARDS[CONVERSATIONS]), []
 
 
@@ -61,7 +68,7 @@ def _series_lines(source: Source, registry: Registry, board: CompareBoard, windo
                   use_case: str | None) -> tuple[list[UseCase], UseCase | None, list[Line], list[str]]:
     """The kept view of the window (Postgres, refreshed as ticks finish), or one computed from its rows."""
     kept = source.compare_view(board.id, window)
-    if kept is not None:
+    if kept is not None and is_current(kept):
         view = from_json(kept)
     else:
         rows = source.observations(RowFilter(since=leaderboard.since(window), boards=(board.board,)))
@@ -106,7 +113,8 @@ def comparison_document(source: Source, registry: Registry, board_id: str, windo
                   "accuracy_n": x.accuracy_n, "accuracy": rounded(x.accuracy, "fraction"),
                   "accuracy_ci": rounded(x.accuracy_ci, "fraction"), "on_frontier": x.on_frontier,
                   "quality_n": x.quality_n, "quality_mos": rounded(x.quality, "fraction"),
-                  "quality_mos_ci": rounded(x.quality_ci, "fraction"),
+                  "quality_mos_ci": rounded(x.quality_ci, "fraction"), "accuracy_passed": x.accuracy_passed,
+                  **model_marks(registry, x.model_id, x.preliminary_reason, not_judged=x.not_judged).fields(judged=True),
                   **price_fields(registry, x.model_id)} for x in lines],
         "left_out": left_out,
     }
@@ -118,8 +126,8 @@ def _case(u: UseCase | None) -> dict | None:
 
 CSV_COLUMNS = ("board", "use_case", "window", "method_version", "model_id", "region", "instrument", "rank",
                "latency_metric", "latency_n", "latency_p50", "latency_p50_low", "latency_p50_high", "accuracy_figure",
-               "accuracy_n", "accuracy", "accuracy_low", "accuracy_high", "on_frontier", "quality_n", "quality_mos",
-               "quality_mos_low", "quality_mos_high") + PRICE_FIELDS
+               "accuracy_n", "accuracy_passed", "accuracy", "accuracy_low", "accuracy_high", "on_frontier", "quality_n",
+               "quality_mos", "quality_mos_low", "quality_mos_high", *MARK_FIELDS, NOT_JUDGED) + PRICE_FIELDS
 
 
 def to_csv(doc: dict) -> str:
@@ -131,8 +139,9 @@ def to_csv(doc: dict) -> str:
         lat, acc = r["latency_p50_ci"] or (None, None), r["accuracy_ci"] or (None, None)
         mos = r["quality_mos_ci"] or (None, None)
         w.writerow({**{k: r[k] for k in ("model_id", "region", "instrument", "rank", "latency_n", "latency_p50",
-                                         "accuracy_n", "accuracy", "on_frontier", "quality_n", "quality_mos")},
-                    **{k: r[k] for k in PRICE_FIELDS}, "board": doc["board"],
+                                         "accuracy_n", "accuracy_passed", "accuracy", "on_frontier", "quality_n",
+                                         "quality_mos", *MARK_FIELDS)},
+                    NOT_JUDGED: " ".join(r[NOT_JUDGED]), **{k: r[k] for k in PRICE_FIELDS}, "board": doc["board"],
                     "use_case": doc["use_case"]["id"] if doc["use_case"] else None, "window": doc["window"],
                     "method_version": doc["method_version"], "latency_metric": doc["latency"]["metric"],
                     "latency_p50_low": lat[0], "latency_p50_high": lat[1], "accuracy_figure": doc["accuracy"]["figure"],

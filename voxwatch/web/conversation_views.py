@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from urllib.parse import quote
 
 from voxwatch.boards import leaderboard
+from voxwatch.boards.marks import FIELDS as MARK_FIELDS, Marks, model_marks
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, block_title, stored_scorecards
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.scenario import DIMENSIONS
@@ -47,6 +48,10 @@ class Block:
     @property
     def title(self) -> str:
         return block_title(self.key)
+
+    def marks(self, registry: Registry) -> Marks:
+        """Its model's marks and its figures' preliminary reason (a block's intervals cluster by conversation)."""
+        return model_marks(registry, self.key[0], preliminary.scorecard_reason(self.summary.conversations))
 
 
 @dataclass(frozen=True)
@@ -110,18 +115,18 @@ def _listed(row: ConversationRow) -> dict:
 
 
 def board_document(board: ConversationBoard, registry: Registry) -> dict:
-    """The API's /conversations: every block with its statistics (whether its model is a baseline,
-    whether its figures are preliminary and why), and the newest conversations."""
+    """The API's /conversations: every block with its statistics and its marks (whether its model is a
+    baseline, whether its figures are preliminary and why, its model's lifecycle status), and the
+    newest conversations."""
     return {"window": board.window, "model_id": board.model_id, "generated_at": when(time.time()),
             "method_version": METHOD_VERSION,
-            "blocks": [{**b.parts, "title": b.title, "baseline": registry.is_baseline(b.key[0]),
-                        **preliminary.fields(preliminary.scorecard_reason(b.summary.conversations)),
-                        **summary_json(b.summary)} for b in board.blocks],
+            "blocks": [{**b.parts, "title": b.title, **b.marks(registry).fields(), **summary_json(b.summary)}
+                       for b in board.blocks],
             "conversations_total": board.total, "conversations": [_listed(r) for r in board.recent]}
 
 
-CSV_COLUMNS = (*SCORECARD_KEY_FIELDS, "conversations", "statistic", "value", "passed", "n", "ci_low", "ci_high",
-               "instrument")
+CSV_COLUMNS = (*SCORECARD_KEY_FIELDS, *MARK_FIELDS, "conversations", "statistic", "value", "passed", "n", "ci_low",
+               "ci_high", "instrument")
 
 
 def _rate_line(name: str, r: Rate) -> tuple:
@@ -200,14 +205,17 @@ def stat_lines(s: Scorecard) -> list[StatLine]:
     return lines
 
 
-def board_csv(board: ConversationBoard) -> str:
-    """The blocks as CSV, one line per block and statistic (full precision; empty cells are n/a)."""
+def board_csv(board: ConversationBoard, registry: Registry) -> str:
+    """The blocks as CSV, one line per block and statistic, each with its block's marks (full precision;
+    empty cells are n/a)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for b in board.blocks:
+        marks = b.marks(registry).fields()
         for line in statistics(b.summary):
-            writer.writerow([*b.key, b.summary.conversations, *("" if v is None else v for v in line)])
+            writer.writerow([*b.key, *("" if marks[k] is None else marks[k] for k in MARK_FIELDS),
+                             b.summary.conversations, *("" if v is None else v for v in line)])
     return out.getvalue()
 
 

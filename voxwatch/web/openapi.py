@@ -12,6 +12,7 @@ from dataclasses import fields
 from voxwatch import __version__
 from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS
+from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Percentiles, Rate
 from voxwatch.web.bakeoff_views import SET_FIELDS as BAKEOFF_SET_FIELDS
@@ -102,6 +103,26 @@ _PRICE_FIELDS = {
 """A leaderboard row's price (voxwatch/boards/prices.py), in the JSON and the CSV alike."""
 
 
+_MARKS = {
+    "baseline": {"type": "boolean", "description": "the model is one of voxwatch's baselines (a script, not a model: "
+                 "a reference to read the models against)"},
+    "preliminary": {"type": "boolean", "description": "the figures rest on too few ticks, utterances or conversations "
+                    "to be settled (metrics/preliminary.py): real, but early"},
+    "preliminary_reason": {**_NULLABLE_STRING, "description": "why the figures are preliminary, in words; null when "
+                           "they are not"}}
+"""What a leaderboard row and a conversation block say of their model and their figures."""
+_LINE_MARKS = {
+    **_MARKS,
+    "status": {**_STATUS, "description": "the model's lifecycle status on the registry's day (retired from its "
+               "vendor's shutdown date); null for an id the registry does not have"},
+    "notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring 2027-01-20; ...' in "
+               "the 90 days before the shutdown; null when there is nothing to say"}}
+"""What a comparison line, a bake-off line and a conversation block say of their model (boards.marks)."""
+_NOT_JUDGED = {"not_judged": {**_array({"type": "string", "enum": list(DIMENSIONS)}), "description": "the dimensions "
+               "another line of the same table was judged on and this one was not (its adherence is a share of "
+               "other verdicts); empty when none"}}
+
+
 def _compare_schemas() -> dict:
     """The comparison document's schemas (web/compare_views.comparison_document)."""
     pair = {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
@@ -118,7 +139,10 @@ def _compare_schemas() -> dict:
                          "is the speech quality already, or nothing was scored)"},
            "quality_mos": {**_NULLABLE_NUMBER, "description": "speech quality (MOS, 1-5, higher is better) of the "
                            "audio the model sent, beside its accuracy (METHOD 'Speech quality')"},
-           "quality_mos_ci": pair, **_PRICE_FIELDS}
+           "quality_mos_ci": pair,
+           "accuracy_passed": {"type": ["integer", "null"], "description": "where the accuracy is a share of decided "
+                               "items (instruction adherence): how many of accuracy_n passed; null otherwise"},
+           **_LINE_MARKS, **_NOT_JUDGED, **_PRICE_FIELDS}
     return {
         "UseCase": _obj({"id": _STRING, "title": _STRING, "datasets": _array(_STRING)}),
         "CompareRow": _obj(row),
@@ -132,14 +156,6 @@ def _compare_schemas() -> dict:
     }
 
 
-_MARKS = {
-    "baseline": {"type": "boolean", "description": "the model is one of voxwatch's baselines (a script, not a model: "
-                 "a reference to read the models against)"},
-    "preliminary": {"type": "boolean", "description": "the figures rest on too few ticks, utterances or conversations "
-                    "to be settled (metrics/preliminary.py): real, but early"},
-    "preliminary_reason": {**_NULLABLE_STRING, "description": "why the figures are preliminary, in words; null when "
-                           "they are not"}}
-"""What a leaderboard row and a conversation block say of their model and their figures."""
 
 
 def document() -> dict:
@@ -406,7 +422,7 @@ def _conversation_schemas() -> dict:
         "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
         "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
                        "description": "pass^k of end-state success, keyed by k"}})
-    block = {**summary, "properties": {**key, "title": _STRING, **_MARKS, **summary["properties"]}}
+    block = {**summary, "properties": {**key, "title": _STRING, **_LINE_MARKS, **summary["properties"]}}
     block["required"] = list(block["properties"])
     listed = _obj({**{n: _field_schema(str(f.type)) for f in fields(ConversationRow) for n in (f.name,) if n in (
         "conversation_id", "model_id", "scenario", "scenario_version", "persona", "region", "started_at", "status",
@@ -440,8 +456,9 @@ def _conversation_schemas() -> dict:
             "loopback": {"type": "boolean", "description": "answered on a loopback address (a team's agent on its own "
                          "machine, or voxwatch's reference agent): compared here, kept off the rolling boards"},
             "deployed_agent": {"type": "boolean", "description": "a team's own deployed agent (agent/<name>)"},
-            **_MARKS, **summary["properties"]},
-            "required": ["model_id", "region", "loopback", "deployed_agent", *_MARKS, *summary["required"]]},
+            **_LINE_MARKS, **_NOT_JUDGED, **summary["properties"]},
+            "required": ["model_id", "region", "loopback", "deployed_agent", *_LINE_MARKS, *_NOT_JUDGED,
+                         *summary["required"]]},
         "BakeoffSet": _obj({**{name: key[name] for name in BAKEOFF_SET_FIELDS}, "title": _STRING,
                             "agents": {"type": "integer"}, "lines": _array(_ref("BakeoffLine"))}),
         "Bakeoff": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "scenario": _NULLABLE_STRING,

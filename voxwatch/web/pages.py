@@ -13,6 +13,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
 from voxwatch.boards import leaderboard
+from voxwatch.boards.marks import Marks, model_marks
+from voxwatch.metrics.preliminary import row_reason
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.boards.leaderboard import WINDOWS
 from voxwatch.boards.prices import shown_price
@@ -24,7 +26,7 @@ from voxwatch.providers.registry import BOARDS, Registry
 
 from voxwatch.web import bakeoff_views, board_views, compare_views, conversation_views, family_views, model_views, views
 from voxwatch.web.board_charts import Point
-from voxwatch.web.frontier_chart import Mark, frontier_chart
+from voxwatch.web.frontier_chart import frontier_chart
 from voxwatch.web.params import choice, text
 from voxwatch.web.source import Conversation
 
@@ -54,6 +56,11 @@ def _page_context(request: Request, rows: list, comparisons: list, board: str | 
     sections = board_views.ranked_sections(rows, comparisons, f, vendor, provenance, views.alerts(source).alerts,
                                            lambda model_id: shown_price(registry, model_id))
     shown = sorted({t.dataset for s in sections for t in s.tables})
+    numbers = board_views.chart_numbers(sections)
+
+    def words(row) -> tuple[str, ...]:
+        return model_marks(registry, row.model_id, row_reason(row)).words
+
     options = board_views.options(rows, vendor, provenance)
     if board is not None:
         options = replace(options, **source.clip_values(board, leaderboard.since(f.window)))
@@ -62,7 +69,8 @@ def _page_context(request: Request, rows: list, comparisons: list, board: str | 
             "options": options, "sections": sections,
             "family_links": {d: p.family for d in shown if (p := provenance(d)).family
                              and len(set(members.get(p.family, {}).values())) > 1},
-            "charts": {(t.board, t.protocol, t.dataset): board_views.charts(t) for s in sections for t in s.tables},
+            "charts": {(t.board, t.protocol, t.dataset): board_views.charts(t, numbers, words) for s in sections
+                       for t in s.tables},
             "provenance": [provenance(d) for d in shown], "newest": source.newest(board), "now": time.time(), "origin_words": ORIGINS,
             "na_reason": views.na_reason, "field_na": views.field_na, "price_units": BOARD_FIGURE_UNIT,
             "descriptions": views.DESCRIPTIONS, "distributed": request.app.state.distributed}
@@ -198,25 +206,34 @@ def requested_comparison(request: Request) -> dict:
         raise HTTPException(400, str(exc)) from None
 
 
+def _line_key(r: dict) -> str:
+    return "|".join((r["model_id"], r["region"], r["instrument"] or ""))
+
+
+def _compare_point(r: dict, number: int, y: float) -> Point:
+    """A comparison line as a chart's point: its number (its line in the table, on every chart of the
+    page) and its marks (boards.marks, from the document's fields)."""
+    return Point(f"{r['model_id']} ({r['region']})", _line_key(r), r["latency_p50"], y, number, Marks.of(r).words)
+
+
 def compare_chart(doc: dict) -> str | None:
     """The document's latency-against-accuracy chart (the lines that have both figures), or None."""
     lat, acc = doc["latency"], doc["accuracy"]
-    marks = [Mark(f"{r['model_id']} ({r['region']})", "|".join((r["model_id"], r["region"], r["instrument"] or "")),
-                  r["latency_p50"], r["accuracy"], r["latency_p50_ci"], r["accuracy_ci"], r["on_frontier"])
-             for r in doc["rows"] if r["latency_p50"] is not None and r["accuracy"] is not None]
-    if not marks:
+    points = [replace(_compare_point(r, i, r["accuracy"]), x_ci=r["latency_p50_ci"], y_ci=r["accuracy_ci"],
+                      on_frontier=r["on_frontier"])
+              for i, r in enumerate(doc["rows"], 1) if r["latency_p50"] is not None and r["accuracy"] is not None]
+    if not points:
         return None
     better = {True: "lower is better", False: "higher is better"}
     return frontier_chart(f"{views.metric_head(lat['metric'])} against {acc['title']}",
                           f"{views.metric_head(lat['metric'])}, {better[True]}",
-                          f"{acc['title']}, {better[acc['lower_is_better']]}", marks, acc["unit"] == "fraction")
+                          f"{acc['title']}, {better[acc['lower_is_better']]}", points, acc["unit"] == "fraction")
 
 
 def compare_price_chart(doc: dict, unit: str) -> str | None:
     """The document's headline latency against each priced model's price (the price column's figure),
     or None when no model shown has a price: cost beside speed on the page where a person chooses."""
-    priced = [Point(f"{r['model_id']} ({r['region']})", "|".join((r["model_id"], r["region"], r["instrument"] or "")),
-                    r["latency_p50"], r["price"]) for r in doc["rows"]
+    priced = [_compare_point(r, i, r["price"]) for i, r in enumerate(doc["rows"], 1)
               if r["latency_p50"] is not None and r.get("price") is not None]
     return board_views.price_chart(doc["latency"]["metric"], unit, priced) if priced else None
 

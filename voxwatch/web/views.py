@@ -14,12 +14,13 @@ from datetime import date, datetime, timezone
 from itertools import groupby
 
 from voxwatch.boards import leaderboard
+from voxwatch.boards.marks import model_marks
 from voxwatch.boards.prices import price_fields
 from voxwatch.boards.comparisons import ABOUT, SERIES_ABOUT, published
 from voxwatch.boards.comparisons import involving as board_comparisons_involving
 from voxwatch.foundation.series_key import RowsKey, SeriesKey
 from voxwatch.metrics.series import MetricRow
-from voxwatch.metrics import METHOD_VERSION, preliminary
+from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.preliminary import row_reason
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.published import metric_record, when
@@ -176,16 +177,15 @@ def leaderboard_document(source: Source, registry: Registry, window: str, board:
         comparisons = board_comparisons(source, window, board, dataset, clips)
     notes = method_notes(source, rows, window)
     ranked = ranks(rows, METHOD_VERSION, comparisons)
-    standing = leaderboard.standings(registry, {r.model_id for r in rows})
     return {
         "board": board, "window": window, "dataset": dataset, "speaker": speaker, "accent": accent,
         "generated_at": when(time.time()),
         "method_version": METHOD_VERSION, "status_date": registry.day.isoformat(),
         "ranks": ranking_note(), "intervals": {"series": SERIES_ABOUT, "comparisons": ABOUT},
         "rows": [metric_record({**asdict(r), "na_reason": na_reason(r), **rank_fields(ranked.get(series_id(r))),
-                                "ranked_by": ranked_metric(r.protocol), **_model_state(standing.get(r.model_id)),
-                                "baseline": registry.is_baseline(r.model_id), **preliminary.fields(row_reason(r)),
-                                 **price_fields(registry, r.model_id)},
+                                "ranked_by": ranked_metric(r.protocol),
+                                **model_marks(registry, r.model_id, row_reason(r)).row_fields(),
+                                **price_fields(registry, r.model_id)},
                                UNITS.get(r.metric, "")) for r in rows],
         "comparisons": published(comparisons),
         "notes": [{"model_id": n.model_id, "dataset": n.dataset, "region": n.region, "text": n.text,
@@ -340,11 +340,6 @@ def alerts(source: Source, now: float | None = None) -> AlertsView:
         return AlertsView(True, None, source.alerts(now - RESOLVED_SHOWN_S))
     except AlertsUnavailable as exc:
         return AlertsView(False, str(exc), [])
-
-
-def _model_state(standing: Standing | None) -> dict:
-    """A leaderboard row's model status and notice (both None for an id the registry no longer has)."""
-    return {"model_status": standing.status if standing else None, "model_notice": standing.notice if standing else None}
 
 
 def _iso(day: date | None) -> str | None:
