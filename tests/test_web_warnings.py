@@ -142,7 +142,9 @@ def test_every_comparison_line_carries_its_models_marks_and_its_figures_reason(c
     if board == "s2s-conversations":  # three conversations each: every line preliminary, and says why
         assert all(r["preliminary_reason"] == "only 3 conversations so far: its intervals stay wide until 5"
                    for r in doc["rows"])
-        assert rows[BASELINE]["baseline"] and rows[BASELINE]["on_frontier"]  # as the user found it: now labelled
+        # the user found the scripted baseline on the frontier at 100 % unlabelled: labelled, and beside it
+        assert rows[BASELINE]["baseline"] and not rows[BASELINE]["on_frontier"]
+        assert any(r["on_frontier"] for r in doc["rows"])  # the models' own frontier, without the script
         assert {m: r[NOT_JUDGED] for m, r in rows.items() if r[NOT_JUDGED]} == {NO_JUDGE: list(UNJUDGED)}
         for model, r in rows.items():  # the adherence's denominator: passed of decided verdicts
             scores = [score_of(row, turns) for row, turns in CONVERSATIONS if row.model_id == model and not row.emulator]

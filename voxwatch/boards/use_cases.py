@@ -135,7 +135,8 @@ def pooled_comparison(series: Mapping[SeriesKey, SeriesData], board: CompareBoar
     pooled = use_case_series(series, use_case.id, use_case.datasets)
     metric_rows = exclude([m for key, data in pooled.series.items() for m in series_rows(key, data)], registry)
     comparisons = compare(pooled.series, comparable(metric_rows, METHOD_VERSION))
-    headline = [r for r in metric_rows if r.metric == board.latency]
+    headline = [r for r in metric_rows if r.metric == board.latency
+                and not (registry is not None and registry.is_baseline(r.model_id))]  # a script: beside the frontier
     points = [Point(series_id(r), r.p50, accuracy_of(r, board)[0]) for r in headline]
     told = told_apart(comparisons, points, board)
     return SeriesComparison(metric_rows, comparisons, ranks(metric_rows, METHOD_VERSION, comparisons),

@@ -36,7 +36,8 @@ CONVERSATIONS = "s2s-conversations"
 NO_PAIRED = "No ranks: conversations are not paired turn by turn."
 
 
-def _conversation_lines(source: Source, window: str, use_case: str | None) -> tuple[list[UseCase], UseCase | None,
+def _conversation_lines(source: Source, registry: Registry, window: str,
+                        use_case: str | None) -> tuple[list[UseCase], UseCase | None,
                                                                                     list[Line], list[str]]:
     """The conversation board's use cases (one per persona: the scenarios its conversations held are
     its datasets) and each model's V2V per turn and instruction adherence over the chosen one."""
@@ -61,7 +62,7 @@ def _conversation_lines(source: Source, window: str, use_case: str | None) -> tu
                           adherence.rate, adherence.interval, False, quality.n, quality.mos, quality.interval,
                           preliminary_reason=scorecard_reason(len(kept)), accuracy_passed=adherence.passed,
                           not_judged=missing[(model_id, region)]))
-    return cases, chosen, _marked(lines, COMPARE_BOARDS[CONVERSATIONS]), []
+    return cases, chosen, _marked(lines, COMPARE_BOARDS[CONVERSATIONS], registry), []
 
 
 def _series_lines(source: Source, registry: Registry, board: CompareBoard, window: str,
@@ -80,10 +81,11 @@ def _series_lines(source: Source, registry: Registry, board: CompareBoard, windo
     return view.cases, chosen, lines.lines, lines.left_out
 
 
-def _marked(lines: list[Line], board: CompareBoard) -> list[Line]:
-    """The lines with their frontier flags (metrics.use_case.frontier), in the page's order."""
-    on = {p.key for p in frontier([Point(line.key, line.latency_p50, line.accuracy) for line in lines],
-                                  board.accuracy_lower_is_better)}
+def _marked(lines: list[Line], board: CompareBoard, registry: Registry) -> list[Line]:
+    """The lines with their frontier flags (metrics.use_case.frontier), in the page's order; a baseline
+    (a script, not a model) is drawn beside the frontier, never on it."""
+    on = {p.key for p in frontier([Point(line.key, line.latency_p50, line.accuracy) for line in lines
+                                   if not registry.is_baseline(line.model_id)], board.accuracy_lower_is_better)}
     return ordered([Line(**{**line.__dict__, "on_frontier": line.key in on}) for line in lines])
 
 
@@ -93,7 +95,7 @@ def comparison_document(source: Source, registry: Registry, board_id: str, windo
     unknown use case: the caller's 400)."""
     board = COMPARE_BOARDS[board_id]
     if board_id == CONVERSATIONS:
-        cases, chosen, lines, left_out = _conversation_lines(source, window, use_case)
+        cases, chosen, lines, left_out = _conversation_lines(source, registry, window, use_case)
     else:
         cases, chosen, lines, left_out = _series_lines(source, registry, board, window, use_case)
     unit = UNITS.get(board.latency, "ms")
