@@ -9,6 +9,7 @@ import time
 
 from benchmarks import make_run
 from voxwatch.boards import leaderboard
+from voxwatch.cli import parser
 from voxwatch.store.comparisons import compute
 from voxwatch.boards.leaderboard import QUALITY_BOARDS, QUALITY_HEADER, TABLE_HEADER
 from voxwatch.foundation.observation import Observation
@@ -68,3 +69,16 @@ def test_every_link_in_the_readme_and_docs_resolves():
     for doc in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
             assert (doc.parent / target).exists(), f"{doc.name}: {target}"
+
+
+GRAFANA_PORT = 3000  # docker-compose.yml's ${GRAFANA_PORT:-3000}: the one other web server the docs open
+
+
+def test_every_local_address_the_docs_open_is_on_the_port_voxwatch_serve_listens_on():
+    port = parser().parse_args(["serve"]).port  # `voxwatch serve`'s default
+    docs = [REPO / "README.md", REPO / "docker-compose.yml", *(REPO / "docs").glob("*.md"),
+            *(REPO / "dashboards").glob("*.md")]
+    found = [(doc.name, int(n)) for doc in docs
+             for n in re.findall(r"https?://(?:127\.0\.0\.1|localhost):(\d+)", doc.read_text())]
+    assert {d for d, _ in found} >= {"WEB.md", "CONVERSATIONS.md", "OPERATIONS.md"}  # the addresses are found
+    assert [(d, n) for d, n in found if n not in (port, GRAFANA_PORT)] == []
