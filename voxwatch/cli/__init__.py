@@ -23,7 +23,7 @@ from pathlib import Path
 
 from voxwatch import config as config_mod
 from voxwatch.boards import comparisons as board_comparisons
-from voxwatch.boards import compare_refresh, filter_matches, leaderboard, listing
+from voxwatch.boards import compare_refresh, filter_matches, leaderboard, listing, run_board
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD
 from voxwatch.foundation.audio import AudioError
@@ -154,10 +154,12 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
     for r in failed[:10]:
         print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
     print()
-    try:
-        rows = leaderboard.from_store(store, "30d", registry)
+    try:  # the rankings this run measured; the rest are `voxwatch leaderboard`'s
+        rows, others = run_board.measured(leaderboard.from_store(store, "30d", registry), result.rows)
         print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
                                        languages=_languages(cfg, rows), width=_width(args)))
+        if hint := run_board.others_line(others, "30d"):
+            print(f"\n{hint}")
     except StoreError as exc:
         if result.spooled is None:
             raise
