@@ -25,6 +25,7 @@ from voxwatch.foundation.languages import is_english
 from voxwatch.foundation.observation import Observation
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, ShownPrice, price_fields, shown_price
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
+from voxwatch.boards import kept_off
 from voxwatch.boards.listing import fitted, prose
 from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
@@ -114,7 +115,8 @@ def _language_title(title: str, language: str | None) -> str:
 
 def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *,
                  comparisons: Iterable[Comparison], span: str | None = None, models: Collection[str] = (),
-                 languages: Mapping[str, str | None] | None = None, width: int | None = None) -> str:
+                 languages: Mapping[str, str | None] | None = None, width: int | None = None,
+                 emulated: Mapping[str, int] | None = None) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
     first line (attempts, rates, pooled WER, entity error rate), its region, method version and rank (metrics.ranking);
     under each board, a line for every model of it that is retired or retires soon. `span` names
@@ -122,13 +124,15 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
     comparisons (boards.comparisons), which the ranks come from; `models` shows only theirs, ranked
     among all the rows (a model's rank is its place on the board). `languages`: each dataset's
     language (its DatasetInfo's), named in the heading of a ranking that is not English. `width`:
-    the most useful columns fitted to it (fitted_rows: the CLI's default); None: every column."""
-    languages = languages or {}
+    the most useful columns fitted to it (fitted_rows: the CLI's default); None: every column.
+    `emulated`: each model's rows of the span measured against an emulator, which the board never
+    shows, said where a model asked for (or the whole board) has nothing else (boards.kept_off)."""
+    languages, where = languages or {}, span or f"in the last {window}"
     shown = [r for r in rows if not models or r.model_id in models]
+    lines = kept_off.model_lines(models, {r.model_id for r in shown}, emulated or {}, where)
     if not shown:
-        return f"No observations {span or 'in the last ' + window}. Run `voxwatch run` first."
+        return "\n".join(lines) or kept_off.no_observations(where, emulated or {})
     ranked = ranks(rows, METHOD_VERSION, comparisons)
-    lines: list[str] = []
     for board in ("stt", "tts", "s2s"):
         mine = [r for r in shown if r.board == board]
         if not mine:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from voxwatch import config as config_mod
 from voxwatch.boards import comparisons as board_comparisons
-from voxwatch.boards import compare_refresh, filter_matches, leaderboard, listing, run_board
+from voxwatch.boards import compare_refresh, filter_matches, kept_off, leaderboard, listing, run_board
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD
 from voxwatch.foundation.audio import AudioError
@@ -153,11 +153,15 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
           f"({len(failed)} not ok), seed {plan.seed}, store {redact(cfg.store_url)}")
     for r in failed[:10]:
         print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
+    if kept := kept_off.run_line(result.rows):
+        print(kept)
     print()
     try:  # the rankings this run measured; the rest are `voxwatch leaderboard`'s
         rows, others = run_board.measured(leaderboard.from_store(store, "30d", registry), result.rows)
+        emulated = {} if rows else store.emulated(RowFilter(since=leaderboard.since("30d"),
+                                                            models=tuple({r.model_id for r in result.rows})))
         print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
-                                       languages=_languages(cfg, rows), width=_width(args)))
+                                       languages=_languages(cfg, rows), width=_width(args), emulated=emulated))
         if hint := run_board.others_line(others, "30d"):
             print(f"\n{hint}")
     except StoreError as exc:
@@ -229,20 +233,23 @@ def cmd_leaderboard(args) -> int:
     try:
         _check_filters(store, cfg, only, args.window)
         rows = leaderboard.from_store(store, args.window, registry, ranked)
+        start = leaderboard.since(args.window) if only.since is None else only.since
+        emulated = store.emulated(replace(only, since=start)) if args.format == "table" else {}
         compared = board_comparisons.from_store(store, args.window, ranked) if args.format == "table" else []
         if args.format == "table" and (not only.boards or "s2s" in only.boards) and not only.datasets:
             from voxwatch.conversations.scorecards import store_scorecards_text
 
-            board = store_scorecards_text(store, leaderboard.since(args.window) if only.since is None else only.since,
-                                     only.until, only.models, registry)
+            board = store_scorecards_text(store, start, only.until, only.models, registry)
     finally:
         store.close()
     span = span_text(only, args.window)
     if args.format == "table":
         series = any(not only.models or r.model_id in only.models for r in rows)
-        if board is None or series:  # conversations are measurements too: never "No observations" above them
+        # conversations are measurements too: never "No observations" above them (but a model's emulated rows, said)
+        if board is None or series or any(emulated.get(m) for m in only.models):
             print(leaderboard.format_table(rows, args.window, registry, comparisons=compared, span=span,
-                                           models=only.models, languages=_languages(cfg, rows), width=_width(args)))
+                                           models=only.models, languages=_languages(cfg, rows), width=_width(args),
+                                           emulated=emulated))
         if board is not None:
             print(f"{chr(10) if series else ''}S2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
