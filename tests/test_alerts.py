@@ -517,7 +517,7 @@ def test_alerts_list_and_evaluate_from_the_command_line(tmp_path: Path):
         assert "delivered after 1 attempt" in out
         assert [b["text"].startswith("[FIRING] latency regression: test/now@1") for b in rx.bodies("/ops")] == [True]
 
-        table = run_cli("alerts", "list", "--store", url).stdout.splitlines()
+        table = run_cli("alerts", "list", "--wide", "--store", url).stdout.splitlines()  # a row a line
         assert table[0].split()[:4] == ["id", "state", "kind", "model"]
         assert [line.split()[1:4] for line in table[1:]] == [["firing", "latency", "test/now@1"],
                                                             ["pending", "latency", "test/emu@1"]]

@@ -194,7 +194,7 @@ def test_a_cloud_model_against_its_emulator_end_to_end(store_url: str):
 
 
 def test_providers_list_shows_every_id_with_its_board():
-    out = run_cli("providers", "list").stdout
+    out = run_cli("providers", "list", "--wide").stdout  # every column (the fitted table names no board)
     for model, board in ((PS, "stt"), (WHISPER, "stt"), (ESPEAK, "tts")):
         assert any(line.split()[:2] == [model, board] for line in out.splitlines())
 
@@ -204,7 +204,7 @@ REALTIME = "openai/gpt-realtime-2025-08-28"
 
 def _providers(day: str) -> tuple[dict[str, dict[str, str]], dict[str, str], str]:
     """`voxwatch providers list` on a pinned day: its table by id, its `checked against` lines, the text."""
-    out = run_cli("providers", "list", env={"VOXWATCH_TODAY": day}).stdout
+    out = run_cli("providers", "list", "--wide", env={"VOXWATCH_TODAY": day}).stdout  # every column, a row a line
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("id "))
     names = ["id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor", "session limit",

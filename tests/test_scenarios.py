@@ -331,6 +331,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _table(out: str) -> dict[tuple[str, str], list[str]]:
+    """`scenarios list --wide`: a row a line, each cell whole (a folder path is not wrapped)."""
     lines = out.splitlines()
     assert lines[0].split()[:7] == ["name", "version", "domain", "turns", "tools", "audio", "s"]
     return {(row.split()[0], row.split()[1]): row.split() for row in lines[1:]}
@@ -339,7 +340,7 @@ def _table(out: str) -> dict[tuple[str, str], list[str]]:
 @pytest.mark.e2e
 def test_list_show_and_import_round_trip(tmp_path: Path):
     env = _env(tmp_path)
-    listed = _table(run_cli("scenarios", "list", env=env).stdout)
+    listed = _table(run_cli("scenarios", "list", "--wide", env=env).stdout)
     assert set(listed) == {("airline-changes", "1"), ("clinic-desk", "1")}
     pin = file_sha256(CLINIC / FILE)
     assert pin[:12] in listed[("clinic-desk", "1")]
@@ -348,7 +349,7 @@ def test_list_show_and_import_round_trip(tmp_path: Path):
     _rewrite(source, _set("version", 2))
     out = run_cli("scenarios", "import", str(source), env=env).stdout
     assert "imported clinic-desk version 2 (19 turns" in out
-    listed = _table(run_cli("scenarios", "list", env=env).stdout)
+    listed = _table(run_cli("scenarios", "list", "--wide", env=env).stdout)
     assert ("clinic-desk", "2") in listed and listed[("clinic-desk", "2")][-1].endswith("clinic-desk-v2")
     assert file_sha256(source / FILE)[:12] in listed[("clinic-desk", "2")]
 
@@ -400,7 +401,7 @@ def test_a_broken_user_scenario_is_one_line_and_a_staging_folder_is_skipped(tmp_
     user = tmp_path / "user-scenarios"
     staging = _copy_clinic(user, ".clinic-desk-x1")  # an import under way: not in the catalog
     _rewrite(staging, _set("version", 7))
-    assert ("clinic-desk", "7") not in _table(run_cli("scenarios", "list", env=env).stdout)
+    assert ("clinic-desk", "7") not in _table(run_cli("scenarios", "list", "--wide", env=env).stdout)
     broken = _copy_clinic(user, "broken-v1")
     _rewrite(broken, _set("turns[2].tags", "basic"))
     proc = run_cli("scenarios", "list", env=env, check=False)

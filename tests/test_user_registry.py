@@ -214,7 +214,7 @@ def test_a_self_hosted_openai_compatible_stt_is_listed_and_measured_under_its_id
                                      api_key="emu-key")) as url:
         (tmp_path / "models.toml").write_text(SERVER.format(url=url) + model(mine) + OPEN_SERVER.format(url=url)
                                               + model(keyless, needs_key=False))
-        listed = run_cli("providers", "list", env=env).stdout
+        listed = run_cli("providers", "list", "--wide", env=env).stdout  # with its source file column
         proc = run_cli("run", "--models", f"{mine},{keyless}", "--datasets", "stt-starter-clean", "--sample-size", "2",
                        "--store", store_url, "--no-progress", env=env)
     lines = listed.splitlines()

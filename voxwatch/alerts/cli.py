@@ -44,7 +44,7 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
               None if a.p_value is None else f"{a.p_value:.2g}", f"{a.n_recent}/{a.n_baseline}", a.summary)
              for a in alerts]
     listing.emit(("id", "state", "kind", "model", "metric", "dataset", "region", "opened", "fired", "resolved",
-                  "recent", "baseline", "p", "n", "summary"), table, args.format)
+                  "recent", "baseline", "p", "n", "summary"), table, args.format, wide=args.wide)
     return 0
 
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 from typing import Iterable
 
 from voxwatch.boards.leaderboard import since
-from voxwatch.boards.listing import aligned
+from voxwatch.boards.listing import fitted, prose
 from voxwatch.metrics.paired import COLUMNS, Comparison, flat
-from voxwatch.metrics.published import comparison_record
+from voxwatch.metrics.published import PLACES, comparison_record
 from voxwatch.metrics.specs import METRICS
 from voxwatch.store.comparisons import compute
 from voxwatch.store.row_filter import RowFilter
@@ -72,13 +72,16 @@ def format_csv(comparisons: Iterable[Comparison]) -> str:
     return buf.getvalue()
 
 
-def verdict(c: Comparison) -> str:
-    """A comparison in words: which model is ahead on the same clips, or that no difference is shown."""
+def verdict(c: Comparison, short: bool = False) -> str:
+    """A comparison in words: which model is ahead on the same clips, or that no difference is shown
+    (`short`: 'a ahead' or 'b ahead', beside the columns that name them)."""
     d = c.difference
     if d.estimate is None:
-        return "not compared (too few shared clips or ticks)"
+        return "not compared" if short else "not compared (too few shared clips or ticks)"
     if not c.shown:
         return "no difference shown"
+    if short:
+        return "a ahead" if d.estimate > 0 else "b ahead"
     better, worse = (c.a, c.b) if d.estimate > 0 else (c.b, c.a)
     return f"{better.model_id} ahead of {worse.model_id}"
 
@@ -89,28 +92,41 @@ def _value(statistic: str, v: float | None) -> str:
     return f"{100 * v:+.2f} pts" if statistic == "pooled_wer" else f"{v:+.1f}"
 
 
-def format_table(comparisons: list[Comparison]) -> str:
-    """The comparisons as text, one line per pair and statistic, grouped by ranking."""
+def _short(statistic: str, v: float | None) -> str:
+    """A difference as a fitted table shows it: ms to the unit, rtf to 0.01, WER in points to 0.1."""
+    if v is None:
+        return "n/a"
+    if statistic == "pooled_wer":
+        return f"{100 * v:+.1f}"
+    places = max(0, PLACES.get(_UNITS.get(statistic, ""), 1) - 1)
+    return f"{round(v, places) + 0.0:+.{places}f}"  # + 0.0: a difference that rounds to zero is +0, not -0
+
+
+def format_table(comparisons: list[Comparison], width: int | None = None) -> str:
+    """The comparisons as text, one line per pair and statistic, grouped by ranking; with a width,
+    fitted to it (differences to the precision they are compared at, a ranking's one instrument in
+    its heading, long ids wrapped, the verdict as 'a ahead' or 'b ahead'), else every cell whole."""
     if not comparisons:
         return "No paired comparisons: a ranking needs two models with intervals measured on the same clips."
+    fit = width is not None
     header = ("statistic", "model a", "model b", "b - a [Holm CI]", "p (Holm)", "cells", "ticks", "verdict")
-    headings: dict[int, str] = {}  # a ranking's heading, before the row it is over
-    rows: list[tuple[str, ...]] = []
+    table: list[tuple[str, ...] | str] = [header]
+    instruments: dict[tuple, set[str]] = {}
+    for c in comparisons:
+        instruments.setdefault(c.ranking, set()).update({c.a.instrument or "", c.b.instrument or ""})
     last = None
     for c in sorted(comparisons, key=lambda c: (c.ranking, c.statistic, c.a, c.b)):
+        one = fit and len(instruments[c.ranking]) == 1  # every series of the ranking scored by one instrument
         if c.ranking != last:
             _, dataset, protocol, region, method = c.ranking
-            headings[len(rows)] = f"-- {dataset}, {protocol} @ {region} (method v{method})"
+            scored = f"; scored by {c.a.instrument}" if one and c.a.instrument else ""
+            table.append(f"-- {dataset}, {protocol} @ {region} (method v{method}{scored})")
             last = c.ranking
-        d = c.difference
-        ci = "" if d.ci is None else f" [{_value(c.statistic, d.ci[0])}, {_value(c.statistic, d.ci[1])}]"
-        rows.append((c.statistic, c.a.model_id + (f" ({c.a.instrument})" if c.a.instrument else ""),
-                     c.b.model_id + (f" ({c.b.instrument})" if c.b.instrument else ""),
-                     _value(c.statistic, d.estimate) + ci, "n/a" if c.p_holm is None else f"{c.p_holm:.2g}",
-                     str(d.cells), str(d.ticks), verdict(c)))
-    title, *body = aligned([header, *rows])
-    lines = [title]
-    for i, line in enumerate(body):
-        lines.extend([headings[i], line] if i in headings else [line])
-    lines.append("\n" + ABOUT)
-    return "\n".join(lines)
+        d, value = c.difference, _short if fit else _value
+        ci = "" if d.ci is None else f" [{value(c.statistic, d.ci[0])}, {value(c.statistic, d.ci[1])}]"
+        points = " pts" if fit and c.statistic == "pooled_wer" and d.estimate is not None else ""
+        table.append((c.statistic, c.a.model_id + (f" ({c.a.instrument})" if c.a.instrument and not one else ""),
+                      c.b.model_id + (f" ({c.b.instrument})" if c.b.instrument and not one else ""),
+                      value(c.statistic, d.estimate) + ci + points, "n/a" if c.p_holm is None else f"{c.p_holm:.2g}",
+                      str(d.cells), str(d.ticks), verdict(c, short=fit)))
+    return "\n".join(fitted(table, width, flexible={1, 2})) + "\n\n" + prose(ABOUT, width)

@@ -41,7 +41,7 @@ def stored(store, window: str | None, only: RowFilter) -> Stored:
         rows = [r for r in precomputed(window, start) if wide.keeps(r)]
     else:
         rows = list(store.observations(only=wide))
-    models = {r.model_id for r in rows}
+    models = {r.model_id for r in rows} | set(store.emulated(wide))  # a model of emulated rows only is stored too
     if not only.boards or "s2s" in only.boards:
         models |= {row.model_id for row, _ in store.conversations(since=start)
                    if only.until is None or row.started_at < only.until}

@@ -24,8 +24,10 @@ from voxwatch.metrics.wer import CHARACTER, scorer_for
 from voxwatch.foundation.languages import is_english
 from voxwatch.foundation.observation import Observation
 from voxwatch.boards.marks import ROW_FIELDS as MARK_FIELDS, model_marks
-from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields, shown_price
+from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, ShownPrice, price_fields, shown_price
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
+from voxwatch.boards import kept_off
+from voxwatch.boards.listing import fitted, prose
 from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 from voxwatch.store.row_filter import RowFilter
@@ -68,16 +70,17 @@ def _ci(ci: tuple[float, float] | None, pct: bool = False, places: int = 1) -> s
 _PLACES = {m.name: PLACES[m.unit] for m in METRICS}  # ms to 0.1, real-time factors to 0.001 (metrics.published)
 
 
-def _ordered(rows: list[MetricRow], ranked: dict) -> list[MetricRow]:
-    """A board's rows by dataset and protocol, each ranking's series in rank order (unranked last), a
-    series' metric rows kept together in their order."""
+def _ordered(rows: list[MetricRow], ranked: dict, by_region: bool = False) -> list[MetricRow]:
+    """A board's rows by dataset and protocol (and region), each ranking's series in rank order
+    (unranked last), a series' metric rows kept together in their order."""
     series: dict = {}
     for r in rows:
         series.setdefault(series_id(r), []).append(r)
 
     def key(members: list[MetricRow]) -> tuple:
         first = members[0]
-        return first.dataset, first.protocol, rank_order(first, ranked.get(series_id(first)))
+        region = first.region if by_region else ""
+        return first.dataset, first.protocol, region, rank_order(first, ranked.get(series_id(first)))
 
     return [r for members in sorted(series.values(), key=key) for r in members]
 
@@ -113,71 +116,159 @@ def _language_title(title: str, language: str | None) -> str:
 
 def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *,
                  comparisons: Iterable[Comparison], span: str | None = None, models: Collection[str] = (),
-                 languages: Mapping[str, str | None] | None = None) -> str:
+                 languages: Mapping[str, str | None] | None = None, width: int | None = None,
+                 emulated: Mapping[str, int] | None = None) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
     first line (attempts, rates, pooled WER, entity error rate), its region, method version and rank (metrics.ranking);
     under each board, a line for every model of it that is retired or retires soon. `span` names
     the rows' time span when it is not the rolling window; `comparisons` are the same rows' paired
     comparisons (boards.comparisons), which the ranks come from; `models` shows only theirs, ranked
     among all the rows (a model's rank is its place on the board). `languages`: each dataset's
-    language (its DatasetInfo's), named in the heading of a ranking that is not English."""
-    languages = languages or {}
+    language (its DatasetInfo's), named in the heading of a ranking that is not English. `width`:
+    the most useful columns fitted to it (fitted_rows: the CLI's default); None: every column.
+    `emulated`: each model's rows of the span measured against an emulator, which the board never
+    shows, said where a model asked for (or the whole board) has nothing else (boards.kept_off)."""
+    languages, where = languages or {}, span or f"in the last {window}"
     shown = [r for r in rows if not models or r.model_id in models]
+    lines = kept_off.model_lines(models, {r.model_id for r in shown}, emulated or {}, where)
     if not shown:
-        return f"No observations {span or 'in the last ' + window}. Run `voxwatch run` first."
+        return "\n".join(lines) or kept_off.no_observations(where, emulated or {})
     ranked = ranks(rows, METHOD_VERSION, comparisons)
-    lines: list[str] = []
     for board in ("stt", "tts", "s2s"):
-        mine = _ordered([r for r in shown if r.board == board], ranked)
+        mine = [r for r in shown if r.board == board]
         if not mine:
             continue
         methods = sorted({r.method_version for r in mine})
         lines.append(f"\n{board.upper()} board - {span or 'rolling ' + window}, current method v{METHOD_VERSION}"
                      + (f" (rows of method v{', v'.join(m for m in methods if m != METHOD_VERSION)} are shown, not "
                         "ranked: versions are never pooled)" if methods != [METHOD_VERSION] else ""))
-        quality = board in QUALITY_BOARDS
-        header = TABLE_HEADER + (QUALITY_HEADER if quality else ())
-        table: list[tuple[str, ...] | str] = [header]  # a str is a ranking's heading
-        for i, r in enumerate(mine):
-            first = i == 0 or series_id(mine[i - 1]) != series_id(r)
-            if i == 0 or (mine[i - 1].dataset, mine[i - 1].protocol) != (r.dataset, r.protocol):
-                table.append(_language_title(ranking_title(r.dataset, r.protocol), languages.get(r.dataset)))
-            rank = ranked.get(series_id(r))
-            unit = "characters" if scorer_for(languages.get(r.dataset)).unit == CHARACTER else "words"
-            wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} {unit})"
-                   if r.pooled_wer is not None else "n/a")
-            entity = (_num(r.entity_error_rate, True) + _ci(r.entity_error_rate_ci, True) + f" ({r.entities} entities)"
-                      if r.entity_error_rate is not None else "n/a")
-            series = (str(rank) if rank else "-", r.model_id, r.dataset, r.region, f"v{r.method_version}")
-            places = _PLACES.get(r.metric, 1)
-            price = shown_price(registry, r.model_id)
-            table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean, places=places),
-                          _num(r.p50, places=places) + _ci(r.p50_ci, places=places), _num(r.p95, places=places),
-                          _num(r.max, places=places),
-                          *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer,
-                             entity, price.cell() if price else "-") if first else ("",) * 6),
-                          *(((quality_cell(r) if first else ""),) if quality else ())))
-        widths = [max(len(row[i]) for row in table if not isinstance(row, str)) for i in range(len(header))]
-        for k, row in enumerate(table):
-            if isinstance(row, str):
-                lines.append(f"-- {row}")
-                continue
-            lines.append("  ".join(c.ljust(w) if 1 <= i <= 5 else c.rjust(w)
-                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
-            if k == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        notes = sorted({f"{r.model_id} {r.metric}: n/a, {r.note}" for r in mine if r.note})
-        lines.extend(f"  note: {n}" for n in notes)
-        lines.extend(_marks(mine, registry))
-        lines.extend(f"  status: {model_id} {s.notice}" for model_id, s in
-                     sorted(standings(registry, {r.model_id for r in mine}).items()) if s.notice)
-        lines.append(price_legend(board))
-    lines.append("\n" + ranking_note() + " '-' is not ranked (superseded method, or no interval yet: n < 5 or one "
-                 "tick). Intervals [95% CI] are each series' own (`voxwatch compare` shows the pairs).\nn/a: under the statistic's "
-                 f"floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. Latencies in ms; rtf in x "
-                 "real time; rates over attempts; WER is pooled over the scored clips; speech quality (TTS, S2S) is the mean "
-                 "DNSMOS P.835 OVRL (1-5, higher is better) of the audio the model sent.")
+        if width is None:
+            table = wide_rows(mine, ranked, registry, languages)
+            lines.extend(fitted(table, None, right=set(range(len(table[0]))) - {1, 2, 3, 4, 5}, rule=True))
+            notes = []
+        else:
+            table, notes = fitted_rows(mine, ranked, registry, languages)
+            lines.extend(fitted(table, width, right=set(range(3, len(table[0]))) | {0}, rule=True, flow=True,
+                                flexible={1}, least={0: RANK_WIDTH}))
+        notes += sorted({f"  note: {r.model_id} {r.metric}: n/a, {r.note}" for r in mine if r.note})
+        notes += _marks(mine, registry)
+        notes += [f"  status: {model_id} {s.notice}" for model_id, s in
+                  sorted(standings(registry, {r.model_id for r in mine}).items()) if s.notice]
+        lines.extend(prose(n, width, "  ") for n in notes + [price_legend(board)])
+    lines.append(prose("\n" + ranking_note() + " '-' is not ranked (superseded method, or no interval yet: n < 5 or "
+                       "one tick). Intervals [95% CI] are each series' own (`voxwatch compare` shows the pairs).\nn/a: "
+                       f"under the statistic's floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. "
+                       "Latencies in ms; rtf in x real time; rates over attempts; WER is pooled over the scored clips; "
+                       "speech quality (TTS, S2S) is the mean DNSMOS P.835 OVRL (1-5, higher is better) of the audio "
+                       "the model sent." + ("" if width is None else FITTED_LEGEND), width))
     return "\n".join(lines).lstrip("\n")
+
+
+def wide_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
+              languages: Mapping[str, str | None]) -> list[tuple[str, ...] | str]:
+    """A board's every column (`--wide`): the header, then each ranking's heading (a str) and its
+    series' metric rows."""
+    quality = mine[0].board in QUALITY_BOARDS
+    header = TABLE_HEADER + (QUALITY_HEADER if quality else ())
+    table: list[tuple[str, ...] | str] = [header]
+    mine = _ordered(mine, ranked)
+    for i, r in enumerate(mine):
+        first = i == 0 or series_id(mine[i - 1]) != series_id(r)
+        if i == 0 or (mine[i - 1].dataset, mine[i - 1].protocol) != (r.dataset, r.protocol):
+            table.append("-- " + _language_title(ranking_title(r.dataset, r.protocol), languages.get(r.dataset)))
+        rank = ranked.get(series_id(r))
+        unit = _count_unit(r, languages)
+        wer = (_num(r.pooled_wer, True) + _ci(r.wer_ci, True) + f" ({r.wer_words} {unit})"
+               if r.pooled_wer is not None else "n/a")
+        entity = (_num(r.entity_error_rate, True) + _ci(r.entity_error_rate_ci, True) + f" ({r.entities} entities)"
+                  if r.entity_error_rate is not None else "n/a")
+        series = (str(rank) if rank else "-", r.model_id, r.dataset, r.region, f"v{r.method_version}")
+        places = _PLACES.get(r.metric, 1)
+        price = shown_price(registry, r.model_id)
+        table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean, places=places),
+                      _num(r.p50, places=places) + _ci(r.p50_ci, places=places), _num(r.p95, places=places),
+                      _num(r.max, places=places),
+                      *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer,
+                         entity, price.cell() if price else "-") if first else ("",) * 6),
+                      *(((quality_cell(r) if first else ""),) if quality else ())))
+    return table
+
+
+RANK_WIDTH = 5
+"""The rank column's width in a fitted table: a rank range such as '1-4' fits."""
+_FIRST = ("rank", "model", "metric", "n", "p50 [95% CI]", "failed")
+FITTED_HEADERS = {"stt": (*_FIRST, "pooled WER", "entity errors", "price"),
+                  "tts": (*_FIRST, "pooled WER", "entity errors", "price", "MOS"),
+                  "s2s": (*_FIRST, "price", "MOS")}
+"""A fitted board's columns: what a reader chooses a model by (its speed with its interval, how often
+it failed, its accuracy or speech quality, its price). The dataset and region head each ranking, a
+series of a superseded method says its version beside its model; an S2S reply has no WER and an STT
+none of the audio a TTS or S2S model sends. `--wide` adds the rest."""
+FITTED_LEGEND = (" failed: the attempts that failed in any way (errors, timeouts, inaudible replies together). "
+                 "`--wide` prints every column: the dataset, region and method, mean, p95 and max, each kind of "
+                 "failure, and each series' counts.")
+
+
+def fitted_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
+                languages: Mapping[str, str | None]) -> tuple[list[tuple[str, ...] | str], list[str]]:
+    """A board's most useful columns (FITTED_HEADERS), each ranking headed by its dataset and region,
+    intervals to the precision a reader compares them at; and its notes: the counts its pooled
+    figures are over, and a list price that has no figure in the board's unit."""
+    header = FITTED_HEADERS[mine[0].board]
+    table: list[tuple[str, ...] | str] = [header]
+    counts: dict[str, list[int]] = {}
+    notes: dict[str, None] = {}  # in order, each once
+    mine = _ordered(mine, ranked, by_region=True)
+    for i, r in enumerate(mine):
+        before = mine[i - 1] if i else None
+        if before is None or (before.dataset, before.protocol, before.region) != (r.dataset, r.protocol, r.region):
+            title = _language_title(ranking_title(r.dataset, r.protocol), languages.get(r.dataset))
+            table.append(f"-- {title}; region {r.region}")
+        places = max(0, _PLACES.get(r.metric, 1) - 1)
+        cells = {"metric": r.metric, "n": str(r.n), "p50 [95% CI]": _num(r.p50, places=places) + _ci(r.p50_ci, places=places)}
+        if before is None or series_id(before) != series_id(r):
+            price = shown_price(registry, r.model_id)
+            if price is not None and price.figure is None:  # a list price in another unit: said under the board
+                notes[f"  price: {r.model_id} lists {price.list_text} (no figure in {BOARD_FIGURE_UNIT[r.board]})"] = None
+            cells.update(_series_cells(r, ranked.get(series_id(r)), price))
+            for figure, count, what in ((r.pooled_wer, r.wer_words, f"{_count_unit(r, languages)} (WER)"),
+                                        (r.entity_error_rate, r.entities, "entities"),
+                                        (r.quality_mos, r.quality_clips, "clips (MOS)")):
+                if figure is not None:
+                    counts.setdefault(what, []).append(count)
+        table.append(tuple(cells.get(c, "") for c in header))
+    counted = ", ".join(f"{min(c)}-{max(c)} {what}" if min(c) != max(c) else f"{c[0]} {what}"
+                        for what, c in counts.items())
+    counted_line = [f"  counted per series: {counted}; `--wide` shows each series' count"] if counts else []
+    return table, counted_line + list(notes)
+
+
+def _series_cells(r: MetricRow, rank: int | str | None, price: ShownPrice | None) -> dict[str, str]:
+    """A series' own cells of a fitted board, on its first metric's row."""
+    superseded = "" if r.method_version == METHOD_VERSION else f" (v{r.method_version})"
+    return {"rank": str(rank) if rank else "-", "model": r.model_id + superseded, "failed": _num(_failed(r), True),
+            "pooled WER": _short_rate(r.pooled_wer, r.wer_ci),
+            "entity errors": _short_rate(r.entity_error_rate, r.entity_error_rate_ci),
+            "price": "-" if price is None else "see below" if price.figure is None else price.cell(),
+            "MOS": "n/a" if r.quality_mos is None else _num(r.quality_mos, places=2) + _ci(r.quality_mos_ci, places=2)}
+
+
+def _failed(r: MetricRow) -> float | None:
+    """The share of attempts that failed: the three disjoint failure rates together (metrics.series.RATES)."""
+    rates = (r.error_rate, r.timeout_rate, r.inaudible_rate)
+    return None if r.error_rate is None else sum(x for x in rates if x is not None)
+
+
+def _short_rate(value: float | None, ci: tuple[float, float] | None) -> str:
+    """A rate with its interval, the percent sign once: '9.1% [6.0, 12.2]'."""
+    if value is None:
+        return "n/a"
+    return f"{100 * value:.1f}%" + ("" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]")
+
+
+def _count_unit(r: MetricRow, languages: Mapping[str, str | None]) -> str:
+    """What a series' pooled error rate counts: words, or characters where its language is scored by them."""
+    return "characters" if scorer_for(languages.get(r.dataset)).unit == CHARACTER else "words"
 
 
 def _marks(rows: list[MetricRow], registry: Registry | None) -> list[str]:

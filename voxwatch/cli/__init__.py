@@ -23,7 +23,7 @@ from pathlib import Path
 
 from voxwatch import config as config_mod
 from voxwatch.boards import comparisons as board_comparisons
-from voxwatch.boards import compare_refresh, filter_matches, leaderboard, listing
+from voxwatch.boards import compare_refresh, filter_matches, kept_off, leaderboard, listing, run_board
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD
 from voxwatch.foundation.audio import AudioError
@@ -153,11 +153,17 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
           f"({len(failed)} not ok), seed {plan.seed}, store {redact(cfg.store_url)}")
     for r in failed[:10]:
         print(f"  {r.status}: {r.model_id} {r.dataset}/{r.clip_id}: {r.reason}")
+    if kept := kept_off.run_line(result.rows):
+        print(kept)
     print()
-    try:
-        rows = leaderboard.from_store(store, "30d", registry)
+    try:  # the rankings this run measured; the rest are `voxwatch leaderboard`'s
+        rows, others = run_board.measured(leaderboard.from_store(store, "30d", registry), result.rows)
+        emulated = {} if rows else store.emulated(RowFilter(since=leaderboard.since("30d"),
+                                                            models=tuple({r.model_id for r in result.rows})))
         print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
-                                       languages=_languages(cfg, rows)))
+                                       languages=_languages(cfg, rows), width=_width(args), emulated=emulated))
+        if hint := run_board.others_line(others, "30d"):
+            print(f"\n{hint}")
     except StoreError as exc:
         if result.spooled is None:
             raise
@@ -227,25 +233,33 @@ def cmd_leaderboard(args) -> int:
     try:
         _check_filters(store, cfg, only, args.window)
         rows = leaderboard.from_store(store, args.window, registry, ranked)
+        start = leaderboard.since(args.window) if only.since is None else only.since
+        emulated = store.emulated(replace(only, since=start)) if args.format == "table" else {}
         compared = board_comparisons.from_store(store, args.window, ranked) if args.format == "table" else []
         if args.format == "table" and (not only.boards or "s2s" in only.boards) and not only.datasets:
             from voxwatch.conversations.scorecards import store_scorecards_text
 
-            board = store_scorecards_text(store, leaderboard.since(args.window) if only.since is None else only.since,
-                                     only.until, only.models, registry)
+            board = store_scorecards_text(store, start, only.until, only.models, registry)
     finally:
         store.close()
     span = span_text(only, args.window)
     if args.format == "table":
         series = any(not only.models or r.model_id in only.models for r in rows)
-        if board is None or series:  # conversations are measurements too: never "No observations" above them
+        # conversations are measurements too: never "No observations" above them (but a model's emulated rows, said)
+        if board is None or series or any(emulated.get(m) for m in only.models):
             print(leaderboard.format_table(rows, args.window, registry, comparisons=compared, span=span,
-                                           models=only.models, languages=_languages(cfg, rows)))
+                                           models=only.models, languages=_languages(cfg, rows), width=_width(args),
+                                           emulated=emulated))
         if board is not None:
             print(f"{chr(10) if series else ''}S2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
         sys.stdout.write(leaderboard.format_csv([r for r in rows if only.keeps(r)], registry))
     return 0
+
+
+def _width(args) -> int | None:
+    """The width a command's text is fitted to: the default's, or none with --wide (every column whole)."""
+    return None if args.wide else listing.WIDTH
 
 
 def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: RowFilter) -> int:
@@ -301,7 +315,7 @@ def cmd_compare(args) -> int:
     else:
         span = span_text(only, args.window)
         print(f"Paired comparisons - {span or 'rolling ' + args.window}, method v{METHOD_VERSION}\n")
-        print(board_comparisons.format_table(found))
+        print(board_comparisons.format_table(found, _width(args)))
     return 0
 
 
@@ -377,27 +391,35 @@ def cmd_providers_list(args) -> int:
                       f"{m.session_limit_s} s" if m.session_limit_s else
                       ("not documented" if m.session_limit_unknown else None), _origin(m.origin), m.source or ""))
     if args.format != "table":  # the rows only; their source is a column
-        listing.emit(header, table, args.format)
+        listing.emit(header, table, args.format, wide=args.wide)
         return 0
     print(f"statuses on {registry.day} (a model is retired from its shutdown date and warned about in the "
           f"{WARNING_DAYS} days before)\n")
-    print("\n".join(aligned([header[:-1], *(tuple(map(listing.text, row[:-1])) for row in table)])))
+    width = _width(args)
+    shown = range(len(header) - 1) if width is None else [header.index(c) for c in PROVIDER_COLUMNS]
+    print("\n".join(aligned([tuple(listing.text(row[i]) for i in shown) for row in [header, *table]], width)))
     print("\nchecked against:")
-    print("\n".join(aligned([(f"  {m.id}", m.source or "") for m in models])))
+    print("\n".join(aligned([(f"  {m.id}", m.source or "") for m in models], width)))
     exclusions = [(f"  {m.id}", e.metric, e.reason) for m in models for e in m.exclusions]
     if exclusions:
         print("\nexclusions (shown as n/a with the reason):")
-        print("\n".join(aligned(exclusions)))
+        print("\n".join(aligned(exclusions, width)))
     print("\nvendors (how each versions its models):")
     print("\n".join(aligned([(f"  {v.name}", v.snapshots + (f" ({v.pattern})" if v.pattern else ""),
                                f"checked {v.checked}", v.source + (f"; {v.note}" if v.note else ""))
-                              for v in sorted(registry.vendors.values(), key=lambda v: v.name)])))
+                              for v in sorted(registry.vendors.values(), key=lambda v: v.name)], width)))
     servers = [v for v in sorted(registry.vendors.values(), key=lambda v: v.name) if v.speaks or v.origin != PACKAGE]
     if servers:
         print("\nvendors from your registry files (source file, protocol family, server, key):")
         print("\n".join(aligned([(f"  {v.name}", _origin(v.origin), v.speaks or "-", v.base_url or "-",
-                                   "none" if v.key_env == "" else key_variable(v.name)) for v in servers])))
+                                   "none" if v.key_env == "" else key_variable(v.name)) for v in servers], width)))
     return 0
+
+
+PROVIDER_COLUMNS = ("id", "protocol", "status", "key", "successor", "session limit")
+"""The registry table's columns fitted to a terminal: what choosing a model to run needs (its status says a
+retirement's date; the protocol names the board); `--wide` adds the board, the check, deprecation and
+shutdown dates and the source file."""
 
 
 def _origin(origin: str) -> str:
@@ -417,7 +439,7 @@ def cmd_datasets_list(args) -> int:
         table.append((name, ds.info.kind, ds.info.family, ds.info.condition, ds.info.language, len(ds.items), minutes,
                       describe(ds.info).origin, ds.info.description))
     listing.emit(("name", "kind", "family", "condition", "language", "items", "minutes", "origin", "description"),
-                 table, args.format)
+                 table, args.format, wide=args.wide)
     return 0
 
 
@@ -471,7 +493,7 @@ def cmd_datasets_fetch(args) -> int:
             pins = "pinned" if all(f.sha256 for f in e.files) else "needs --pin"
             files = "listed (source sha256)" if e.layout in remote.PARQUET_LAYOUTS else f"{len(e.files)} ({pins})"
             table.append((e.name, e.license, e.speech, files, e.description))
-        print("\n".join(aligned(table)))
+        print("\n".join(aligned(table, _width(args))))
         return 0
     if args.name not in entries:
         builder = next((e.name for e in entries.values() if args.name in remote.built_names(e)), None)
@@ -665,6 +687,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--conversation-turns", type=_checked("boards.s2s", "conversation_turns"),
                      help="hold each scenario's first N turns, 0 every turn (default: [boards.s2s] conversation_turns)")
     run.add_argument("--store", help="store URL (default: config)")
+    listing.add_wide(run)
     add_progress(run)
     run.set_defaults(func=cmd_run)
 
@@ -678,6 +701,7 @@ def parser() -> argparse.ArgumentParser:
                            help="the rolling window it covers (default 30d)")
         board.add_argument("--format", choices=("table", "csv", "json"), default="table", help=f"table (default), {lines}")
         board.add_argument("--store", help="store URL (default: config)")
+        listing.add_wide(board)
         add_row_filters(board)
         board.set_defaults(func=func)
 
@@ -746,6 +770,7 @@ def parser() -> argparse.ArgumentParser:
                           "in [datasets] fetch_catalog")
     fet.add_argument("--mirror", metavar="URL", help="download from this http(s)://HOST[:PORT] instead of the "
                                                      "catalog URLs' host, the same paths (a mirror of the source)")
+    listing.add_wide(fet)
     fet.set_defaults(func=cmd_datasets_fetch)
 
     db = sub.add_parser("db", help="the store's schema").add_subparsers(dest="action", required=True)

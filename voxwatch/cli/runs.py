@@ -51,7 +51,7 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
     table = [(r.run_id, r.region, r.status, r.rows, r.planned, r.failed_rows, _when(r.started_at),
               _when(r.finished_at), r.note or "") for r in runs]
     listing.emit(("run", "region", "status", "rows", "planned", "not ok", "started", "finished", "note"), table,
-                 args.format)
+                 args.format, wide=args.wide)
     return 0
 
 

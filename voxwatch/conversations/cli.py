@@ -110,7 +110,8 @@ def cmd_list(args: argparse.Namespace, cfg: Config) -> int:
         pin = loaded.pin[:PIN_SHOWN] if args.format == "table" else loaded.pin  # a program gets the whole pin
         table.append((s.name, s.version, s.domain, len(s.turns), len(s.tools), round(audio_seconds(loaded), 1), pin,
                       "bundled" if e.bundled else str(e.folder)))
-    listing.emit(("name", "version", "domain", "turns", "tools", "audio s", "pin", "source"), table, args.format)
+    listing.emit(("name", "version", "domain", "turns", "tools", "audio s", "pin", "source"), table, args.format,
+                 wide=args.wide)
     return 0
 
 
@@ -162,7 +163,7 @@ def cmd_personas(args: argparse.Namespace) -> int:
     table = [(p.name, p.identity, p.voice or "(scenario)", p.rate_wpm or "(scenario)", p.noise or "none",
               p.snr_db, p.barge_in_ms, p.pause_ms, p.fillers, p.description) for p in personas(args.personas_file).values()]
     listing.emit(("name", "identity", "voice", "rate wpm", "noise", "snr dB", "barge-in ms", "pause ms", "fillers",
-                  "description"), table, args.format)
+                  "description"), table, args.format, wide=args.wide)
     return 0
 
 
@@ -177,7 +178,7 @@ def cmd_noise_import(args: argparse.Namespace, cfg: Config) -> int:
 
 def cmd_noise_list(args: argparse.Namespace, cfg: Config) -> int:
     table = [(n.name, n.sha256, n.seconds, n.sample_rate, n.license, n.source) for n in imported_noises(cfg.noises_dir)]
-    listing.emit(("name", "sha256", "seconds", "rate", "license", "source"), table, args.format)
+    listing.emit(("name", "sha256", "seconds", "rate", "license", "source"), table, args.format, wide=args.wide)
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from voxwatch.conversations.scorecards import scorecard_text, turns_table
 from voxwatch.metrics.conversation_aggregate import scorecard
-from voxwatch.providers.conversation import ConversationStream
+from voxwatch.providers.conversation import ConversationStream, conversation_refusal
 from voxwatch.providers.keys import key_variable, model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
 
@@ -47,6 +47,8 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
     model = registry.resolve(model_id)
     if model.board != "s2s":
         raise RegistryError(f"{model.id} is on the {model.board} board; conversations are held on the s2s board")
+    if (refusal := conversation_refusal(registry, model)) is not None:
+        raise RegistryError(refusal)
     if not model.key_is_set():
         raise RegistryError(f"{model.id} needs a key: set {key_variable(model.vendor)}")
     loaded, whole = first_turns(loaded, turns)
@@ -67,7 +69,8 @@ def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, rep
         getattr(adapter, "close", lambda: None)()
     trial = "" if whole else f", first {turns} turns (end state not checked)"
     label = f"{loaded.identity}, persona {persona.identity}{trial}"
-    print(scorecard_text(model.id, label, scorecard([r.score for r in runs]), model.baseline))
+    # a conversation that never opened a session has no score: it is told above, and scores nothing
+    print(scorecard_text(model.id, label, scorecard([r.score for r in runs if r.score is not None]), model.baseline))
     return 1 if all(t.status != "ok" for r in runs for t in r.turns) else 0
 
 

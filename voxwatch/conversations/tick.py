@@ -30,6 +30,7 @@ from voxwatch.conversations.runner import ConversationRun, ConversationSettings,
 from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.foundation.observation import RunRecord, run_status
 from voxwatch.foundation.events import Timeline
+from voxwatch.providers.conversation import conversation_refusal
 from voxwatch.providers.keys import model_secrets
 from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.store import Store
@@ -59,6 +60,8 @@ def plan_conversations(config: Config, registry: Registry, models: list[str] | N
         if m.board != "s2s":
             raise PlanError(f"{m.id} is on the {m.board} board; conversations are held on the s2s board "
                             "([boards.s2s] conversation_models)")
+        if (refusal := conversation_refusal(registry, m)) is not None:
+            raise PlanError(f"[boards.s2s] conversation_models: {refusal}")
     catalog = ScenarioCatalog([bundled_root(), config.scenarios_dir])
     loaded = [catalog.load(name) for name in (board.scenarios if scenarios is None else scenarios)] if chosen else []
     plan = Plan(seed=0)

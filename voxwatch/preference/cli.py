@@ -116,7 +116,7 @@ def cmd_prompts_list(args: argparse.Namespace, cfg: Config) -> int:
         if args.format == "table":
             print(f"{ps.name} [{ps.info.label}] {len(ps.prompts)} prompts, pin {ps.pin[:12]}, "
                   f"{'bundled' if entry.bundled else entry.folder}")
-            listing.emit(PROMPT_COLUMNS, rows, "table")
+            listing.emit(PROMPT_COLUMNS, rows, "table", wide=args.wide)
             print()
     if args.format != "table":
         listing.emit(("set", "label", "pin", *PROMPT_COLUMNS), every, args.format)
@@ -138,7 +138,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
         model = registry.models[c.model]
         table.append((c.id, c.model, c.thinking, c.voice, "none needed" if not model.needs_key
                       else "set" if model.key_is_set() else "needed"))
-    listing.emit(("configuration", "model", "thinking", "voice", "key"), table, args.format)
+    listing.emit(("configuration", "model", "thinking", "voice", "key"), table, args.format, wide=args.wide)
     return 0
 
 
@@ -224,7 +224,8 @@ def cmd_raters_list(args: argparse.Namespace, cfg: Config) -> int:
         verdict = ("yes" if s.careless else "no") if s.answered >= cfg.preference_gold_min_answers else "too few gold"
         table.append((r.rater_id, r.label or None, pairs_rated[r.rater_id], answered[r.rater_id], s.answered,
                       s.passed, verdict))
-    listing.emit(("rater", "label", "pairs", "ratings", "gold", "passed", "careless"), table, args.format)
+    listing.emit(("rater", "label", "pairs", "ratings", "gold", "passed", "careless"), table, args.format,
+                 wide=args.wide)
     if args.format != "table":
         return 0
     print(f"careless: below {cfg.preference_gold_pass_share:g} of at least {cfg.preference_gold_min_answers} gold "

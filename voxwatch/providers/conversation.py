@@ -16,6 +16,8 @@ from typing import Protocol, Sequence
 
 from voxwatch.foundation.conversation import AgentSetup, HistoryItem, ModelTurn, ToolHandler
 from voxwatch.foundation.events import Timeline
+from voxwatch.providers.cascade_ids import PREFIX as CASCADE_PREFIX
+from voxwatch.providers.registry import ModelInfo, Registry
 
 
 class ConversationSession(Protocol):
@@ -40,3 +42,24 @@ class ConversationStream(Protocol):
                        history: Sequence[HistoryItem] = ()) -> ConversationSession:
         """Open a session told `setup`, with `history` replayed into it (a rotation), connecting on
         `timeline`'s clock."""
+
+
+def conversation_refusal(registry: Registry, model: ModelInfo) -> str | None:
+    """Why `model` cannot hold a conversation, in one line naming the models that can, or None (also
+    when its adapter cannot be imported: making it reports that). Asked before anything is measured,
+    by every path that starts a conversation."""
+    if _adapter_converses(registry, model) is not False:
+        return None
+    able = sorted(m.id for m in registry.models.values()
+                  if m.board == "s2s" and not registry.standing(m).retired and _adapter_converses(registry, m))
+    return (f"{model.id} cannot hold a conversation (its adapter {model.adapter.rpartition(':')[2]} measures single "
+            f"turns only); the models that can: {', '.join(able)}, or a {CASCADE_PREFIX}<stt id>+<llm>+<tts id> id")
+
+
+def _adapter_converses(registry: Registry, model: ModelInfo) -> bool | None:
+    """Whether the model's adapter speaks this protocol (some S2S adapters measure single turns only:
+    a conversation with one would fail at its first session); None when it cannot be imported."""
+    try:
+        return callable(getattr(registry.adapter_class(model), "converse", None))
+    except (ImportError, AttributeError):
+        return None

@@ -495,11 +495,17 @@ class Registry:
         raise RegistryError(f"unknown model id {model_id!r}{did_you_mean(model_id, self.models)} "
                             "(`voxwatch providers list` shows the registered ids)")
 
+    @staticmethod
+    def adapter_class(model: ModelInfo) -> type:
+        """The class named by the model's `adapter` ("module:Class"), imported: what it can do is
+        known before one is made (ImportError or AttributeError when the name is wrong)."""
+        module_name, _, class_name = model.adapter.partition(":")
+        return getattr(importlib.import_module(module_name), class_name)
+
     def create(self, model: ModelInfo, region: str | None = None) -> Any:
         """Instantiate the adapter; a local engine must be the version its id names. An adapter that
         picks the vendor's endpoint by the worker's region (`per_region = True`) is given `region`."""
-        module_name, _, class_name = model.adapter.partition(":")
-        adapter_cls = getattr(importlib.import_module(module_name), class_name)
+        adapter_cls = self.adapter_class(model)
         installed = getattr(adapter_cls, "installed_version", None)
         if installed is not None and model.version is not None and installed() != model.version:
             raise RegistryError(f"{model.id} names version {model.version}, but {installed()} is installed")

@@ -33,6 +33,10 @@ class Store(Protocol):
         """The rows started at or after `since`, oldest first; or the rows `only` selects (its span and
         sets in the store's SQL: a filtered read never reads the rest)."""
 
+    def emulated(self, only: RowFilter) -> dict[str, int]:
+        """How many of the rows `only` selects each model has that were measured against an emulator:
+        rows no board shows (store.series_data), counted so a reader can say where they went."""
+
     def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
         """Store a conversation with its turns in one transaction; False when its id is already
         stored (idempotent: nothing is written)."""

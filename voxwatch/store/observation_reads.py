@@ -15,16 +15,36 @@ from voxwatch.store.row_filter import RowFilter
 _COLS = ", ".join(FIELDS)
 
 
+def _selected(columns: str, only: RowFilter, condition: str | None = None) -> tuple[str, list]:
+    """SELECT `columns` of the rows `only` selects (and `condition` holds): a span's found through its
+    runs (docs/STORE.md)."""
+    where, args = only.where("%s")
+    if condition:
+        where += (" AND " if where else " WHERE ") + condition
+    if only.since is None and only.until is None:
+        return f"SELECT {columns} FROM observations" + where, args
+    span = [-INF if only.since is None else only.since, INF if only.until is None else only.until]
+    return f"SELECT {columns} FROM observations_during(%s, %s)" + where, [*span, *args]
+
+
+def _planned(cur: psycopg.Cursor) -> None:
+    # hash joins: the planner takes a span's runs (an array from a subquery) for a handful of rows and
+    # would scan each dictionary once per fact row (a day of a year-scale store's STT rows: 229 s)
+    cur.execute("SET LOCAL enable_nestloop = off")
+
+
 def stream_observations(conn: psycopg.Connection, only: RowFilter) -> Iterator[Observation]:
     """The rows `only` selects, in time order."""
-    where, args = only.where("%s")
-    sql = f"SELECT {_COLS} FROM observations" + where
-    if only.since is not None or only.until is not None:  # a span: found through its runs (docs/STORE.md)
-        sql = f"SELECT {_COLS} FROM observations_during(%s, %s)" + where
-        args = [-INF if only.since is None else only.since, INF if only.until is None else only.until, *args]
+    sql, args = _selected(_COLS, only)
     with conn.transaction(), conn.cursor() as cur:
-        # hash joins: the planner takes a span's runs (an array from a subquery) for a handful of rows and
-        # would scan each dictionary once per fact row (a day of a year-scale store's STT rows: 229 s)
-        cur.execute("SET LOCAL enable_nestloop = off")
+        _planned(cur)
         for row in cur.stream(sql + " ORDER BY started_at, " + ", ".join(KEY), args, size=1000):
             yield Observation(*row)
+
+
+def emulated_counts(conn: psycopg.Connection, only: RowFilter) -> dict[str, int]:
+    """Each model's rows of those `only` selects that were measured against an emulator."""
+    sql, args = _selected("model_id, count(*)", only, "emulator IS TRUE")
+    with conn.transaction(), conn.cursor() as cur:
+        _planned(cur)
+        return dict(cur.execute(sql + " GROUP BY model_id", args).fetchall())

@@ -152,6 +152,15 @@ class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_
                     record[name] = bool(record[name])
             yield Observation(**record)
 
+    def emulated(self, only: RowFilter) -> dict[str, int]:
+        where, args = only.where("?")
+        sql = (f"SELECT model_id, count(*) FROM observations{where}{' AND' if where else ' WHERE'} "
+               "coalesce(emulator, 0) = 1 GROUP BY model_id")
+        try:
+            return dict(self._db.execute(sql, args).fetchall())
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot count the emulated rows of {self.path}: {exc}") from None
+
     def clip_values(self, board: str, since: float) -> list[tuple[str | None, str | None]]:
         """The distinct (speaker, accent) of a board's real rows since a time: two narrow columns, not
         whole rows (what the board's filter form offers)."""

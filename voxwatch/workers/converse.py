@@ -18,6 +18,7 @@ from celery.utils.log import get_task_logger
 from voxwatch.store.conversation_rows import ConversationRow
 from voxwatch.conversations.tick import Held, conversation_settings, failed_conversation, hold_conversation
 from voxwatch.foundation.persona import find
+from voxwatch.providers.conversation import conversation_refusal
 from voxwatch.providers.keys import model_secrets
 from voxwatch.store.spool import keep_conversation
 
@@ -35,6 +36,8 @@ def hold(st: ProcessState, job: ConversationJob, budget_s: float) -> Held:
         model, full, persona = st.registry.resolve(job.model), st.scenario(job.scenario, job.pin), find(job.persona)
     except Exception as exc:  # noqa: BLE001 - a job this worker cannot rebuild is a failed conversation
         return failure(st, job, "error", f"this worker cannot rebuild the conversation: {exc}")
+    if (refusal := conversation_refusal(st.registry, model)) is not None:  # a plan sent by hand, or a registry changed
+        return failure(st, job, "error", refusal)
     adapter = st.adapter(model)
     if isinstance(adapter, Exception):
         return failure(st, job, "error", f"adapter unavailable: {adapter}")
