@@ -110,7 +110,7 @@ def simulate(rng: np.random.Generator, ticks: int, per_tick: int) -> tuple[Serie
     data = SeriesData(statuses=np.where(failed, "error", "ok").tolist(), utterances=utterance.tolist(),
                       ticks=tick.tolist(),
                       values={"ttfs_ms": np.where(ok, latency, np.nan).tolist(),
-                              "first_partial_ms": [None] * n, "connect_ms": [None] * n},
+                              "first_partial_ms": [None] * n, "ttfs_peer_ms": [None] * n, "connect_ms": [None] * n},
                       errors=np.where(ok, errors, -1).tolist(), words=[int(w) if g else None for w, g in zip(words, ok)])
     return data, drift
 

@@ -13,12 +13,14 @@ import pytest
 from starlette.testclient import TestClient
 
 from voxwatch.cli.demo import as_board_rows, cloud_models
+from voxwatch.cli.emulate import VENDORS
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.providers.registry import Registry
 from voxwatch.store import demo, open_store
 from voxwatch.web.app import create_app
 
 from support.compare_seed import ROWS
+from support.processes import run_cli
 
 PAGES = ("/", "/board/stt", "/board/tts", "/board/s2s", "/compare/stt-stream", "/compare/tts", "/compare/s2s",
          "/bakeoff", "/method", "/alerts")
@@ -96,3 +98,32 @@ def test_an_ordinary_store_has_no_watermark(tmp_path):
         doc = client.get("/api/v1/leaderboard")
     assert 'class="watermark"' not in page.text and "x-voxwatch-data" not in page.headers
     assert "watermark" not in doc.json() and json.loads(doc.text)["rows"]
+
+
+@pytest.mark.e2e  # `voxwatch demo` in a subprocess: the emulators of every vendor and two short ticks
+def test_voxwatch_demo_fills_its_own_store_watermarked_and_leaves_the_default_alone(tmp_path):
+    url = f"sqlite:///{tmp_path / 'demo.sqlite'}"
+    default = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
+    env = {"VOXWATCH_STORE_URL": default, "VOXWATCH_STORE_SPOOL_DIR": str(tmp_path / "spool"),
+           "VOXWATCH_RUN_RECORDINGS_DIR": str(tmp_path / "recordings")}
+    shown = run_cli("demo", "--store", url, "--ticks", "2", "--sample-size", "2", "--conversation-turns", "0",
+                    env=env).stdout
+    assert demo.WATERMARK.split(":")[0] in shown and "deepgram/nova-3" in shown
+    assert demo.note(url) is not None and not (tmp_path / "voxwatch.sqlite").exists()  # the default: never written
+    store = open_store(url, create=False)
+    try:
+        rows = list(store.observations())
+    finally:
+        store.close()
+    registry = Registry.default()
+    measured = {r.model_id for r in rows}
+    assert measured == {m.id for m in cloud_models(registry, VENDORS)}  # every registered cloud model
+    assert rows and not any(r.emulator for r in rows) and len({r.run_id for r in rows}) == 2
+    exported = [json.loads(line) for line in run_cli("export", "--store", url, env=env).stdout.splitlines()]
+    assert exported and all(r["emulator"] for r in exported)  # they leave the demo store as an emulator's rows
+    doc = json.loads(run_cli("leaderboard", "--format", "json", "--store", url, env=env).stdout)
+    assert doc["watermark"] == demo.WATERMARK and doc["rows"]
+    refused = run_cli("run", "--store", url, "--models", "pocketsphinx/en-us@5.1.1", check=False, env=env)
+    assert refused.returncode == 2 and "demo store of emulated rows" in refused.stderr
+    again = run_cli("demo", "--store", default, check=False, env=env)  # the configured store is never the demo's
+    assert again.returncode == 2 and "configured store" in again.stderr

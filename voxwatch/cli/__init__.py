@@ -42,6 +42,7 @@ from voxwatch.conversations.cli import ERRORS as SCENARIO_ERRORS, register as re
 from voxwatch.cli.progress import Progress, add_progress, wanted
 from voxwatch.boards.row_options import add_row_filters, row_filter, span_text
 from voxwatch.store import RowFilter, open_store, redact
+from voxwatch.store import demo as demo_store
 from voxwatch.store.partitions import parse_month
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.web.limits import Limits
@@ -83,6 +84,7 @@ def _languages(cfg: config_mod.Config, rows) -> dict[str, str | None]:
 def cmd_run(args) -> int:
     signal.signal(signal.SIGTERM, raise_terminated)
     cfg = _config(args)
+    demo_store.refuse_measuring(cfg.store_url)  # real measurements never join a demo store's emulated rows
     registry = Registry.default(files=cfg.registry_files)
     models = _names(args.models) if args.models else None
     if models is None and args.board:  # one board: its configured models only
@@ -244,6 +246,7 @@ def cmd_leaderboard(args) -> int:
         store.close()
     span = span_text(only, args.window)
     if args.format == "table":
+        _say_watermark(cfg)
         series = any(not only.models or r.model_id in only.models for r in rows)
         # conversations are measurements too: never "No observations" above them (but a model's emulated rows, said)
         if board is None or series or any(emulated.get(m) for m in only.models):
@@ -254,6 +257,42 @@ def cmd_leaderboard(args) -> int:
             print(f"{chr(10) if series else ''}S2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:
         sys.stdout.write(leaderboard.format_csv([r for r in rows if only.keeps(r)], registry))
+    return 0
+
+
+def _say_watermark(cfg: config_mod.Config) -> None:
+    """A demo store's watermark above any table read from it (voxwatch.store.demo)."""
+    if demo_store.note(cfg.store_url) is not None:
+        print(listing.prose(demo_store.WATERMARK, listing.WIDTH) + "\n")
+
+
+def cmd_demo(args) -> int:
+    """Fill the demo store from the loopback emulators, print its boards, and serve it when asked."""
+    from voxwatch.cli import demo
+
+    url, args.store = args.store or demo.DEFAULT_URL, None  # the configured store is the one never written
+    cfg = _config(args)
+    if url == cfg.store_url and demo_store.note(url) is None:
+        raise config_mod.ConfigError(f"--store {redact(url)} is the configured store: the demo fills a store of its "
+                                     f"own (default {demo.DEFAULT_URL})")
+    registry = Registry.default(files=cfg.registry_files)
+    if not args.keep:
+        demo.reset(url)
+    result = demo.fill(cfg, registry, _catalog(cfg), url, args.ticks, args.sample_size, args.conversation_turns)
+    print(f"demo store {redact(url)}: {result.rows} emulated observations and {result.conversations} conversation(s) "
+          f"of {len(result.models)} models over {result.ticks} ticks\n")
+    demo_cfg = replace(cfg, store_url=url)
+    _say_watermark(demo_cfg)
+    with closing(open_store(url, create=False)) as store:
+        rows = leaderboard.from_store(store, "30d", registry)
+        print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
+                                       languages=_languages(cfg, rows), width=_width(args)))
+    if args.serve:
+        from voxwatch.web.app import serve
+
+        print(f"\nserving the demo store on http://{args.host}:{args.port}/ (every page watermarked as emulated data)")
+        return serve(url, args.host, args.port)
+    print(f"\nsee every page: voxwatch serve --store {url}")
     return 0
 
 
@@ -293,6 +332,8 @@ def _leaderboard_json(args, cfg: config_mod.Config, registry: Registry, only: Ro
     if only != RowFilter():  # filtered: the document says how; unfiltered, it is the API's own
         doc.update(since=only.since, until=only.until, boards=list(only.boards), datasets=list(only.datasets),
                    models=list(only.models), speakers=list(only.speakers), accents=list(only.accents))
+    if demo_store.note(cfg.store_url) is not None:
+        doc = {"watermark": demo_store.WATERMARK, **doc}
     print(json.dumps(doc, indent=2))
     return 0
 
@@ -338,7 +379,9 @@ def cmd_export(args) -> int:
             writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
             writer.writeheader()
         with Progress("exporting", "row", wanted(args)) as bar:
+            demo = demo_store.note(cfg.store_url) is not None  # a demo store's rows leave it as an emulator's
             for row in store.observations(only=only):
+                row = replace(row, emulator=True) if demo else row
                 if args.format == "csv":
                     writer.writerow(asdict(row))
                 else:
@@ -741,6 +784,20 @@ def parser() -> argparse.ArgumentParser:
     emu.add_argument("--voice", choices=("espeak", "tone"), default="espeak",
                      help="agent: its replies spoken by eSpeak NG, or a short tone (faster; no words)")
     emu.set_defaults(func=cmd_emulate)
+
+    dm = sub.add_parser("demo", help="fill a separate demo store from the emulators with every registered cloud model "
+                                     "and print (or --serve) its boards, watermarked as emulated data")
+    dm.add_argument("--store", help="the demo store (default sqlite:///var/demo.sqlite; never the configured store)")
+    dm.add_argument("--ticks", type=_bounded(1, 50, "--ticks"), default=4, help="ticks to measure (default 4)")
+    dm.add_argument("--sample-size", type=_bounded(2, 50, "--sample-size"), default=4, help="items per dataset per tick (default 4)")
+    dm.add_argument("--conversation-turns", type=_bounded(0, 19, "--conversation-turns"), default=2,
+                    help="hold each S2S model's conversation for its first N turns once (0: none; default 2)")
+    dm.add_argument("--keep", action="store_true", help="add to the demo store instead of starting it afresh")
+    dm.add_argument("--serve", action="store_true", help="then serve it (voxwatch serve's pages, watermarked)")
+    dm.add_argument("--host", default="127.0.0.1", help="with --serve: address to listen on (default 127.0.0.1)")
+    dm.add_argument("--port", type=_port, default=8080, help="with --serve: port (default 8080)")
+    listing.add_wide(dm)
+    dm.set_defaults(func=cmd_demo)
 
     ds = sub.add_parser("datasets", help="the dataset catalog").add_subparsers(dest="action", required=True)
     dls = ds.add_parser("list", help="every dataset with clip counts and durations")

@@ -73,6 +73,19 @@ def as_board_rows(rows: list[Observation]) -> list[Observation]:
     return [replace(r, emulator=False) for r in rows]
 
 
+def reset(url: str) -> None:
+    """Start the demo store afresh: a demo store's file (or none) is removed; any other store is refused."""
+    from voxwatch.foundation.store_url import parse_store_url
+
+    parsed = parse_store_url(url)
+    if parsed.kind != "sqlite":
+        raise StoreError(f"a demo store is a SQLite file (sqlite:///var/demo.sqlite), not {parsed.shown}")
+    if parsed.path.exists() and demo_store.note(url) is None:
+        raise StoreError(f"{parsed.shown} holds a store that is not a demo store: name another --store")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{parsed.path}{suffix}").unlink(missing_ok=True)
+
+
 def fill(cfg: Config, registry: Registry, catalog: Catalog, url: str, ticks: int, sample_size: int,
          conversation_turns: int, say: Callable[[str], None] = print) -> DemoResult:
     """Measure every cloud model against its emulator `ticks` times into a scratch store, then copy
