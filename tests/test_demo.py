@@ -80,6 +80,7 @@ def test_every_page_and_document_of_a_demo_store_carries_the_watermark(tmp_path)
             assert page.status_code == 200, path
             assert demo.WATERMARK.split(":")[0] in page.text and 'class="watermark"' in page.text, path
             assert page.headers["x-voxwatch-data"] == "emulated"
+            assert "This is a demo store" in page.text and "measured against emulators never appear" not in page.text
         for path in DOCUMENTS:
             doc = client.get(path)
             assert doc.status_code == 200, path
