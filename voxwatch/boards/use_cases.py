@@ -59,9 +59,11 @@ CONDITION_GROUPS = {"clean": ("clean", "clean audio"), "text": ("prompts", "text
                     "phonecodec": ("phone", "phone line"), "phone-mulaw": ("phone", "phone line"),
                     "noise": ("noisy", "noisy"), "noisegap": ("noisy", "noisy"),
                     "farfield": ("far-field", "far-field"), "clipping": ("clipped", "clipped"),
-                    "reverb": ("reverberant", "reverberant room"), "accent": ("accented", "accented speech")}
+                    "reverb": ("reverberant", "reverberant room"), "accent": ("accented", "accented speech"),
+                    "questions": ("questions", "spoken questions")}
 """A dataset's condition -> its use case's id and words (an unlisted condition is a use case of its own)."""
-DEFAULT_USE_CASES = ("clean", "prompts")
+DEFAULT_USE_CASES = ("questions", "clean", "prompts")
+"""The use cases a page opens on, in this order (spoken questions first: S2S answer accuracy needs them)."""
 RANKS_NOTE = (f"Ranks per use case and region by the headline latency's p50 over the use case's datasets: {RANK_RULE}. "
               "The frontier reads the same verdicts: a model is off it only where another is shown better on one "
               "figure and is no worse on the other.")
@@ -90,7 +92,8 @@ def use_cases_of(datasets: Mapping[str, tuple[str | None, str | None]]) -> list[
     for dataset, (condition, language) in datasets.items():
         members.setdefault(use_case_of(condition, language), set()).add(dataset)
     found = [UseCase(cid, words, tuple(sorted(ds))) for (cid, words), ds in members.items()]
-    return sorted(found, key=lambda u: (u.id not in DEFAULT_USE_CASES, u.id))
+    return sorted(found, key=lambda u: (DEFAULT_USE_CASES.index(u.id) if u.id in DEFAULT_USE_CASES
+                                        else len(DEFAULT_USE_CASES), u.id))
 
 
 def chosen_use_case(cases: list[UseCase], wanted: str | None) -> UseCase | None:

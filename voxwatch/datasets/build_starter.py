@@ -69,20 +69,27 @@ def write_clip(folder: Path, uid: str, text: str, x: np.ndarray, start: float, e
                 speech_start=start, speech_end=end, **extra)
 
 
+def synthesized_clip(engine: EspeakEngine, folder: Path, uid: str, text: str, voice: str, rate: int,
+                     **extra) -> tuple[Clip, np.ndarray]:
+    """One utterance spoken by eSpeak NG as the starter speaks it (padded, over a faint floor, at
+    catalog loudness), written under folder/clips with its VAD anchors: its record and its samples."""
+    x = _synthesize(engine, uid, text, voice, rate)
+    x = to_pcm16(x).astype(np.float64) / 32767.0  # what the file holds
+    anchors = speech_anchors(to_pcm16(x))
+    if anchors is None:
+        raise RuntimeError(f"{uid}: the VAD found no speech in the synthesized clip")
+    return write_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end,
+                      voice=f"espeak-ng/{voice}@{rate}wpm", **extra), x
+
+
 def build_clean(root: Path) -> tuple[list[Clip], dict[str, np.ndarray]]:
     engine = EspeakEngine.get()
     folder = root / f"{FAMILY}-clean"
     clips, audio = [], {}
     for i, (uid, _category, text) in enumerate(STT_UTTERANCES):
         voice, rate = VOICES[i % len(VOICES)]
-        x = _synthesize(engine, uid, text, voice, rate)
-        x = to_pcm16(x).astype(np.float64) / 32767.0  # what the file holds
-        anchors = speech_anchors(to_pcm16(x))
-        if anchors is None:
-            raise RuntimeError(f"{uid}: the VAD found no speech in the synthesized clip")
-        clips.append(write_clip(folder, uid, text, x, anchors.speech_start, anchors.speech_end,
-                                voice=f"espeak-ng/{voice}@{rate}wpm", entities=entities_of(uid)))
-        audio[uid] = x
+        clip, audio[uid] = synthesized_clip(engine, folder, uid, text, voice, rate, entities=entities_of(uid))
+        clips.append(clip)
     write_records(folder / "manifest.jsonl", clips)
     write_info(folder, DatasetInfo(
         name=folder.name, kind="audio", family=FAMILY, condition="clean", recipe=RECIPE, sample_rate=CATALOG_RATE,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from voxwatch.foundation.languages import checked
+from voxwatch.metrics.answers import checked_answers
 from voxwatch.metrics.entities import ENTITY_TYPES
 
 SCHEMA_VERSION = 1
@@ -42,10 +43,13 @@ class Clip:
     accent: str | None = None  # the speaker's accent, as the dataset's maker describes it (free text)
     source: str | None = None  # a recording's origin: "<registry>:<package>@<version>:<path inside it>"
     license: str | None = None  # the recording's licence (SPDX identifier, or "public-domain")
+    answers: tuple[str, ...] | None = None  # a spoken question's accepted answers (METHOD "Answer accuracy")
 
     def __post_init__(self) -> None:
         if self.entities is not None:
             object.__setattr__(self, "entities", checked_entities(self.entities, self.text))
+        if self.answers is not None:
+            object.__setattr__(self, "answers", checked_answers(self.answers, self.text))
 
 
 def checked_entities(entities: Any, text: str) -> tuple[dict[str, str], ...]:

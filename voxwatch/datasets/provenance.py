@@ -22,6 +22,8 @@ from voxwatch.datasets.manifest import DatasetInfo, ManifestError, read_info
 
 STARTER_RECIPE = "voxwatch.datasets.build_starter"
 """The bundled recipe's name (its version follows): every clip it makes is eSpeak NG speech."""
+QUESTIONS_RECIPE = "voxwatch.datasets.build_questions"
+"""The bundled spoken questions' recipe (voxwatch/datasets/build_questions.py): eSpeak NG speech too."""
 RECORDED_RECIPE = "voxwatch.datasets.build_recorded"
 """The bundled recorded set's recipe (voxwatch/datasets/build_recorded.py): human recordings from registry
 packages, each clip's source and licence in its manifest line."""
@@ -68,7 +70,7 @@ def describe(info: DatasetInfo) -> Provenance:
 def _described(info: DatasetInfo) -> Provenance:
     if info.kind == "text":
         return Provenance(info.name, "text", info.condition, f"{info.name}: text prompts, {info.description}")
-    if info.recipe.startswith(STARTER_RECIPE):
+    if info.recipe.startswith((STARTER_RECIPE, QUESTIONS_RECIPE)):
         through = f", through the {info.transform['name']} transform" if info.transform else ""
         return Provenance(info.name, "synthesized", info.condition,
                           f"{info.name}: synthesized speech (eSpeak NG, not recorded){through}")
