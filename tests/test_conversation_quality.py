@@ -171,7 +171,7 @@ def test_an_older_sqlite_store_gains_the_columns_and_keeps_its_turns_null(tmp_pa
     finally:
         store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 7
 
 
 def replace_id(conversation, new_id: str):
@@ -182,7 +182,7 @@ def replace_id(conversation, new_id: str):
 def test_migration_20_adds_the_turns_quality_and_keeps_older_turns_null():
     with fresh_postgres() as url:
         store = open_store(url)
-        assert store.migrated[-1] == 20
+        assert 20 in store.migrated
         row, turns = _seeded(1)[0]
         assert store.add_conversation(row, turns)
         conn = store.connection()

@@ -78,6 +78,10 @@ class Observation:
     # DNSMOS P.835 OVRL, and the instrument that scored it (model and weights' digest); None when not scored
     quality_mos: float | None = None
     quality_instrument: str | None = None
+    # answer accuracy (METHOD "Answer accuracy (S2S single turn)"): whether the instrument's transcript of an
+    # S2S reply (hypothesis; instrument_id) says the spoken question's answer; None when not scored (no
+    # answers for the clip, a failed row, or instrument_error says why)
+    answer_correct: bool | None = None
     # versions
     method_version: str = ""
     runner_version: str = ""

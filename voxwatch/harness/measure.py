@@ -32,6 +32,7 @@ from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms,
                                        stt_stream_metrics, tts_metrics)
 from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
+from voxwatch.metrics.answers import answer_correct
 from voxwatch.metrics.entities import entity_errors
 from voxwatch.metrics.wer import scorer_for, word_errors
 from voxwatch.foundation.observation import Observation
@@ -226,20 +227,30 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
         row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
         _http_facts(row, timeline)
         await _score_quality(row, stream.samples, stream.sample_rate, ctx)
-        if ctx.instrument is None:
-            return
-        row.instrument_id = ctx.instrument_id
-        if not is_english(row.language):  # the instrument's callable takes audio only: it hears English
-            row.instrument_error = (f"the intelligibility instrument {ctx.instrument_id} hears English only; "
-                                    f"{row.language} speech is not scored (WER null)")
-            return
-        try:
-            audio16k = resample(stream.samples, stream.sample_rate, 16000).astype(np.float32)
-            text = await asyncio.to_thread(ctx.instrument, audio16k)
+        text = await _instrument_transcript(row, stream.samples, stream.sample_rate, ctx, "WER")
+        if text is not None:
             _score(row, prompt.text, text, prompt.entities)
-        except Exception as exc:  # an instrument failure is not a provider failure
-            row.instrument_error = f"{type(exc).__name__}: {exc}"
     return compute
+
+
+async def _instrument_transcript(row: Observation, samples: np.ndarray, rate: int, ctx: MeasureContext,
+                                 scored: str) -> str | None:
+    """What the fixed instrument heard in audio a model sent (a TTS synthesis, an S2S reply), off the
+    clock; None when the context has no instrument, or with the row's instrument_error saying why
+    (`scored`, null, names what goes unscored): an instrument failure is not a provider failure."""
+    if ctx.instrument is None:
+        return None
+    row.instrument_id = ctx.instrument_id
+    if not is_english(row.language):  # the instrument's callable takes audio only: it hears English
+        row.instrument_error = (f"the intelligibility instrument {ctx.instrument_id} hears English only; "
+                                f"{row.language} speech is not scored ({scored} null)")
+        return None
+    try:
+        audio16k = resample(samples, rate, 16000).astype(np.float32)
+        return await asyncio.to_thread(ctx.instrument, audio16k)
+    except Exception as exc:
+        row.instrument_error = f"{type(exc).__name__}: {exc}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -296,7 +307,19 @@ async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Obs
             raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
         row.v2v_ms = v.v2v_ms
         await _score_quality(row, reply.samples, reply.sample_rate, ctx)
+        if clip.answers:
+            await _score_answer(row, clip.answers, reply.samples, reply.sample_rate, ctx)
     return record
+
+
+async def _score_answer(row: Observation, answers: Sequence[str], samples: np.ndarray, rate: int,
+                        ctx: MeasureContext) -> None:
+    """A spoken question's reply heard by the instrument and checked for the answer (metrics.answers):
+    its transcript stored as the row's hypothesis (made safe, as a clip's is)."""
+    text = await _instrument_transcript(row, samples, rate, ctx, "answer")
+    if text is not None:
+        row.hypothesis = safe_text(text)
+        row.answer_correct = answer_correct(answers, row.hypothesis, row.language)
 
 
 After = Callable[[], Awaitable[None]]

@@ -251,7 +251,7 @@ async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: i
                        instrument, instrument_id) -> Observation:
     """One row for one task, in-process or in a Celery worker: the worker's region is stamped on it."""
     ctx = MeasureContext(run_id=run_id, seed=seed, region=config.region, timeout_s=config.timeout_s,
-                         chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if task.model.board == "tts" else None,
+                         chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if heard(task) else None,
                          instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False),
                          quality=speech_quality if task.model.board in ("tts", "s2s") else None)
     if isinstance(adapter, Exception):
@@ -267,15 +267,21 @@ def speech_quality(audio16k: np.ndarray) -> float:
     return DnsmosQuality.get().score(audio16k)
 
 
+def heard(task: Task) -> bool:
+    """Whether the fixed instrument hears what the task's model sends: a TTS synthesis (intelligibility
+    WER) or an S2S reply to a spoken question with known answers (answer accuracy)."""
+    return task.model.board == "tts" or (task.model.board == "s2s" and bool(getattr(task.item, "answers", None)))
+
+
 def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[Callable | None, str | None]:
-    """The fixed STT that scores TTS intelligibility; only loaded when a TTS model is measured."""
-    if not any(t.model.board == "tts" for t in plan.tasks):
+    """The fixed STT that scores TTS intelligibility and S2S answers; only loaded when a task is heard."""
+    if not any(heard(t) for t in plan.tasks):
         return None, None
     return load_instrument(config, registry)
 
 
 def load_instrument(config: Config, registry: Registry) -> tuple[Callable, str]:
-    """The configured instrument, loaded (a Celery worker process loads it once, on its first TTS task)."""
+    """The configured instrument, loaded (a Celery worker process loads it once, on its first heard task)."""
     model = registry.resolve(config.tts_instrument)
     standing = registry.standing(model)
     if standing.retired:

@@ -161,6 +161,12 @@ def _turn_quality(cur: psycopg.Cursor) -> None:
         cur.execute(f"ALTER TABLE conversation_turns ADD COLUMN IF NOT EXISTS {name} {types[name]}")
 
 
+def _answer_correct(cur: psycopg.Cursor) -> None:
+    """Migration 21: whether an S2S reply said its spoken question's answer (obs_facts.answer_correct); the
+    rows stored before keep it null (not scored). The view gains it when `upgrade` redraws it."""
+    cur.execute(f"ALTER TABLE obs_facts ADD COLUMN IF NOT EXISTS answer_correct {dict(columns(Observation))['answer_correct']}")
+
+
 MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (1, ";\n".join([
         _table("observations", list(columns(Observation)), f"PRIMARY KEY ({', '.join(KEY)})"),
@@ -231,6 +237,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (19, COMPARE_VIEWS_DDL + ";\n" + REFRESH_REQUESTS_DDL),
     # speech quality of a conversation's replies: each turn's DNSMOS score, its instrument and its error
     (20, _turn_quality),
+    # answer accuracy: whether an S2S single turn's reply said its question's answer (_answer_correct)
+    (21, _answer_correct),
 ]
 
 

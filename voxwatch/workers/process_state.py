@@ -32,7 +32,7 @@ from voxwatch.workers.coordination import Ledger
 from voxwatch.workers.job import Job
 from voxwatch.harness.measure import MeasureContext, failed_observation
 from voxwatch.harness.retry_after import wait_s
-from voxwatch.harness.tick import PlanError, Task, create_adapter, load_instrument, measure_task
+from voxwatch.harness.tick import PlanError, Task, create_adapter, heard, load_instrument, measure_task
 
 SAFETY_S = 5.0  # the measurement must end this long (at most a fifth of it) before the soft time limit
 
@@ -86,8 +86,8 @@ class ProcessState:
         return Task(model, dataset, item)
 
     def instrument(self) -> tuple[Callable, str]:
-        """The TTS intelligibility instrument, loaded on the first TTS task; a failure to load it is
-        an instrument error on each row (not a provider failure), as METHOD says."""
+        """The instrument (TTS intelligibility, S2S answers), loaded on the first task it hears; a failure
+        to load it is an instrument error on each row (not a provider failure), as METHOD says."""
         if self._instrument is None:
             try:
                 self._instrument = load_instrument(self.config, self.registry)
@@ -116,7 +116,7 @@ class ProcessState:
         wait = wait_s(time.time(), not_before, self.config.max_retry_after_s, budget_s)
         if wait > 0:  # a rate limit is honoured here, between items, never inside a clock
             time.sleep(wait)
-        instrument, instrument_id = self.instrument() if task.model.board == "tts" else (None, None)
+        instrument, instrument_id = self.instrument() if heard(task) else (None, None)
         adapter = self.adapter(task.model)
         coro = measure_task(self.config, task, adapter, job.run_id, job.seed, _secrets(task.model), instrument,
                             instrument_id)
