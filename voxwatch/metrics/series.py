@@ -8,7 +8,8 @@ CLI and the alert summaries all call `series_rows`; the Grafana SQL is tested ag
 Floors: a statistic is n/a (None) below its floor. Means, max and standard deviation need
 MIN_N values, and so does p50; a tail percentile q also needs at least TAIL_N values beyond it
 (p95: 100, p99: 500), since a p95 of 20 values is their largest but one. Rates need MIN_ATTEMPTS
-attempts; pooled WER needs MIN_N scored clips, the entity error rate MIN_N scored clips with tags.
+attempts; pooled WER needs MIN_N scored clips, the entity error rate MIN_N scored clips with tags,
+answer accuracy MIN_N replies scored for an answer.
 Intervals (95 %) respect how the rows were drawn:
 they cluster by utterance and tick (voxwatch/metrics/clustered.py), never treating rows as independent,
 and need rows from MIN_CLUSTERS ticks and utterances.
@@ -108,6 +109,9 @@ class MetricRow:
     quality_mos: float | None = None  # TTS and S2S: the mean speech quality of the ok rows scored (METHOD "Speech quality")
     quality_clips: int = 0
     quality_mos_ci: tuple[float, float] | None = None
+    answer_accuracy: float | None = None  # S2S: the share of scored ok replies that said the answer (METHOD "Answer accuracy")
+    answer_clips: int = 0  # the ok replies scored for an answer
+    answer_accuracy_ci: tuple[float, float] | None = None
 
 
 def flat(row: MetricRow) -> dict:
@@ -200,6 +204,7 @@ class SeriesData:
     entities_missed: Sequence[int | None] = ()
     entities_total: Sequence[int | None] = ()  # both empty, or one entry per row (None: untagged or not scored)
     quality: Sequence[float | None] = ()  # empty, or one entry per row (None: not scored)
+    answers: Sequence[bool | None] = ()  # empty, or one entry per row: answer_correct (None: not scored)
 
 
 def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -274,7 +279,7 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
         wer_ci=_wer_ci(wer, errors, words, everything.subset(scored)),
         clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
         clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None,
-        **speech_quality(statuses, data.quality, everything))
+        **speech_quality(statuses, data.quality, everything), **answer_accuracy(statuses, data.answers, everything))
 
     out = []
     for spec in for_protocol(protocol, headline_only=True):
@@ -300,6 +305,19 @@ def speech_quality(statuses: np.ndarray, quality: Sequence[float | None], d: Des
     x = column[scored]
     return dict(quality_mos=float(x.mean()) if x.size >= MIN_N else None, quality_clips=int(x.size),
                 quality_mos_ci=mean_ci(x, d.subset(scored), support.MOS))
+
+
+def answer_accuracy(statuses: np.ndarray, answers: Sequence[bool | None], d: Design) -> dict:
+    """A series' answer accuracy (METHOD "Answer accuracy (S2S single turn)"): the share of its ok rows
+    scored for an answer whose reply said it, n/a below MIN_N scored rows, with a share's interval
+    (Clopper-Pearson at the clustered effective size, as a rate's: rate_ci)."""
+    if not len(answers):
+        return {}
+    column = np.asarray([np.nan if a is None else float(a) for a in answers], dtype=np.float64)
+    scored = (statuses == "ok") & ~np.isnan(column)
+    hits = column[scored] > 0.5
+    return dict(answer_accuracy=float(hits.mean()) if hits.size >= MIN_N else None, answer_clips=int(hits.size),
+                answer_accuracy_ci=rate_ci(hits, d.subset(scored)))
 
 
 def _clustered_enough(d: Design) -> bool:

@@ -21,7 +21,8 @@ from voxwatch.metrics.specs import METRICS
 Support = tuple[float, float]
 
 SHARE: Support = (0.0, 1.0)
-"""A proportion of counted things: rates over attempts, missed over tagged entities, verdicts passed."""
+"""A proportion of counted things: rates over attempts, missed over tagged entities, verdicts passed,
+replies that said the answer."""
 NON_NEGATIVE: Support = (0.0, math.inf)
 """A duration, a real-time factor, or pooled WER (insertions can take it past 1)."""
 SIGNED: Support = (-math.inf, math.inf)
@@ -31,7 +32,7 @@ MOS: Support = (1.0, 5.0)
 
 _SIGNED = frozenset(m.name for m in METRICS if m.signed)
 _FIELDS: dict[str, Support] = {
-    "error_rate_ci": SHARE, "timeout_rate_ci": SHARE, "entity_error_rate_ci": SHARE,
+    "error_rate_ci": SHARE, "timeout_rate_ci": SHARE, "entity_error_rate_ci": SHARE, "answer_accuracy_ci": SHARE,
     "wer_ci": NON_NEGATIVE, "quality_mos_ci": MOS,
 }
 

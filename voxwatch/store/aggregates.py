@@ -30,13 +30,17 @@ Label = tuple[str, str, str]
 """A context's board, protocol and instrument ('' unless TTS): what a series' rows are grouped by."""
 
 COL_CONTEXT, COL_STATUS, COL_AT, COL_CLIP, COL_RUN = range(5)
-"""Where a fetched row (FETCH_SQL's) holds these; then the headline metrics, S + D + I, N, entities,
-quality. Public: store.board_series reads a board's series the same narrow way."""
+"""Where a fetched row (FETCH_SQL's) holds these; then the headline metrics, then the _PER_ROW columns.
+Public: store.board_series reads a board's series the same narrow way."""
 _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
+_PER_ROW = {"errors": "f.substitutions + f.deletions + f.insertions", "words": "f.ref_words",
+            "entities_missed": "f.entities_missed", "entities_total": "f.entities_total", "quality": "f.quality_mos",
+            "answers": "f.answer_correct"}
+"""The SeriesData columns a fetched row ends with (after the headline metrics), and the SQL of each."""
+_PER_ROW_AT = {name: 5 + len(HEADLINE) + i for i, name in enumerate(_PER_ROW)}
 _LONGEST = max(WINDOWS.values())
 FETCH_SQL = series_sql(f"f.context_ref, f.status, f.started_at, f.clip_id_ref, f.run_id_ref, {', '.join('f.' + m for m in HEADLINE)}, "
-                       f"f.substitutions + f.deletions + f.insertions, f.ref_words, f.entities_missed, f.entities_total, f.quality_mos",
-                       ordered=False)
+                       + ", ".join(_PER_ROW.values()), ordered=False)
 """A series' rows as narrow as they come (its contexts' labels are read apart, once per context),
 left unsorted: compute sorts them, cheaply, as they come run by run, about in time order."""
 LABELS_SQL = ("SELECT ref, board, protocol, CASE WHEN board = 'tts' THEN coalesce(instrument_id, '') ELSE '' END "
@@ -115,8 +119,7 @@ def series_parts(s: RowsKey, rows: list[tuple], labels: dict[int, Label],
         out[s.series(board, protocol, instrument)] = SeriesPart(SeriesData(
             statuses=columns[COL_STATUS], utterances=clips, ticks=runs,
             values={spec.name: columns[_COLUMN[spec.name]] for spec in for_protocol(protocol, headline_only=True)},
-            errors=columns[-5], words=columns[-4],  # (S + D + I, N, missed, tagged, quality) are the last five
-            entities_missed=columns[-3], entities_total=columns[-2], quality=columns[-1]), members[-1][COL_AT])
+            **{name: columns[i] for name, i in _PER_ROW_AT.items()}), members[-1][COL_AT])
     return out
 
 

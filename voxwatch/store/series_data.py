@@ -42,4 +42,5 @@ def _columns(key: SeriesKey, members: list[Observation]) -> SeriesData:
         words=[r.ref_words if s else None for r, s in zip(members, scored)],
         entities_missed=[r.entities_missed if good else None for r, good in zip(members, ok)],
         entities_total=[r.entities_total if good else None for r, good in zip(members, ok)],
-        quality=[r.quality_mos if good else None for r, good in zip(members, ok)])
+        quality=[r.quality_mos if good else None for r, good in zip(members, ok)],
+        answers=[r.answer_correct if good else None for r, good in zip(members, ok)])
