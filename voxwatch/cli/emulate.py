@@ -5,7 +5,10 @@ Each vendor's emulator runs in its own process and serves all of that vendor's A
 port. `agent` (asked for by name, never in "all") is the reference agent: a deployed voice agent on
 loopback over Twilio Media Streams and raw PCM, with its state endpoint (emulators/agent.py). STT streams get their clip's reference transcript with injected errors (one word in
 `ERROR_EVERY` replaced), timed from the clip's own VAD anchors; TTS and S2S audio is spoken by the
-local eSpeak NG engine. Rows measured against them are labelled `emulator` and never reach a board.
+local eSpeak NG engine. OpenAI Realtime's emulator answers a spoken question with known answers (the
+bundled s2s-questions) by saying its first accepted answer, except every `WRONG_EVERY`-th question,
+which it does not answer: an emulated answer accuracy known in advance, as the STT transcripts' WER
+is. Rows measured against them are labelled `emulator` and never reach a board.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from voxwatch.harness.pacer import chunk_pcm
 
 EMULATOR_KEY = "emulator-key"
 ERROR_EVERY = 9
+WRONG_EVERY = 4
+NO_ANSWER = "I am not sure about that one."
 VENDORS = ("deepgram", "cartesia", "assemblyai", "speechmatics", "elevenlabs", "openai", "gemini", "qwen", "xai",
            "zhipu")
 
@@ -42,14 +47,21 @@ def with_errors(text: str, every: int = ERROR_EVERY) -> str:
     return " ".join("uh" if (i + 1) % every == 0 else w for i, w in enumerate(words))
 
 
+def emulated_reply(answers: tuple[str, ...], index: int, every: int = WRONG_EVERY) -> str:
+    """What the emulated S2S model says to the index-th (from 0) spoken question of a set: its first
+    accepted answer in a sentence, or, for every `every`-th question, no answer at all."""
+    return NO_ANSWER if (index + 1) % every == 0 else f"The answer is {answers[0]}."
+
+
 def scenarios(catalog: Catalog, chunk_ms: int, key: str = EMULATOR_KEY) -> Scenarios:
-    """Default scenarios: per-clip anchors and transcripts for every audio dataset in the catalog."""
-    anchors, transcripts = [], []
+    """Default scenarios: per-clip anchors and transcripts for every audio dataset in the catalog,
+    and an emulated reply to each spoken question with known answers."""
+    anchors, transcripts, replies = [], [], []
     for name in catalog.names():
         ds = catalog.load(name)
         if ds.info.kind != "audio":
             continue
-        for clip in ds.clips:
+        for index, clip in enumerate(ds.clips):
             pcm = audio_sent(ds, clip)
             first = chunk_pcm(pcm, clip.sample_rate, chunk_ms)[0]
             # how the emulators see a stream: its first chunk as sent (16 kHz), or upsampled to
@@ -58,13 +70,15 @@ def scenarios(catalog: Catalog, chunk_ms: int, key: str = EMULATOR_KEY) -> Scena
                 digest = hashlib.sha256(seen).hexdigest()
                 anchors.append((digest, clip.speech_start, clip.speech_end))
                 transcripts.append((digest, with_errors(clip.text)))
+                if clip.answers:
+                    replies.append((digest, emulated_reply(clip.answers, index)))
             transcripts.append((hashlib.sha256(pcm).hexdigest(), with_errors(clip.text)))
     stt = STTScenario(transcript="hello", speech_start_s=0.2, speech_end_s=1.0, first_partial_ms=180.0,
                       final_ms=260.0, jitter_ms=40.0, api_key=key, anchors=tuple(anchors),
                       transcripts=tuple(transcripts))
     tts = TTSScenario(ttfb_ms=150.0, leading_silence_ms=60.0, jitter_ms=40.0, api_key=key, voice="espeak")
     s2s = S2SScenario(response_ms=450.0, leading_silence_ms=60.0, jitter_ms=40.0, api_key=key, voice="espeak",
-                      anchors=tuple(anchors))
+                      anchors=tuple(anchors), replies=tuple(replies))
     return Scenarios(stt=stt, tts=tts, s2s=s2s)
 
 

@@ -23,7 +23,9 @@
   `response.output_audio.delta` events - leading silence, then speech - from `response_ms` after
   the end of the caller's speech (never before the `response.create`), a chunk every
   `send_every_ms`, then `response.output_audio.done`, `response.output_audio_transcript.done` and
-  `response.done`. A ConversationScript makes the S2S session a scripted multi-turn agent with
+  `response.done`. The reply says the stream's own line of `replies` where it has one (keyed as
+  anchors are; `voxwatch emulate` gives each bundled spoken question an emulated answer), else
+  `transcript`. A ConversationScript makes the S2S session a scripted multi-turn agent with
   function calls (openai_agent.py).
 - `POST /v1/chat/completions`: answers from a script (chat.py), streamed as server-sent events, for
   the cascade's language model and the conversation judge (`OpenAIScenario.chat`, or a ChatScenario
@@ -406,10 +408,9 @@ class _Transcription(_Realtime):
 class _Conversation(_Realtime):
     session_type = "realtime"
 
-    def __init__(self, ws: WebSocket, scenario: S2SScenario, emulator, model: str, chunks: list[str],
-                 first_speech: int) -> None:
+    def __init__(self, ws: WebSocket, scenario: S2SScenario, emulator, model: str, audio: ChunkCache) -> None:
         super().__init__(ws, scenario, emulator)
-        self.model, self.chunks, self.first_speech = model, chunks, first_speech
+        self.model, self.audio = model, audio
 
     def config(self) -> dict:
         config = super().config()
@@ -436,7 +437,9 @@ class _Conversation(_Realtime):
         ids = {"response_id": response, "item_id": item, "output_index": 0, "content_index": 0}
         stream = hashlib.sha256(self.first).hexdigest()  # the ledger's key: the stream's first-append key
         status = self.emulator.options.response_status
-        chunks = self.chunks if status == "completed" else self.chunks[:len(self.chunks) // 2]
+        said = s.reply_for(self.first)
+        whole, first_speech = self.audio.get(said, RATE)  # made before any clock (OpenAIEmulator)
+        chunks = whole if status == "completed" else whole[:len(whole) // 2]
         for i, data in enumerate(chunks):
             await sleep_until(start + i * every)
             if i == 1 and s.fault == "malformed":
@@ -446,18 +449,18 @@ class _Conversation(_Realtime):
                 return
             if i == 0:
                 record(self.emulator, stream, "first_audio")
-            if i == self.first_speech:
+            if i == first_speech:
                 record(self.emulator, stream, "first_speech")
             await self.send({"type": "response.output_audio.delta", **ids, "delta": data})
         await self.send({"type": "response.output_audio.done", **ids})
-        await self.send({"type": "response.output_audio_transcript.done", **ids, "transcript": s.transcript})
+        await self.send({"type": "response.output_audio_transcript.done", **ids, "transcript": said})
         if s.fault == "no_final":
             return
         await self.send({"type": "response.done", "response": {
             "object": "realtime.response", "id": response, "status": status, "status_details": UNFINISHED.get(status),
             "output": [{"id": item, "type": "message", "role": "assistant",
                         "status": "completed" if status == "completed" else "incomplete",
-                        "content": [{"type": "output_audio", "transcript": s.transcript}]}]}})
+                        "content": [{"type": "output_audio", "transcript": said}]}]}})
 
 
 class OpenAIEmulator:
@@ -471,10 +474,9 @@ class OpenAIEmulator:
         self._tts_audio = ChunkCache(self.tts) if self.tts is not None else None
         if self._tts_audio is not None:
             self._tts_audio.get("", RATE)  # first-use costs paid before any stream is timed
-        self._s2s_chunks: list[str] = []
-        self._s2s_first_speech = 0
-        if self.s2s is not None:  # the one reply, encoded once
-            self._s2s_chunks, self._s2s_first_speech = ChunkCache(self.s2s, b64).get(self.s2s.transcript, RATE)
+        self._s2s_audio = ChunkCache(self.s2s, b64) if self.s2s is not None else None
+        for said in {self.s2s.transcript, *(text for _, text in self.s2s.replies)} if self.s2s is not None else ():
+            self._s2s_audio.get(said, RATE)  # every reply made and encoded once, before any clock
         self._agent_audio = ChunkCache(self.s2s, b64) if isinstance(self.s2s, ConversationScript) else None
         for turn in self.s2s.turns if self._agent_audio is not None else ():  # every reply made before any clock
             self._agent_audio.get(turn.reply, RATE)
@@ -590,6 +592,5 @@ class OpenAIEmulator:
 
             await ScriptedConversation(websocket, scenario, self, params["model"], self._agent_audio).run()
         else:
-            await _Conversation(websocket, scenario, self, params["model"], self._s2s_chunks,
-                                self._s2s_first_speech).run()
+            await _Conversation(websocket, scenario, self, params["model"], self._s2s_audio).run()
 

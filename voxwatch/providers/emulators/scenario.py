@@ -125,7 +125,9 @@ class S2SScenario:
 
     Times are on the emulator's clock: the end of the caller's speech is the first audio chunk's
     arrival plus the clip's speech_end (from `anchors`, as in STTScenario). The reply's audio
-    (leading silence, then speech) goes out in chunks every `send_every_ms`.
+    (leading silence, then speech) goes out in chunks every `send_every_ms`. What it says is
+    `transcript`, or the stream's own reply in `replies` (keyed by the sha256 of its first chunk, as
+    `anchors` are): an emulated answer to a spoken question (OpenAI Realtime's emulator speaks it).
     """
 
     response_ms: float = 400.0
@@ -140,9 +142,15 @@ class S2SScenario:
     api_key: str = "emulator-key"
     fault: str | None = None
     voice: str = "tone"
+    replies: tuple[tuple[str, str], ...] = ()  # (sha256 of a stream's first chunk, what the reply says)
 
     def __post_init__(self) -> None:
         check(self.fault)
+
+    def reply_for(self, first_chunk: bytes) -> str:
+        """What the reply to the stream that began with `first_chunk` says."""
+        digest = hashlib.sha256(first_chunk).hexdigest()
+        return next((text for key, text in self.replies if key == digest), self.transcript)
 
     def speech_end_for(self, first_chunk: bytes) -> float:
         digest = hashlib.sha256(first_chunk).hexdigest()
