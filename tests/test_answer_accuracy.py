@@ -290,3 +290,104 @@ def test_the_benchmark_runs_and_no_control_counts_as_an_answer(tmp_path: Path):
     out = json.loads(proc.stdout.splitlines()[-1])
     assert out["questions"] == 3 and out["controls_never_correct"] is True
     assert {r["n"] for r in out["results"].values()} == {3} and "recorded speech, its last word" not in out["results"]
+
+
+# --- every reader, on both stores -------------------------------------------------------------------
+
+OTHER = "openai/gpt-realtime-2.1-mini"
+
+
+def two_models() -> list[Observation]:
+    """Two S2S models on the spoken questions: a third of the first's replies wrong, a quarter of the other's."""
+    return seeded() + seeded(OTHER, wrong=lambda clip, tick: clip % 4 == 0)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.e2e)])
+def store_of(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
+        _stored(url, two_models())
+        yield url
+    else:
+        with fresh_postgres() as url:
+            run_cli("db", "upgrade", "--store", url)
+            _stored(url, two_models())
+            yield url
+
+
+def _mean_mos(rows: list[Observation]) -> float:
+    scored = [r.quality_mos for r in rows if r.status == "ok" and r.quality_mos is not None]
+    return sum(scored) / len(scored)
+
+
+def test_every_reader_shows_the_answer_accuracy_of_the_stored_rows(store_of: str, cli):
+    """The CLI board (fitted and --wide), the web board's ranked and all-metrics tables, the API's JSON,
+    the board's CSV, and the S2S comparison page with its API and CSV: each model's answer accuracy as
+    counted by hand from the rows, with the interval metrics.series gives it, MOS beside it."""
+    import csv
+    import io
+    import re
+
+    from starlette.testclient import TestClient
+
+    from voxwatch.boards.leaderboard import build
+    from voxwatch.metrics.published import rounded
+    from voxwatch.web.app import create_app
+
+    rows = two_models()
+    hand = {m: by_hand([r for r in rows if r.model_id == m]) for m in (S2S, OTHER)}
+    assert hand[S2S] == (16 / 24, 24) and hand[OTHER] == (18 / 24, 24)
+    intervals = {r.model_id: r.answer_accuracy_ci for r in build(rows) if r.metric == "v2v_ms"}
+
+    code, fitted, err = cli("leaderboard", "--board", "s2s", "--store", store_of)
+    assert code == 0, err
+    header = next(line for line in fitted.splitlines() if line.lstrip().startswith("rank"))
+    assert re.split(r"\s{2,}", header.strip()) == ["rank", "model", "metric", "n", "p50 [95% CI]", "failed",
+                                                   "answer accuracy", "price", "MOS"]
+    for model, (share, n) in hand.items():
+        low, high = intervals[model]
+        line = next(line for line in fitted.splitlines() if model in line)
+        assert f"{100 * share:.1f}% [{100 * low:.1f}, {100 * high:.1f}]" in line, line
+        assert f"{_mean_mos([r for r in rows if r.model_id == model]):.2f}" in line
+    assert "24 replies (answer accuracy)" in fitted and "answer accuracy (S2S) is the share" in fitted
+    code, wide, err = cli("leaderboard", "--board", "s2s", "--wide", "--store", store_of)
+    assert code == 0, err
+    assert "answer accuracy [95% CI]" in wide and "pooled WER" not in wide
+    for model, (share, n) in hand.items():
+        low, high = intervals[model]
+        assert f"{100 * share:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%] ({n} replies)" in wide
+
+    with TestClient(create_app(store_of)) as client:
+        api = client.get("/api/v1/leaderboard", params={"board": "s2s"}).json()["rows"]
+        table = list(csv.DictReader(io.StringIO(client.get("/board/s2s", params={"format": "csv"}).text)))
+        page = client.get("/board/s2s").text
+        compared = client.get("/api/v1/compare/s2s").json()
+        compare_csv = list(csv.DictReader(io.StringIO(client.get("/api/v1/compare/s2s", params={"format": "csv"}).text)))
+        compare_page = client.get("/compare/s2s").text
+
+    for model, (share, n) in hand.items():
+        mine = [r for r in api if r["model_id"] == model]
+        assert mine and all(r["answer_accuracy"] == rounded(share, "fraction") and r["answer_clips"] == n
+                            and r["answer_accuracy_ci"] == rounded(list(intervals[model]), "fraction") for r in mine)
+        assert all(float(r["answer_accuracy"]) == pytest.approx(share) for r in table if r["model_id"] == model)
+        ranked = re.search(rf'<tr data-model="{re.escape(model)}".*?</tr>', page, re.S).group(0)
+        assert re.search(rf'data-field="answer_accuracy" data-value="([^"]+)">{100 * share:.1f}%</td>', ranked)
+        assert f'data-field="quality_mos" data-value="{_mean_mos([r for r in rows if r.model_id == model])}"' in ranked
+        everything = re.search(rf'<tbody class="series" data-model="{re.escape(model)}".*?</tbody>', page, re.S).group(0)
+        assert f'{100 * share:.1f}%<br><small>{n} replies</small>' in everything
+        low, high = intervals[model]
+        assert f'data-field="answer_accuracy_ci" class="ci">[{100 * low:.1f}%, {100 * high:.1f}%]' in everything
+    assert "no scored words" not in page and "answer accuracy" in page
+
+    assert compared["accuracy"] == {"figure": "answer_accuracy", "title": "answer accuracy", "unit": "fraction",
+                                    "lower_is_better": False}
+    assert compared["use_case"]["id"] == "questions" and compared["use_case"]["datasets"] == [QUESTIONS]
+    lines = {r["model_id"]: r for r in compared["rows"]}
+    for model, (share, n) in hand.items():
+        r = lines[model]
+        assert (r["accuracy"], r["accuracy_n"]) == (rounded(share, "fraction"), n)
+        assert r["quality_mos"] == rounded(_mean_mos([x for x in rows if x.model_id == model]), "fraction")
+        assert r["quality_n"] == 25  # every ok reply has a MOS, the unscored answer too
+        assert f'data-value="{r["accuracy"]}">{100 * r["accuracy"]:.2f}%' in compare_page
+        assert float(next(x for x in compare_csv if x["model_id"] == model)["accuracy"]) == r["accuracy"]
+    assert "answer accuracy" in compare_page and "beside the answer accuracy" in compare_page

@@ -11,7 +11,7 @@ from benchmarks import make_run
 from voxwatch.boards import leaderboard
 from voxwatch.cli import parser
 from voxwatch.store.comparisons import compute
-from voxwatch.boards.leaderboard import FITTED_HEADERS, QUALITY_BOARDS, QUALITY_HEADER, TABLE_HEADER
+from voxwatch.boards.leaderboard import FITTED_HEADERS, wide_header
 from voxwatch.boards.listing import WIDTH
 from voxwatch.foundation.observation import Observation
 from voxwatch.metrics import METHOD_VERSION
@@ -52,8 +52,7 @@ def test_the_recorded_board_is_of_the_current_method_and_layout():
     columns = {title.split()[0].lower(): re.split(r"\s{2,}", header.strip())
                for title, header in re.findall(r"^(\w+ board - .*)\n( ?rank  model.*)$", board, re.M)}
     # `make run` prints the fitted layout; a record made before it (method 12's) shows every column (--wide)
-    width = None if all(c == list(TABLE_HEADER + (QUALITY_HEADER if b in QUALITY_BOARDS else ()))
-                        for b, c in columns.items()) else WIDTH
+    width = None if all(c == list(wide_header(b)) for b, c in columns.items()) else WIDTH
     assert columns and (width is None or all(c == list(FITTED_HEADERS[b]) for b, c in columns.items()))
     legend = _a_board(width).split("\n\n")[-1]
     assert legend.startswith("Ranks per dataset") and legend in board

@@ -99,13 +99,15 @@ def test_every_use_case_holds_the_pooled_figures_of_the_rows(client, board):
             r = got[model]
             assert r["latency_n"] == row.n and r["latency_p50"] == rounded(row.p50, "ms")
             assert r["latency_p50_ci"] == rounded(list(row.p50_ci), "ms")
-            figure, interval = ((row.quality_mos, row.quality_mos_ci) if board == "s2s" else (row.pooled_wer, row.wer_ci))
+            figure, interval, counted = ((row.answer_accuracy, row.answer_accuracy_ci, row.answer_clips) if board == "s2s"
+                                         else (row.pooled_wer, row.wer_ci, row.wer_clips))
             assert r["accuracy"] == rounded(figure, "fraction") and r["accuracy_ci"] == rounded(list(interval), "fraction")
-            if board == "tts":  # a voice's speech quality beside its intelligibility
+            assert r["accuracy_n"] == counted > 0
+            if board in ("tts", "s2s"):  # speech quality beside a voice's intelligibility, a reply's answer accuracy
                 assert row.quality_mos is not None and r["quality_n"] == row.quality_clips > 0
                 assert (r["quality_mos"], r["quality_mos_ci"]) == (rounded(row.quality_mos, "fraction"),
                                                                    rounded(list(row.quality_mos_ci), "fraction"))
-            else:  # the S2S accuracy is the speech quality already; STT has none
+            else:  # STT sends no audio
                 assert (r["quality_n"], r["quality_mos"], r["quality_mos_ci"]) == (0, None, None)
         assert {m: r["rank"] for m, r in got.items()} == expected_ranks(board, tuple(case["datasets"]), case["id"])
         assert all(EMULATOR_MS not in (r["latency_p50"], *(r["latency_p50_ci"] or ())) for r in doc["rows"])
@@ -257,7 +259,7 @@ def test_the_page_shows_the_apis_numbers(client, board):
             assert c["on_frontier"]["data-value"] == ("true" if r["on_frontier"] else "false")
             assert (c["rank"]["text"].strip() if r["rank"] else None) == r["rank"]
             assert _number(c["price"]) == r["price"]
-            if board in ("tts", "s2s-conversations"):
+            if board in ("tts", "s2s", "s2s-conversations"):
                 assert _number(c["quality_mos"]) == r["quality_mos"] and c["quality_mos"]["text"] == f"{r['quality_mos']:.2f}"
                 assert [_number(c["quality_mos_ci"], "data-low"), _number(c["quality_mos_ci"], "data-high")] == r["quality_mos_ci"]
             else:

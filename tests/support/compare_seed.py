@@ -36,7 +36,7 @@ INSTRUMENT = "faster-whisper/tiny.en@1.2.1"
 TICKS, CLIPS = 6, 8
 STT = {"clean": ("stt-starter-clean", "clean", "en"), "noise": ("stt-starter-noise", "noise", "en")}
 TTS = {"a": ("tts-prompts", "text", "en"), "b": ("tts-prompts-long", "text", "en")}
-# board, protocol, datasets, {model: (base latency ms, error probability per word or MOS)}
+# board, protocol, datasets, {model: (base latency ms, error probability per word, or S2S mean MOS)}
 BOARDS = {
     "stt-stream": ("stt", "stt-stream", STT, {
         "deepgram/nova-3": (250.0, 0.04), "assemblyai/universal-streaming-english": (320.0, 0.02),
@@ -51,6 +51,9 @@ BOARDS = {
         "openai/gpt-realtime-2025-08-28": (700.0, 3.4), "openai/gpt-realtime-2.1-mini": (600.0, 3.0),
         "gemini/gemini-3.8-live": (800.0, 3.8), "xai/grok-voice-think-fast-2.0": (900.0, 3.1)}),
 }
+S2S_ANSWERED = {"openai/gpt-realtime-2025-08-28": 0.85, "openai/gpt-realtime-2.1-mini": 0.6,
+                "gemini/gemini-3.8-live": 0.9, "xai/grok-voice-think-fast-2.0": 0.7}
+"""Each S2S model's chance of answering a spoken question right (its rows' answer_correct)."""
 HALF_MEASURED = ("tts", "openai/gpt-4o-mini-tts-2025-12-15")  # measured on one of the two prompt sets: left out
 EMULATOR_MS = 98765.4  # an emulator row's latency: a page showing it has let one through
 CONVERSATION_MODELS = {"openai/gpt-realtime-2025-08-28": (700.0, 0.85), "openai/gpt-realtime-2.1-mini": (600.0, 0.7),
@@ -78,8 +81,10 @@ def _row(rng: np.random.Generator, board: str, protocol: str, model: str, datase
         values["rtf"] = float(rng.uniform(0.05, 0.3))
     values["connect_ms"] = float(rng.uniform(20, 60))
     row = replace(row, **values)
-    if board == "s2s":
-        return replace(row, quality_mos=float(np.clip(accuracy + 0.3 * rng.standard_normal(), 1.0, 5.0)))
+    if board == "s2s":  # whether it answered, drawn apart from rng (the other draws stay)
+        answered = zlib.crc32(f"{model}|{name}|{tick}|{clip}|answer".encode()) % 1000 / 1000 < S2S_ANSWERED.get(model, 0.5)
+        return replace(row, quality_mos=float(np.clip(accuracy + 0.3 * rng.standard_normal(), 1.0, 5.0)),
+                       answer_correct=answered)
     words = int(rng.integers(8, 16))
     errors = int(rng.binomial(words, min(0.9, accuracy * (2.0 if condition == "noise" else 1.0))))
     row = replace(row, substitutions=errors, deletions=0, insertions=0, ref_words=words)

@@ -24,9 +24,10 @@ from voxwatch.store.series_data import group
 
 EVERY = "*"
 """from_series' `only` for the lines of every use case."""
-VIEW_FORMAT = 2
-"""The kept view's format: 2 gave each line its preliminary reason. A view kept in an older format is
-not read (the page computes its lines from the rows, as SQLite's do) rather than shown without a warning."""
+VIEW_FORMAT = 3
+"""The kept view's format: 2 gave each line its preliminary reason, 3 made S2S single turn's accuracy its
+answer accuracy (2's was the speech quality). A view kept in an older format is not read (the page
+computes its lines from the rows, as SQLite's do) rather than shown without a warning or as another figure."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Line:
     accuracy: float | None
     accuracy_ci: tuple[float, float] | None
     on_frontier: bool
-    quality_n: int = 0  # speech quality (MOS) beside the accuracy where that is not already it: a TTS voice's
+    quality_n: int = 0  # speech quality (MOS) beside the accuracy: a TTS voice's, an S2S model's replies
     quality: float | None = None
     quality_ci: tuple[float, float] | None = None
     preliminary_reason: str | None = None  # metrics.preliminary's, of the pooled series or the conversations
@@ -90,12 +91,10 @@ def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case
         if r.metric != board.latency:
             continue
         sid = series_id(r)
-        figure, interval = accuracy_of(r, board)
-        beside = board.accuracy != "quality_mos"  # the speech quality, where it is not the accuracy already
+        figure, interval, counted = accuracy_of(r, board)
         lines.append(Line(r.model_id, r.region, r.instrument or "", rank_text(c.ranks.get(sid)), why_unranked(r, METHOD_VERSION),
-                          r.n, r.p50, r.p50_ci, r.wer_clips if board.accuracy == "pooled_wer" else r.quality_clips,
-                          figure, interval, sid in c.on_frontier, quality_n=r.quality_clips if beside else 0,
-                          quality=r.quality_mos if beside else None, quality_ci=r.quality_mos_ci if beside else None,
+                          r.n, r.p50, r.p50_ci, counted, figure, interval, sid in c.on_frontier,
+                          quality_n=r.quality_clips, quality=r.quality_mos, quality_ci=r.quality_mos_ci,
                           preliminary_reason=row_reason(r)))
     left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
     return CaseLines(case, ordered(lines), left_out)

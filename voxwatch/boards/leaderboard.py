@@ -90,6 +90,25 @@ TABLE_HEADER = ("rank", "model", "dataset", "region", "method", "metric", "n", "
 QUALITY_HEADER = ("speech quality MOS [95% CI]",)
 """The TTS and S2S boards' last column: the mean DNSMOS P.835 OVRL of the audio the models sent."""
 QUALITY_BOARDS = ("tts", "s2s")
+ANSWER_HEADER = ("answer accuracy [95% CI]",)
+"""The S2S board's accuracy column, where the others show pooled WER and entity errors: an S2S reply
+has no reference words, but a reply to a spoken question has an answer (METHOD "Answer accuracy")."""
+_ACCURACY_AT = TABLE_HEADER.index("pooled WER [95% CI]")
+
+
+def wide_header(board: str) -> tuple[str, ...]:
+    """A board's every column (`--wide`): S2S answer accuracy in WER's and entity errors' place, and
+    the speech quality last on the boards whose models send audio."""
+    header = TABLE_HEADER if board != "s2s" else \
+        TABLE_HEADER[:_ACCURACY_AT] + ANSWER_HEADER + TABLE_HEADER[_ACCURACY_AT + 2:]
+    return header + (QUALITY_HEADER if board in QUALITY_BOARDS else ())
+
+
+def answer_cell(r: MetricRow) -> str:
+    """A series' answer accuracy as the CLI shows it: the share, its interval, the replies scored."""
+    if r.answer_accuracy is None:
+        return f"n/a ({r.answer_clips} scored)" if r.answer_clips else "n/a"
+    return _num(r.answer_accuracy, True) + _ci(r.answer_accuracy_ci, True) + f" ({r.answer_clips} replies)"
 
 
 def quality_cell(r: MetricRow) -> str:
@@ -160,7 +179,7 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
                        f"under the statistic's floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. "
                        "Latencies in ms; rtf in x real time; rates over attempts; WER is pooled over the scored clips; "
                        "speech quality (TTS, S2S) is the mean DNSMOS P.835 OVRL (1-5, higher is better) of the audio "
-                       "the model sent." + ("" if width is None else FITTED_LEGEND), width))
+                       "the model sent" + (ANSWER_LEGEND if any(r.board == "s2s" for r in shown) else "") + "." + ("" if width is None else FITTED_LEGEND), width))
     return "\n".join(lines).lstrip("\n")
 
 
@@ -168,9 +187,8 @@ def wide_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
               languages: Mapping[str, str | None]) -> list[tuple[str, ...] | str]:
     """A board's every column (`--wide`): the header, then each ranking's heading (a str) and its
     series' metric rows."""
-    quality = mine[0].board in QUALITY_BOARDS
-    header = TABLE_HEADER + (QUALITY_HEADER if quality else ())
-    table: list[tuple[str, ...] | str] = [header]
+    quality, answers = mine[0].board in QUALITY_BOARDS, mine[0].board == "s2s"
+    table: list[tuple[str, ...] | str] = [wide_header(mine[0].board)]
     mine = _ordered(mine, ranked)
     for i, r in enumerate(mine):
         first = i == 0 or series_id(mine[i - 1]) != series_id(r)
@@ -185,13 +203,19 @@ def wide_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
         series = (str(rank) if rank else "-", r.model_id, r.dataset, r.region, f"v{r.method_version}")
         places = _PLACES.get(r.metric, 1)
         price = shown_price(registry, r.model_id)
+        accuracy = (answer_cell(r),) if answers else (wer, entity)
         table.append((*(series if first else ("",) * 5), r.metric, str(r.n), _num(r.mean, places=places),
                       _num(r.p50, places=places) + _ci(r.p50_ci, places=places), _num(r.p95, places=places),
                       _num(r.max, places=places),
-                      *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True), wer,
-                         entity, price.cell() if price else "-") if first else ("",) * 6),
+                      *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True),
+                         *accuracy, price.cell() if price else "-") if first else ("",) * (4 + len(accuracy))),
                       *(((quality_cell(r) if first else ""),) if quality else ())))
     return table
+
+
+ANSWER_LEGEND = ("; answer accuracy (S2S) is the share of replies to spoken questions in which the instrument heard "
+                 "the answer (higher is better)")
+"""The board legend's words on answer accuracy."""
 
 
 RANK_WIDTH = 5
@@ -199,11 +223,12 @@ RANK_WIDTH = 5
 _FIRST = ("rank", "model", "metric", "n", "p50 [95% CI]", "failed")
 FITTED_HEADERS = {"stt": (*_FIRST, "pooled WER", "entity errors", "price"),
                   "tts": (*_FIRST, "pooled WER", "entity errors", "price", "MOS"),
-                  "s2s": (*_FIRST, "price", "MOS")}
+                  "s2s": (*_FIRST, "answer accuracy", "price", "MOS")}
 """A fitted board's columns: what a reader chooses a model by (its speed with its interval, how often
 it failed, its accuracy or speech quality, its price). The dataset and region head each ranking, a
-series of a superseded method says its version beside its model; an S2S reply has no WER and an STT
-none of the audio a TTS or S2S model sends. `--wide` adds the rest."""
+series of a superseded method says its version beside its model; an S2S reply has no WER (its
+accuracy is whether it answered a spoken question) and an STT none of the audio a TTS or S2S model
+sends. `--wide` adds the rest."""
 FITTED_LEGEND = (" failed: the attempts that failed in any way (errors, timeouts, inaudible replies together). "
                  "`--wide` prints every column: the dataset, region and method, mean, p95 and max, each kind of "
                  "failure, and each series' counts.")
@@ -233,7 +258,8 @@ def fitted_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
             cells.update(_series_cells(r, ranked.get(series_id(r)), price))
             for figure, count, what in ((r.pooled_wer, r.wer_words, f"{_count_unit(r, languages)} (WER)"),
                                         (r.entity_error_rate, r.entities, "entities"),
-                                        (r.quality_mos, r.quality_clips, "clips (MOS)")):
+                                        (r.quality_mos, r.quality_clips, "clips (MOS)"),
+                                        (r.answer_accuracy, r.answer_clips, "replies (answer accuracy)")):
                 if figure is not None:
                     counts.setdefault(what, []).append(count)
         table.append(tuple(cells.get(c, "") for c in header))
@@ -249,6 +275,7 @@ def _series_cells(r: MetricRow, rank: int | str | None, price: ShownPrice | None
     return {"rank": str(rank) if rank else "-", "model": r.model_id + superseded, "failed": _num(_failed(r), True),
             "pooled WER": _short_rate(r.pooled_wer, r.wer_ci),
             "entity errors": _short_rate(r.entity_error_rate, r.entity_error_rate_ci),
+            "answer accuracy": _short_rate(r.answer_accuracy, r.answer_accuracy_ci),
             "price": "-" if price is None else "see below" if price.figure is None else price.cell(),
             "MOS": "n/a" if r.quality_mos is None else _num(r.quality_mos, places=2) + _ci(r.quality_mos_ci, places=2)}
 

@@ -33,7 +33,7 @@ class CompareBoard:
     title: str
     board: str
     protocol: str
-    accuracy: str  # the MetricRow field plotted against latency ("pooled_wer", "quality_mos"), or "adherence"
+    accuracy: str  # the MetricRow field plotted against latency ("pooled_wer", "answer_accuracy"), or "adherence"
     accuracy_title: str
     accuracy_lower_is_better: bool
     accuracy_is_rate: bool = True  # drawn and printed in percent
@@ -48,7 +48,7 @@ COMPARE_BOARDS: dict[str, CompareBoard] = {b.id: b for b in (
     CompareBoard("stt-stream", "Streaming STT", "stt", "stt-stream", "pooled_wer", "pooled WER", True),
     CompareBoard("stt-batch", "Batch STT", "stt", "stt-batch", "pooled_wer", "pooled WER", True),
     CompareBoard("tts", "Streaming TTS", "tts", "tts-stream", "pooled_wer", "pooled WER", True),  # the instrument's
-    CompareBoard("s2s", "S2S single turn", "s2s", "s2s", "quality_mos", "speech quality (MOS)", False, False),
+    CompareBoard("s2s", "S2S single turn", "s2s", "s2s", "answer_accuracy", "answer accuracy", False),
     CompareBoard("s2s-conversations", "S2S conversations", "s2s", "s2s-conversation", "adherence",
                  "instruction adherence", False),
 )}
@@ -125,10 +125,14 @@ def board_rows(rows: Iterable[Observation], board: CompareBoard) -> list[Observa
             and r.method_version == METHOD_VERSION and not r.emulator]
 
 
-def accuracy_of(row: MetricRow, board: CompareBoard) -> tuple[float | None, tuple[float, float] | None]:
-    """A pooled series' accuracy figure and its interval."""
-    interval = {"pooled_wer": "wer_ci", "quality_mos": "quality_mos_ci"}[board.accuracy]
-    return getattr(row, board.accuracy), getattr(row, interval)
+ACCURACY_FIELDS = {"pooled_wer": ("wer_ci", "wer_clips"), "answer_accuracy": ("answer_accuracy_ci", "answer_clips")}
+"""A series board's accuracy figure -> the MetricRow fields of its interval and of the items it counts."""
+
+
+def accuracy_of(row: MetricRow, board: CompareBoard) -> tuple[float | None, tuple[float, float] | None, int]:
+    """A pooled series' accuracy figure, its interval and the items (clips, replies) it is over."""
+    interval, counted = ACCURACY_FIELDS[board.accuracy]
+    return getattr(row, board.accuracy), getattr(row, interval), getattr(row, counted)
 
 
 def pooled_comparison(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, use_case: UseCase,
@@ -149,7 +153,7 @@ def pooled_comparison(series: Mapping[SeriesKey, SeriesData], board: CompareBoar
 def told_apart(comparisons: list[Comparison], points: list[Point], board: CompareBoard) -> Apart:
     """Which of two points the paired verdicts tell apart on a figure (the frontier's reading of the
     ranks' verdicts, metrics.ranking.ahead): latency on the ranked metric, accuracy on pooled WER
-    where that is the accuracy; a figure with no paired comparison (speech quality) is read on
+    where that is the accuracy; a figure with no paired comparison (answer accuracy) is read on
     the estimates."""
     latency = {p.key: p.latency for p in points if p.latency is not None}
     accuracy = {p.key: p.accuracy for p in points if p.accuracy is not None}

@@ -45,6 +45,8 @@ SORTS: dict[str, Callable[["Entry"], object]] = {
     "connect": lambda e: e.connect.p50 if e.connect else None,
     "error_rate": lambda e: e.row.error_rate,
     "wer": lambda e: e.row.pooled_wer,
+    "answers": lambda e: e.row.answer_accuracy,
+    "mos": lambda e: e.row.quality_mos,
     "price": lambda e: e.price.figure if e.price else None,
 }
 """The sortable columns (`?sort=`) and the value each sorts by."""

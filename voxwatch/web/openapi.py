@@ -133,10 +133,11 @@ def _compare_schemas() -> dict:
                     "(unranked says why)"},
            "unranked": _NULLABLE_STRING, "latency_n": {"type": "integer"}, "latency_p50": _NULLABLE_NUMBER,
            "latency_p50_ci": pair, "accuracy_n": {"type": "integer"},
-           "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, speech quality (MOS) or instruction adherence"},
+           "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, answer accuracy (S2S single turn) or "
+                        "instruction adherence"},
            "accuracy_ci": pair, "on_frontier": {"type": "boolean"},
-           "quality_n": {"type": "integer", "description": "clips with a speech quality score (0 where the accuracy "
-                         "is the speech quality already, or nothing was scored)"},
+           "quality_n": {"type": "integer", "description": "clips with a speech quality score (0 where nothing was "
+                         "scored)"},
            "quality_mos": {**_NULLABLE_NUMBER, "description": "speech quality (MOS, 1-5, higher is better) of the "
                            "audio the model sent, beside its accuracy (METHOD 'Speech quality')"},
            "quality_mos_ci": pair,
@@ -170,6 +171,9 @@ def document() -> dict:
             "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by"},
             "quality_mos": {**_NULLABLE_NUMBER, "description": "TTS and S2S: the mean DNSMOS P.835 OVRL (1-5, higher is "
                             "better) of the audio the model sent, over the ok rows scored; null under 5 (METHOD \"Speech quality\")"},
+            "answer_accuracy": {**_NULLABLE_NUMBER, "description": "S2S: the share of the ok replies to spoken questions "
+                                "scored for an answer in which the instrument heard it (higher is better); null under 5 "
+                                "scored (answer_clips) (METHOD \"Answer accuracy (S2S single turn)\")"},
             "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "
