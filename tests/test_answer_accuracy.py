@@ -8,6 +8,7 @@ Clopper-Pearson interval), checked against the rows counted by hand."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -391,3 +392,67 @@ def test_every_reader_shows_the_answer_accuracy_of_the_stored_rows(store_of: str
         assert f'data-value="{r["accuracy"]}">{100 * r["accuracy"]:.2f}%' in compare_page
         assert float(next(x for x in compare_csv if x["model_id"] == model)["accuracy"]) == r["accuracy"]
     assert "answer accuracy" in compare_page and "beside the answer accuracy" in compare_page
+
+
+# --- end to end: `voxwatch run` against the emulator ------------------------------------------------
+
+def _exported(url: str) -> list[Observation]:
+    out = run_cli("export", "--format", "jsonl", "--store", url).stdout
+    return [from_record(json.loads(line)) for line in out.splitlines()]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_store(request, tmp_path):
+    """A store of the parameter's kind, twice: where `voxwatch run` measures, and where its rows are read."""
+    if request.param == "sqlite":
+        yield lambda name: f"sqlite:///{tmp_path / name}.sqlite"
+    else:
+        with contextlib.ExitStack() as stack:
+            yield lambda name: stack.enter_context(fresh_postgres())
+
+
+@pytest.mark.e2e
+def test_voxwatch_run_against_the_emulator_scores_the_answers_and_the_readers_show_them(catalog, fresh_store, tmp_path):
+    """Two `voxwatch run` ticks of OpenAI Realtime on the spoken questions against its emulator (as
+    `voxwatch emulate` serves it): every reply heard by Whisper tiny.en and checked, stored on SQLite and
+    Postgres. The emulator's rows never reach a board, so the same rows, stored as a vendor's would be,
+    are read back: the board, the API and the comparison page show the accuracy counted from them."""
+    from starlette.testclient import TestClient
+
+    from voxwatch.metrics.published import rounded
+    from voxwatch.web.app import create_app
+
+    measured = fresh_store("measured")
+    with serve("openai", scenarios(catalog, 20)) as emulator:
+        env = {"VOXWATCH_OPENAI_BASE_URL": emulator, "VOXWATCH_OPENAI_API_KEY": "emulator-key",
+               "VOXWATCH_RUN_RECORDINGS_DIR": str(tmp_path / "recordings")}
+        for seed in ("5", "6"):
+            run_cli("run", "--models", S2S, "--datasets", QUESTIONS, "--sample-size", "3", "--seed", seed, "--store",
+                    measured, "--no-progress", "--wide", env=env)
+    rows = _exported(measured)
+    questions = {c.id: (i, c) for i, c in enumerate(catalog.load(QUESTIONS).clips)}
+    assert len(rows) == 6 and len({r.run_id for r in rows}) == 2 and all(r.emulator for r in rows)
+    for r in rows:
+        index, clip = questions[r.clip_id]
+        assert (r.status, r.instrument_id, r.instrument_error) == ("ok", INSTRUMENT, None), r.reason
+        assert r.hypothesis and r.answer_correct is answer_correct(clip.answers, r.hypothesis)
+        if (index + 1) % WRONG_EVERY == 0:  # the emulator said no answer
+            assert r.answer_correct is False
+    share, n = by_hand(rows)
+    assert n == 6
+
+    shown = fresh_store("shown")
+    _stored(shown, [replace(r, emulator=False) for r in rows])  # as a vendor's rows: what the readers read
+    printed = run_cli("leaderboard", "--board", "s2s", "--format", "json", "--store", shown).stdout
+    [board] = [r for r in json.loads(printed)["rows"] if r["metric"] == "v2v_ms"]
+    assert (board["answer_accuracy"], board["answer_clips"]) == (rounded(share, "fraction"), 6)
+    with TestClient(create_app(shown)) as client:
+        api = client.get("/api/v1/leaderboard", params={"board": "s2s"}).json()["rows"]
+        page = client.get("/board/s2s").text
+        compared = client.get("/api/v1/compare/s2s").json()
+        compare_page = client.get("/compare/s2s").text
+    assert all(r["answer_accuracy"] == rounded(share, "fraction") for r in api)
+    assert f'data-field="answer_accuracy" data-value="{share}">{100 * share:.1f}%</td>' in page
+    [line] = compared["rows"]
+    assert (line["accuracy"], line["accuracy_n"], compared["use_case"]["id"]) == (rounded(share, "fraction"), 6, "questions")
+    assert f'{100 * line["accuracy"]:.2f}%' in compare_page
