@@ -123,7 +123,7 @@ def _api(server: str, board: str) -> dict[tuple, dict]:
 _MEASURE = """
 const cell = document.querySelector('table.ranked tbody tr[data-model] td[data-field="p50"]');
 const model = cell && cell.closest('tr').querySelector('td[data-field="model"]');
-const wer = cell && cell.closest('tr').querySelector('td[data-field="pooled_wer"]');
+const wer = cell && cell.closest('tr').querySelector('td[data-field="pooled_wer"], td[data-field="answer_accuracy"]');
 const box = e => e && e.getBoundingClientRect();
 const scrolled = t => {  // the All metrics table scrolled to its end inside its own box: its last column's place
   const scroller = t.closest('.table-scroll'); scroller.scrollLeft = scroller.scrollWidth;

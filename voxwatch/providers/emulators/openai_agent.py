@@ -42,7 +42,7 @@ class ScriptedConversation(_Conversation):
     """One Realtime session of the scripted agent."""
 
     def __init__(self, ws, script: ConversationScript, emulator, model: str, cache) -> None:
-        super().__init__(ws, script, emulator, model, [], 0)
+        super().__init__(ws, script, emulator, model, cache)
         self.script, self.cache = script, cache
         self.opened = time.perf_counter_ns()
         self.replayed = 0  # user messages replayed into this session
