@@ -236,7 +236,7 @@ def test_an_accent_board_is_the_series_of_that_accents_rows(server, store):
     assert {(r["model_id"], r["dataset"], r["metric"]): r["p50"] for r in cli["rows"]} == {
         k: r["p50"] for k, r in by_key.items()}
     assert cli["accents"] == ["scottish"]
-    table = run_cli("leaderboard", "--store", store, "--accent", "scottish", "--dataset", CLEAN).stdout
+    table = run_cli("leaderboard", "--store", store, "--accent", "scottish", "--dataset", CLEAN, "--wide").stdout
     assert table.startswith("STT board - rolling 30d, clips of accent scottish only,")
     nova_line = next(line for line in table.splitlines() if "deepgram/nova-3" in line and " ttfs_ms " in line)
     assert f"{by_key[('deepgram/nova-3', CLEAN, 'ttfs_ms')]['p50']:.1f} [" in nova_line

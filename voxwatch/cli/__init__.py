@@ -292,7 +292,7 @@ def cmd_demo(args) -> int:
 
         print(f"\nserving the demo store on http://{args.host}:{args.port}/ (every page watermarked as emulated data)")
         return serve(url, args.host, args.port)
-    print(f"\nsee every page: voxwatch serve --store {url}")
+    print(f"\nsee every page: voxwatch serve --store {redact(url)}")
     return 0
 
 
