@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 from starlette.testclient import TestClient
 
-from voxwatch.cli.demo import as_board_rows, cloud_models
+from voxwatch.cli.demo import as_board_rows, demo_models
 from voxwatch.cli.emulate import VENDORS
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.providers.registry import Registry
@@ -65,11 +65,14 @@ def test_emulated_rows_become_the_demo_stores_board_rows_and_nothing_else_change
 
 def test_the_demo_measures_every_cloud_model_of_the_emulated_vendors():
     registry = Registry.default()
-    models = cloud_models(registry, ("deepgram", "openai", "xai"))
+    models = demo_models(registry, ("deepgram", "openai", "xai"))
     ids = {m.id for m in models}
     assert "deepgram/nova-3" in ids and "xai/grok-voice-think-fast-2.0" in ids
-    assert all(m.vendor in ("deepgram", "openai", "xai") and not registry.standing(m).retired for m in models)
-    assert not any(m.id.startswith(("pocketsphinx", "faster-whisper", "espeak")) for m in models)
+    assert not any(registry.standing(m).retired for m in models)
+    local = {m.id for m in models if not m.needs_key}  # the local engines, measured here, beside them
+    assert {"pocketsphinx/en-us@5.1.1", "faster-whisper/tiny.en@1.2.1", "espeak-ng/en-us@1.52.0"} <= local
+    assert all(m.vendor in ("deepgram", "openai", "xai") for m in models if m.needs_key)
+    assert not any(registry.is_baseline(m.id) for m in models)
 
 
 def test_every_page_and_document_of_a_demo_store_carries_the_watermark(tmp_path):
@@ -118,7 +121,7 @@ def test_voxwatch_demo_fills_its_own_store_watermarked_and_leaves_the_default_al
         store.close()
     registry = Registry.default()
     measured = {r.model_id for r in rows}
-    assert measured == {m.id for m in cloud_models(registry, VENDORS)}  # every registered cloud model
+    assert measured == {m.id for m in demo_models(registry, VENDORS)}  # every registered cloud model, and the local engines
     assert rows and not any(r.emulator for r in rows) and len({r.run_id for r in rows}) == 2
     exported = [json.loads(line) for line in run_cli("export", "--store", url, env=env).stdout.splitlines()]
     assert exported and all(r["emulator"] for r in exported)  # they leave the demo store as an emulator's rows

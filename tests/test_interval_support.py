@@ -93,10 +93,12 @@ def test_a_share_at_0_of_n_or_n_of_n_gets_the_exact_binomial_bounds():
     assert 0.0 < low < 1 / 6 < high < 1.0
 
 
-def test_pooled_wer_has_a_log_scale_interval_that_cannot_cross_zero():
-    """A pooled WER of 72 % over two ticks read [19.1 %, 125.8 %] as a t interval: on the log scale
-    the interval is asymmetric as a ratio's is and stays above 0; a WER of 0 gets the exact upper
-    bound of 0 errors in its words."""
+def test_pooled_wer_has_a_count_rate_interval_that_cannot_cross_zero():
+    """A pooled WER of 72 % over two ticks read [19.1 %, 125.8 %] as a t interval (and 23 % read
+    [0.0 %, 189,146 %] on the log scale with t over one degree of freedom): errors per word as a
+    count's rate (Garwood's interval at the effective number of words) stays above 0, is longer
+    above than below, as a count's distribution is, and a WER of 0 gets the exact upper bound of 0
+    errors in its words, 3.69 / words."""
     rng = np.random.default_rng(4)
     n = 12
     words = rng.integers(3, 9, n)
@@ -106,11 +108,12 @@ def test_pooled_wer_has_a_log_scale_interval_that_cannot_cross_zero():
                       errors=list(errors), words=list(words))
     row = series_rows(SeriesKey("stt", MODEL, "d", "local", "13", "stt-batch", ""), data)[0]
     low, high = row.wer_ci
-    assert 0 < low < row.pooled_wer < high
-    assert high / row.pooled_wer == pytest.approx(row.pooled_wer / low)  # symmetric in log
+    assert 0 < low < row.pooled_wer < high < 3 * row.pooled_wer
+    assert high - row.pooled_wer > row.pooled_wer - low  # a count's longer upper tail
     clean = SeriesData(**{**data.__dict__, "errors": [0] * n})
     zero = series_rows(SeriesKey("stt", MODEL, "d", "local", "13", "stt-batch", ""), clean)[0]
-    assert zero.pooled_wer == 0 and zero.wer_ci[0] == 0 and 0 < zero.wer_ci[1] < 0.1
+    assert zero.pooled_wer == 0 and zero.wer_ci[0] == 0
+    assert zero.wer_ci[1] == pytest.approx(3.6889 / int(np.sum(words)), rel=1e-3)
 
 
 def test_a_signed_clocks_interval_stops_at_0_or_at_its_smallest_value():

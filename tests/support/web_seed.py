@@ -28,7 +28,7 @@ from voxwatch.metrics.ranking import comparable, ranks
 from voxwatch.metrics.series import series_rows
 from voxwatch.store.series_data import group
 from voxwatch.metrics.specs import for_protocol
-from voxwatch.metrics.clustered import design, log_interval, quantile_interval, rate_interval, ratio_variance, t_interval
+from voxwatch.metrics.clustered import count_rate_interval, design, quantile_interval, rate_interval, ratio_variance, t_interval
 from voxwatch.metrics.series import RATES
 from voxwatch.foundation.observation import Observation
 from voxwatch.providers.registry import Registry
@@ -150,8 +150,8 @@ def expected_board(window: str) -> dict[tuple, dict]:
                                                           tick=[r.run_id for r in members])) if attempts >= 5 else None,
             "timeout_rate": sum(r.status == "timeout" for r in members) / attempts if attempts >= 5 else None,
             "pooled_wer": wer, "wer_words": sum(words), "wer_clips": len(words),
-            "wer_ci": log_interval(wer, ratio_variance(wer_design, np.array(errors), np.array(words)))
-            if wer else None, "metrics": metrics,
+            "wer_ci": count_rate_interval(wer, ratio_variance(wer_design, np.array(errors), np.array(words)), sum(words))
+            if wer is not None else None, "metrics": metrics,
         }
     return out
 

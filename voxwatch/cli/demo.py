@@ -2,7 +2,7 @@
 
 With no key the embedded default measures one local engine per protocol, so a newcomer's boards
 have nothing to compare. The demo starts the loopback emulators of every cloud vendor (`voxwatch
-emulate`), measures every registered cloud model against them for a few ticks (and holds short
+emulate`), measures every registered cloud model against them, beside the local engines, for a few ticks (and holds short
 conversations with every S2S model that can hold one) into a scratch store, then copies those rows
 into a separate demo store (var/demo.sqlite) marked as one (voxwatch.store.demo). Every reader of
 that store watermarks what it shows as emulated data; the default store is never touched, and
@@ -43,10 +43,14 @@ class DemoResult:
     ticks: int
 
 
-def cloud_models(registry: Registry, vendors: tuple[str, ...]) -> list[ModelInfo]:
-    """Every registered model of an emulated vendor on the single-turn boards that is not retired."""
+def demo_models(registry: Registry, vendors: tuple[str, ...]) -> list[ModelInfo]:
+    """Every registered model of the single-turn boards that is not retired: each of an emulated vendor
+    (against its emulator) and each that needs no key (a local engine, measured here), so the board
+    holds what a team compares, local engines beside cloud models. Baselines are scripts, not models."""
     return sorted((m for m in registry.models.values()
-                   if m.vendor in vendors and m.board in BOARDS and not registry.standing(m).retired),
+                   if (m.vendor in vendors or not m.needs_key) and m.vendor != "agent" and m.board in BOARDS
+                   and not m.baseline
+                   and not registry.is_baseline(m.id) and not registry.standing(m).retired),
                   key=lambda m: (m.board, m.id))
 
 
@@ -90,15 +94,15 @@ def reset(url: str) -> None:
 
 def fill(cfg: Config, registry: Registry, catalog: Catalog, url: str, ticks: int, sample_size: int,
          conversation_turns: int, say: Callable[[str], None] = print) -> DemoResult:
-    """Measure every cloud model against its emulator `ticks` times into a scratch store, then copy
+    """Measure every cloud model against its emulator (and every local engine) `ticks` times into a scratch store, then copy
     the rows (and conversations) into the demo store at `url`, marked."""
     from voxwatch.cli import emulate
     from voxwatch.harness.tick import plan_tick, resolve_instrument
 
-    models = cloud_models(registry, emulate.VENDORS)
+    models = demo_models(registry, emulate.VENDORS)
     if not models:
-        raise StoreError("no registered cloud model to emulate")
-    say(f"starting the loopback emulators of {len(emulate.VENDORS)} vendors for {len(models)} models "
+        raise StoreError("no registered model to measure")
+    say(f"starting the loopback emulators of {len(emulate.VENDORS)} vendors; {len(models)} models "
         f"({', '.join(f'{sum(m.board == b for m in models)} {b.upper()}' for b in BOARDS)})")
     with tempfile.TemporaryDirectory(prefix="voxwatch-demo-") as scratch, \
             emulate.emulators(list(emulate.VENDORS), emulate.scenarios(catalog, cfg.chunk_ms)) as urls, \

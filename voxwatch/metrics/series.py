@@ -25,7 +25,7 @@ import numpy as np
 
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import support
-from voxwatch.metrics.clustered import (Design, design, log_interval, proportion_interval, quantile_interval,
+from voxwatch.metrics.clustered import (Design, count_rate_interval, design, proportion_interval, quantile_interval,
                                          rate_interval, ratio_variance, t_interval)
 from voxwatch.metrics.specs import for_protocol
 
@@ -325,17 +325,13 @@ def _clustered_enough(d: Design) -> bool:
 
 
 def _wer_ci(wer: float | None, errors: np.ndarray, words: np.ndarray, d: Design) -> tuple[float, float] | None:
-    """Pooled WER's interval: on the log scale (clustered.log_interval), so it never crosses zero and
-    has no upper limit (insertions can take WER past 1); at 0 errors, where a log has no scale, the
-    exact upper bound of 0 errors in the reference words (clustered.proportion_interval at 0)."""
+    """Pooled WER's interval: errors per reference word as a count's rate (clustered.count_rate_interval),
+    so it never crosses 0, has no upper limit (insertions can take WER past 1), and 0 errors get the
+    exact upper bound of none in the words."""
     if wer is None or not _clustered_enough(d):
         return None
     v = ratio_variance(d, errors, words)
-    if v is None:
-        return None
-    if wer <= 0 or v.total <= 0:
-        return (wer, wer) if wer > 0 else proportion_interval(0.0, v, float(np.sum(words)))
-    return log_interval(wer, v)
+    return count_rate_interval(wer, v, float(np.sum(words))) if v is not None else None
 
 
 def _share_ci(share: float | None, hits: np.ndarray, counted: np.ndarray, d: Design) -> tuple[float, float] | None:

@@ -6,8 +6,8 @@ hypothesis with more insertions than the reference has words); a duration or a r
 at least 0, unless its clock can run before its anchor (a `signed` metric: a final before the end
 of speech, and then never below the smallest value measured); speech quality lies on the P.835
 scale, 1 to 5. Shares get Clopper-Pearson's interval at the effective sample size
-(clustered.proportion_interval), which never leaves [0, 1]; pooled WER the log-scale interval
-(clustered.log_interval), which cannot cross 0; every other interval is the t interval truncated
+(clustered.proportion_interval), which never leaves [0, 1]; pooled WER a count rate's interval
+(clustered.count_rate_interval), which cannot cross 0; every other interval is the t interval truncated
 at its support (`clip`). Every reader prints the interval as metrics made it, so a
 negative bound of a quantity that cannot be negative never reaches a page.
 """

@@ -16,9 +16,9 @@ import time
 from voxwatch.foundation.store_url import SQLITE, StoreError, parse_store_url, store_kind
 
 TABLE = "demo_store"
-WATERMARK = ("EMULATED DATA, NOT VENDOR MEASUREMENTS: every figure in this store was measured against voxwatch's "
-             "loopback emulators of the vendors' protocols (`voxwatch demo`), not against the vendors. It shows what "
-             "the product does, never how a vendor performs.")
+WATERMARK = ("EMULATED DATA, NOT VENDOR MEASUREMENTS: every cloud model's figure in this store was measured against "
+             "voxwatch's loopback emulators of the vendors' protocols (`voxwatch demo`, beside this machine's local "
+             "engines), not against the vendors. It shows what the product does, never how a vendor performs.")
 """The words every page, API document and CLI table of a demo store carries."""
 
 
