@@ -215,7 +215,7 @@ def serving(store_url: str, log: Path, today: str | None = None, *options: str,
                                 stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a busy 2-core machine: uvicorn up, the first health answer late
         while True:
             try:
                 httpx.get(base + "/api/v1/health", timeout=5)
