@@ -24,7 +24,6 @@ from voxwatch.config import Config
 from voxwatch.datasets.catalog import Catalog
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.store_url import StoreError
-from voxwatch.providers.keys import key_variable, vendor_variable
 from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.store import demo as demo_store
 from voxwatch.store import open_store
@@ -49,19 +48,14 @@ def demo_models(registry: Registry, vendors: tuple[str, ...]) -> list[ModelInfo]
     holds what a team compares, local engines beside cloud models. Baselines are scripts, not models."""
     return sorted((m for m in registry.models.values()
                    if (m.vendor in vendors or not m.needs_key) and m.vendor != "agent" and m.board in BOARDS
-                   and not m.baseline
                    and not registry.is_baseline(m.id) and not registry.standing(m).retired),
                   key=lambda m: (m.board, m.id))
 
 
 @contextlib.contextmanager
-def pointed_at(urls: dict[str, str], key: str) -> Iterator[None]:
-    """Every emulated vendor's adapter pointed at its emulator (what `voxwatch emulate` prints to
-    export), for the length of the block; the environment as it was afterwards."""
-    wanted = {}
-    for vendor, url in urls.items():
-        wanted[vendor_variable(vendor, "BASE_URL")] = url
-        wanted[key_variable(vendor)] = key
+def pointed_at(wanted: dict[str, str]) -> Iterator[None]:
+    """The environment with `wanted` set (every emulated vendor's adapter pointed at its emulator:
+    emulate.environment) for the length of the block, as it was afterwards."""
     before = {name: os.environ.get(name) for name in wanted}
     os.environ.update(wanted)
     try:
@@ -106,7 +100,7 @@ def fill(cfg: Config, registry: Registry, catalog: Catalog, url: str, ticks: int
         f"({', '.join(f'{sum(m.board == b for m in models)} {b.upper()}' for b in BOARDS)})")
     with tempfile.TemporaryDirectory(prefix="voxwatch-demo-") as scratch, \
             emulate.emulators(list(emulate.VENDORS), emulate.scenarios(catalog, cfg.chunk_ms)) as urls, \
-            pointed_at(urls, emulate.EMULATOR_KEY):
+            pointed_at(emulate.environment(urls)):
         scratch_url = f"sqlite:///{Path(scratch) / 'emulated.sqlite'}"
         config = replace(cfg, store_url=scratch_url, spool_dir=Path(scratch) / "spool")
         store = open_store(scratch_url)
@@ -146,23 +140,14 @@ async def _tick(config: Config, registry: Registry, plan, run_id: str, instrumen
     """One tick's rows, every model's items in turn but the models side by side (the emulators answer
     them all at once): minutes, where the harness's one-item-at-a-time tick would take most of an hour.
     Its clocks are an emulator's figures for a demo, never a measurement of anyone."""
-    from voxwatch.harness.tick import create_adapter, measure_task
-    from voxwatch.providers.keys import model_secrets
+    from voxwatch.harness.tick import measure_task, plan_adapters
 
-    models = {t.model.id: t.model for t in plan.tasks}
-    adapters = {model_id: create_adapter(registry, model, config.region) for model_id, model in models.items()}
-    secrets = tuple(s for t in plan.tasks for s in model_secrets(t.model))
+    with plan_adapters(registry, plan, config.region) as (adapters, secrets):
+        async def one_model(model_id: str) -> list[Observation]:
+            return [await measure_task(config, task, adapters[model_id], run_id, plan.seed, secrets, instrument,
+                                       instrument_id) for task in plan.tasks if task.model.id == model_id]
 
-    async def one_model(model_id: str) -> list[Observation]:
-        return [await measure_task(config, task, adapters[model_id], run_id, plan.seed, secrets, instrument,
-                                   instrument_id) for task in plan.tasks if task.model.id == model_id]
-
-    try:
-        done = await asyncio.gather(*(one_model(m) for m in models))
-    finally:
-        for adapter in adapters.values():
-            if hasattr(adapter, "close"):
-                adapter.close()
+        done = await asyncio.gather(*(one_model(m) for m in adapters))
     return [row for rows in done for row in rows]
 
 
@@ -174,7 +159,9 @@ def _conversations(config: Config, registry: Registry, models: list[ModelInfo], 
         return False
     from voxwatch.conversations.tick import hold_conversations, plan_conversations
 
-    talkers = [m.id for m in models if m.board == "s2s" and can_converse(registry, m)]
+    from voxwatch.providers.conversation import conversation_refusal
+
+    talkers = [m.id for m in models if m.board == "s2s" and conversation_refusal(registry, m) is None]
     baseline = [m.id for m in registry.models.values() if registry.is_baseline(m.id) and m.board == "s2s"]
     talks = plan_conversations(config, registry, models=talkers + baseline, turns=turns)
     if not talks.models:
@@ -182,10 +169,3 @@ def _conversations(config: Config, registry: Registry, models: list[ModelInfo], 
     result = hold_conversations(config, store, registry, talks)
     say(f"conversations: {len(result.conversations)} held ({turns} turns each) with {len(talks.models)} models")
     return True
-
-
-def can_converse(registry: Registry, model: ModelInfo) -> bool:
-    """Whether the model's adapter can hold a conversation (not only single turns)."""
-    from voxwatch.providers.conversation import conversation_refusal
-
-    return conversation_refusal(registry, model) is None

@@ -89,13 +89,18 @@ def emulators(vendors: list[str], bundle: Scenarios) -> Iterator[dict[str, str]]
         yield {v: stack.enter_context(serve(v, bundle)) for v in vendors}
 
 
+def environment(urls: dict[str, str], key: str = EMULATOR_KEY) -> dict[str, str]:
+    """The variables that point each vendor's adapter at its emulator (its base URL and key)."""
+    out = {}
+    for vendor, url in urls.items():
+        out[vendor_variable(vendor, "BASE_URL")] = url
+        out[key_variable(vendor)] = key
+    return out
+
+
 def exports(urls: dict[str, str], key: str = EMULATOR_KEY) -> list[str]:
     """Shell lines that point each vendor's adapter at its emulator."""
-    lines = []
-    for vendor, url in urls.items():
-        lines.append(f"export {vendor_variable(vendor, 'BASE_URL')}={url}")
-        lines.append(f"export {key_variable(vendor)}={key}")
-    return lines
+    return [f"export {name}={value}" for name, value in environment(urls, key).items()]
 
 
 AGENT = "agent"

@@ -7,6 +7,7 @@ ordered item-major (every model measures item 1, then item 2, ...) so no provide
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import random
 import sys
@@ -14,7 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 from tqdm import tqdm
@@ -216,14 +217,25 @@ def create_adapter(registry: Registry, model: ModelInfo, region: str | None = No
         return exc
 
 
+@contextlib.contextmanager
+def plan_adapters(registry: Registry, plan: Plan, region: str | None) -> Iterator[tuple[dict[str, object], tuple]]:
+    """Each model's adapter for a plan (the exception where one cannot be made: its rows say so) and
+    every secret its rows must never hold; the adapters closed afterwards."""
+    models = {t.model.id: t.model for t in plan.tasks}
+    adapters = {model_id: create_adapter(registry, model, region) for model_id, model in models.items()}
+    try:
+        yield adapters, tuple(s for t in plan.tasks for s in model_secrets(t.model))
+    finally:
+        for adapter in adapters.values():
+            if hasattr(adapter, "close"):
+                adapter.close()
+
+
 async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
                        rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
-    models = {t.model.id: t.model for t in plan.tasks}
-    adapters = {model_id: create_adapter(registry, model, config.region) for model_id, model in models.items()}
-    secrets = tuple(s for t in plan.tasks for s in model_secrets(t.model))
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
     holds = VendorHolds()  # each vendor's Retry-After, from its last 429
-    try:
+    with plan_adapters(registry, plan, config.region) as (adapters, secrets), contextlib.closing(bar):
         for task in plan.tasks:
             wait = holds.wait_s(task.model.vendor, config.max_retry_after_s)
             if wait > 0:  # a rate limit is honoured here, between items, never inside a clock
@@ -240,11 +252,6 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
                 on_row(row)
             bar.set_postfix_str(f"{task.model.id} {task.dataset.name}", refresh=False)
             bar.update(1)
-    finally:
-        bar.close()
-        for adapter in adapters.values():
-            if hasattr(adapter, "close"):
-                adapter.close()
 
 
 async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: int, secrets: tuple,

@@ -19,6 +19,7 @@ is one without an interval (its median under the floor, or every row from one ti
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -120,15 +121,11 @@ def ranks(rows: Iterable[MetricRow], method_version: str,
         out[sid] = None
         if rankable(r, method_version):
             estimate[sid] = float(r.p50)
-    members = set(estimate)
-    pairs = ahead(comparisons, members, lambda key: ranked_metric(key.protocol), estimate)
-    size: dict[tuple, int] = {}
-    for sid in members:
-        size[ranking_of(sid)] = size.get(ranking_of(sid), 0) + 1
-    for sid in members:
-        behind_of = sum(1 for first, second in pairs if second == sid)
-        ahead_of = sum(1 for first, second in pairs if first == sid)
-        out[sid] = Rank(1 + behind_of, size[ranking_of(sid)] - ahead_of)
+    pairs = ahead(comparisons, set(estimate), lambda key: ranked_metric(key.protocol), estimate)
+    shown_ahead, shown_behind = Counter(first for first, _ in pairs), Counter(second for _, second in pairs)
+    size = Counter(ranking_of(sid) for sid in estimate)
+    for sid in estimate:
+        out[sid] = Rank(1 + shown_behind[sid], size[ranking_of(sid)] - shown_ahead[sid])
     return out
 
 
