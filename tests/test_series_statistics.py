@@ -112,3 +112,18 @@ def test_a_percentile_interval_follows_the_skew():
     low, high = quantile_interval(x, 95, design(utterance=np.arange(400) % 40, tick=np.arange(400) // 10))
     estimate = np.percentile(x, 95)
     assert low < estimate < high and high - estimate > estimate - low  # the long tail is on the right
+
+
+def test_the_failure_rate_is_one_minus_availability():
+    """The fitted table's 'failed' column (metrics.series.failure_rate): the three disjoint failure rates
+    together, every attempt that did not succeed."""
+    from voxwatch.foundation.series_key import SeriesKey
+    from voxwatch.metrics.series import SeriesData, availability, failure_rate, series_rows
+
+    statuses = ["ok"] * 12 + ["error", "timeout", "inaudible", "excluded"]
+    n = len(statuses)
+    data = SeriesData(statuses=statuses, utterances=[i % 4 for i in range(n)], ticks=[i // 8 for i in range(n)],
+                      values={"ttfa_ms": [10.0] * n, "ttfb_ms": [5.0] * n, "leading_silence_ms": [5.0] * n,
+                              "connect_ms": [1.0] * n}, errors=[None] * n, words=[None] * n)
+    row = series_rows(SeriesKey("tts", "m/x@1", "d", "local", "13", "tts-stream", ""), data)[0]
+    assert failure_rate(row) == pytest.approx(3 / 15) == pytest.approx(1 - availability(statuses))

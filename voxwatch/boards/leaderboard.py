@@ -18,7 +18,7 @@ from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.published import PLACES
 from voxwatch.metrics.preliminary import row_reason
 from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_note, ranking_title, ranks, series_id
-from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, flat, percentile_floor, series_rows
+from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, failure_rate, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS
 from voxwatch.metrics.wer import CHARACTER, scorer_for
 from voxwatch.foundation.languages import is_english
@@ -272,18 +272,12 @@ def fitted_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
 def _series_cells(r: MetricRow, rank: int | str | None, price: ShownPrice | None) -> dict[str, str]:
     """A series' own cells of a fitted board, on its first metric's row."""
     superseded = "" if r.method_version == METHOD_VERSION else f" (v{r.method_version})"
-    return {"rank": str(rank) if rank else "-", "model": r.model_id + superseded, "failed": _num(_failed(r), True),
+    return {"rank": str(rank) if rank else "-", "model": r.model_id + superseded, "failed": _num(failure_rate(r), True),
             "pooled WER": _short_rate(r.pooled_wer, r.wer_ci),
             "entity errors": _short_rate(r.entity_error_rate, r.entity_error_rate_ci),
             "answer accuracy": _short_rate(r.answer_accuracy, r.answer_accuracy_ci),
             "price": "-" if price is None else "see below" if price.figure is None else price.cell(),
             "MOS": "n/a" if r.quality_mos is None else _num(r.quality_mos, places=2) + _ci(r.quality_mos_ci, places=2)}
-
-
-def _failed(r: MetricRow) -> float | None:
-    """The share of attempts that failed: the three disjoint failure rates together (metrics.series.RATES)."""
-    rates = (r.error_rate, r.timeout_rate, r.inaudible_rate)
-    return None if r.error_rate is None else sum(x for x in rates if x is not None)
 
 
 def _short_rate(value: float | None, ci: tuple[float, float] | None) -> str:

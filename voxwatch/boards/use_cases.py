@@ -20,9 +20,9 @@ from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison, compare
-from voxwatch.metrics.ranking import RANK_RULE, Rank, ahead, comparable, ranked_metric, ranks, series_id
+from voxwatch.metrics.ranking import RANK_RULE, Rank, comparable, ranked_metric, ranks, series_id
 from voxwatch.metrics.series import MetricRow, SeriesData, series_rows
-from voxwatch.metrics.use_case import Apart, Point, frontier, use_case_series
+from voxwatch.metrics.use_case import Point, frontier, told_apart, use_case_series
 from voxwatch.providers.registry import Registry
 
 
@@ -142,28 +142,9 @@ def pooled_comparison(series: Mapping[SeriesKey, SeriesData], board: CompareBoar
     pooled = use_case_series(series, use_case.id, use_case.datasets)
     metric_rows = exclude([m for key, data in pooled.series.items() for m in series_rows(key, data)], registry)
     comparisons = compare(pooled.series, comparable(metric_rows, METHOD_VERSION))
-    headline = [r for r in metric_rows if r.metric == board.latency
-                and not (registry is not None and registry.is_baseline(r.model_id))]  # a script: beside the frontier
-    points = [Point(series_id(r), r.p50, accuracy_of(r, board)[0]) for r in headline]
-    told = told_apart(comparisons, points, board)
+    baseline = registry.is_baseline if registry is not None else (lambda model_id: False)
+    points = [Point(series_id(r), r.p50, accuracy_of(r, board)[0], reference=baseline(r.model_id))
+              for r in metric_rows if r.metric == board.latency]
+    told = told_apart(comparisons, points, board.latency, board.accuracy == "pooled_wer")
     return SeriesComparison(metric_rows, comparisons, ranks(metric_rows, METHOD_VERSION, comparisons),
                             {p.key for p in frontier(points, board.accuracy_lower_is_better, told)}, pooled.missing)
-
-
-def told_apart(comparisons: list[Comparison], points: list[Point], board: CompareBoard) -> Apart:
-    """Which of two points the paired verdicts tell apart on a figure (the frontier's reading of the
-    ranks' verdicts, metrics.ranking.ahead): latency on the ranked metric, accuracy on pooled WER
-    where that is the accuracy; a figure with no paired comparison (answer accuracy) is read on
-    the estimates."""
-    latency = {p.key: p.latency for p in points if p.latency is not None}
-    accuracy = {p.key: p.accuracy for p in points if p.accuracy is not None}
-    faster = ahead(comparisons, set(latency), lambda key: board.latency, latency)
-    paired_accuracy = board.accuracy == "pooled_wer"
-    better = ahead(comparisons, set(accuracy), lambda key: "pooled_wer", accuracy) if paired_accuracy else set()
-
-    def apart(figure: str, a: Point, b: Point) -> bool:
-        if figure == "latency":
-            return (a.key, b.key) in faster
-        return (a.key, b.key) in better if paired_accuracy else True
-
-    return apart

@@ -260,6 +260,10 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+DEMO_TICKS, DEMO_SAMPLE = 4, 4
+"""`voxwatch demo`'s defaults: 4 ticks of 4 items per dataset, 16 values a series (a newcomer's minutes)."""
+
+
 def _say_watermark(cfg: config_mod.Config) -> None:
     """A demo store's watermark above any table read from it (voxwatch.store.demo)."""
     if demo_store.note(cfg.store_url) is not None:
@@ -270,14 +274,14 @@ def cmd_demo(args) -> int:
     """Fill the demo store from the loopback emulators, print its boards, and serve it when asked."""
     from voxwatch.cli import demo
 
-    url, args.store = args.store or demo.DEFAULT_URL, None  # the configured store is the one never written
+    url, args.store = args.store or demo_store.DEFAULT_URL, None  # the configured store is the one never written
     cfg = _config(args)
     if url == cfg.store_url and demo_store.note(url) is None:
         raise config_mod.ConfigError(f"--store {redact(url)} is the configured store: the demo fills a store of its "
-                                     f"own (default {demo.DEFAULT_URL})")
+                                     f"own (default {demo_store.DEFAULT_URL})")
     registry = Registry.default(files=cfg.registry_files)
     if not args.keep:
-        demo.reset(url)
+        demo_store.reset(url)
     result = demo.fill(cfg, registry, _catalog(cfg), url, args.ticks, args.sample_size, args.conversation_turns)
     print(f"demo store {redact(url)}: {result.rows} emulated observations and {result.conversations} conversation(s) "
           f"of {len(result.models)} models over {result.ticks} ticks\n")
@@ -355,6 +359,7 @@ def cmd_compare(args) -> int:
                           "comparisons": board_comparisons.published(found)}, indent=2))
     else:
         span = span_text(only, args.window)
+        _say_watermark(cfg)
         print(f"Paired comparisons - {span or 'rolling ' + args.window}, method v{METHOD_VERSION}\n")
         print(board_comparisons.format_table(found, _width(args)))
     return 0
@@ -787,9 +792,11 @@ def parser() -> argparse.ArgumentParser:
 
     dm = sub.add_parser("demo", help="fill a separate demo store from the emulators with every registered cloud model "
                                      "and print (or --serve) its boards, watermarked as emulated data")
-    dm.add_argument("--store", help="the demo store (default sqlite:///var/demo.sqlite; never the configured store)")
-    dm.add_argument("--ticks", type=_bounded(1, 50, "--ticks"), default=4, help="ticks to measure (default 4)")
-    dm.add_argument("--sample-size", type=_bounded(2, 50, "--sample-size"), default=4, help="items per dataset per tick (default 4)")
+    dm.add_argument("--store", help=f"the demo store (default {demo_store.DEFAULT_URL}; never the configured store)")
+    dm.add_argument("--ticks", type=_bounded(1, 50, "--ticks"), default=DEMO_TICKS,
+                    help=f"ticks to measure (default {DEMO_TICKS})")
+    dm.add_argument("--sample-size", type=_bounded(2, 50, "--sample-size"), default=DEMO_SAMPLE,
+                    help=f"items per dataset per tick (default {DEMO_SAMPLE})")
     dm.add_argument("--conversation-turns", type=_bounded(0, 19, "--conversation-turns"), default=2,
                     help="hold each S2S model's conversation for its first N turns once (0: none; default 2)")
     dm.add_argument("--keep", action="store_true", help="add to the demo store instead of starting it afresh")

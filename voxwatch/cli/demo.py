@@ -28,9 +28,6 @@ from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.store import demo as demo_store
 from voxwatch.store import open_store
 
-DEFAULT_URL = "sqlite:///var/demo.sqlite"
-DEFAULT_TICKS = 4
-DEFAULT_SAMPLE = 4
 BOARDS = ("stt", "tts", "s2s")
 
 
@@ -71,19 +68,6 @@ def pointed_at(wanted: dict[str, str]) -> Iterator[None]:
 def as_board_rows(rows: list[Observation]) -> list[Observation]:
     """The scratch store's rows as the demo store's board rows (the store's mark says what they are)."""
     return [replace(r, emulator=False) for r in rows]
-
-
-def reset(url: str) -> None:
-    """Start the demo store afresh: a demo store's file (or none) is removed; any other store is refused."""
-    from voxwatch.foundation.store_url import parse_store_url
-
-    parsed = parse_store_url(url)
-    if parsed.kind != "sqlite":
-        raise StoreError(f"a demo store is a SQLite file (sqlite:///var/demo.sqlite), not {parsed.shown}")
-    if parsed.path.exists() and demo_store.note(url) is None:
-        raise StoreError(f"{parsed.shown} holds a store that is not a demo store: name another --store")
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{parsed.path}{suffix}").unlink(missing_ok=True)
 
 
 def fill(cfg: Config, registry: Registry, catalog: Catalog, url: str, ticks: int, sample_size: int,

@@ -168,6 +168,13 @@ def availability(statuses: Sequence[str]) -> float | None:
     return rate(sum(s in SUCCEEDED for s in attempted), len(attempted))
 
 
+def failure_rate(row: MetricRow) -> float | None:
+    """The share of a series' attempts that failed in any way: its three disjoint failure rates (RATES)
+    together, 1 minus availability; None below MIN_ATTEMPTS. What a fitted table's 'failed' shows."""
+    rates = (row.error_rate, row.timeout_rate, row.inaudible_rate)
+    return None if row.error_rate is None else sum(x for x in rates if x is not None)
+
+
 def pooled_wer(errors: Sequence[int], words: Sequence[int]) -> float | None:
     """sum(S + D + I) / sum(N) over the scored clips (METHOD "WER"); None below MIN_N clips or no words."""
     total = int(np.sum(words)) if len(words) else 0

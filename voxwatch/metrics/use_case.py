@@ -20,9 +20,11 @@ difference its rank calls a tie.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection, Hashable, Mapping, Sequence
+from typing import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 
 from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics.paired import Comparison
+from voxwatch.metrics.ranking import ahead
 from voxwatch.metrics.series import SeriesData
 
 
@@ -78,10 +80,13 @@ def use_case_series(series: Mapping[SeriesKey, SeriesData], name: str, datasets:
 
 @dataclass(frozen=True)
 class Point:
-    """One model's place on a comparison chart: its headline latency and its accuracy (None: n/a)."""
+    """One model's place on a comparison chart: its headline latency and its accuracy (None: n/a).
+    A `reference` (a baseline: a script, not a model) is drawn beside the frontier: never on it,
+    and it puts no model off it."""
     key: Hashable
     latency: float | None
     accuracy: float | None
+    reference: bool = False
 
 
 Apart = Callable[[str, "Point", "Point"], bool]
@@ -107,7 +112,27 @@ def dominates(a: Point, b: Point, accuracy_lower_is_better: bool = True, apart: 
 def frontier(points: Sequence[Point], accuracy_lower_is_better: bool = True, apart: Apart = _estimates) -> list[Point]:
     """The points no other point dominates, fastest first (ties by accuracy, best first); a point
     missing either figure is never on it and dominates none. Equal points are all on it."""
-    complete = [p for p in points if p.latency is not None and p.accuracy is not None]
+    complete = [p for p in points if p.latency is not None and p.accuracy is not None and not p.reference]
     sign = 1.0 if accuracy_lower_is_better else -1.0
     on = [p for p in complete if not any(dominates(q, p, accuracy_lower_is_better, apart) for q in complete)]
     return sorted(on, key=lambda p: (p.latency, sign * p.accuracy))
+
+
+def told_apart(comparisons: Iterable[Comparison], points: Sequence[Point], latency_metric: str,
+               paired_accuracy: bool) -> Apart:
+    """Which of two points the paired verdicts tell apart on a figure (the frontier's reading of the
+    ranks' verdicts, metrics.ranking.ahead): latency on `latency_metric`, accuracy on pooled WER
+    where that is the accuracy (`paired_accuracy`); a figure with no paired comparison (answer
+    accuracy, adherence) is read on the estimates."""
+    comparisons = list(comparisons)
+    latency = {p.key: p.latency for p in points if p.latency is not None}
+    accuracy = {p.key: p.accuracy for p in points if p.accuracy is not None}
+    faster = ahead(comparisons, set(latency), lambda key: latency_metric, latency)
+    better = ahead(comparisons, set(accuracy), lambda key: "pooled_wer", accuracy) if paired_accuracy else set()
+
+    def apart(figure: str, a: Point, b: Point) -> bool:
+        if figure == "latency":
+            return (a.key, b.key) in faster
+        return (a.key, b.key) in better if paired_accuracy else True
+
+    return apart

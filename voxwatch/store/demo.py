@@ -16,17 +16,24 @@ import time
 from voxwatch.foundation.store_url import SQLITE, StoreError, parse_store_url, store_kind
 
 TABLE = "demo_store"
+DEFAULT_URL = "sqlite:///var/demo.sqlite"
 WATERMARK = ("EMULATED DATA, NOT VENDOR MEASUREMENTS: every cloud model's figure in this store was measured against "
              "voxwatch's loopback emulators of the vendors' protocols (`voxwatch demo`, beside this machine's local "
              "engines), not against the vendors. It shows what the product does, never how a vendor performs.")
 """The words every page, API document and CLI table of a demo store carries."""
 
 
-def mark(url: str, note: str) -> None:
-    """Mark a SQLite store as a demo store (what made it: `note`); a Postgres store is never one."""
+def _sqlite(url: str):
+    """The parsed URL of a demo store, which is a SQLite file; StoreError for any other store."""
     parsed = parse_store_url(url)
     if parsed.kind != SQLITE:
-        raise StoreError(f"a demo store is a SQLite file (sqlite:///var/demo.sqlite), not {parsed.shown}")
+        raise StoreError(f"a demo store is a SQLite file ({DEFAULT_URL}), not {parsed.shown}")
+    return parsed
+
+
+def mark(url: str, note: str) -> None:
+    """Mark a SQLite store as a demo store (what made it: `note`); a Postgres store is never one."""
+    parsed = _sqlite(url)
     parsed.path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(str(parsed.path), timeout=30) as db:
         db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (note TEXT NOT NULL, marked_at REAL NOT NULL)")
@@ -49,6 +56,15 @@ def note(url: str) -> str | None:
     except sqlite3.Error:
         return None
     return row[0] if row else None
+
+
+def reset(url: str) -> None:
+    """Start a demo store afresh: its file (or none) removed; a store that is not a demo store is refused."""
+    parsed = _sqlite(url)
+    if parsed.path.exists() and note(url) is None:
+        raise StoreError(f"{parsed.shown} holds a store that is not a demo store: name another --store")
+    for suffix in ("", "-wal", "-shm"):
+        parsed.path.with_name(parsed.path.name + suffix).unlink(missing_ok=True)
 
 
 def refuse_measuring(url: str) -> None:

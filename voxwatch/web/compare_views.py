@@ -84,8 +84,8 @@ def _series_lines(source: Source, registry: Registry, board: CompareBoard, windo
 def _marked(lines: list[Line], board: CompareBoard, registry: Registry) -> list[Line]:
     """The lines with their frontier flags (metrics.use_case.frontier), in the page's order; a baseline
     (a script, not a model) is drawn beside the frontier, never on it."""
-    on = {p.key for p in frontier([Point(line.key, line.latency_p50, line.accuracy) for line in lines
-                                   if not registry.is_baseline(line.model_id)], board.accuracy_lower_is_better)}
+    on = {p.key for p in frontier([Point(line.key, line.latency_p50, line.accuracy, registry.is_baseline(line.model_id))
+                                   for line in lines], board.accuracy_lower_is_better)}
     return ordered([Line(**{**line.__dict__, "on_frontier": line.key in on}) for line in lines])
 
 
