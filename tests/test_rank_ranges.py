@@ -13,8 +13,7 @@ import pytest
 from voxwatch.boards import leaderboard
 from voxwatch.foundation.observation import Observation
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.clustered import design
-from voxwatch.metrics.paired import holm_adjusted, holm_levels, sign_interval, sign_test
+from voxwatch.metrics.paired import cells, holm_adjusted, holm_levels, median_paired_difference
 from voxwatch.metrics.ranking import Rank, rank_order, ranked_metric, ranks, series_id
 from voxwatch.metrics.use_case import Point, frontier
 from voxwatch.store.comparisons import compute
@@ -78,19 +77,21 @@ def test_holm_levels_reject_what_holm_adjusted_p_values_reject():
     assert holm_levels([0.01, 0.04, 0.03, None, 0.005]) == pytest.approx([0.05 / 3, 0.025, 0.025, None, 0.0125])
 
 
-def test_the_sign_interval_is_the_sign_test_inverted():
+def test_the_latency_interval_and_test_share_one_standard_error():
+    """Woodruff's interval at a level and the sign test at that level agree: the interval holds the
+    median, widens at a stricter level, and leaves out 0 exactly where the test rejects."""
     rng = np.random.default_rng(5)
     u, t = np.repeat(np.arange(8), 6), np.tile(np.arange(6), 8)
-    diff = rng.normal(12.0, 20.0, u.size)
-    d = design(utterance=u, tick=t)
-    low, high = sign_interval(diff, d, 0.05)
-    assert low < float(np.median(diff)) < high
-    assert sign_test(diff, d, low) > 0.05 and sign_test(diff, d, high) > 0.05
-    outside = np.sort(diff)
-    assert all(sign_test(diff, d, x) <= 0.05 for x in outside[outside < low][-2:])
-    assert all(sign_test(diff, d, x) <= 0.05 for x in outside[outside > high][:2])
-    wider = sign_interval(diff, d, 0.005)
-    assert wider[0] <= low and high <= wider[1]  # a stricter level, a wider interval
+    for shift, rejected in ((0.0, False), (30.0, True)):
+        a = cells(u, t, list(rng.normal(300, 5, u.size)))
+        b = cells(u, t, list(a.values + shift + rng.normal(0, 20, u.size)))
+        tested = median_paired_difference(a, b)
+        d = tested.difference
+        assert (d.p_value <= 0.05) is rejected
+        low, high = tested.interval(0.05)
+        assert low <= d.estimate <= high and (not low <= 0 <= high) is rejected
+        wider = tested.interval(0.005)
+        assert wider[0] <= low and high <= wider[1]  # a stricter level, a wider interval
 
 
 def test_ranks_are_ranges_in_the_order_of_the_estimates():
@@ -134,3 +135,13 @@ def test_the_frontier_keeps_a_model_the_verdicts_do_not_tell_apart():
     assert [p.key for p in tied] == ["a", "b"]
     only_latency = frontier([a, b], apart=lambda figure, x, y: figure == "latency")
     assert [p.key for p in only_latency] == ["a"]
+
+
+def test_a_chain_of_verdicts_orders_its_ends():
+    """a shown ahead of b and b of c puts a ahead of c though a and c were not told apart themselves:
+    a holds place 1 and c place 3, not '1-2' and '2-3'."""
+    from voxwatch.foundation.series_key import SeriesKey
+    from voxwatch.metrics.ranking import ordered_behind
+
+    a, b, c = (SeriesKey("stt", m, DATASET, "local", METHOD_VERSION, "stt-stream", "") for m in ("a", "b", "c"))
+    assert ordered_behind({(a, b), (b, c)}) == {a: {b, c}, b: {c}}

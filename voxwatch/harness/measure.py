@@ -242,15 +242,20 @@ async def _instrument_transcript(row: Observation, samples: np.ndarray, rate: in
         return None
     row.instrument_id = ctx.instrument_id
     if not is_english(row.language):  # the instrument's callable takes audio only: it hears English
-        row.instrument_error = (f"the intelligibility instrument {ctx.instrument_id} hears English only; "
+        _instrument_failed(row, f"the intelligibility instrument {ctx.instrument_id} hears English only; "
                                 f"{row.language} speech is not scored ({scored} null)")
         return None
     try:
         audio16k = resample(samples, rate, 16000).astype(np.float32)
         return await asyncio.to_thread(ctx.instrument, audio16k)
     except Exception as exc:
-        row.instrument_error = f"{type(exc).__name__}: {exc}"
+        _instrument_failed(row, f"{type(exc).__name__}: {exc}")
         return None
+
+
+def _instrument_failed(row: Observation, why: str) -> None:
+    """Add an instrument's failure to the row's (speech quality's may already be there: both are kept)."""
+    row.instrument_error = f"{row.instrument_error}; {why}" if row.instrument_error else why
 
 
 @dataclass(frozen=True)

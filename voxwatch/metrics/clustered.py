@@ -105,9 +105,13 @@ class Variance:
 
     @property
     def critical(self) -> float:
+        return self.critical_at(1 - LEVEL)
+
+    def critical_at(self, alpha: float) -> float:
+        """Student's t at these degrees of freedom for a two-sided level alpha."""
         from scipy.stats import t as student_t  # imported when first needed: scipy.stats takes most of a CLI's start-up
 
-        return float(student_t.ppf(0.5 + LEVEL / 2, self.df))
+        return float(student_t.ppf(1 - alpha / 2, self.df))
 
 
 def _combine(d: Design, one_way: Callable[[np.ndarray, int], float]) -> Variance:
@@ -209,11 +213,12 @@ def rate_interval(hits: np.ndarray, d: Design) -> tuple[float, float] | None:
     return proportion_interval(float(x.mean()), ratio_variance(d, x, np.ones(x.size)), x.size)  # never None: n ones
 
 
-def effective_size(p: float, v: Variance, n: float) -> float:
-    """Kish's effective sample size of a share `p` of `n` counted things whose clustered variance is
-    `v`: n over the design effect (V over the binomial p(1 - p) / n), never above n. At 0 of n or
-    n of n the rows carry no variance to estimate a design effect from, and n is taken as it is."""
-    return min(float(n), p * (1 - p) / v.total) if v.total > 0 and 0 < p < 1 else float(n)
+def effective_size(unit_variance: float, v: Variance, n: float) -> float:
+    """Kish's effective sample size of an estimate over `n` counted things whose clustered variance is
+    `v`: n over the design effect (V over the unclustered variance, unit_variance / n: p(1 - p) for
+    a share, the rate for a Poisson count's), never above n. Where the rows carry no variance (0 of
+    n, n of n, no event), no design effect can be estimated and n is taken as it is."""
+    return min(float(n), unit_variance / v.total) if v.total > 0 and unit_variance > 0 else float(n)
 
 
 def proportion_interval(p: float, v: Variance, n: float) -> tuple[float, float]:
@@ -226,7 +231,7 @@ def proportion_interval(p: float, v: Variance, n: float) -> tuple[float, float]:
     edges)."""
     from scipy.stats import beta  # imported when first needed, as scipy.stats is below
 
-    n_eff = effective_size(p, v, n)
+    n_eff = effective_size(p * (1 - p), v, n)
     x = p * n_eff
     alpha = 1 - LEVEL
     low = 0.0 if p <= 0 else float(beta.ppf(alpha / 2, x, n_eff - x + 1))
@@ -245,7 +250,7 @@ def count_rate_interval(rate: float, v: Variance, n: float) -> tuple[float, floa
     freedom 23 % [0.0 %, 189,146 %]."""
     from scipy.stats import chi2  # imported when first needed, as scipy.stats is above
 
-    n_eff = min(float(n), rate / v.total) if v.total > 0 and rate > 0 else float(n)
+    n_eff = effective_size(rate, v, n)
     events = rate * n_eff
     alpha = 1 - LEVEL
     low = 0.0 if events <= 0 else float(chi2.ppf(alpha / 2, 2 * events)) / 2 / n_eff

@@ -10,18 +10,18 @@ models that differ on every clip.
 
 - A latency difference is the median of the per-cell differences (b's value minus a's on the same
   clip at the same tick), shown beside each side's p50 over the shared cells. It is tested by a
-  clustered sign test (the share of cells where b is faster, against one half, its variance the
-  multiway one), which needs no density estimate and which one outlying cell cannot move; its
-  interval is Woodruff's, as a series' p50 interval is. A simulated pair of models 20 ms apart
+  clustered sign test (the share of cells where b is faster, against one half, with the multiway
+  standard error of the share below the median), which needs no density estimate and which one
+  outlying cell cannot move; its interval is Woodruff's from that same error. A simulated pair of models 20 ms apart
   on every clip is told apart after 96 ticks in 95 % of boards this way, against 80-94 % by the
   difference of the two p50s (benchmarks/rank_power.py).
 - The WER difference is the difference of the two pooled WERs over the shared scored cells, its
   variance from the same per-cell influences of the two ratios.
 
-Each difference has a 95 % interval (Student's t at Satterthwaite's degrees of freedom) and a
-two-sided p-value; metrics/ranking.py turns a ranking's p-values into ranks with Holm's step-down
-procedure, so across all the pairs of a ranking the chance of ordering any two models by noise
-stays under 5 %.
+Each difference has a two-sided p-value (Student's t at Satterthwaite's degrees of freedom); Holm's
+step-down procedure over a ranking's pairs gives each pair's verdict, so across all the pairs of a
+ranking the chance of ordering any two models by noise stays under 5 %, and each pair's interval
+is at the level Holm tested it at (holm_levels), excluding 0 exactly when the difference is shown.
 """
 
 from __future__ import annotations
@@ -108,11 +108,8 @@ def _finish(a: float, b: float, v: Variance, d: Design) -> Difference:
 def _t_interval(estimate: float, v: Variance) -> Callable[[float], tuple[float, float]]:
     """The t interval of a difference at a two-sided level alpha: it excludes 0 exactly when the
     t test's p-value is under alpha."""
-    from scipy.stats import t as student_t
-
-    se = float(np.sqrt(v.total))
-    return lambda alpha: (estimate - float(student_t.ppf(1 - alpha / 2, v.df)) * se,
-                          estimate + float(student_t.ppf(1 - alpha / 2, v.df)) * se)
+    half = float(np.sqrt(v.total))
+    return lambda alpha: (estimate - v.critical_at(alpha) * half, estimate + v.critical_at(alpha) * half)
 
 
 def _enough(n: int, d: Design) -> bool:
@@ -122,22 +119,22 @@ def _enough(n: int, d: Design) -> bool:
 @dataclass(frozen=True)
 class Tested:
     """A difference with its p-value, and its interval at any two-sided level alpha (None when the
-    difference is under the floors): the test and the interval are one procedure, so the interval
-    at alpha excludes 0 exactly when p <= alpha."""
+    difference is under the floors), the two from one standard error."""
     difference: Difference
     interval: Callable[[float], tuple[float, float]] | None
 
-    def at_level(self, alpha: float) -> Difference:
-        """The difference with its interval at level alpha."""
-        if self.interval is None or self.difference.estimate is None:
+    def at_level(self, alpha: float, shown: bool) -> Difference:
+        """The difference with its interval at level alpha, holding the verdict `shown` (its Holm-adjusted
+        p-value at most the family's level): where a quantile's step leaves the interval on the other
+        side of 0 from the verdict, its bound nearest 0 is moved to 0's side the estimate is on (or out
+        to 0), so the interval excludes 0 exactly when the difference is shown."""
+        estimate = self.difference.estimate
+        if self.interval is None or estimate is None:
             return self.difference
         low, high = self.interval(alpha)
-        p = self.difference.p_value
-        shown = p is not None and p <= alpha
-        if shown and low <= 0 <= high:  # the test's verdict stands: the interval stops short of 0
-            low, high = (max(low, np.nextafter(0.0, 1.0)), high) if self.difference.estimate > 0 else \
-                (low, min(high, np.nextafter(0.0, -1.0)))
-        elif not shown and not low <= 0 <= high:
+        if shown and low <= 0 <= high and estimate != 0:
+            low, high = (max(low, np.nextafter(0.0, 1.0)), high) if estimate > 0 else (low, min(high, np.nextafter(0.0, -1.0)))
+        elif not (shown and estimate != 0):
             low, high = min(low, 0.0), max(high, 0.0)
         return replace(self.difference, ci=(float(low), float(high)))
 
@@ -177,55 +174,38 @@ def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
 
 
 
-def sign_test(diff: np.ndarray, d: Design, shift: float = 0.0) -> float:
-    """The two-sided p-value of the clustered sign test that the median of the paired differences is
-    `shift`: the share of cells below it (a tie counts half) against 1/2, over its multiway
-    standard error, Student's t at Satterthwaite's degrees of freedom."""
-    from scipy.stats import t as student_t  # imported when first needed, as in clustered.py
-
-    below = (diff < shift).astype(np.float64) + 0.5 * (diff == shift)
-    v = ratio_variance(d, below, np.ones(diff.size))  # never None: the denominator is n ones
-    share, se = float(below.mean()), float(np.sqrt(v.total))
-    return min(1.0, float(2 * student_t.sf(abs(share - 0.5) / se, v.df))) if se > 0 else (1.0 if share == 0.5 else 0.0)
-
-
-def sign_interval(diff: np.ndarray, d: Design, alpha: float) -> tuple[float, float]:
-    """The sign test inverted: the shifts around the median that the test at level alpha does not
-    reject, among the differences themselves (and 0), found by bisection from the median outwards.
-    Its bounds are measured differences, so it never leaves their range."""
-    median = float(np.median(diff))
-    candidates = np.unique(np.concatenate([diff, [0.0, median]]))
-    at = int(np.searchsorted(candidates, median))
-
-    def kept(i: int) -> bool:
-        return sign_test(diff, d, float(candidates[i])) > alpha
-
-    def edge(step: int) -> float:
-        inner, outer = at, (0 if step < 0 else candidates.size - 1)
-        if kept(outer):
-            return float(candidates[outer])
-        while abs(outer - inner) > 1:  # candidates[inner] kept, candidates[outer] rejected
-            mid = (inner + outer) // 2
-            inner, outer = (mid, outer) if kept(mid) else (inner, mid)
-        return float(candidates[inner])
-
-    return edge(-1), edge(1)
-
-
 def median_paired_difference(a: Cells, b: Cells) -> Tested:
     """The median over the shared cells of b's value minus a's (latency: positive when b is slower on
-    the same clip at the same tick), each side's p50 over those cells, and the clustered sign
-    test's two-sided p-value (the share of cells where b is faster against 1/2, over its multiway
-    standard error); its interval at a level is that test inverted (sign_interval), so the two
-    never disagree. No density estimate, and one cell's outlier moves nothing."""
+    the same clip at the same tick), each side's p50 over those cells, and one clustered test and
+    interval from one standard error: that of the share of cells below the median (multiway,
+    Student's t at Satterthwaite's degrees of freedom). The test sets the share of cells where b is
+    faster (a tie counts half) against 1/2; the interval at a level is Woodruff's, the differences'
+    quantiles at 1/2 -+ t x that error, so a shift outside it is one the test rejects. No density
+    estimate, and one cell's outlier moves nothing."""
+    from scipy.stats import t as student_t  # imported when first needed, as in clustered.py
+
     u, t, xa, xb = shared(a, b)
     d = design(utterance=u, tick=t) if u.size else None
     if d is None or not _enough(u.size, d):
         return Tested(_empty(int(u.size), d), None)
     diff = xb - xa
-    return Tested(Difference(float(np.median(xa)), float(np.median(xb)), float(np.median(diff)), None,
-                             sign_test(diff, d), d.rows, d.sizes[0], d.sizes[1]),
-                  lambda alpha: sign_interval(diff, d, alpha))
+    median = float(np.median(diff))
+    v = ratio_variance(d, _below(diff, median), np.ones(diff.size))  # never None: the denominator is n ones
+    se, faster = float(np.sqrt(v.total)), float(_below(diff, 0.0).mean())
+    p = min(1.0, float(2 * student_t.sf(abs(faster - 0.5) / se, v.df))) if se > 0 else (1.0 if faster == 0.5 else 0.0)
+
+    def interval(alpha: float) -> tuple[float, float]:
+        half = v.critical_at(alpha) * se
+        low, high = np.percentile(diff, [100 * max(0.0, 0.5 - half), 100 * min(1.0, 0.5 + half)], method="linear")
+        return float(min(low, median)), float(max(high, median))
+
+    return Tested(Difference(float(np.median(xa)), float(np.median(xb)), median, None, p, d.rows, d.sizes[0],
+                             d.sizes[1]), interval)
+
+
+def _below(diff: np.ndarray, shift: float) -> np.ndarray:
+    """Each cell's indicator of a difference below `shift`, a tie counting half."""
+    return (diff < shift).astype(np.float64) + 0.5 * (diff == shift)
 
 
 def holm_levels(p_values: Sequence[float | None], level: float = FAMILY_LEVEL) -> list[float | None]:
@@ -315,8 +295,8 @@ def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKe
     for (_, statistic), pairs in sorted(families.items()):
         p_values = [x.difference.p_value for _, _, x in pairs]
         for (a, b, x), p_holm, level in zip(pairs, holm_adjusted(p_values), holm_levels(p_values)):
-            shown = level is not None and x.difference.p_value is not None and x.difference.p_value <= level
-            out.append(Comparison(a, b, statistic, x.at_level(level) if level is not None else x.difference,
+            shown = p_holm is not None and p_holm <= FAMILY_LEVEL and x.difference.estimate != 0
+            out.append(Comparison(a, b, statistic, x.at_level(level, shown) if level is not None else x.difference,
                                   p_holm, shown))
     return out
 

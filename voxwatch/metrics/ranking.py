@@ -6,8 +6,8 @@ ticks, and method versions are never pooled) by each series' first headline metr
 protocol, lower is better. Every model of a ranking heard the same clips at the same ticks, so
 two series are compared on the cells both measured (metrics/paired.py), and with Holm's
 procedure over the ranking's pairs. A series' rank is the range of places it could hold given
-those verdicts: from 1 + the number of series shown faster than it to the number of ranked series
-less those shown slower ("2", or "1-4" where it is not told apart from some). Rows stand in the
+those verdicts: from 1 + the number of series shown faster than it (directly, or through a series shown
+between them) to the number of ranked series less those shown slower ("2", or "1-4" where it is not told apart from some). Rows stand in the
 order of the ranked metric's estimate (its p50), and a verdict whose direction contradicts the
 two estimates (the medians over all rows and over the shared cells can disagree) does not order
 the pair, so a rank never puts a model ahead of one with a better estimate. A difference too
@@ -121,12 +121,31 @@ def ranks(rows: Iterable[MetricRow], method_version: str,
         out[sid] = None
         if rankable(r, method_version):
             estimate[sid] = float(r.p50)
-    pairs = ahead(comparisons, set(estimate), lambda key: ranked_metric(key.protocol), estimate)
-    shown_ahead, shown_behind = Counter(first for first, _ in pairs), Counter(second for _, second in pairs)
+    behind = ordered_behind(ahead(comparisons, set(estimate), lambda key: ranked_metric(key.protocol), estimate))
+    ahead_of = Counter(second for first in behind for second in behind[first])
     size = Counter(ranking_of(sid) for sid in estimate)
     for sid in estimate:
-        out[sid] = Rank(1 + shown_behind[sid], size[ranking_of(sid)] - shown_ahead[sid])
+        out[sid] = Rank(1 + ahead_of[sid], size[ranking_of(sid)] - len(behind.get(sid, ())))
     return out
+
+
+def ordered_behind(pairs: set[tuple[SeriesKey, SeriesKey]]) -> dict[SeriesKey, set[SeriesKey]]:
+    """Every series the verdicts put behind each one, directly or through others (a shown ahead of b
+    and b of c puts a ahead of c, whether or not a and c were told apart themselves). The pairs
+    agree with the estimates' order, so they hold no cycle."""
+    direct: dict[SeriesKey, set[SeriesKey]] = {}
+    for first, second in pairs:
+        direct.setdefault(first, set()).add(second)
+    closed: dict[SeriesKey, set[SeriesKey]] = {}
+
+    def reach(sid: SeriesKey) -> set[SeriesKey]:
+        if sid not in closed:
+            closed[sid] = set()
+            for nxt in direct.get(sid, ()):
+                closed[sid] |= {nxt} | reach(nxt)
+        return closed[sid]
+
+    return {sid: reach(sid) for sid in direct}
 
 
 def rank_order(first: MetricRow, rank: Rank | None) -> tuple:

@@ -320,11 +320,12 @@ def answer_accuracy(statuses: np.ndarray, answers: Sequence[bool | None], d: Des
     (Clopper-Pearson at the clustered effective size, as a rate's: rate_ci)."""
     if not len(answers):
         return {}
-    column = np.asarray([np.nan if a is None else float(a) for a in answers], dtype=np.float64)
+    column = np.asarray(answers, dtype=np.float64)  # None becomes NaN: not scored
     scored = (statuses == "ok") & ~np.isnan(column)
-    hits = column[scored] > 0.5
-    return dict(answer_accuracy=float(hits.mean()) if hits.size >= MIN_N else None, answer_clips=int(hits.size),
-                answer_accuracy_ci=rate_ci(hits, d.subset(scored)))
+    hits = column[scored]
+    share = float(hits.mean()) if hits.size >= MIN_N else None
+    return dict(answer_accuracy=share, answer_clips=int(hits.size),
+                answer_accuracy_ci=rate_ci(hits, d.subset(scored)) if share is not None else None)
 
 
 def _clustered_enough(d: Design) -> bool:
