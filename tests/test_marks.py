@@ -5,6 +5,7 @@ conversation line judged on fewer dimensions than the others on its table."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 from voxwatch.boards.marks import FIELDS, NOT_JUDGED, ROW_FIELDS, Marks, judged_dimensions, model_marks, not_judged
 from voxwatch.foundation.scenario import DIMENSIONS
@@ -57,3 +58,22 @@ def test_a_line_judged_on_fewer_dimensions_than_its_table_says_which():
     words = model_marks(None, "agent/reference", not_judged=missing["reference"]).words
     assert words == ("judged on fewer dimensions: not on tool_use_correct, kb_grounding",)
     assert not_judged({"alone": frozenset({"turn_taking"})}) == {"alone": ()}  # alone on its table: nothing to compare
+
+
+def test_decided_dimensions_are_the_dimensions_a_lines_rates_decided():
+    """metrics.conversation_aggregate.decided_dimensions (the comparison page's count-only reading) names
+    the dimensions whose rates have n > 0, as judged_dimensions(dimension_rates(...)) does."""
+    from voxwatch.conversations.records import score_of
+    from voxwatch.metrics.conversation_aggregate import decided_dimensions, dimension_rates
+
+    from support.compare_seed import conversations
+
+    by_model: dict[str, list] = {}
+    for row, turns in conversations():
+        by_model.setdefault(row.model_id, []).append(score_of(row, turns))
+    first = sorted(by_model)[0]  # judged on turn-taking only, as a reference agent is
+    by_model[first] = [replace(c, turns=[replace(t, verdicts={d: v for d, v in t.verdicts.items() if d == "turn_taking"})
+                                         for t in c.turns]) for c in by_model[first]]
+    found = {m: decided_dimensions(s) for m, s in by_model.items()}
+    assert found == {m: judged_dimensions(dimension_rates(s)) for m, s in by_model.items()}
+    assert found[first] == {"turn_taking"} and len(set(found.values())) > 1

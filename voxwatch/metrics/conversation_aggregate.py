@@ -72,6 +72,13 @@ def instruction_adherence(scores: Sequence[ConversationScore]) -> Rate:
     return clustered_rate(*_verdicts(scores, DIMENSIONS))
 
 
+def decided_dimensions(scores: Iterable[ConversationScore]) -> frozenset[str]:
+    """The dimensions with at least one decided verdict over some conversations: what their adherence
+    counts (dimension_rates' dimensions with n > 0, without the rates' intervals)."""
+    return frozenset(d for c in scores for turn in c.turns for d, v in turn.verdicts.items()
+                     if d in DIMENSIONS and v.passed is not None)
+
+
 def dimension_rates(scores: Sequence[ConversationScore]) -> dict[str, Rate]:
     """Per dimension, the share of turns that passed it, over the turns where it was decided."""
     return {dim: clustered_rate(*_verdicts(scores, (dim,))) for dim in DIMENSIONS}

@@ -126,11 +126,6 @@ def note(cut: bool) -> str:
     return f'<p class="chart-note" data-field="axis-note">{AXIS_NOTE}</p>' if cut else ""
 
 
-def numbered(items: list, numbers: dict[str, int] | None) -> dict[str, int]:
-    """Each item's number: the page's (`numbers`, by key), else its place in the list."""
-    return {x.key: (numbers or {}).get(x.key) or i for i, x in enumerate(items, 1)}
-
-
 def interval_bars(title: str, unit: str, bars: list[Bar]) -> str:
     """Horizontal bars from 0 to each value, a whisker over [low, high], the value printed after it;
     a value far beyond the others drawn past the axis' break, an interval past it cut with an arrow."""

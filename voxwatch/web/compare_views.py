@@ -17,12 +17,12 @@ import io
 import time
 from voxwatch.boards import leaderboard
 from voxwatch.boards.compare_lines import Line, from_json, from_rows, is_current, ordered
-from voxwatch.boards.marks import FIELDS as MARK_FIELDS, NOT_JUDGED, judged_dimensions, model_marks, not_judged
+from voxwatch.boards.marks import FIELDS as MARK_FIELDS, NOT_JUDGED, model_marks, not_judged
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields
 from voxwatch.boards.use_cases import COMPARE_BOARDS, RANKS_NOTE, CompareBoard, UseCase, chosen_use_case
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.conversation_aggregate import dimension_rates, instruction_adherence, speech_quality, v2v_per_turn
+from voxwatch.metrics.conversation_aggregate import decided_dimensions, instruction_adherence, speech_quality, v2v_per_turn
 from voxwatch.metrics.preliminary import scorecard_reason
 from voxwatch.metrics.published import rounded, when
 from voxwatch.metrics.use_case import Point, frontier
@@ -54,7 +54,7 @@ def _conversation_lines(source: Source, registry: Registry, window: str,
         if chosen is not None and row.persona == chosen.id:
             scores.setdefault((row.model_id, row.region), []).append(score_of(row, turns))
     lines = []
-    judged = {key: judged_dimensions(dimension_rates(kept)) for key, kept in scores.items()}
+    judged = {key: decided_dimensions(kept) for key, kept in scores.items()}
     missing = not_judged(judged)
     for (model_id, region), kept in sorted(scores.items()):
         v2v, adherence, quality = v2v_per_turn(kept), instruction_adherence(kept), speech_quality(kept)
