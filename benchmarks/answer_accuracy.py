@@ -20,20 +20,24 @@ Prints a table and each reply misheard with what was heard; last line: JSON.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from voxwatch.cli.emulate import NO_ANSWER
+from voxwatch import config
+from voxwatch.cli.emulate import NO_ANSWER, answer_sentence
 from voxwatch.datasets.build_starter import VOICES
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.foundation.audio import CATALOG_RATE, normalize_loudness, resample
 from voxwatch.metrics.answers import answer_correct
 from voxwatch.providers.emulators.speech import speech_pcm
 from voxwatch.providers.local.espeak_engine import EspeakEngine
-from voxwatch.providers.local.whisper_stt import WhisperTiny
+from voxwatch.harness.tick import load_instrument
+from voxwatch.providers.registry import Registry
 
 from benchmarks.speech_files import read_mono
 
@@ -41,9 +45,15 @@ EMULATOR_RATE = 24000  # the OpenAI Realtime emulator's output rate
 SPEECH = Path(os.environ.get("VOXWATCH_SPEECH_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "speech"))
 
 
+@functools.cache
+def instrument() -> tuple[Callable, str]:
+    """The configured instrument (harness.tick.load_instrument) and its id, loaded once."""
+    return load_instrument(config.load(), Registry.default())
+
+
 def heard(samples: np.ndarray, rate: int) -> str:
     """What the instrument hears in float audio at `rate` (resampled to 16 kHz, as the harness does)."""
-    return WhisperTiny.get().transcribe(resample(samples, rate, 16000).astype(np.float32))
+    return instrument()[0](resample(samples, rate, 16000).astype(np.float32))
 
 
 def emulator_audio(text: str) -> np.ndarray:
@@ -75,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     ds = Catalog([bundled_root()]).load("s2s-questions")
     clips = ds.clips[:args.limit] if args.limit else ds.clips
-    sentences = {c.id: f"The answer is {c.answers[0]}." for c in clips}
+    sentences = {c.id: answer_sentence(c.answers) for c in clips}
     # the emulator's own voice first: eSpeak keeps the last rate set, and its default is the emulator's
     trials: dict[str, list[tuple[str, str, bool]]] = {"emulator (en-us, default rate)": []}
     for c in clips:
@@ -96,7 +106,7 @@ def main() -> None:
     if (SPEECH / "manifest.jsonl").is_file():
         trials["recorded speech, its last word"] = recorded_last_words(SPEECH, args.limit)
     answers = {c.id: c.answers for c in clips}
-    print(f"{len(clips)} spoken questions (s2s-questions), instrument faster-whisper/tiny.en@1.2.1")
+    print(f"{len(clips)} spoken questions (s2s-questions), instrument {instrument()[1]}")
     print(f"{'reply':34} {'heard correct':>14}")
     results = {}
     for label, rows in {**trials, **controls}.items():

@@ -53,7 +53,7 @@ def _ranks(text: str, wide: bool) -> dict[tuple[str, str], str]:
     for line in text.splitlines():
         if line.startswith("-- "):
             dataset = line[3:].split(",")[0]
-        elif re.match(r"^ {0,4}(\d+|-) {2}\S", line):
+        elif re.match(r"^ {0,4}(\d+(?:-\d+)?|-) {2}\S", line):
             cells = re.split(r"\s{2,}", line.strip())
             model = re.sub(r" \(v\d+\)$", "", cells[1])  # a superseded method's series, fitted
             if not model.endswith("+"):  # a wrapped id's first piece

@@ -14,7 +14,7 @@ from typing import Iterable
 from voxwatch.boards.leaderboard import since
 from voxwatch.boards.listing import fitted, prose
 from voxwatch.metrics.paired import COLUMNS, Comparison, flat
-from voxwatch.metrics.published import PLACES, comparison_record
+from voxwatch.metrics.published import PLACES, comparison_record, signed
 from voxwatch.metrics.specs import METRICS
 from voxwatch.store.comparisons import compute
 from voxwatch.store.row_filter import RowFilter
@@ -89,7 +89,7 @@ def verdict(c: Comparison, short: bool = False) -> str:
 def _value(statistic: str, v: float | None) -> str:
     if v is None:
         return "n/a"
-    return f"{100 * v:+.2f} pts" if statistic == "pooled_wer" else f"{v:+.1f}"
+    return f"{signed(100 * v, 2)} pts" if statistic == "pooled_wer" else signed(v, 1)
 
 
 def _short(statistic: str, v: float | None) -> str:
@@ -97,9 +97,8 @@ def _short(statistic: str, v: float | None) -> str:
     if v is None:
         return "n/a"
     if statistic == "pooled_wer":
-        return f"{100 * v:+.1f}"
-    places = max(0, PLACES.get(_UNITS.get(statistic, ""), 1) - 1)
-    return f"{round(v, places) + 0.0:+.{places}f}"  # + 0.0: a difference that rounds to zero is +0, not -0
+        return signed(100 * v, 1)
+    return signed(v, max(0, PLACES.get(_UNITS.get(statistic, ""), 1) - 1))
 
 
 def format_table(comparisons: list[Comparison], width: int | None = None) -> str:

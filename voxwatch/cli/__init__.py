@@ -162,8 +162,10 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
         rows, others = run_board.measured(leaderboard.from_store(store, "30d", registry), result.rows)
         emulated = {} if rows else store.emulated(RowFilter(since=leaderboard.since("30d"),
                                                             models=tuple({r.model_id for r in result.rows})))
-        print(leaderboard.format_table(rows, "30d", registry, comparisons=board_comparisons.from_store(store, "30d"),
-                                       languages=_languages(cfg, rows), width=_width(args), emulated=emulated))
+        measured = RowFilter(boards=tuple({r.board for r in result.rows}), datasets=tuple({r.dataset for r in result.rows}))
+        compared = board_comparisons.from_store(store, "30d", measured)  # the printed rankings' pairs only
+        print(leaderboard.format_table(rows, "30d", registry, comparisons=compared, languages=_languages(cfg, rows),
+                                       width=_width(args), emulated=emulated))
         if hint := run_board.others_line(others, "30d"):
             print(f"\n{hint}")
     except StoreError as exc:

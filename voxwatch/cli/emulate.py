@@ -47,10 +47,15 @@ def with_errors(text: str, every: int = ERROR_EVERY) -> str:
     return " ".join("uh" if (i + 1) % every == 0 else w for i, w in enumerate(words))
 
 
+def answer_sentence(answers: tuple[str, ...]) -> str:
+    """How the emulated S2S model says a question's answer: its first accepted answer in a sentence."""
+    return f"The answer is {answers[0]}."
+
+
 def emulated_reply(answers: tuple[str, ...], index: int, every: int = WRONG_EVERY) -> str:
-    """What the emulated S2S model says to the index-th (from 0) spoken question of a set: its first
-    accepted answer in a sentence, or, for every `every`-th question, no answer at all."""
-    return NO_ANSWER if (index + 1) % every == 0 else f"The answer is {answers[0]}."
+    """What the emulated S2S model says to the index-th (from 0) spoken question of a set: the answer
+    (answer_sentence), or, for every `every`-th question, no answer at all."""
+    return NO_ANSWER if (index + 1) % every == 0 else answer_sentence(answers)
 
 
 def scenarios(catalog: Catalog, chunk_ms: int, key: str = EMULATOR_KEY) -> Scenarios:

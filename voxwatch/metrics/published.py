@@ -21,6 +21,13 @@ IN_UNIT = ("mean", "p50", "p95", "p99", "max", "std", "p50_ci", "p95_ci", "mean_
 """A leaderboard row's statistics in its metric's unit; its other floats are fractions."""
 
 
+def signed(v: float, places: int) -> str:
+    """A difference as text at `places` decimals, with its sign, but none where it rounds to 0 (never
+    '-0.00' or '+0'): what every reader prints a difference as."""
+    text = f"{v:+.{places}f}"
+    return text[1:] if float(text) == 0 else text
+
+
 def rounded(value, unit: str):
     """A number (or an interval's pair) at its unit's published precision; None stays None."""
     if value is None:

@@ -14,6 +14,7 @@ from markupsafe import Markup, escape
 
 from voxwatch.web.conversation_views import conversation_url, recording_url
 from voxwatch.web.views import LABELS, UNITS, metric_head
+from voxwatch.metrics.published import signed
 
 NA = "n/a"
 
@@ -38,12 +39,6 @@ def wer(v: float | None) -> str:
 
 def wer_interval(ci: tuple[float, float] | None) -> str:
     return NA if ci is None else f"[{wer(ci[0])}, {wer(ci[1])}]"
-
-
-def signed(v: float, places: int) -> str:
-    """A signed figure at `places` decimals, with no sign where it rounds to 0 (never '-0.00')."""
-    text = f"{v:+.{places}f}"
-    return text[1:] if float(text) == 0 else text
 
 
 def points(v: float | None) -> str:

@@ -43,7 +43,7 @@ class ScriptedConversation(_Conversation):
 
     def __init__(self, ws, script: ConversationScript, emulator, model: str, cache) -> None:
         super().__init__(ws, script, emulator, model, cache)
-        self.script, self.cache = script, cache
+        self.script = script
         self.opened = time.perf_counter_ns()
         self.replayed = 0  # user messages replayed into this session
         self.taken = 0  # caller turns committed in this session
@@ -140,7 +140,7 @@ class ScriptedConversation(_Conversation):
 
     async def speak(self, response: str, turn: ScriptedTurn, requested_at: int) -> None:
         s = self.script
-        chunks, _ = self.cache.get(turn.reply, RATE)
+        chunks, _ = self.audio.get(turn.reply, RATE)
         start = s.reply_at(self.turn_first, self.turn_t0, requested_at)
         every = int(s.send_every_ms * 1e6)
         item = _id("item")
