@@ -20,7 +20,9 @@ or at once), signed errors in ms:
 
 Targets (as for WebSockets, one stream, idle machine): p99 of |error| <= 1 ms for ttfb and ttfa.
 The machine's load average is printed with the figures: other processes on 2 cores show up in
-every percentile, so rerun when the load is low. Last line: one JSON object.
+every percentile, so rerun when the load is low; `--load N` measures again with N CPU-bound
+processes beside it and prints both (the same targets, under `loaded_` names). Last line: one JSON
+object.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Iterator
 import numpy as np
 
 from benchmarks.independent_tts import RATE
+from benchmarks.load import add_load_argument, print_runs, same_targets
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Prompt
 from voxwatch.foundation.events import REQUEST_SENT, Timeline
@@ -70,7 +73,7 @@ def heard_ns(writes: list[list[int]], sample: int) -> float:
     return max(at - offset * 1e9 / RATE for offset, _, at in writes if offset <= sample) + sample * 1e9 / RATE
 
 
-def measure(url: str, requests: int, tag: str) -> list[tuple[str, object, Timeline]]:
+def timed_requests(url: str, requests: int, tag: str) -> list[tuple[str, object, Timeline]]:
     """The requests one after another on one event loop (as a worker's tick), after two discarded."""
     os.environ[vendor_variable("openai", "BASE_URL")] = url
     os.environ[key_variable("openai")] = KEY
@@ -118,20 +121,21 @@ def summary(values: list[float]) -> dict:
             "max_ms": round(float(a.max()), 3), "min_ms": round(float(v.min()), 3)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=60, help="measured requests per head placement")
-    parser.add_argument("--heads", default=",".join(HEADS), help=f"comma-separated: {', '.join(HEADS)}")
-    parser.add_argument("--no-poll", action="store_true", help="the server sleeps in the kernel between events "
-                        "(its arrival stamps then carry its own wake-up)")
-    args = parser.parse_args()
-    load_before = os.getloadavg()
+def measure(heads: list[str], requests: int, poll: bool) -> dict[str, dict[str, dict]]:
+    """One run's errors per head placement: {head: {error name: summary}}."""
     results: dict[str, dict[str, dict]] = {}
-    for head in args.heads.split(","):
-        with independent_server(head, poll=not args.no_poll) as url:
-            measured = measure(url, args.requests, head)
+    for head in heads:
+        with independent_server(head, poll=poll) as url:
+            measured = timed_requests(url, requests, head)
             stamps = json.loads(urllib.request.urlopen(f"{url}/stamps").read())
         results[head] = {name: summary(values) for name, values in errors(measured, stamps).items()}
+    return results
+
+
+def run(heads: list[str], requests: int, poll: bool) -> dict:
+    """Measure, print the table, return the JSON object."""
+    load_before = os.getloadavg()
+    results = measure(heads, requests, poll)
     load_after = os.getloadavg()
     print(f"{'head':11} {'error (measured - server)':22} {'n':>4} {'median':>8} {'p99 |e|':>8} {'max |e|':>8} {'min':>8}")
     for head, rows in results.items():
@@ -141,9 +145,26 @@ def main() -> None:
     print(f"load average (1, 5, 15 min) before {tuple(round(x, 2) for x in load_before)}, "
           f"after {tuple(round(x, 2) for x in load_after)}; target p99 <= {TARGET_MS} ms for ttfb and ttfa")
     met = {metric: all(rows[metric]["p99_ms"] <= TARGET_MS for rows in results.values()) for metric in ("ttfb", "ttfa")}
-    print(json.dumps({"benchmark": "http_clock", "load_before": load_before, "load_after": load_after,
-                      "results": results, "http_ttfb_p99_target_met": met["ttfb"],
-                      "http_ttfa_p99_target_met": met["ttfa"]}))
+    return {"benchmark": "http_clock", "load_before": load_before, "load_after": load_after,
+            "results": results, "http_ttfb_p99_target_met": met["ttfb"], "http_ttfa_p99_target_met": met["ttfa"]}
+
+
+def headline(figures: dict) -> dict[str, float | None]:
+    """The p99 of each error's absolute value per head placement (ms)."""
+    return {f"{head} {name} p99 |e| (ms)": s["p99_ms"] for head, rows in figures["results"].items()
+            for name, s in rows.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=60, help="measured requests per head placement")
+    parser.add_argument("--heads", default=",".join(HEADS), help=f"comma-separated: {', '.join(HEADS)}")
+    parser.add_argument("--no-poll", action="store_true", help="the server sleeps in the kernel between events "
+                        "(its arrival stamps then carry its own wake-up)")
+    add_load_argument(parser)
+    args = parser.parse_args()
+    heads = args.heads.split(",")
+    print_runs(lambda: run(heads, args.requests, not args.no_poll), args.load, headline, same_targets)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ the worker's clock error.
 
 Targets: clock error p99 <= 2 ms in every window (on an idle machine); RSS flat: the last
 window's RSS within 10 % of the first window's, the first window being the warm-up (imports,
-connection pools, caches fill). Last line: one JSON object.
+connection pools, caches fill). `--load N` soaks again with N CPU-bound processes beside it (on every
+core) and prints both (the same targets, under `loaded_` names). Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
 import multiprocessing
 import os
@@ -40,6 +40,7 @@ from voxwatch.providers.emulators.scenario import Scenarios
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.registry import Registry
 
+from .load import add_load_argument, print_runs, same_targets
 from .rig import PROTOCOLS, Errors, Rig, rig, streams, summary
 
 KINDS = {  # the stream kinds a wave takes in turn, and each kind's vendor protocols in turn
@@ -177,16 +178,21 @@ def _print_row(n: int, w: dict) -> None:
           f"{w['emulators_rss_mb']:12.1f}", flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--minutes", type=float, default=10.0, help="how long to measure (fractions allowed)")
-    parser.add_argument("--streams", type=int, default=64, help="concurrent streams per wave")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="the stream kinds the waves take in turn")
-    args = parser.parse_args()
+def measure(args: argparse.Namespace) -> tuple[list[dict], bool]:
+    """One soak: its windows, and whether the worker and emulators were on separate cores. This process's
+    cores are given back after, so that a second run (--load) pins afresh."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        return soak(Registry.default(), args.minutes * 60, args.streams, args.kinds.split(","))
+    finally:
+        if cores:
+            os.sched_setaffinity(0, cores)
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Measure (the windows print as they end), print the verdict line, return the JSON object."""
     kinds = args.kinds.split(",")
-    if args.minutes <= 0 or args.streams < 1 or not set(kinds) <= set(KINDS):
-        parser.error(f"--minutes must be > 0, --streams >= 1, --kinds from {', '.join(KINDS)}")
-    windows, pinned = soak(Registry.default(), args.minutes * 60, args.streams, kinds)
+    windows, pinned = measure(args)
     p99s = [w["clock_error_ms"]["p99_ms"] for w in windows]
     first, last = windows[0]["rss_mb"], windows[-1]["rss_mb"]
     growth = (last - first) / first
@@ -197,11 +203,39 @@ def main() -> None:
           f"{CLOCK_P99_TARGET_MS:g} ms in every window); RSS {first:.1f} MB after the warm-up window -> {last:.1f} MB "
           f"at the end ({growth:+.1%}; target within {RSS_FLAT_TARGET:.0%}); "
           f"{sum(w['streams'] for w in windows)} streams, {sum(w['failed'] for w in windows)} failed")
-    print(json.dumps({"benchmark": "soak", "minutes": args.minutes, "streams": args.streams, "kinds": kinds,
-                      "worker_and_emulators_on_separate_cores": pinned,
-                      "clock_p99_target_met": p99_met, "rss_flat_target_met": rss_met,
-                      "worst_p99_ms": worst, "rss_first_mb": first, "rss_last_mb": last,
-                      "rss_growth": round(growth, 4), "windows": windows}))
+    return {"benchmark": "soak", "minutes": args.minutes, "streams": args.streams, "kinds": kinds,
+            "worker_and_emulators_on_separate_cores": pinned,
+            "clock_p99_target_met": p99_met, "rss_flat_target_met": rss_met,
+            "worst_p99_ms": worst, "rss_first_mb": first, "rss_last_mb": last,
+            "rss_growth": round(growth, 4), "windows": windows}
+
+
+def headline(figures: dict) -> dict[str, float | None]:
+    """The worst window's p99 (ms): clock error, overall and by kind; pacing by kind."""
+    def worst(key: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for w in figures["windows"]:
+            for kind, p99 in w[key].items():
+                if p99 is not None:
+                    out[kind] = max(out.get(kind, p99), p99)
+        return out
+
+    return {"worst window p99 clock error (ms)": figures["worst_p99_ms"],
+            **{f"worst window p99 clock error, {k} (ms)": v for k, v in worst("p99_by_kind_ms").items()},
+            **{f"worst window p99 pacing error, {k} (ms)": v for k, v in worst("pacing_p99_by_kind_ms").items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long to measure (fractions allowed)")
+    parser.add_argument("--streams", type=int, default=64, help="concurrent streams per wave")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="the stream kinds the waves take in turn")
+    add_load_argument(parser)
+    args = parser.parse_args()
+    kinds = args.kinds.split(",")
+    if args.minutes <= 0 or args.streams < 1 or not set(kinds) <= set(KINDS):
+        parser.error(f"--minutes must be > 0, --streams >= 1, --kinds from {', '.join(KINDS)}")
+    print_runs(lambda: run(args), args.load, headline, same_targets)
 
 
 if __name__ == "__main__":
