@@ -67,6 +67,7 @@ from voxwatch.conversations.catalog import bundled_root
 from voxwatch.conversations.runner import ConversationRun, ConversationSettings, run_conversation
 from voxwatch.conversations.scenario_file import LoadedScenario, dump, load
 from voxwatch.foundation.events import CHUNK_SENT
+from voxwatch.metrics.as_sent import sent_at_ns
 from voxwatch.metrics.onset import OnsetParams
 from voxwatch.metrics.timeline import collect_audio, heard_at_ns
 from voxwatch.foundation.integrity import file_sha256
@@ -142,20 +143,11 @@ SUSTAIN_NS = int((_ONSET.sustain_s + _ONSET.hop_s) * 1e9) - WINDOW_NS  # 50 ms o
 SOUND = 33  # -60 dBFS in int16: the onset detector's quietest level; the gated caller is exactly 0 outside its words
 
 
-def _sent_at(turn, sample: int) -> int:
-    """When the caller's line wrote sample `sample` of the turn's audio (its chunk's send stamp)."""
-    offset = 0
-    for chunk in turn.timeline.of(CHUNK_SENT):
-        if offset + (chunk.n_samples or 0) > sample:
-            return chunk.t_ns + (sample - offset) * 1_000_000_000 // CALLER_RATE
-        offset += chunk.n_samples or 0
-    raise ValueError("the sample was never sent")
-
-
 def _words_sent(turn) -> tuple[int, int]:
     """When the caller's first and last word went out (the gated audio's first and last sound)."""
     loud = np.flatnonzero(np.abs(np.frombuffer(turn.caller_pcm, dtype="<i2").astype(np.int32)) > SOUND)
-    return _sent_at(turn, int(loud[0])), _sent_at(turn, int(loud[-1]) + 1)
+    return (int(sent_at_ns(turn.timeline, int(loud[0]), CALLER_RATE)),
+            int(sent_at_ns(turn.timeline, int(loud[-1]) + 1, CALLER_RATE)))
 
 
 def _frames(turn) -> list[tuple[int, int]]:

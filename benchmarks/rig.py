@@ -19,7 +19,7 @@ import numpy as np
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Clip, Prompt
-from voxwatch.providers.emulators.ledger import truth_as_sent
+from voxwatch.providers.emulators.ledger import caller_late_ms, truth_as_sent
 from voxwatch.providers.emulators.scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
@@ -165,7 +165,11 @@ class AudioRig(Rig):
 
     def add(self, errors: Errors, clip: Clip, row, timeline: Timeline, sent: dict[tuple[str, str], int]) -> None:
         self._check(clip, row)
-        anchors = dict(speech_start_ms=clip.speech_start * 1000, speech_end_ms=clip.speech_end * 1000)
+        anchors = dict(speech_start_ms=clip.speech_start * 1000, speech_end_ms=clip.speech_end * 1000,
+                       sample_rate=clip.sample_rate)
+
+        def setting(metric: str, value: float) -> float:  # the emulator's, from the anchor's write (not its due time)
+            return value - caller_late_ms(metric, timeline, **anchors)
         if self.model.protocol == "stt-batch":
             sent_truth = truth_as_sent("latency_ms", _of(sent, self.texts[clip.id]), timeline)
             errors.add("latency_ms", row.latency_ms, sent_truth,
@@ -173,14 +177,14 @@ class AudioRig(Rig):
         elif self.model.board == "s2s":
             errors.add("v2v_ms", row.v2v_ms, truth_as_sent("v2v_ms", _of(sent, self.keyed[clip.id]), timeline,
                                                            leading_silence_ms=S2S.leading_silence_ms, **anchors),
-                       S2S.truth(self.firsts[clip.id])["v2v_ms"])
+                       setting("v2v_ms", S2S.truth(self.firsts[clip.id])["v2v_ms"]))
         else:
             truth, mine = STT.truth(self.firsts[clip.id]), _of(sent, self.texts[clip.id])
             for metric in ("first_partial_ms", "ttfs_ms"):
                 if getattr(row, metric) is None:  # excluded for this model (registry exclusions)
                     continue
                 errors.add(metric, getattr(row, metric), truth_as_sent(metric, mine, timeline, **anchors),
-                           truth[metric])
+                           setting(metric, truth[metric]))
 
 
 class TTSRig(Rig):

@@ -19,7 +19,11 @@ from voxwatch.metrics.conversation_aggregate import (scorecard, clustered_rate, 
                                                      no_response_rate, pass_hat_k, silence_gap, v2v_per_turn)
 from voxwatch.metrics.conversation_match import call_matches, call_mismatch, matches
 from voxwatch.metrics.conversation_timing import silence_gap_latency, turn_timings, turn_timings_from_file
-from voxwatch.metrics.v2v import RECORDING_RATE, write_recording
+from support.late_chunks import chunks_sent, sizes_of
+from voxwatch.foundation.events import AUDIO, Event, Timeline
+from voxwatch.metrics.v2v import (RECORDING_RATE, caller_words_s, conversation_recording, recording_zero_ns,
+                                  write_recording)
+from voxwatch.metrics.vad import speech_anchors
 from voxwatch.foundation.conversation import ModelTurn, ToolCall
 
 TOOLS = (
@@ -371,12 +375,23 @@ def recording(total_s: float, caller: list[tuple[float, float]], model: list[tup
     return np.round(np.clip(x, -1, 1) * 32767).astype("<i2")
 
 
+def words(rec: np.ndarray, spans: list[tuple[float, float]]) -> list[tuple[float, float] | None]:
+    """Each span's caller words on the recording's clock: the shared VAD's anchors of its audio as
+    generated (here placed on time, so channel 0 of the span is that audio)."""
+    out = []
+    for start, end in spans:
+        a = speech_anchors(rec[int(round(start * RECORDING_RATE)):int(round(end * RECORDING_RATE)), 0])
+        out.append(None if a is None else (start + a.speech_start, start + a.speech_end))
+    return out
+
+
 def test_v2v_and_gaps_are_measured_per_turn_from_the_recording(tmp_path: Path):
     # caller speaks 0.5-1.7 s and 4.0-5.0 s; the model answers 0.8 s and 0.35 s after each last word
     rec = recording(8.0, caller=[(0.5, 1.2), (4.0, 1.0)], model=[(2.5, 1.0), (5.35, 1.5)])
     path = tmp_path / "conversation.wav"
     write_recording(path, rec.astype(np.float64) / 32768.0)
-    timings = turn_timings_from_file(path, [(0.0, 2.0), (3.8, 5.2)])
+    spans = [(0.0, 2.0), (3.8, 5.2)]
+    timings = turn_timings_from_file(path, spans, words(rec, spans))
     first, second = timings
     assert first.caller_speech_end_s == pytest.approx(1.7, abs=0.005)
     assert first.v2v_ms == pytest.approx(800, abs=5)
@@ -386,31 +401,68 @@ def test_v2v_and_gaps_are_measured_per_turn_from_the_recording(tmp_path: Path):
     assert silence_gap_latency([t.gap_s for t in timings]) == pytest.approx(0.8, abs=0.005)
 
 
+def turn_sent(t0_ms: int, caller: np.ndarray, reply_at_ms: float, reply: np.ndarray,
+              late: tuple[int, int] | None = None) -> tuple[Timeline, bytes]:
+    """A conversation turn as the runner keeps it: its caller audio (float) as generated, in 20 ms chunks
+    due from t0_ms (`late`: support.late_chunks), and the model's reply (16 kHz, float) arriving at reply_at_ms."""
+    ms = 1_000_000
+    tl = Timeline(clock=lambda: 0)
+    tl.events.extend(chunks_sent(t0_ms * ms, sizes_of(caller.size), late))
+    tl.events.append(Event(AUDIO, int(reply_at_ms * ms), sample_offset=0, n_samples=reply.size,
+                           sample_rate=RECORDING_RATE, audio=np.round(reply * 32767).astype("<i2").tobytes()))
+    return tl, np.round(caller * 32767).astype("<i2").tobytes()
+
+
+def test_a_late_caller_chunk_in_a_conversation_moves_the_words_to_their_write_and_never_cuts_them(tmp_path: Path):
+    """Turn one's chunk 82 (1.64-1.66 s of its audio) is written 30 ms late and chunk 83 in a burst after
+    it: channel 0 has a 30 ms gap before the last 30 ms of its words, where the VAD run on the recording
+    would end them (1.64 s). The caller's words are its audio as generated's (0.5-1.7 s), each at the
+    write of its chunk (chunk 85, holding the last word's end, on time), on the recording's clock
+    (zero: turn one's first chunk, at 1 s); turn two's last word is 11 ms late (its chunk in a burst)."""
+    caller = np.zeros(int(1.8 * RECORDING_RATE))
+    caller[8000:8000 + int(1.2 * RECORDING_RATE)] = speechlike(1.2)
+    one = turn_sent(1000, caller, 1000 + 1700 + 800, speechlike(1.0, 210.0), late=(82, 30))
+    two = turn_sent(5000, caller, 5000 + 1711 + 350, speechlike(1.0, 210.0), late=(84, 30))
+    recording, spans = conversation_recording([one, two])
+    path = tmp_path / "conversation.wav"
+    write_recording(path, recording)
+    cut = speech_anchors(np.round(recording[:int(1.8 * RECORDING_RATE), 0] * 32767).astype("<i2"))
+    assert cut.speech_end < 1.7 - 0.05  # what channel 0 would have said
+    zero = recording_zero_ns(tl for tl, _ in (one, two))
+    said = [caller_words_s(tl, pcm, zero) for tl, pcm in (one, two)]
+    assert said[0] == pytest.approx((0.5, 1.7), abs=1e-6) and said[1] == pytest.approx((4.5, 5.711), abs=1e-6)
+    first, second = turn_timings_from_file(path, spans, said)
+    assert first.caller_speech_end_s == pytest.approx(1.7, abs=1e-4)
+    assert first.v2v_ms == pytest.approx(800, abs=2) and second.v2v_ms == pytest.approx(350, abs=2)
+    assert not first.interrupted and not second.interrupted
+
+
 def test_model_audio_over_the_callers_words_is_an_interruption():
     # the model starts at 1.0 s while the caller speaks 0.5-2.5 s
     rec = recording(5.0, caller=[(0.5, 2.0)], model=[(1.0, 2.0)])
-    (timing,) = turn_timings(rec, [(0.0, 3.0)])
+    (timing,) = turn_timings(rec, [(0.0, 3.0)], words(rec, [(0.0, 3.0)]))
     assert timing.interrupted is True and timing.v2v_ms is None  # not an answer to the finished turn
 
 
 def test_no_reply_and_a_long_silence_are_told_apart_by_the_timeout():
     rec = recording(14.0, caller=[(0.5, 1.0), (5.0, 1.0)], model=[(9.5, 1.0)])
-    silent, slow = turn_timings(rec, [(0.0, 1.8), (4.8, 6.2)], no_response_s=6.0, long_silence_s=3.0)
+    spans = [(0.0, 1.8), (4.8, 6.2)]
+    silent, slow = turn_timings(rec, spans, words(rec, spans), no_response_s=6.0, long_silence_s=3.0)
     assert silent.no_response is True and silent.model_onset_s is None and silent.v2v_ms is None
     assert slow.no_response is False and slow.long_silence is True
     assert slow.v2v_ms == pytest.approx(3500, abs=5)
-    assert turn_timings(rec, [(4.8, 6.2)], no_response_s=3.0)[0].no_response is True
+    assert turn_timings(rec, spans[1:], words(rec, spans[1:]), no_response_s=3.0)[0].no_response is True
 
 
 def test_a_turn_with_no_caller_speech_is_not_measured():
     rec = recording(3.0, caller=[], model=[(1.0, 1.0)])
-    (timing,) = turn_timings(rec, [(0.0, 2.0)])
+    (timing,) = turn_timings(rec, [(0.0, 2.0)], words(rec, [(0.0, 2.0)]))
     assert timing.v2v_ms is None and timing.interrupted is None and timing.no_response is None
 
 
 def test_measured_timing_decides_turn_taking():
     rec = recording(5.0, caller=[(0.5, 2.0)], model=[(1.0, 2.0)])
-    (timing,) = turn_timings(rec, [(0.0, 3.0)])
+    (timing,) = turn_timings(rec, [(0.0, 3.0)], words(rec, [(0.0, 3.0)]))
     score = score_conversation(scenario(turn("t1")), [with_timing(outcome("t1"), timing)])
     assert table(score)[0]["turn_taking"] == (False, "turn_taking") and score.turns[0].turn_taking_failed
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from support.late_chunks import chunks_sent
 from support.signals import tone
 from voxwatch.metrics.onset import detect_onset
 from voxwatch.metrics.row_bootstrap import Interval, bootstrap_percentile_ci, bootstrap_pooled_ci
@@ -79,28 +80,49 @@ def test_ttfa_counts_late_speech_after_early_silence():
     assert m.ttfa_ms == pytest.approx(410.0, abs=1.0)
 
 
-def _stt_timeline(events: list[tuple[str, int, str | None]]) -> Timeline:
+def _stt_timeline(events: list[tuple[str, int, str | None]], chunk: int = 320) -> Timeline:
+    """Events as (kind, t, text); a CHUNK_SENT carries `chunk` samples (20 ms at 16 kHz)."""
     tl = Timeline(clock=lambda: 0)
-    tl.events.extend(Event(kind, t, text=text) for kind, t, text in events)
+    tl.events.extend(Event(kind, t, text=text, n_samples=chunk if kind == CHUNK_SENT else None)
+                     for kind, t, text in events)
     return tl
+
+
+def _paced(t0_ms: int, seconds: float, late: tuple[int, float] | None = None) -> list[tuple[str, int, None]]:
+    """CHUNK_SENT every 20 ms from t0_ms for `seconds` (`late`: support.late_chunks), as _stt_timeline's events."""
+    return [(CHUNK_SENT, e.t_ns, None) for e in chunks_sent(t0_ms * 1_000_000, [320] * int(round(seconds * 50)), late)]
 
 
 def test_stt_clocks_are_anchored_on_the_shared_vad():
     ms = 1_000_000
-    tl = _stt_timeline([(CHUNK_SENT, 1000 * ms, None), (CHUNK_SENT, 1020 * ms, None), (PARTIAL, 1350 * ms, ""),
-                        (PARTIAL, 1400 * ms, "hello"), (FINAL, 3900 * ms, "hello world")])
-    m = stt_stream_metrics(tl, speech_start=0.25, speech_end=2.5)
+    tl = _stt_timeline(_paced(1000, 2.6) + [(PARTIAL, 1350 * ms, ""), (PARTIAL, 1400 * ms, "hello"),
+                                            (FINAL, 3900 * ms, "hello world")])
+    m = stt_stream_metrics(tl, speech_start=0.25, speech_end=2.5, sample_rate=16000)
     assert m.first_partial_ms == pytest.approx(150.0)  # 1400 - (1000 + 250); the empty partial does not count
     assert m.first_partial_from_t0_ms == pytest.approx(400.0)
     assert m.ttfs_ms == pytest.approx(400.0)  # 3900 - (1000 + 2500)
     assert m.hypothesis == "hello world"
 
 
+def test_stt_clocks_run_from_the_write_of_the_chunk_that_carried_the_anchor():
+    """Chunk 100 (2.00-2.02 s of the audio, due at 3000 ms) written 30 ms late and the next in a burst
+    after it (101 at 3031 ms, 102 on time at 3040): the speech end at 2.01 s went out when chunk 100
+    was written, plus 10 ms into it; the speech start, in chunk 12 (on time), is where it always was;
+    the peers' end at 2.025 s went out with chunk 101, 11 ms late, 5 ms into it."""
+    ms = 1_000_000
+    tl = _stt_timeline(_paced(1000, 2.2, late=(100, 30)) + [(PARTIAL, 1500 * ms, "hi"), (FINAL, 3300 * ms, "hi there")])
+    m = stt_stream_metrics(tl, speech_start=0.25, speech_end=2.01, peer_speech_end=2.025, sample_rate=16000)
+    assert m.ttfs_ms == 3300 - (3030 + 10)  # not 3300 - (1000 + 2010) = 290
+    assert m.first_partial_ms == 1500 - (1000 + 250)
+    assert m.first_partial_from_t0_ms == 500
+    assert m.ttfs_peer_ms == 3300 - (3031 + 5)
+
+
 def test_a_final_before_the_end_of_speech_gives_a_negative_ttfs_that_is_kept():
     ms = 1_000_000
-    tl = _stt_timeline([(CHUNK_SENT, 0, None), (FINAL, 1800 * ms, "first part"), (FINAL, 1900 * ms, "second"),
-                        (FINAL, 2300 * ms, "")])  # an empty flush after the last words is not the final
-    m = stt_stream_metrics(tl, speech_start=0.1, speech_end=2.0)
+    tl = _stt_timeline(_paced(0, 2.1) + [(FINAL, 1800 * ms, "first part"), (FINAL, 1900 * ms, "second"),
+                                         (FINAL, 2300 * ms, "")])  # an empty flush after the last words is not the final
+    m = stt_stream_metrics(tl, speech_start=0.1, speech_end=2.0, sample_rate=16000)
     assert m.ttfs_ms == pytest.approx(-100.0)
     assert m.hypothesis == "first part second"
 

@@ -72,12 +72,13 @@ def test_a_barge_in_is_timed_from_the_callers_first_word_to_the_end_of_the_agent
     _tone(rec[:, 1], reply_a, barge + 0.25)  # ... and the agent stops 250 ms after it
     _tone(rec[:, 1], span_b[0] + b1 + 0.85, span_b[0] + b1 + 1.5)  # then answers turn b, 850 ms after its last word
     rec = rec.astype(np.int16)
-    barged = turn_timings(rec, [span_a, span_b], behaviours=[None, TurnBehaviour(barge_in=True)])
+    said = [(span_a[0] + a0, span_a[0] + a1), (span_b[0] + b0, span_b[0] + b1)]  # the words on the recording
+    barged = turn_timings(rec, [span_a, span_b], said, behaviours=[None, TurnBehaviour(barge_in=True)])
     assert barged[0].v2v_ms == pytest.approx(800, abs=1)  # the reply it talked over is still turn a's
     assert barged[1].barge_in_stop_ms == pytest.approx(250, abs=1)
     assert barged[1].barge_in_answered is True and barged[1].v2v_ms == pytest.approx(850, abs=1)
     assert barged[1].interrupted is False  # the talk it barged into is not an interruption
-    plain = turn_timings(rec, [span_a, span_b])  # the same recording, read as no barge-in
+    plain = turn_timings(rec, [span_a, span_b], said)  # the same recording, read as no barge-in
     assert plain[1].interrupted is True and plain[1].barge_in_stop_ms is None
 
 
@@ -89,7 +90,8 @@ def test_an_agent_that_never_stops_or_never_answers_is_seen_so(clinic):
     barge = a1 + 1.1
     span_b = _place(rec, b, barge - b0)
     _tone(rec[:, 1], a1 + 0.8, span_b[0] + b1 + 2.0)  # talks through the caller's whole turn, then falls silent
-    t = turn_timings(rec.astype(np.int16), [span_a, span_b], behaviours=[None, TurnBehaviour(barge_in=True)])[1]
+    said = [(span_a[0] + a0, span_a[0] + a1), (span_b[0] + b0, span_b[0] + b1)]
+    t = turn_timings(rec.astype(np.int16), [span_a, span_b], said, behaviours=[None, TurnBehaviour(barge_in=True)])[1]
     assert t.barge_in_stop_ms == pytest.approx((span_b[0] + b1 + 2.0 - barge) * 1000, abs=1)
     assert t.barge_in_answered is False and t.no_response is True
 
@@ -121,12 +123,13 @@ def test_a_pause_is_read_per_turn_with_its_length(clinic):
     rec = _recording(20.0)
     span = _place(rec, paused, 0.0)
     _tone(rec[:, 1], at + 0.8, at + 1.4)  # the agent answers 800 ms into the pause
-    t = turn_timings(rec.astype(np.int16), [span], behaviours=[TurnBehaviour(pause=(at, 1.0))])[0]
+    said = [(a0, a1 + 1.0)]  # the words, the pause put in among them
+    t = turn_timings(rec.astype(np.int16), [span], said, behaviours=[TurnBehaviour(pause=(at, 1.0))])[0]
     assert t.premature is True and t.pause_ms == 1000 and t.interrupted is True
     quiet = _recording(20.0)
     _place(quiet, paused, 0.0)
     _tone(quiet[:, 1], span[1] - 0.5, span[1] + 0.5)  # answers after the caller's turn
-    t = turn_timings(quiet.astype(np.int16), [span], behaviours=[TurnBehaviour(pause=(at, 1.0))])[0]
+    t = turn_timings(quiet.astype(np.int16), [span], said, behaviours=[TurnBehaviour(pause=(at, 1.0))])[0]
     assert t.premature is False
 
 

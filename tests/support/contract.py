@@ -165,20 +165,20 @@ def assert_on_clock(streams: list[Stream], metric: str, injected: float, *, clip
     `clip`: its VAD anchors, for metrics measured from the caller's speech; `leading_silence_ms`:
     the silence the emulator sent before its speech, for the playout model.
     """
-    anchors = {} if clip is None else dict(speech_start_ms=clip.speech_start * 1000, speech_end_ms=clip.speech_end * 1000)
+    anchors = {} if clip is None else dict(speech_start_ms=clip.speech_start * 1000, speech_end_ms=clip.speech_end * 1000,
+                                           sample_rate=clip.sample_rate)
     measured = [getattr(s.row, metric) for s in streams]
     assert all(s.row.status == "ok" for s in streams), [(s.row.status, s.row.reason) for s in streams]
     assert all(v is not None for v in measured), (metric, measured)
     sent = [truth_as_sent(metric, s.sent, s.timeline, leading_silence_ms=leading_silence_ms, **anchors) for s in streams]
     late = [v - t for v, t in zip(measured, sent)]
-    # V2V runs from the caller's last word as the call recording has it: a late caller chunk moves it
-    # (shift), and the burst of chunks written after one blurs it (pacer)
-    shift, pacer = zip(*(caller_late_ms(s.timeline, clip.speech_end * 1000) if metric == "v2v_ms" else (0.0, 0.0)
-                         for s in streams))
+    # a clock from the caller's words runs from the write of the chunk that carried them, the emulator's
+    # setting from its first chunk's arrival plus the clip's anchor: a late caller chunk (shift) moves the first only
+    shift = [caller_late_ms(metric, s.timeline, **anchors) for s in streams]
     heard = [injected - d for d in shift]
     vs_injected = [v - t for v, t in zip(measured, heard)]
-    report = dict(metric=metric, measured=measured, sent=sent, injected=heard, pacer_late_ms=pacer)
-    assert all(x >= -(EARLY_MS + p) for x, p in zip(late, pacer)), report  # a clock reads late, never early
+    report = dict(metric=metric, measured=measured, sent=sent, injected=heard, caller_late_ms=shift)
+    assert all(x >= -EARLY_MS for x in late), report  # a clock reads late, never early
     assert min(late) <= CLOCK_BEST_MS and min(abs(x) for x in vs_injected) <= RIG_MS, report  # the best stream on time
 
 

@@ -38,7 +38,8 @@ from voxwatch.metrics.conversation import ConversationScore, TurnOutcome, score_
 from voxwatch.metrics.conversation_timing import TurnBehaviour, TurnTiming, turn_timings_from_file
 from voxwatch.metrics.onset import detect_onset
 from voxwatch.metrics.timeline import collect_audio, heard_at_ns, playout_starts_ns
-from voxwatch.metrics.v2v import conversation_recording, write_recording
+from voxwatch.metrics.v2v import (caller_words_s, conversation_recording, on_recording_s, recording_zero_ns,
+                                  write_recording)
 from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
 from voxwatch.foundation.conversation import CALLS, RECONNECTED, ROTATED, AgentSetup, HistoryItem, ModelTurn, ToolCall
 from voxwatch.providers.conversation import ConversationStream
@@ -358,20 +359,24 @@ async def _end_state(run: ConversationRun, scenario: Scenario) -> tuple[bool | N
 
 
 async def _record_and_time(run: ConversationRun, settings: ConversationSettings) -> None:
-    """Write the call recording, then measure each turn's timing back from the file."""
+    """Write the call recording, then measure each turn's timing back from the file, from the caller's
+    words (and pause) found on each turn's audio as generated, at their writes (metrics.as_sent)."""
     turns = [(t.timeline, t.caller_pcm) for t in run.turns]
     if not any(t.timeline.of(CHUNK_SENT) for t in run.turns):
         return
     recording, spans = conversation_recording(turns)
+    sent = [t for t, s in zip(run.turns, spans) if s is not None]
     with contextlib.ExitStack() as stack:
         folder = settings.recordings_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         path = folder / f"conversation-{run.conversation_id}.wav"
         await asyncio.to_thread(write_recording, path, recording)
-        measured = [s for s in spans if s is not None]
-        anchors = [t.caller_anchors for t, s in zip(run.turns, spans) if s is not None]
-        behaviours = [TurnBehaviour(t.barge_in, t.pause) for t, s in zip(run.turns, spans) if s is not None]
-        timings = iter(await asyncio.to_thread(turn_timings_from_file, path, measured,
-                                               no_response_s=settings.no_response_s, caller_anchors=anchors,
+        zero = recording_zero_ns(t.timeline for t in run.turns)
+        words = await asyncio.to_thread(lambda: [caller_words_s(t.timeline, t.caller_pcm, zero, t.caller_anchors)
+                                                 for t in sent])
+        behaviours = [TurnBehaviour(t.barge_in, None if t.pause is None else
+                                    (on_recording_s(t.timeline, zero, t.pause[0]), t.pause[1])) for t in sent]
+        timings = iter(await asyncio.to_thread(turn_timings_from_file, path, [s for s in spans if s is not None],
+                                               words, no_response_s=settings.no_response_s,
                                                behaviours=behaviours))
         for turn, span in zip(run.turns, spans):
             turn.timing = next(timings) if span is not None else None

@@ -30,7 +30,7 @@ from voxwatch.metrics.onset import ONSET_VERSION, levels
 from voxwatch.metrics.peer_anchor import peer_speech_end
 from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
                                        stt_stream_metrics, tts_metrics)
-from voxwatch.metrics.v2v import call_recording, v2v_from_recording, write_recording
+from voxwatch.metrics.v2v import call_recording, caller_speech_end_s, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.answers import answer_correct
 from voxwatch.metrics.entities import entity_errors
@@ -183,7 +183,8 @@ async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, r
     _, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final())
 
     async def compute() -> None:
-        m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end, peer_end(dataset, clip))
+        m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end, peer_end(dataset, clip),
+                               sample_rate=clip.sample_rate)
         if m.ttfs_ms is None:
             raise asyncio.TimeoutError("the stream closed without a final transcript")
         row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = (m.ttfs_ms, m.first_partial_ms,
@@ -287,9 +288,10 @@ async def _score_quality(row: Observation, samples: np.ndarray, rate: int, ctx: 
 
 
 def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
-    """Write the two-channel call recording, then measure V2V back from the file (METHOD)."""
+    """Write the two-channel call recording, then measure V2V back from the file (METHOD), from the
+    caller's last word as generated, at its write."""
     write_recording(path, call_recording(timeline, pcm, rate))
-    return v2v_from_recording(path)
+    return v2v_from_recording(path, caller_speech_end_s(timeline, pcm))
 
 
 async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> After:

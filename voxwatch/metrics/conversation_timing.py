@@ -3,9 +3,11 @@
 
 The recording is the evidence, as for single-turn V2V (voxwatch/metrics/v2v.py): channel 0 the caller as
 sent, channel 1 the model at its playout time, one clock, 16 kHz. Per caller turn (its span on
-channel 0, as the runner placed it), the caller's speech is found with the shared VAD anchors
-and the model's audio with the audible-onset detector, exactly as single-turn V2V does, so a
-turn's V2V means the same on both boards. The model talking over the caller's words is an
+channel 0, as the runner placed it), the caller's words are the shared VAD anchors of the turn's
+audio as generated, each at the write of the chunk that carried it (v2v.caller_words_s: given
+here, never read off channel 0, where a chunk written late leaves a gap the model never heard),
+and the model's audio is found on channel 1 with the audible-onset detector, exactly as
+single-turn V2V does, so a turn's V2V means the same on both boards. The model talking over the caller's words is an
 interruption; no audible reply within the no-response timeout is no response; a reply after
 more than LONG_SILENCE_S is a long silence. The conversation's silence-gap latency is Coval's:
 the mean of the gaps of at least half a second between the caller's last word and the model's
@@ -23,7 +25,6 @@ import numpy as np
 from voxwatch.metrics.onset import OnsetParams, detect_onset
 from voxwatch.metrics.turn_taking import premature_response, talk_end
 from voxwatch.metrics.v2v import RECORDING_RATE, read_recording
-from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
 
 NO_RESPONSE_S = 10.0  # the runner's default no-response timeout; pass the one the conversation ran with
 LONG_SILENCE_S = 3.0  # a reply later than this leaves the caller wondering whether the line dropped
@@ -51,8 +52,8 @@ class TurnTiming:
 @dataclass(frozen=True)
 class TurnBehaviour:
     """What the caller did on a turn (its persona's behaviours, as the runner played them):
-    barged in on the agent's reply, and/or paused mid-turn (start, from the span's start, and length,
-    in seconds)."""
+    barged in on the agent's reply, and/or paused mid-turn (its start on the recording's clock, at
+    its write as the words' anchors are, and its length as generated, in seconds)."""
 
     barge_in: bool = False
     pause: tuple[float, float] | None = None
@@ -70,35 +71,29 @@ def _audible_from(model: np.ndarray, start: int, stop: int) -> int | None:
 
 
 def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
+                 caller_words: Sequence[tuple[float, float] | None],
                  no_response_s: float = NO_RESPONSE_S, long_silence_s: float = LONG_SILENCE_S,
-                 caller_anchors: Sequence[SpeechAnchors | None] | None = None,
                  behaviours: Sequence[TurnBehaviour | None] | None = None) -> list[TurnTiming]:
     """Per caller turn, given each turn's span (start, end seconds of its audio on channel 0) in
-    order: the caller's speech, the model's first audible onset after its last word (sought up to
-    the next turn's start), and the turn-taking facts. `caller_anchors`, per span, are the caller's
-    speech anchors (seconds from the span's start) when known from the clean speech under a
-    persona's noise, which would make the VAD read the whole span as speech; None reads channel 0.
-    `behaviours`, per span, say where the caller barged in or paused (voxwatch/metrics/turn_taking.py):
-    on a barge-in turn the agent's talk under way at the caller's start is the barge-in's, not an
-    interruption (interrupted counts an onset after it stopped)."""
+    order and its caller's first and last word (seconds on the recording's clock, found on the
+    audio as generated at their writes: v2v.caller_words_s; None, no speech): the model's first
+    audible onset after the last word (sought up to the next turn's start), and the turn-taking
+    facts. `behaviours`, per span, say where the caller barged in or paused
+    (voxwatch/metrics/turn_taking.py): on a barge-in turn the agent's talk under way at the caller's
+    start is the barge-in's, not an interruption (interrupted counts an onset after it stopped)."""
     data = np.asarray(recording)
     if data.ndim != 2 or data.shape[1] != 2:
         raise ValueError("expected an (n, 2) call recording")
-    caller = data[:, 0].astype("<i2")
+    if len(caller_words) != len(spans):
+        raise ValueError("one caller's words (or None) per span")
     model = data[:, 1].astype(np.float64) / 32768.0
-    words = []  # per span: its caller's first and last word (samples on the recording), or None
-    for k, (start_s, end_s) in enumerate(spans):
-        lo = max(0, int(round(start_s * RECORDING_RATE)))
-        hi = min(data.shape[0], int(round(end_s * RECORDING_RATE)))
-        given = caller_anchors[k] if caller_anchors is not None else None
-        anchors = given if given is not None else speech_anchors(caller[lo:hi]) if hi > lo else None
-        words.append(None if anchors is None else (lo + int(round(anchors.speech_start * RECORDING_RATE)),
-                                                    lo + int(round(anchors.speech_end * RECORDING_RATE))))
+    # per span: its caller's first and last word (samples on the recording), or None
+    words = [None if w is None else (int(round(w[0] * RECORDING_RATE)), int(round(w[1] * RECORDING_RATE)))
+             for w in caller_words]
     acts = [(b if b is not None else TurnBehaviour()) for b in (behaviours or [None] * len(spans))]
     sustain = int(round(OnsetParams().sustain_s * RECORDING_RATE))
     out = []
-    for k, (start_s, end_s) in enumerate(spans):
-        lo = max(0, int(round(start_s * RECORDING_RATE)))
+    for k in range(len(spans)):
         if words[k] is None:
             out.append(_UNMEASURED)
             continue
@@ -117,7 +112,7 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
         in_turn = not interrupted and not no_response
         premature = None
         if behaviour.pause is not None:
-            p0 = lo + int(round(behaviour.pause[0] * RECORDING_RATE))
+            p0 = int(round(behaviour.pause[0] * RECORDING_RATE))
             p1 = p0 + int(round(behaviour.pause[1] * RECORDING_RATE))
             premature = premature_response(model, max(p0, heard_from), max(p1, heard_from + 1), RECORDING_RATE)
         out.append(TurnTiming(
@@ -138,11 +133,11 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
 
 
 def turn_timings_from_file(path: Path, spans: Sequence[tuple[float, float]],
-                           caller_anchors: Sequence[SpeechAnchors | None] | None = None,
+                           caller_words: Sequence[tuple[float, float] | None],
                            behaviours: Sequence[TurnBehaviour | None] | None = None,
                            **limits: float) -> list[TurnTiming]:
     """turn_timings of a written call recording: the file is the evidence."""
-    return turn_timings(read_recording(path), spans, caller_anchors=caller_anchors, behaviours=behaviours, **limits)
+    return turn_timings(read_recording(path), spans, caller_words, behaviours=behaviours, **limits)
 
 
 def silence_gap_latency(gaps_s: Iterable[float | None]) -> float | None:

@@ -13,6 +13,7 @@ import numpy as np
 from voxwatch.foundation.events import (AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, FINAL, PARTIAL, REQUEST_SENT,
                                         RESPONSE, Event, Timeline)
 
+from voxwatch.metrics.as_sent import sent_at_ns
 from voxwatch.metrics.onset import detect_onset
 
 NS_PER_MS = 1_000_000
@@ -36,32 +37,38 @@ def pacing_error_ms(timeline: Timeline) -> float | None:
 
 @dataclass(frozen=True)
 class STTStreamMetrics:
-    first_partial_ms: float | None  # from t0 + speech_start
+    first_partial_ms: float | None  # from the speech start's write
     first_partial_from_t0_ms: float | None
-    ttfs_ms: float | None  # from t0 + speech_end; negative values are kept
+    ttfs_ms: float | None  # from the speech end's write; negative values are kept
     hypothesis: str
-    ttfs_peer_ms: float | None = None  # from t0 + the peers' speech end (metrics.peer_anchor), when given
+    ttfs_peer_ms: float | None = None  # from the peers' speech end's write (metrics.peer_anchor), when given
 
 
 def stt_stream_metrics(timeline: Timeline, speech_start: float, speech_end: float,
-                       peer_speech_end: float | None = None) -> STTStreamMetrics:
+                       peer_speech_end: float | None = None, *, sample_rate: int) -> STTStreamMetrics:
     """First partial and TTFS, anchored on the shared VAD (and TTFS on the peers' anchor too, when
-    its end of speech is given); t0 is the first chunk written."""
+    its end of speech is given): each anchor (seconds into the audio as generated, at `sample_rate`)
+    at the write of the chunk that carried it (metrics.as_sent), so a chunk written late moves the
+    anchor with it and never the vendor's latency; t0 is the first chunk written."""
     chunks = timeline.of(CHUNK_SENT)
     if not chunks:
         raise ValueError("no audio chunk was sent")
     t0 = chunks[0].t_ns
+
+    def sent(seconds: float) -> float:
+        return sent_at_ns(chunks, seconds * sample_rate, sample_rate)
+
     transcript_events = [e for e in timeline.events if e.kind in (PARTIAL, FINAL) and (e.text or "").strip()]
     finals = timeline.of(FINAL)
     first = transcript_events[0] if transcript_events else None
     worded = [e for e in finals if (e.text or "").strip()]
     last_final = (worded or finals)[-1] if finals else None  # an empty flush after the last words is not the final
     return STTStreamMetrics(
-        first_partial_ms=_ms(first.t_ns - t0 - speech_start * 1e9) if first else None,
+        first_partial_ms=_ms(first.t_ns - sent(speech_start)) if first else None,
         first_partial_from_t0_ms=_ms(first.t_ns - t0) if first else None,
-        ttfs_ms=_ms(last_final.t_ns - t0 - speech_end * 1e9) if last_final else None,
+        ttfs_ms=_ms(last_final.t_ns - sent(speech_end)) if last_final else None,
         hypothesis=" ".join((e.text or "").strip() for e in finals if (e.text or "").strip()),
-        ttfs_peer_ms=_ms(last_final.t_ns - t0 - peer_speech_end * 1e9) if last_final and peer_speech_end is not None
+        ttfs_peer_ms=_ms(last_final.t_ns - sent(peer_speech_end)) if last_final and peer_speech_end is not None
         else None,
     )
 

@@ -4,15 +4,18 @@ The recording is the evidence: channel 0 is the caller as sent (each chunk at it
 channel 1 is the model's audio placed at its playout time (the TTFA playout model: playback
 starts with the first chunk and stalls when data is late), both on one clock whose zero is the
 first caller chunk. It is written to disk, and V2V is measured back from the file: the model's
-first audible onset after the caller's last word (the shared VAD's speech_end on channel 0),
-minus that last word.
+first audible onset after the caller's last word, minus that last word. The caller's last word
+is not read off channel 0: it is the shared VAD's speech_end on the caller's audio as generated,
+at the write of the chunk that carried it (metrics.as_sent), placed on the recording's clock; a
+chunk written late leaves a gap or an overlap on channel 0 that the model never heard, and the
+VAD could end the speech there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import soundfile as sf
@@ -20,9 +23,10 @@ import soundfile as sf
 from voxwatch.foundation.audio import resample
 from voxwatch.foundation.events import CHUNK_SENT, Timeline
 
+from voxwatch.metrics.as_sent import sent_at_ns
 from voxwatch.metrics.onset import detect_onset
 from voxwatch.metrics.timeline import collect_audio, playout_starts_ns
-from voxwatch.metrics.vad import VAD_PARAMS, speech_anchors
+from voxwatch.metrics.vad import VAD_PARAMS, SpeechAnchors, speech_anchors
 
 RECORDING_RATE = VAD_PARAMS.sample_rate
 
@@ -56,10 +60,7 @@ def conversation_recording(turns: Sequence[tuple[Timeline, bytes]],
     (voxwatch/metrics/conversation_timing.py)."""
     if caller_rate != RECORDING_RATE:
         raise ValueError(f"caller audio must be {RECORDING_RATE} Hz")
-    firsts = [timeline.of(CHUNK_SENT)[0].t_ns for timeline, _ in turns if timeline.of(CHUNK_SENT)]
-    if not firsts:
-        raise ValueError("the call has no caller audio")
-    t0 = firsts[0]
+    t0 = recording_zero_ns(timeline for timeline, _ in turns)
 
     def at(t_ns: float) -> int:
         """The recording's sample at clock time t_ns."""
@@ -95,6 +96,41 @@ def conversation_recording(turns: Sequence[tuple[Timeline, bytes]],
     return track, spans
 
 
+def recording_zero_ns(timelines: Iterable[Timeline]) -> int:
+    """The call recording's zero on the monotonic clock: the call's first caller chunk written."""
+    for timeline in timelines:
+        first = timeline.first(CHUNK_SENT)
+        if first is not None:
+            return first.t_ns
+    raise ValueError("the call has no caller audio")
+
+
+def caller_words_s(timeline: Timeline, caller_pcm16: bytes, zero_ns: int,
+                   anchors: SpeechAnchors | None = None) -> tuple[float, float] | None:
+    """A caller turn's first and last word on the recording's clock (s from `zero_ns`): the shared
+    VAD's anchors on its audio as generated (16 kHz int16), or `anchors` (seconds into that audio)
+    where they are known otherwise (a persona's clean words under its noise), each at the write of
+    the chunk that carried it. None when the audio has no speech."""
+    found = anchors if anchors is not None else speech_anchors(np.frombuffer(caller_pcm16, dtype="<i2"))
+    if found is None:
+        return None
+    return (on_recording_s(timeline, zero_ns, found.speech_start), on_recording_s(timeline, zero_ns, found.speech_end))
+
+
+def on_recording_s(timeline: Timeline, zero_ns: int, seconds: float) -> float:
+    """Where second `seconds` of a turn's caller audio as generated lies on the recording's clock:
+    when its sample was written (metrics.as_sent.sent_at_ns), from the recording's zero."""
+    return (sent_at_ns(timeline, seconds * RECORDING_RATE, RECORDING_RATE) - zero_ns) / 1e9
+
+
+def caller_speech_end_s(timeline: Timeline, caller_pcm16: bytes) -> float:
+    """A single turn's caller's last word on its recording's clock (caller_words_s), for V2V."""
+    words = caller_words_s(timeline, caller_pcm16, recording_zero_ns([timeline]))
+    if words is None:
+        raise ValueError("no caller speech in the audio sent")
+    return words[1]
+
+
 def write_recording(path: Path, recording: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     sf.write(str(path), np.clip(recording, -1, 32767 / 32768), RECORDING_RATE, subtype="PCM_16")
@@ -108,15 +144,14 @@ def read_recording(path: Path) -> np.ndarray:
     return data
 
 
-def v2v_from_recording(path: Path) -> V2V:
-    """Measure V2V from a written two-channel recording."""
+def v2v_from_recording(path: Path, caller_speech_end_s: float) -> V2V:
+    """Measure V2V from a written two-channel recording, given the caller's last word on its clock
+    (caller_speech_end_s: found on the audio as generated, at its write): the model's first audible
+    onset on channel 1 after it, minus it."""
     data, rate = read_recording(path), RECORDING_RATE
-    anchors = speech_anchors(data[:, 0])
-    if anchors is None:
-        raise ValueError(f"{path}: no caller speech on channel 0")
-    end = int(round(anchors.speech_end * rate))
+    end = int(round(caller_speech_end_s * rate))
     onset = detect_onset(data[end:, 1].astype(np.float64) / 32768.0, rate)
     if onset is None:
-        return V2V(None, anchors.speech_end, None)
+        return V2V(None, caller_speech_end_s, None)
     onset_s = (end + onset) / rate
-    return V2V((onset_s - anchors.speech_end) * 1000, anchors.speech_end, onset_s)
+    return V2V((onset_s - caller_speech_end_s) * 1000, caller_speech_end_s, onset_s)

@@ -19,8 +19,9 @@ A voiced frame while it speaks is a barge-in: it stops (`barge_in`) `barge_in_st
 caller's first word (at once when 0), sends `clear` on the Twilio transport, and listens.
 
 Its timing is the truth benchmarks.agent_truth holds measurements against, so the caller's first
-and last word are found as voxwatch's own recording reads them: the shared VAD anchors
-(voxwatch/metrics/vad.py) of the caller's audio as heard, each sample at its frame's arrival time.
+and last word are found as voxwatch itself finds them (METHOD "Audio"): the shared VAD anchors
+(voxwatch/metrics/vad.py) of the caller's audio, its frames end to end, each sample at its frame's
+arrival time (voxwatch: at its chunk's write).
 The reply then starts exactly then, and a barge-in's last frame is cut at the stop, to the sample.
 """
 

@@ -18,6 +18,7 @@ import time
 from typing import Any, Mapping
 
 from voxwatch.foundation.events import CHUNK_SENT, REQUEST_SENT, Timeline
+from voxwatch.metrics.as_sent import sent_at_ns
 
 
 def record(emulator, key: str, what: str, at: int | None = None) -> None:
@@ -65,18 +66,22 @@ class Ledger:
 
 
 def truth_as_sent(metric: str, sent: Mapping[str, int], timeline: Timeline, *, speech_start_ms: float = 0.0,
-                  speech_end_ms: float = 0.0, leading_silence_ms: float = 0.0) -> float:
+                  speech_end_ms: float = 0.0, leading_silence_ms: float = 0.0, sample_rate: int = 16000) -> float:
     """What `metric` should read for one stream, given when the emulator actually sent (`sent`:
     first_partial, final, first_audio, first_speech -> ns) and the worker's own send stamps.
 
     The same definitions as metrics/, taken from the sending side: the difference between this and
-    the measured value is voxwatch's clock error alone (loopback transit plus the receive path).
+    the measured value is voxwatch's clock error alone (loopback transit plus the receive path). The
+    caller's anchors (ms into its audio as generated, at `sample_rate`) run from the write of the
+    chunk that carried them (metrics.as_sent), as the measures do.
     """
-    t0 = timeline.first(CHUNK_SENT)
     asked = timeline.first(REQUEST_SENT)
 
     def heard() -> int:  # the playout model: silence plays out before the speech can be heard
         return max(sent["first_speech"], sent["first_audio"] + int(leading_silence_ms * 1e6))
+
+    def written(at_ms: float) -> float:
+        return sent_at_ns(timeline, at_ms * sample_rate / 1000, sample_rate)
 
     if metric == "ttfb_ms":
         return (sent["first_audio"] - asked.t_ns) / 1e6
@@ -85,31 +90,23 @@ def truth_as_sent(metric: str, sent: Mapping[str, int], timeline: Timeline, *, s
     if metric == "latency_ms":
         return (sent["final"] - asked.t_ns) / 1e6
     if metric == "first_partial_ms":
-        return (sent["first_partial"] - t0.t_ns) / 1e6 - speech_start_ms
+        return (sent["first_partial"] - written(speech_start_ms)) / 1e6
     if metric == "ttfs_ms":
-        return (sent["final"] - t0.t_ns) / 1e6 - speech_end_ms
-    if metric == "v2v_ms":  # the call recording places each caller chunk at its write
-        return (heard() - t0.t_ns) / 1e6 - speech_end_ms - caller_late_ms(timeline, speech_end_ms)[0]
+        return (sent["final"] - written(speech_end_ms)) / 1e6
+    if metric == "v2v_ms":
+        return (heard() - written(speech_end_ms)) / 1e6
     raise ValueError(f"no send-side truth for {metric!r}")
 
 
-def caller_late_ms(timeline: Timeline, at_ms: float, rate: int = 16000) -> tuple[float, float]:
-    """Where the two-channel call recording puts the caller's audio at `at_ms` into the clip, which
-    places each chunk at its write: how much later than the first chunk's write plus `at_ms` (its
-    chunk's write plus its place in the chunk), and the most any chunk up to it was written after its
-    deadline. Both zero when the pacer kept every chunk on time; on a busy machine a late chunk
-    shifts what follows it, and the chunks written in a burst after it overlap in the recording,
-    which moves the VAD's speech end by up to that lateness."""
-    chunks = timeline.of(CHUNK_SENT)
-    at = int(round(at_ms * rate / 1000))
-    offset, worst_ns = 0, 0
-    for chunk in chunks:
-        n = chunk.n_samples or 0
-        if chunk.deadline_ns is not None:
-            worst_ns = max(worst_ns, chunk.t_ns - chunk.deadline_ns)
-        if offset + n > at:
-            break
-        offset += n
-    else:
-        return 0.0, worst_ns / 1e6
-    return (chunk.t_ns - chunks[0].t_ns) / 1e6 - offset * 1000 / rate, worst_ns / 1e6
+def caller_late_ms(metric: str, timeline: Timeline, *, speech_start_ms: float = 0.0, speech_end_ms: float = 0.0,
+                   sample_rate: int = 16000) -> float:
+    """How much later than on time (the first chunk's write plus the anchor) the caller's anchor of
+    `metric` (ms into its audio as generated) went out (metrics.as_sent); zero when the pacer kept
+    every chunk up to it on time, and for a metric not timed from the caller's words. An emulator
+    schedules from its first chunk's arrival plus the clip's anchor, so a measure from the anchor's
+    write reads that much less than the emulator's setting."""
+    at_ms = {"first_partial_ms": speech_start_ms, "ttfs_ms": speech_end_ms, "v2v_ms": speech_end_ms}.get(metric)
+    if at_ms is None:
+        return 0.0
+    first = timeline.first(CHUNK_SENT)
+    return (sent_at_ns(timeline, at_ms * sample_rate / 1000, sample_rate) - first.t_ns) / 1e6 - at_ms
