@@ -19,7 +19,7 @@ import numpy as np
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Clip, Prompt
-from voxwatch.providers.emulators.ledger import caller_late_ms, truth_as_sent
+from voxwatch.providers.emulators.ledger import AFTER, caller_late_ms, truth_as_sent
 from voxwatch.providers.emulators.scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
@@ -72,15 +72,39 @@ PROTOCOLS = {p.name: p for p in (
 
 
 class Errors:
-    """Per metric: (clock error, error vs injected) pairs, in ms."""
+    """Per metric: (clock error, error vs injected) pairs, in ms, over the rows published; and how many
+    rows the witness excluded as the worker's stall (METHOD "Clock witness"), with the largest
+    uncertainty a published row carried."""
 
     def __init__(self) -> None:
         self.values: dict[str, list[tuple[float, float]]] = {}
+        self.rows = 0
+        self.stalled = 0
+        self.stamps: dict[str, int] = {}
+        self.published_uncertainty_ms = 0.0
 
-    def add(self, metric: str, measured: float | None, sent_truth: float, injected_truth: float) -> None:
+    def witnessed(self, row) -> bool:
+        """Count the row; whether it was published (False: excluded as the worker's stall)."""
+        self.rows += 1
+        if row.status == "excluded" and (row.reason or "").startswith("measuring worker stalled"):
+            self.stalled += 1
+            return False
+        if row.arrival_stamp:
+            self.stamps[row.arrival_stamp] = self.stamps.get(row.arrival_stamp, 0) + 1
+        self.published_uncertainty_ms = max(self.published_uncertainty_ms, row.clock_uncertainty_ms or 0.0)
+        return True
+
+    @property
+    def stalled_share(self) -> float:
+        return self.stalled / self.rows if self.rows else 0.0
+
+    def add(self, metric: str, measured: float | None, sent_truth: tuple[float, float], injected_truth: float) -> None:
+        """`sent_truth`: the truth from the emulator's stamps before and after its write; a measured
+        value between the two is no error of voxwatch's (the write went out somewhere in that span)."""
         if measured is None:  # excluded for this model (registry exclusions)
             return
-        self.values.setdefault(metric, []).append((measured - sent_truth, measured - injected_truth))
+        low, high = min(sent_truth), max(sent_truth)
+        self.values.setdefault(metric, []).append((measured - min(max(measured, low), high), measured - injected_truth))
 
 
 def summary(pairs: list[tuple[float, float]]) -> dict:
@@ -109,9 +133,17 @@ async def streams(model, adapter, dataset, items) -> tuple[list, list[Timeline]]
     return rows, [held[0] for held in holders]
 
 
-def _of(sent: dict[tuple[str, str], int], key: str) -> dict[str, int]:
-    """One stream's send times from a drained ledger: what -> ns."""
-    return {what: t for (k, what), t in sent.items() if k == key}
+def _of(sent: dict[tuple[str, str], int], key: str) -> tuple[dict[str, int], dict[str, int]]:
+    """One stream's send times from a drained ledger, as stamped before each write and after it
+    (ledger.AFTER; a time the emulator worked out has one stamp): what -> ns, twice."""
+    before = {what: t for (k, what), t in sent.items() if k == key and not what.endswith(AFTER)}
+    after = {**before, **{what[:-len(AFTER)]: t for (k, what), t in sent.items() if k == key and what.endswith(AFTER)}}
+    return before, after
+
+
+def _truth(metric: str, sent: tuple[dict[str, int], dict[str, int]], timeline: Timeline, **anchors) -> tuple[float, float]:
+    """The metric's truth as sent, from the stamps before the emulator's writes and after them."""
+    return truth_as_sent(metric, sent[0], timeline, **anchors), truth_as_sent(metric, sent[1], timeline, **anchors)
 
 
 class Rig:
@@ -164,6 +196,8 @@ class AudioRig(Rig):
         return [self.clips[(round_ * level + i) % len(self.clips)] for i in range(level)]
 
     def add(self, errors: Errors, clip: Clip, row, timeline: Timeline, sent: dict[tuple[str, str], int]) -> None:
+        if not errors.witnessed(row):
+            return
         self._check(clip, row)
         anchors = dict(speech_start_ms=clip.speech_start * 1000, speech_end_ms=clip.speech_end * 1000,
                        sample_rate=clip.sample_rate)
@@ -171,19 +205,19 @@ class AudioRig(Rig):
         def setting(metric: str, value: float) -> float:  # the emulator's, from the anchor's write (not its due time)
             return value - caller_late_ms(metric, timeline, **anchors)
         if self.model.protocol == "stt-batch":
-            sent_truth = truth_as_sent("latency_ms", _of(sent, self.texts[clip.id]), timeline)
+            sent_truth = _truth("latency_ms", _of(sent, self.texts[clip.id]), timeline)
             errors.add("latency_ms", row.latency_ms, sent_truth,
                        STT.final_ms + jitter_ms(audio_sent(self.dataset, clip), STT.jitter_ms))
         elif self.model.board == "s2s":
-            errors.add("v2v_ms", row.v2v_ms, truth_as_sent("v2v_ms", _of(sent, self.keyed[clip.id]), timeline,
-                                                           leading_silence_ms=S2S.leading_silence_ms, **anchors),
+            errors.add("v2v_ms", row.v2v_ms, _truth("v2v_ms", _of(sent, self.keyed[clip.id]), timeline,
+                                                    leading_silence_ms=S2S.leading_silence_ms, **anchors),
                        setting("v2v_ms", S2S.truth(self.firsts[clip.id])["v2v_ms"]))
         else:
             truth, mine = STT.truth(self.firsts[clip.id]), _of(sent, self.texts[clip.id])
             for metric in ("first_partial_ms", "ttfs_ms"):
                 if getattr(row, metric) is None:  # excluded for this model (registry exclusions)
                     continue
-                errors.add(metric, getattr(row, metric), truth_as_sent(metric, mine, timeline, **anchors),
+                errors.add(metric, getattr(row, metric), _truth(metric, mine, timeline, **anchors),
                            setting(metric, truth[metric]))
 
 
@@ -206,14 +240,16 @@ class TTSRig(Rig):
                 for i in range(level)]
 
     def add(self, errors: Errors, prompt: Prompt, row, timeline: Timeline, sent: dict[tuple[str, str], int]) -> None:
+        if not errors.witnessed(row):
+            return
         self._check(prompt, row)
         truth, mine = self.scenario.truth(prompt.text), _of(sent, prompt.text)
         metric = "ttfa_gaming_ms" if self.name == "gaming" else "ttfa_ms"
-        errors.add(metric, row.ttfa_ms, truth_as_sent("ttfa_ms", mine, timeline,
-                                                      leading_silence_ms=self.scenario.leading_silence_ms),
+        errors.add(metric, row.ttfa_ms, _truth("ttfa_ms", mine, timeline,
+                                               leading_silence_ms=self.scenario.leading_silence_ms),
                    truth["ttfa_ms"])
         if self.name == "streaming":
-            errors.add("ttfb_ms", row.ttfb_ms, truth_as_sent("ttfb_ms", mine, timeline), truth["ttfb_ms"])
+            errors.add("ttfb_ms", row.ttfb_ms, _truth("ttfb_ms", mine, timeline), truth["ttfb_ms"])
 
 
 def rig(registry: Registry, protocol: Protocol, tts_scenario: str = "streaming") -> Rig:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from voxwatch.metrics.witness import stalled_row
 from voxwatch.providers.emulators.ledger import Ledger
 from voxwatch.providers.emulators.scenario import Scenarios
 from voxwatch.providers.emulators.server import serve
@@ -96,6 +97,7 @@ class Window:
     waves: int = 0
     streams: int = 0
     failed: list[str] = field(default_factory=list)
+    stalled: int = 0  # rows the clock witness excluded as the worker's stall (METHOD "Clock witness")
     errors: dict[str, Errors] = field(default_factory=dict)  # by vendor protocol
     pacing: dict[str, list[float]] = field(default_factory=dict)  # by kind: each audio-in row's pacing_error_ms
 
@@ -110,6 +112,7 @@ class Window:
         now = time.perf_counter()
         return {"end_s": round(now - soak_started, 1), "seconds": round(now - self.started, 1), "waves": self.waves,
                 "streams": self.streams, "failed": len(self.failed), "failures": self.failed[:3],
+                "stalled": self.stalled,
                 "clock_error_ms": {k: s[k] for k in ("p50_ms", "p99_ms", "max_ms")},
                 "p99_by_kind_ms": {kind: p99(names) for kind, names in kinds.items() if names},
                 "p99_by_protocol_ms": {name: p99([name]) for name in self.errors},
@@ -148,6 +151,9 @@ def soak(registry: Registry, seconds: float, n_streams: int, kinds: list[str]) -
             sent = ledgers[r.protocol.emulator].drain()
             errors = window.errors.setdefault(r.protocol.name, Errors())
             for item, row, timeline in zip(items, rows, timelines):
+                if stalled_row(row.status, row.reason):  # the worker's own stall: counted, not a failure
+                    window.stalled += 1
+                    continue
                 if row.status != "ok":  # a worker goes on; the window reports it
                     window.failed.append(f"{r.protocol.name} {item.id}: {row.status}: {row.reason}")
                     continue
@@ -169,11 +175,11 @@ def _ms(value: float | None, width: int) -> str:
 
 def _print_row(n: int, w: dict) -> None:
     if n == 1:
-        print(f"{'window':>6} {'end s':>6} {'waves':>5} {'streams':>7} {'failed':>6} | clock error ms: {'p50':>6} "
+        print(f"{'window':>6} {'end s':>6} {'waves':>5} {'streams':>7} {'failed':>6} {'stalled':>7} | clock error ms: {'p50':>6} "
               f"{'p99':>6} {'max':>7} | p99 by kind ms{'':14} | {'RSS MB':>7} {'emulators MB':>12}", flush=True)
     c = w["clock_error_ms"]
     kinds = " ".join(f"{k} {_ms(v, 0).strip()}" for k, v in w["p99_by_kind_ms"].items())
-    print(f"{n:6d} {w['end_s']:6.0f} {w['waves']:5d} {w['streams']:7d} {w['failed']:6d} |                "
+    print(f"{n:6d} {w['end_s']:6.0f} {w['waves']:5d} {w['streams']:7d} {w['failed']:6d} {w['stalled']:7d} |                "
           f"{_ms(c['p50_ms'], 6)} {_ms(c['p99_ms'], 6)} {_ms(c['max_ms'], 7)} | {kinds:28} | {w['rss_mb']:7.1f} "
           f"{w['emulators_rss_mb']:12.1f}", flush=True)
 

@@ -45,6 +45,7 @@ from voxwatch.store.postgres import PostgresStore
 from voxwatch.workers.celery_app import configure
 from voxwatch.workers.schedule import beat_schedule
 from support.webhook_receiver import receiver
+from support.processes import kept_env
 
 pytestmark = pytest.mark.e2e
 
@@ -552,7 +553,7 @@ def test_beat_schedules_the_evaluation_and_a_worker_runs_it(db, tmp_path: Path):
     with log.open("w") as out:
         worker = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "worker"], cwd=REPO, stdout=out,
                                   stderr=subprocess.STDOUT, start_new_session=True,
-                                  env={k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | env)
+                                  env=kept_env() | env)
     try:
         configure(cfg).send_task(entry["task"], queue=entry["options"]["queue"])
         deadline = time.monotonic() + 60

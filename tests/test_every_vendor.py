@@ -5,7 +5,6 @@ must never show up anywhere a user or an operator could see it."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from support.processes import REPO, run_cli
+from support.processes import kept_env
 from voxwatch.cli.emulate import ERROR_EVERY, with_errors
 from voxwatch.providers.registry import Registry
 
@@ -26,7 +26,7 @@ DATASETS = "stt-starter-clean,tts-prompts"
 @pytest.fixture(scope="module")
 def emulators():
     """`voxwatch emulate` as a subprocess; yields the environment lines it printed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")}
+    env = kept_env()
     proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "emulate"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     exports: dict[str, str] = {}

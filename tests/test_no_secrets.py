@@ -7,7 +7,6 @@ command does its real work with the secret in hand, the way a deployment with a 
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
 import subprocess
@@ -20,6 +19,7 @@ import pytest
 
 from support.processes import REPO, run_cli
 from support.postgres import fresh_postgres
+from support.processes import kept_env
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 def _long_running(args: list[str], seconds: float, log: Path, port: int | None = None,
                   extra_env: dict[str, str] | None = None) -> str:
     """A serving command for a few seconds (and its pages read, for serve); everything it printed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | (extra_env or {})
+    env = kept_env() | (extra_env or {})
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", *args], cwd=REPO, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)

@@ -63,6 +63,18 @@ def _positive_float(v: Any) -> float:
     return float(v)
 
 
+def _bound_ms(v: Any) -> float | None:
+    """Unset (the method's bound), or a positive number of milliseconds (a string from the environment)."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            raise ValueError("expected a positive number of milliseconds") from None
+    return _positive_float(v)
+
+
 def _nonnegative_float(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_SECONDS:  # False for nan
         raise ValueError(f"expected a finite number >= 0 (at most {MAX_SECONDS:g})")
@@ -235,6 +247,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _name_part},
     "store": {"url": _store_url, "spool_dir": _text, "spool_fallback_dir": _text_or_empty},
     "run": {"sample_size": _positive_int, "panel_size": _nonnegative_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
+            "concurrency": _positive_int, "stall_bound_ms": _bound_ms,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text,
             "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
     "schedule": {"every_minutes": _positive_int, "regions": _regions},
@@ -317,6 +330,8 @@ class Config:
     panel_size: int = 24  # the sentinel panel: utterances per family every tick measures beside its draw
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
     reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
+    concurrency: int = 1  # `voxwatch run`: measurements at once, at most (fewer while the worker stalls: harness.backpressure)
+    stall_bound_ms: float | None = None  # the clock witness: a row less sure of its clocks is excluded; None: METHOD's
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
     noises_dir: Path = Path("var/noises")  # where `voxwatch scenarios noise import` writes
     preference_prompts_dir: Path = Path("var/preference/prompts")  # where `voxwatch preference prompts import` writes
@@ -512,6 +527,8 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         seed=values["run"]["seed"],
         timeout_s=values["run"]["timeout_s"],
         chunk_ms=values["run"]["chunk_ms"],
+        concurrency=values["run"]["concurrency"],
+        stall_bound_ms=values["run"]["stall_bound_ms"],
         max_retry_after_s=values["run"]["max_retry_after_s"],
         default_backoff_s=values["run"]["backoff_s"],
         recordings_dir=Path(values["run"]["recordings_dir"]),

@@ -12,11 +12,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+BOUND_VARIABLE = "VOXWATCH_RUN_STALL_BOUND_MS"
+UNBOUNDED_MS = 60_000.0
+"""The clock witness's bound in the suite's processes (conftest.witness_off_but_where_tested): a CLI a
+test starts keeps it, though it gets no other VOXWATCH_* variable of the developer's."""
+
+
+def kept_env() -> dict[str, str]:
+    """This process's environment for a voxwatch process a test starts: no VOXWATCH_* variable of the
+    developer's, but the suite's clock witness bound."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_") or k == BOUND_VARIABLE}
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             check: bool = True, max_file_bytes: int | None = None) -> subprocess.CompletedProcess:
     """`max_file_bytes`: RLIMIT_FSIZE of the CLI, so a test of bounded disk fails at that bound (a
     write past it is EFBIG) rather than filling the disk."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")}
+    full_env = kept_env()
     full_env.update(env or {})
     limit = None if max_file_bytes is None else (
         lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, resource.getrlimit(resource.RLIMIT_FSIZE)[1])))

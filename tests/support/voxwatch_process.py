@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from support.processes import REPO
+from support.processes import kept_env
 
 
 class Voxwatch:
@@ -18,7 +19,7 @@ class Voxwatch:
 
     def __init__(self, args: list[str], env: dict[str, str], log: Path, name: str) -> None:
         self.name, self.log = name, log
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | env
+        full_env = kept_env() | env
         with log.open("w") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", *args], cwd=REPO, env=full_env,
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

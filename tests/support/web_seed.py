@@ -5,7 +5,6 @@ and Chromium's reading of the pages. Shared by tests/test_web*.py and the tests 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import socket
 import subprocess
@@ -36,6 +35,7 @@ from voxwatch.store import open_store
 
 from support.processes import REPO, run_cli
 from support.postgres import fresh_postgres
+from support.processes import kept_env
 
 NOW = time.time()
 DAY = 86400.0
@@ -207,7 +207,7 @@ def serving(store_url: str, log: Path, today: str | None = None, *options: str,
     (VOXWATCH_* settings) to its environment. Pages show every write on the next request
     (--fresh-within 0): the tests write, then read."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXWATCH_")} | (
+    env = kept_env() | (
         {"VOXWATCH_TODAY": today} if today else {}) | (env or {})
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "voxwatch.cli", "serve", "--store", store_url, "--port",

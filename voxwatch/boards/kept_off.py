@@ -13,6 +13,7 @@ from typing import Collection, Mapping, Sequence
 
 from voxwatch.foundation.observation import Observation
 from voxwatch.metrics.series import NOT_AN_ATTEMPT
+from voxwatch.metrics.witness import stalled_row
 
 WHERE = 'docs/OPERATIONS.md "Trying every vendor with no key"'
 """Where emulators and the rows measured against them are described."""
@@ -21,16 +22,34 @@ WHERE = 'docs/OPERATIONS.md "Trying every vendor with no key"'
 def run_line(rows: Sequence[Observation]) -> str | None:
     """One line for a run: how many of its rows the boards keep off, and why (None when none)."""
     emulated = sum(1 for r in rows if r.emulator)
-    excluded = sum(1 for r in rows if not r.emulator and r.status in NOT_AN_ATTEMPT)
-    if not emulated + excluded:
+    stalled = sum(1 for r in rows if not r.emulator and stalled_row(r.status, r.reason))
+    excluded = sum(1 for r in rows if not r.emulator and r.status in NOT_AN_ATTEMPT) - stalled
+    if not emulated + excluded + stalled:
         return None
     parts = []
     if emulated:
         parts.append(f"{emulated} measured against an emulator (a loopback server: a test rig's numbers, never a "
                      f"vendor's; {WHERE})")
+    if stalled:
+        parts.append(stalled_words(stalled))
     if excluded:
         parts.append(f"{excluded} the harness could not measure (status excluded: not attempts)")
-    return f"{emulated + excluded} of {len(rows)} observations are kept off the boards: {'; '.join(parts)}"
+    return f"{emulated + excluded + stalled} of {len(rows)} observations are kept off the boards: {'; '.join(parts)}"
+
+
+def stalled_words(stalled: int) -> str:
+    """What rows the clock witness excluded are (metrics.witness), in a run's line and a board's notes."""
+    return (f"{stalled} excluded because the measuring worker stalled around a timed event for longer than the "
+            f"clock witness's bound (its own stall, not the provider's latency: METHOD \"Clock witness\")")
+
+
+def stalled_line(stalled: Mapping[str, int], where: str) -> str | None:
+    """A board's note of the rows of its span excluded as the measuring worker's stall (None when none)."""
+    total = sum(stalled.values())
+    if not total:
+        return None
+    worst = ", ".join(f"{m} {n}" for m, n in sorted(stalled.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
+    return f"Not on the board {where}: {stalled_words(total)} ({worst})."
 
 
 def no_observations(where: str, emulated: Mapping[str, int]) -> str:

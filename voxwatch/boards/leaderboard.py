@@ -136,7 +136,7 @@ def _language_title(title: str, language: str | None) -> str:
 def format_table(rows: list[MetricRow], window: str, registry: Registry | None = None, *,
                  comparisons: Iterable[Comparison], span: str | None = None, models: Collection[str] = (),
                  languages: Mapping[str, str | None] | None = None, width: int | None = None,
-                 emulated: Mapping[str, int] | None = None) -> str:
+                 emulated: Mapping[str, int] | None = None, stalled: Mapping[str, int] | None = None) -> str:
     """The leaderboard as text: one line per metric of every series, each series' own figures on its
     first line (attempts, rates, pooled WER, entity error rate), its region, method version and rank (metrics.ranking);
     under each board, a line for every model of it that is retired or retires soon. `span` names
@@ -146,7 +146,9 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
     language (its DatasetInfo's), named in the heading of a ranking that is not English. `width`:
     the most useful columns fitted to it (fitted_rows: the CLI's default); None: every column.
     `emulated`: each model's rows of the span measured against an emulator, which the board never
-    shows, said where a model asked for (or the whole board) has nothing else (boards.kept_off)."""
+    shows, said where a model asked for (or the whole board) has nothing else (boards.kept_off).
+    `stalled`: each model's rows of the span excluded as the measuring worker's stall, said under the
+    board they would have been on (boards.kept_off.stalled_line)."""
     languages, where = languages or {}, span or f"in the last {window}"
     shown = [r for r in rows if not models or r.model_id in models]
     lines = kept_off.model_lines(models, {r.model_id for r in shown}, emulated or {}, where)
@@ -173,7 +175,9 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
         notes += _marks(mine, registry)
         notes += [f"  status: {model_id} {s.notice}" for model_id, s in
                   sorted(standings(registry, {r.model_id for r in mine}).items()) if s.notice]
-        lines.extend(prose(n, width, "  ") for n in notes + [price_legend(board)])
+        held_off = kept_off.stalled_line({m: n for m, n in (stalled or {}).items() if m in {r.model_id for r in mine}},
+                                         where)
+        lines.extend(prose(n, width, "  ") for n in notes + [held_off] * bool(held_off) + [price_legend(board)])
     lines.append(prose("\n" + ranking_note() + " '-' is not ranked (superseded method, or no interval yet: n < 5 or "
                        "one tick). Intervals [95% CI] are each series' own (`voxwatch compare` shows the pairs).\nn/a: "
                        f"under the statistic's floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. "

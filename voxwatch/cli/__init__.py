@@ -164,8 +164,9 @@ def _run_tick(args, cfg: config_mod.Config, store, registry: Registry, plan) -> 
                                                             models=tuple({r.model_id for r in result.rows})))
         measured = RowFilter(boards=tuple({r.board for r in result.rows}), datasets=tuple({r.dataset for r in result.rows}))
         compared = board_comparisons.from_store(store, "30d", measured)  # the printed rankings' pairs only
+        stalled = store.stalled(RowFilter(since=leaderboard.since("30d"), models=tuple({r.model_id for r in result.rows})))
         print(leaderboard.format_table(rows, "30d", registry, comparisons=compared, languages=_languages(cfg, rows),
-                                       width=_width(args), emulated=emulated))
+                                       width=_width(args), emulated=emulated, stalled=stalled))
         if hint := run_board.others_line(others, "30d"):
             print(f"\n{hint}")
     except StoreError as exc:
@@ -239,6 +240,7 @@ def cmd_leaderboard(args) -> int:
         rows = leaderboard.from_store(store, args.window, registry, ranked)
         start = leaderboard.since(args.window) if only.since is None else only.since
         emulated = store.emulated(replace(only, since=start)) if args.format == "table" else {}
+        stalled = store.stalled(replace(only, since=start)) if args.format == "table" else {}
         compared = board_comparisons.from_store(store, args.window, ranked) if args.format == "table" else []
         if args.format == "table" and (not only.boards or "s2s" in only.boards) and not only.datasets:
             from voxwatch.conversations.scorecards import store_scorecards_text
@@ -254,7 +256,7 @@ def cmd_leaderboard(args) -> int:
         if board is None or series or any(emulated.get(m) for m in only.models):
             print(leaderboard.format_table(rows, args.window, registry, comparisons=compared, span=span,
                                            models=only.models, languages=_languages(cfg, rows), width=_width(args),
-                                           emulated=emulated))
+                                           emulated=emulated, stalled=stalled))
         if board is not None:
             print(f"{chr(10) if series else ''}S2S conversations - {span or 'rolling ' + args.window}\n{board}")
     else:

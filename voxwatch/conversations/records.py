@@ -81,6 +81,10 @@ def _turn_row(conversation_id: str, index: int, tr: TurnRun, scored: TurnScore |
         b = scored.behaviour
         row.barge_in_stop_ms, row.barge_in_answered = b.barge_in_stop_ms, b.barge_in_answered
         row.pause_ms, row.premature_response = b.pause_ms, b.premature
+    if tr.witness is not None:
+        row.clock_uncertainty_ms = tr.witness.uncertainty_ms
+        if tr.witness.stalled:  # its clocks are null (conversations.runner): the reason says why
+            row.reason = "; ".join(r for r in (row.reason, tr.witness.reason) if r)
     if tr.quality is not None:
         row.quality_mos, row.quality_instrument = tr.quality.mos, tr.quality.instrument
         row.instrument_error = clean(tr.quality.error)

@@ -41,6 +41,7 @@ from voxwatch.metrics.timeline import collect_audio, heard_at_ns, playout_starts
 from voxwatch.metrics.v2v import (caller_words_s, conversation_recording, on_recording_s, recording_zero_ns,
                                   write_recording)
 from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
+from voxwatch.metrics.witness import Witness, caller_turn_witness
 from voxwatch.foundation.conversation import CALLS, RECONNECTED, ROTATED, AgentSetup, HistoryItem, ModelTurn, ToolCall
 from voxwatch.providers.conversation import ConversationStream
 from voxwatch.foundation.events import CHUNK_SENT, Timeline
@@ -94,6 +95,7 @@ class TurnRun:
     pause: tuple[float, float] | None = None  # a persona's mid-turn pause (start, length s) in caller_pcm
     barge_in: bool = False  # the caller started this turn while the agent was answering the one before
     quality: QualityScore | None = None  # the reply's speech quality, when scored (an answered turn with audio)
+    witness: Witness | None = None  # the clock witness of its V2V (METHOD "Clock witness"), once timed
 
 
 @dataclass
@@ -318,6 +320,7 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
         except Exception as exc:  # noqa: BLE001 - a failed turn is the turn's row; the call goes on
             status, reason = failure_of(exc, vendor, NO_REPLY)
             tr.status, tr.reason = status, kept(reason)
+        timeline.settle()  # the kernel's send times of the turn's chunks, while its connection is open
         history.append(HistoryItem("user", turn.text))  # said, whatever became of the answer
         history.extend(HistoryItem("tool", call=call, output=output) for call, output in tr.outputs)
         if tr.model is not None and tr.model.transcript:
@@ -380,7 +383,20 @@ async def _record_and_time(run: ConversationRun, settings: ConversationSettings)
                                                behaviours=behaviours))
         for turn, span in zip(run.turns, spans):
             turn.timing = next(timings) if span is not None else None
+        for turn, said in zip(sent, words):
+            _witnessed(turn, said, zero)
         run.recording = path if settings.recordings_dir else None
+
+
+def _witnessed(turn: TurnRun, words: tuple[float, float] | None, zero_ns: int) -> None:
+    """A timed turn's clock witness; a stall over the bound leaves its clocks (V2V, barge-in stop) null,
+    as a single turn's row is excluded: the worker's stall is never the agent's latency."""
+    timing = turn.timing
+    if timing is None or words is None or timing.model_onset_s is None:
+        return
+    turn.witness = caller_turn_witness(turn.timeline, zero_ns + words[1] * 1e9, zero_ns + timing.model_onset_s * 1e9)
+    if turn.witness.stalled:
+        turn.timing = replace(timing, v2v_ms=None, barge_in_stop_ms=None)
 
 
 async def _score_quality(run: ConversationRun, settings: ConversationSettings) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import os
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 SPIN_NS = 1_500_000  # sleep until this close to the deadline, then yield to the loop until it passes
 
@@ -77,6 +79,111 @@ class _BusyPoll:
 busy_poll = _BusyPoll()
 
 
+class _LoopWatch:
+    """One event loop's witness: its selector's `select`, timed, with the loop thread's run delay."""
+
+    SLACK_NS = 50_000  # the return from the kernel to the stamp after it
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        selector = getattr(loop, "_selector", None)  # a selector event loop's (the default on Linux)
+        self.entered: int | None = None  # the latest select: when it was entered and returned, ...
+        self.returned: int | None = None
+        self.waited: int | None = None  # ... how long the thread waited for a CPU in it (None: not known)
+        self.slept = False  # ... and whether it slept in the kernel (nothing was waiting when it entered)
+        self.before: int | None = None  # when the select before it returned
+        self._schedstat = _open_schedstat()
+        if selector is not None and hasattr(selector, "select"):
+            original = selector.select
+
+            def select(timeout: float | None = None):
+                entered = time.perf_counter_ns()
+                waiting = original(0)  # what was already waiting: it came in before this select
+                if waiting or timeout == 0:
+                    self._selected(entered, time.perf_counter_ns(), None, slept=False)
+                    return waiting
+                delay = self._run_delay()
+                try:
+                    return original(timeout)
+                finally:
+                    self._selected(entered, time.perf_counter_ns(), delay, slept=True)
+
+            selector.select = select
+
+    def _run_delay(self) -> int | None:
+        """The loop thread's time runnable but not running, so far (ns; None where the kernel does not say)."""
+        if self._schedstat is None:
+            return None
+        try:
+            return int(os.pread(self._schedstat, 64, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _selected(self, entered: int, returned: int, delay_before: int | None, slept: bool) -> None:
+        delay_after = self._run_delay() if delay_before is not None else None
+        self.waited = delay_after - delay_before if delay_after is not None and delay_before is not None else None
+        self.slept = slept
+        self.before, self.entered, self.returned = self.returned, entered, returned
+
+    def since_ns(self, at_ns: int) -> int | None:
+        """The earliest the bytes of a read stamped `at_ns`, handled after the latest select, can have come.
+
+        Bytes that came in before the select was entered were waiting in it, and came in after the
+        select before returned (the loop was running callbacks, or descheduled, in between: not
+        watching). Otherwise, when the kernel had the loop asleep in the select, the first of them woke
+        it, and the thread then waited for a CPU at most `waited`: they came no earlier than that (None
+        where the kernel does not say how long the thread waited).
+        """
+        if self.returned is None:
+            return None
+        if self.slept and at_ns >= self.entered:
+            return None if self.waited is None else max(self.entered, self.returned - self.waited - self.SLACK_NS)
+        return self.before if self.before is not None else self.entered
+
+
+def _open_schedstat() -> int | None:
+    try:
+        return os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return None
+
+
+class _Watch:
+    """The witness on every clock: how long before a stamp its worker could not have seen the bytes.
+
+    The event loop learns of bytes in `select`; a read callback handles what the last select reported.
+    When the loop slept in the select, the kernel woke it as the first bytes came, and the thread then
+    waited for a CPU for as long as its run delay grew (/proc/thread-self/schedstat): the bytes came
+    no earlier than that. When the select found them already waiting, they came in while the loop was
+    running callbacks, or descheduled, since the previous select: the worker was not watching then.
+    A read's stamp (the kernel's receive time, or the worker's clock) minus that moment is how late it
+    could be; on an idle worker, tens of microseconds.
+    """
+
+    def __init__(self) -> None:
+        self._loops: dict[asyncio.AbstractEventLoop, _LoopWatch] = {}
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Watch this loop's selects (once per loop; measurements call it as they start)."""
+        if loop not in self._loops:
+            if len(self._loops) > 64:  # loops come and go with asyncio.run: forget the closed ones
+                for old in [old for old in self._loops if old.is_closed()]:
+                    del self._loops[old]
+            self._loops[loop] = _LoopWatch(loop)
+
+    def blind_ns(self, at_ns: int) -> int | None:
+        """How long before `at_ns` (perf_counter ns: a stamp of a read the running loop is handling) the
+        bytes could have come unseen; None when the loop is not watched."""
+        try:
+            watched = self._loops.get(asyncio.get_running_loop())
+        except RuntimeError:
+            return None
+        since = watched.since_ns(at_ns) if watched is not None else None
+        return None if since is None else max(0, at_ns - since)
+
+
+watch = _Watch()
+
+
 class _OnTheClock:
     """Which measurements of each event loop are timing something now, so that work that times
     nothing (writing a call recording, transcribing with the local instrument) can wait for a
@@ -90,6 +197,8 @@ class _OnTheClock:
     def __init__(self) -> None:
         self._depth: dict[asyncio.AbstractEventLoop, int] = {}
         self._quiet: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+        self._scoring: dict[asyncio.AbstractEventLoop, int] = {}
+        self._scored: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
 
     def _event(self, loop: asyncio.AbstractEventLoop) -> asyncio.Event:
         event = self._quiet.get(loop)
@@ -100,6 +209,7 @@ class _OnTheClock:
 
     def __enter__(self) -> None:
         loop = asyncio.get_running_loop()
+        watch.install(loop)
         self._depth[loop] = self._depth.get(loop, 0) + 1
         self._event(loop).clear()
 
@@ -109,6 +219,27 @@ class _OnTheClock:
         if self._depth[loop] == 0:
             del self._depth[loop]
             self._quiet.pop(loop).set()
+
+    @contextlib.contextmanager
+    def scoring(self) -> Iterator[None]:
+        """Work that times nothing is waiting or running (after a measurement's clocks stopped): a worker
+        that admits measurements waits for `scored` before starting another, so none of it delays a clock."""
+        loop = asyncio.get_running_loop()
+        self._scoring[loop] = self._scoring.get(loop, 0) + 1
+        self._scored.setdefault(loop, asyncio.Event()).clear()
+        try:
+            yield
+        finally:
+            self._scoring[loop] -= 1
+            if not self._scoring[loop]:
+                del self._scoring[loop]
+                self._scored.pop(loop).set()
+
+    async def scored(self) -> None:
+        """Wait until no measurement of this loop has work left that times nothing."""
+        event = self._scored.get(asyncio.get_running_loop())
+        if event is not None:
+            await event.wait()
 
     async def quiet(self, most_s: float) -> bool:
         """Wait until no measurement of this loop is on the clock, or at most `most_s` (a worker

@@ -59,6 +59,11 @@ class Observation:
     v2v_ms: float | None = None
     audio_duration_s: float | None = None
     pacing_error_ms: float | None = None
+    # the clock witness (METHOD "Clock witness"): the longest time the worker could not observe around the
+    # stamps the row's latencies read (ms; None: not watched), and which clock took its arrival stamps
+    # ("kernel": the socket's receive time; "user": the worker's read)
+    clock_uncertainty_ms: float | None = None
+    arrival_stamp: str | None = None
     http_version: str | None = None
     connection_reused: bool | None = None
     # WER parts (per clip); pooled WER is sum(S + D + I) / sum(ref_words)
@@ -101,10 +106,10 @@ _OPTIONAL = {f.name for f in fields(Observation) if "None" in str(f.type)}
 _REQUIRED = {f.name for f in fields(Observation) if f.default is MISSING}
 _TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
 _INT64 = 2 ** 63
-_AT_LEAST = {"attempt": 1, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
+_AT_LEAST = {"attempt": 1, "clock_uncertainty_ms": 0, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
              "entities_missed": 0, "retry_after_s": 0,
              "started_at": 0}
-_VOCABULARY = {"status": STATUSES, "board": BOARDS}
+_VOCABULARY = {"status": STATUSES, "board": BOARDS, "arrival_stamp": ("kernel", "user")}
 
 
 def made_safe(row: Observation) -> Observation:

@@ -13,7 +13,7 @@ import contextlib
 import json
 import time
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Awaitable, Callable, Sequence
 
@@ -21,6 +21,7 @@ import numpy as np
 import websockets
 
 from voxwatch import __version__
+from voxwatch.foundation import kernel_time
 from voxwatch.foundation.clock import busy_poll, gc_paused, on_the_clock
 from voxwatch.foundation.audio import resample
 from voxwatch.datasets.catalog import Dataset
@@ -35,12 +36,13 @@ from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
 from voxwatch.metrics.answers import answer_correct
 from voxwatch.metrics.entities import entity_errors
 from voxwatch.metrics.wer import scorer_for, word_errors
+from voxwatch.metrics.witness import Witness, audio_witness, batch_witness, caller_turn_witness, stt_stream_witness
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.text import safe_text
 from voxwatch.foundation.languages import is_english
 from voxwatch.providers.base import HarnessFault, ProviderError, in_language, on_wire
 from voxwatch.providers.close_codes import closed
-from voxwatch.foundation.events import CONNECT_START, CONNECTED, RESPONSE, Clock, Timeline
+from voxwatch.foundation.events import CHUNK_SENT, CONNECT_START, CONNECTED, REQUEST_SENT, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.local.dnsmos_quality import INSTRUMENT_ID as QUALITY_INSTRUMENT
 from voxwatch.providers.registry import ModelInfo
@@ -54,6 +56,20 @@ CLOCK_FIELDS = ("connect_ms", "ttfs_ms", "ttfs_peer_ms", "first_partial_ms", "fi
 
 class Inaudible(Exception):
     """Synthesized audio with no audible onset."""
+
+
+class Stalled(HarnessFault):
+    """The worker could not observe around a timed event for longer than the witness's bound: its own
+    stall, not the provider's latency (excluded: not an attempt, in no rate against the vendor)."""
+
+
+def _witnessed(row: Observation, witness: Witness, ctx: MeasureContext) -> None:
+    """The row's clock witness; a stall over the bound excludes the row (METHOD "Clock witness")."""
+    witness = replace(witness, bound_ms=ctx.stall_bound_ms)
+    row.clock_uncertainty_ms = None if witness.uncertainty_ms is None else round(witness.uncertainty_ms, 3)
+    row.arrival_stamp = witness.arrival_stamp
+    if witness.stalled:
+        raise Stalled(witness.reason)
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class MeasureContext:
     emulator: bool = False
     recordings_dir: Path | None = None  # S2S call recordings; a temporary file when None
     on_timeline: Callable[[Timeline], None] | None = None  # calibration: sees each timeline as it is made
+    stall_bound_ms: float | None = None  # the clock witness's bound ([run] stall_bound_ms); None: the method's
 
 
 def _timeline(ctx: MeasureContext) -> Timeline:
@@ -174,6 +191,7 @@ async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, 
         await session.end_audio()
         await asyncio.wait_for(wait(session), ctx.timeout_s)
     finally:
+        timeline.settle()  # the kernel's send times, read before the connection closes
         await session.aclose()
     return pcm, timeline
 
@@ -187,6 +205,7 @@ async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, r
                                sample_rate=clip.sample_rate)
         if m.ttfs_ms is None:
             raise asyncio.TimeoutError("the stream closed without a final transcript")
+        _witnessed(row, stt_stream_witness(timeline, clip.sample_rate, clip.speech_start, clip.speech_end), ctx)
         row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = (m.ttfs_ms, m.first_partial_ms,
                                                                            m.first_partial_from_t0_ms)
         row.ttfs_peer_ms = m.ttfs_peer_ms
@@ -200,9 +219,11 @@ async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, ro
     timeline = _timeline(ctx)
     client = await _connect(adapter.connect(timeline), timeline, row, ctx)
     await asyncio.wait_for(client.transcribe(pcm, timeline), ctx.timeout_s)
+    timeline.settle()
 
     async def compute() -> None:
         m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
+        _witnessed(row, batch_witness(timeline), ctx)
         row.latency_ms, row.rtf = m.latency_ms, m.rtf
         _http_facts(row, timeline)
         _score(row, clip.text, m.hypothesis, clip.entities)
@@ -216,6 +237,7 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
     try:
         await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
     finally:
+        timeline.settle()
         await session.aclose()
 
     async def compute() -> None:
@@ -226,6 +248,8 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
             lv = levels(stream.samples)
             raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
         row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
+        asked = timeline.first(REQUEST_SENT)
+        _witnessed(row, audio_witness(timeline, asked, asked.t_ns + m.ttfa_ms * 1e6), ctx)
         _http_facts(row, timeline)
         await _score_quality(row, stream.samples, stream.sample_rate, ctx)
         text = await _instrument_transcript(row, stream.samples, stream.sample_rate, ctx, "WER")
@@ -312,6 +336,9 @@ async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Obs
         if v.v2v_ms is None:
             lv = levels(reply.samples)
             raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")
+        zero = timeline.of(CHUNK_SENT)[0].t_ns  # the recording's clock starts at the first chunk's write
+        _witnessed(row, caller_turn_witness(timeline, zero + v.caller_speech_end_s * 1e9,
+                                            zero + v.model_onset_s * 1e9), ctx)
         row.v2v_ms = v.v2v_ms
         await _score_quality(row, reply.samples, reply.sample_rate, ctx)
         if clip.answers:
@@ -386,12 +413,15 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
             return _fail(row, "excluded", f"{model.id} does not take {dataset.info.language} as voxwatch speaks it; "
                                           f"{dataset.name} is in {dataset.info.language}", ctx)
         row.voice = getattr(adapter, "language_voice", None) or row.voice  # a TTS voice chosen by language
-        # a local engine needs the CPU a busy poll would take, and its events come from threads
-        async with busy_poll if model.region != "local" else contextlib.nullcontext():
+        # a local engine needs the CPU a busy poll would take, and its events come from threads; where the
+        # kernel stamps arrivals, the loop sleeps in the kernel instead: woken as bytes come, it takes the
+        # CPU back at once on a busy machine, where a busy poll is one more CPU-bound process to queue behind
+        async with busy_poll if model.region != "local" and not kernel_time.AVAILABLE else contextlib.nullcontext():
             with gc_paused, on_the_clock:
                 after = await harness(adapter, model, dataset, item, row, ctx)
-        await on_the_clock.quiet(ctx.timeout_s)
-        await after()
+        with on_the_clock.scoring():
+            await on_the_clock.quiet(ctx.timeout_s)
+            await after()
     except Exception as exc:  # every failure becomes a row: its status and reason (failure_of)
         if isinstance(exc, ProviderError):
             row.retry_after_s = exc.retry_after_s

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Iterator
 
 from voxwatch.foundation.clock import sleep_until
-from voxwatch.foundation.events import CHUNK_SENT, Timeline
+from voxwatch.foundation.events import CHUNK_SENT, Stamp, Timeline, socket_writes
 
 PHASES = 32
 """Start phases per chunk period: 0.625 ms apart at 20 ms chunks."""
@@ -57,9 +57,25 @@ class _Phases:
 phases = _Phases()
 
 
+async def _written(session, chunk: bytes, clock) -> Stamp:
+    """When the chunk went out: as the socket write that carried it returned, where the connection notes
+    its writes (providers.stamped), blind for as long as that write took; else as the send returned,
+    blind for the whole send (the worker may have been descheduled anywhere in it)."""
+    writes: list[Stamp] = []
+    token = socket_writes.set(writes)
+    sending = clock()
+    try:
+        await session.send_audio(chunk)
+    finally:
+        socket_writes.reset(token)
+    sent = clock()
+    return writes[0] if writes else Stamp(sent, blind_ns=sent - sending)
+
+
 async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, timeline: Timeline,
                      bytes_per_sample: int = 2) -> int:
-    """Write every chunk on its deadline, marking CHUNK_SENT (with the deadline) as each write returns.
+    """Write every chunk on its deadline, marking CHUNK_SENT (with the deadline, and how long the write
+    took: its blind time) as each write returns.
     `pcm16` is the audio as sent: int16 PCM, or a dataset's wire encoding (`bytes_per_sample`)."""
     chunks = chunk_pcm(pcm16, sample_rate, chunk_ms, bytes_per_sample)
     period = chunk_ms * 1_000_000
@@ -67,6 +83,6 @@ async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, tim
         for k, chunk in enumerate(chunks):
             deadline = t0 + k * period
             await sleep_until(deadline, timeline.clock)
-            await session.send_audio(chunk)
-            timeline.mark(CHUNK_SENT, n_samples=len(chunk) // bytes_per_sample, deadline_ns=deadline)
+            timeline.mark(CHUNK_SENT, at_ns=await _written(session, chunk, timeline.clock),
+                          n_samples=len(chunk) // bytes_per_sample, deadline_ns=deadline)
     return len(chunks)

@@ -33,6 +33,8 @@ from voxwatch.store import Store
 from voxwatch.foundation.store_url import StoreError
 from voxwatch.store.spool import SpoolingWriter, Unkept
 
+from voxwatch.foundation.clock import on_the_clock
+from voxwatch.harness.backpressure import Concurrency
 from voxwatch.harness.measure import MeasureContext, failed_observation, measure_item
 from voxwatch.harness.retry_after import VendorHolds, hold_s
 
@@ -174,14 +176,18 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     store.start_run(run)
     writer = SpoolingWriter(store, config.spool_dirs, run.run_id)
     rows: list[Observation] = []
+    pressure = Concurrency(config.concurrency)
     try:
-        asyncio.run(_measure_all(config, writer, registry, plan, run, rows, progress, instrument, instrument_id, on_row))
+        asyncio.run(_measure_all(config, writer, registry, plan, run, rows, progress, instrument, instrument_id, on_row,
+                                 pressure))
         run.status = run_status(run.rows, run.failed_rows)
     except BaseException as exc:
         run.status = run_status(run.rows, run.failed_rows, complete=False)
         run.note = f"interrupted: {type(exc).__name__}"
         raise
     finally:
+        if adapted := pressure.note():
+            run.note = _noted(run.note, adapted)
         run.finished_at = time.time()
         spooled = writer.flush()
         if spooled is not None:
@@ -232,16 +238,21 @@ def plan_adapters(registry: Registry, plan: Plan, region: str | None) -> Iterato
 
 
 async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registry, plan: Plan, run: RunRecord,
-                       rows: list[Observation], progress: bool, instrument, instrument_id, on_row) -> None:
+                       rows: list[Observation], progress: bool, instrument, instrument_id, on_row,
+                       pressure: Concurrency) -> None:
+    """Every task, item-major, at most `pressure.limit` at once (one by default): a new measurement
+    starts once the finished ones' scoring is done, so no scoring runs beside a clock."""
     bar = tqdm(total=len(plan.tasks), desc="measuring", unit="item", file=sys.stderr, disable=not progress)
     holds = VendorHolds()  # each vendor's Retry-After, from its last 429
     with plan_adapters(registry, plan, config.region) as (adapters, secrets), contextlib.closing(bar):
-        for task in plan.tasks:
-            wait = holds.wait_s(task.model.vendor, config.max_retry_after_s)
-            if wait > 0:  # a rate limit is honoured here, between items, never inside a clock
-                await asyncio.sleep(wait)
-            row = await measure_task(config, task, adapters[task.model.id], run.run_id, plan.seed, secrets,
-                                     instrument, instrument_id)
+
+        async def one(task: Task) -> None:
+            row = None
+            try:
+                row = await measure_task(config, task, adapters[task.model.id], run.run_id, plan.seed, secrets,
+                                         instrument, instrument_id)
+            finally:
+                await pressure.done(row)
             if row.status == "rate_limited":
                 holds.hold(task.model.vendor, hold_s(row.retry_after_s, config.default_backoff_s))
             writer.write(row)
@@ -253,6 +264,20 @@ async def _measure_all(config: Config, writer: SpoolingWriter, registry: Registr
             bar.set_postfix_str(f"{task.model.id} {task.dataset.name}", refresh=False)
             bar.update(1)
 
+        started: list[asyncio.Task] = []
+        try:
+            for task in plan.tasks:
+                await pressure.admit()
+                await on_the_clock.scored()
+                wait = holds.wait_s(task.model.vendor, config.max_retry_after_s)
+                if wait > 0:  # a rate limit is honoured here, between items, never inside a clock
+                    await asyncio.sleep(wait)
+                started.append(asyncio.create_task(one(task)))
+            await asyncio.gather(*started)
+        finally:
+            for t in started:
+                t.cancel()
+
 
 async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: int, secrets: tuple,
                        instrument, instrument_id) -> Observation:
@@ -260,7 +285,8 @@ async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: i
     ctx = MeasureContext(run_id=run_id, seed=seed, region=config.region, timeout_s=config.timeout_s,
                          chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if heard(task) else None,
                          instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False),
-                         quality=speech_quality if task.model.board in ("tts", "s2s") else None)
+                         quality=speech_quality if task.model.board in ("tts", "s2s") else None,
+                         stall_bound_ms=config.stall_bound_ms)
     if isinstance(adapter, Exception):
         return failed_observation(task.model, task.dataset, task.item, ctx, "error",
                                   f"adapter unavailable: {adapter}")

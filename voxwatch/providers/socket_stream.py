@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 
 import httpcore
 
+from voxwatch.foundation import kernel_time
 from voxwatch.providers.h2_frames import FrameStamps
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -65,9 +66,12 @@ class _Reader(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        kernel_time.enable(transport)
 
     def data_received(self, data: bytes) -> None:
-        self.reads.append((data, self.clock()))
+        # the kernel's receive time where kept; the bytes of a read may have come in over the time the
+        # worker was not watching before it (HTTP's messages are not known here): its blind time says so
+        self.reads.append((data, kernel_time.read_stamp(self.transport, self.clock)))
         self.unread += len(data)
         if self.unread > HIGH_WATER and not self.paused:
             self.paused = True
@@ -146,6 +150,7 @@ class StampedStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError("the connection is closed")
         at = reader.clock()
         reader.transport.write(buffer)
+        at = kernel_time.write_stamp(reader.transport, at, reader.clock())  # out somewhere in the write, or the kernel's
         if self.frames is None and buffer.startswith(H2_PREFACE):
             self.frames, self.sent_frames = FrameStamps(), FrameStamps()
             buffer = buffer[len(H2_PREFACE):]

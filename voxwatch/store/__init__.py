@@ -37,6 +37,10 @@ class Store(Protocol):
         """How many of the rows `only` selects each model has that were measured against an emulator:
         rows no board shows (store.series_data), counted so a reader can say where they went."""
 
+    def stalled(self, only: RowFilter) -> dict[str, int]:
+        """How many of the rows `only` selects each model has that were excluded as the measuring worker's
+        stall (metrics.witness): rows no board counts, counted so a board's notes can say so."""
+
     def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
         """Store a conversation with its turns in one transaction; False when its id is already
         stored (idempotent: nothing is written)."""

@@ -85,12 +85,13 @@ class TurnRow:
     quality_mos: float | None = None  # the reply's speech quality (DNSMOS P.835 OVRL); None: not scored
     quality_instrument: str | None = None  # the instrument that scored it (set when it was asked to)
     instrument_error: str | None = None  # why the instrument gave no score (never a provider failure)
+    clock_uncertainty_ms: float | None = None  # the clock witness of its V2V; over the bound its clocks are null
 
 
 LATER_FIELDS = ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response", "quality_mos",
-                "quality_instrument", "instrument_error")
+                "quality_instrument", "instrument_error", "clock_uncertainty_ms")
 """Turn fields added after records were first spooled and exported (caller behaviours, method 11;
-speech quality, pending)."""
+speech quality, method 12; the clock witness, method 14)."""
 
 CONVERSATION_FIELDS = tuple(f.name for f in fields(ConversationRow))
 TURN_FIELDS = tuple(f.name for f in fields(TurnRow))

@@ -10,6 +10,7 @@ from typing import Iterator
 import psycopg
 
 from voxwatch.foundation.observation import FIELDS, KEY, Observation
+from voxwatch.metrics.witness import STALLED
 from voxwatch.store.row_filter import RowFilter
 
 _COLS = ", ".join(FIELDS)
@@ -44,7 +45,16 @@ def stream_observations(conn: psycopg.Connection, only: RowFilter) -> Iterator[O
 
 def emulated_counts(conn: psycopg.Connection, only: RowFilter) -> dict[str, int]:
     """Each model's rows of those `only` selects that were measured against an emulator."""
-    sql, args = _selected("model_id, count(*)", only, "emulator IS TRUE")
+    return _counts(conn, only, "emulator IS TRUE")
+
+
+def stalled_counts(conn: psycopg.Connection, only: RowFilter) -> dict[str, int]:
+    """Each model's real rows of those `only` selects excluded as the measuring worker's stall."""
+    return _counts(conn, only, f"emulator IS NOT TRUE AND status = 'excluded' AND starts_with(reason, '{STALLED}')")
+
+
+def _counts(conn: psycopg.Connection, only: RowFilter, condition: str) -> dict[str, int]:
+    sql, args = _selected("model_id, count(*)", only, condition)
     with conn.transaction(), conn.cursor() as cur:
         _planned(cur)
         return dict(cur.execute(sql + " GROUP BY model_id", args).fetchall())

@@ -32,7 +32,7 @@ from voxwatch.store import preference, preference_fits
 from voxwatch.store.connection import connect, database_error
 from voxwatch.store.interning import Dictionaries, Spans
 from voxwatch.store.layout import FACT_COLUMNS, FACT_REFS, PARTITION
-from voxwatch.store.observation_reads import emulated_counts, stream_observations
+from voxwatch.store.observation_reads import emulated_counts, stalled_counts, stream_observations
 from voxwatch.store.row_filter import RowFilter
 from voxwatch.store.runs import unrecorded_run
 from voxwatch.foundation.store_url import StoreURL, parse_store_url
@@ -326,6 +326,12 @@ class PostgresStore(conv.ConversationReads, preference.PreferenceRows, preferenc
             return emulated_counts(self._connect(), only)
         except psycopg.Error as exc:
             raise self.error("cannot count the emulated rows of", exc) from None
+
+    def stalled(self, only: RowFilter) -> dict[str, int]:
+        try:
+            return stalled_counts(self._connect(), only)
+        except psycopg.Error as exc:
+            raise self.error("cannot count the stalled rows of", exc) from None
 
     def add_conversation(self, row: ConversationRow, turns: Sequence[TurnRow]) -> bool:
         """Store a conversation with its turns; False (nothing written) when it is already stored."""

@@ -14,6 +14,7 @@ from voxwatch.foundation.store_url import StoreError
 from voxwatch.store import conversations as conv
 from voxwatch.store import preference, preference_fits
 from voxwatch.store.row_filter import RowFilter
+from voxwatch.metrics.witness import STALLED
 from voxwatch.store.runs import unrecorded_run
 
 
@@ -22,10 +23,11 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 8  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference);
+SCHEMA_VERSION = 9  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference);
 # 6: its fitted snapshots (voxwatch.store.preference_fits); 7: conversation turns' speech quality (the
 # columns _table adds to an older store's conversation_turns, its turns' null); 8: observations'
-# answer_correct (added by _migrate to an older store's observations, its rows' null)
+# answer_correct (added by _migrate to an older store's observations, its rows' null); 9: the clock
+# witness (clock_uncertainty_ms, arrival_stamp), added the same way
 
 
 class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_fits.PreferenceFits):
@@ -154,13 +156,19 @@ class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_
             yield Observation(**record)
 
     def emulated(self, only: RowFilter) -> dict[str, int]:
+        return self._counts(only, "coalesce(emulator, 0) = 1", "emulated")
+
+    def stalled(self, only: RowFilter) -> dict[str, int]:
+        return self._counts(only, f"coalesce(emulator, 0) = 0 AND status = 'excluded' AND reason LIKE '{STALLED}%'",
+                            "stalled")
+
+    def _counts(self, only: RowFilter, condition: str, what: str) -> dict[str, int]:
         where, args = only.where("?")
-        sql = (f"SELECT model_id, count(*) FROM observations{where}{' AND' if where else ' WHERE'} "
-               "coalesce(emulator, 0) = 1 GROUP BY model_id")
+        sql = f"SELECT model_id, count(*) FROM observations{where}{' AND' if where else ' WHERE'} {condition} GROUP BY model_id"
         try:
             return dict(self._db.execute(sql, args).fetchall())
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot count the emulated rows of {self.path}: {exc}") from None
+            raise StoreError(f"cannot count the {what} rows of {self.path}: {exc}") from None
 
     def clip_values(self, board: str, since: float) -> list[tuple[str | None, str | None]]:
         """The distinct (speaker, accent) of a board's real rows since a time: two narrow columns, not

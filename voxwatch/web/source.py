@@ -42,7 +42,7 @@ from voxwatch.store.conversations import ConversationReads
 from voxwatch.metrics.family_lines import BOARD as FAMILY_BOARD, FamilyView, build as family_build
 from voxwatch.store import compare_views, family_lines
 from voxwatch.store.family_reads import FamilyRow, family_rows
-from voxwatch.store.observation_reads import stream_observations
+from voxwatch.store.observation_reads import stalled_counts, stream_observations
 from voxwatch.store.postgres import PostgresStore, read_conversations
 from voxwatch.store.preference_fits import SELECT_LATEST, FitRow, read_fit
 from voxwatch.store.row_filter import RowFilter
@@ -99,6 +99,9 @@ class Source(Protocol):
 
     def clip_values(self, board: str, since: float) -> ClipValues:
         """The speakers and accents of a board's rows since `since` (what its filter form offers)."""
+
+    def stalled(self, board: str, since: float) -> dict[str, int]:
+        """Each model's rows of a board since `since` excluded as the measuring worker's stall (its notes say so)."""
 
     def first_seen(self, series: list[RowsKey], since: float) -> dict[RowsKey, float]:
         """When each series' first row since `since` started (what a method-version note dates its changes by)."""
@@ -252,6 +255,10 @@ class PostgresSource:
         with self._reading("the speakers and accents") as conn:
             return clip_values(conn.execute(_CLIP_VALUES_SQL, {"since": since, "board": board}).fetchall())
 
+    def stalled(self, board: str, since: float) -> dict[str, int]:
+        with self._reading("the stalled rows") as conn:
+            return stalled_counts(conn, RowFilter(boards=(board,), since=since))
+
     def first_seen(self, series: list[RowsKey], since: float) -> dict[RowsKey, float]:
         out = {}
         with self._reading("method start dates") as conn:
@@ -399,6 +406,10 @@ class SQLiteSource:
     def clip_values(self, board: str, since: float) -> ClipValues:
         with self._store("the speakers and accents") as store:
             return clip_values(store.clip_values(board, since))
+
+    def stalled(self, board: str, since: float) -> dict[str, int]:
+        with self._store("the stalled rows") as store:
+            return store.stalled(RowFilter(boards=(board,), since=since))
 
     def first_seen(self, series: list[RowsKey], since: float) -> dict[RowsKey, float]:
         wanted, out = set(series), {}

@@ -13,6 +13,7 @@ the streams are done.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any, Mapping
@@ -29,8 +30,21 @@ def record(emulator, key: str, what: str, at: int | None = None) -> None:
     a task cancelled inside the send (a client that closes at once) would otherwise lose the record.
     """
     records = getattr(emulator, "ledger", None)
-    if records is not None:
-        records.append((key, what, time.perf_counter_ns() if at is None else at))
+    if records is None:
+        return
+    records.append((key, what, time.perf_counter_ns() if at is None else at))
+    if at is None and not key.startswith(SEEN):  # and once the send has written and yielded: the write happened in between
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        loop.call_soon(lambda: records.append((key, what + AFTER, time.perf_counter_ns())))
+
+
+AFTER = "@after"
+"""The suffix of a send's second record, taken once the sending task yields after its write: the
+write went out between the two. On a busy machine the emulator can be descheduled between them, so
+the truth as sent is that span, and a measurement inside it is no clock error of voxwatch's."""
 
 
 SEEN = "seen:"  # the key prefix of what an emulator received (not a send time)
