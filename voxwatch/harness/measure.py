@@ -32,7 +32,7 @@ from voxwatch.metrics.peer_anchor import peer_speech_end
 from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
                                        stt_stream_metrics, tts_metrics)
 from voxwatch.metrics.v2v import call_recording, caller_speech_end_s, v2v_from_recording, write_recording
-from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION
+from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, SpeechAnchors
 from voxwatch.metrics.answers import answer_correct
 from voxwatch.metrics.entities import entity_errors
 from voxwatch.metrics.wer import scorer_for, word_errors
@@ -311,11 +311,12 @@ async def _score_quality(row: Observation, samples: np.ndarray, rate: int, ctx: 
     row.instrument_error = row.instrument_error or scored.error
 
 
-def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, rate: int):
+def _record_and_measure(path: Path, timeline: Timeline, pcm: bytes, clip: Clip):
     """Write the two-channel call recording, then measure V2V back from the file (METHOD), from the
-    caller's last word as generated, at its write."""
-    write_recording(path, call_recording(timeline, pcm, rate))
-    return v2v_from_recording(path, caller_speech_end_s(timeline, pcm))
+    caller's last word (the clip's shared VAD anchor) at the write of the chunk that carried it."""
+    write_recording(path, call_recording(timeline, pcm, clip.sample_rate))
+    return v2v_from_recording(path, caller_speech_end_s(timeline, pcm, SpeechAnchors(clip.speech_start,
+                                                                                     clip.speech_end)))
 
 
 async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext) -> After:
@@ -332,7 +333,7 @@ async def _s2s(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Obs
                 Path(stack.enter_context(tempfile.TemporaryDirectory()))
             path = folder / f"{row.dataset}-{file_stem(clip.id)}.wav"  # an id may hold "/" or ".."
             # in a thread as well: the loop still serves other calls' sockets
-            v = await asyncio.to_thread(_record_and_measure, path, timeline, pcm, clip.sample_rate)
+            v = await asyncio.to_thread(_record_and_measure, path, timeline, pcm, clip)
         if v.v2v_ms is None:
             lv = levels(reply.samples)
             raise Inaudible(f"the model never spoke after the caller's last word (peak {lv.peak_dbfs:.1f} dBFS)")

@@ -123,9 +123,11 @@ def on_recording_s(timeline: Timeline, zero_ns: int, seconds: float) -> float:
     return (sent_at_ns(timeline, seconds * RECORDING_RATE, RECORDING_RATE) - zero_ns) / 1e9
 
 
-def caller_speech_end_s(timeline: Timeline, caller_pcm16: bytes) -> float:
-    """A single turn's caller's last word on its recording's clock (caller_words_s), for V2V."""
-    words = caller_words_s(timeline, caller_pcm16, recording_zero_ns([timeline]))
+def caller_speech_end_s(timeline: Timeline, caller_pcm16: bytes, anchors: SpeechAnchors | None = None) -> float:
+    """A single turn's caller's last word on its recording's clock (caller_words_s), for V2V: the clip's
+    own anchors where it has them (the shared VAD over the whole clip, as STT's TTFS reads them; the VAD
+    over the trimmed audio sent can end a few ms apart)."""
+    words = caller_words_s(timeline, caller_pcm16, recording_zero_ns([timeline]), anchors)
     if words is None:
         raise ValueError("no caller speech in the audio sent")
     return words[1]
