@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from support.both_stores import seeded
 from support.processes import cli_in_process, run_cli
 from voxwatch.boards import kept_off
 from voxwatch.foundation.observation import Observation
@@ -37,15 +38,7 @@ ROWS = ([_row(EMULATED, t, c, NOW - 3600 - 600 * t, emulator=True) for t in rang
 
 @pytest.fixture(scope="module")
 def stores(postgres_store_url: str, tmp_path_factory) -> dict[str, str]:
-    urls = {"sqlite": f"sqlite:///{tmp_path_factory.mktemp('kept') / 'voxwatch.sqlite'}",
-            "postgres": postgres_store_url}
-    for url in urls.values():
-        store = open_store(url)
-        try:
-            assert store.add(ROWS) == len(ROWS)
-        finally:
-            store.close()
-    return urls
+    return seeded(ROWS, postgres_store_url, tmp_path_factory.mktemp("kept"))
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from support.both_stores import seeded
 from support.processes import run_cli
 from voxwatch.boards import kept_off
 from voxwatch.foundation.observation import Observation
@@ -50,15 +51,7 @@ def test_a_runs_line_counts_its_stalled_rows_apart():
 
 @pytest.fixture(scope="module")
 def stores(postgres_store_url: str, tmp_path_factory) -> dict[str, str]:
-    urls = {"sqlite": f"sqlite:///{tmp_path_factory.mktemp('stalled') / 'voxwatch.sqlite'}",
-            "postgres": postgres_store_url}
-    for url in urls.values():
-        store = open_store(url)
-        try:
-            assert store.add(ROWS) == len(ROWS)
-        finally:
-            store.close()
-    return urls
+    return seeded(ROWS, postgres_store_url, tmp_path_factory.mktemp("stalled"))
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

@@ -17,6 +17,18 @@ from typing import Sequence
 from voxwatch.foundation.events import CHUNK_SENT, Event, Timeline
 
 
+def carrying(chunks: Sequence[Event], sample: int) -> tuple[Event, int]:
+    """The CHUNK_SENT event whose samples hold sample `sample` of the audio sent, and its first sample
+    (the last chunk for a sample past the audio sent). `chunks` is not empty."""
+    first = 0
+    for chunk in chunks:
+        n = chunk.n_samples or 0
+        if sample < first + n:
+            return chunk, first
+        first += n
+    return chunk, first - n
+
+
 def sent_at_ns(sent: Timeline | Sequence[Event], position: float, rate: int) -> float:
     """When sample `position` (in samples at `rate`, fractional allowed) of the caller's audio as
     generated went out: the write stamp of the CHUNK_SENT event whose samples hold it, plus its
@@ -27,13 +39,5 @@ def sent_at_ns(sent: Timeline | Sequence[Event], position: float, rate: int) -> 
         raise ValueError("no audio chunk was sent")
     if position < 0:
         raise ValueError(f"sample {position} is before the audio sent")
-    sample = int(round(position))
-    first = 0
-    for chunk in chunks:
-        n = chunk.n_samples or 0
-        if sample < first + n:
-            break
-        first += n
-    else:
-        first -= n  # past the audio sent: from the last chunk's first sample
+    chunk, first = carrying(chunks, int(round(position)))
     return chunk.t_ns + (position - first) * 1e9 / rate

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from voxwatch.metrics.as_sent import carrying
 from voxwatch.foundation.events import (AUDIO, CHUNK_SENT, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Event,
                                         Timeline)
 
@@ -62,13 +63,8 @@ def witness_of(events: Iterable[Event | None]) -> Witness:
 
 
 def chunk_at(chunks: Sequence[Event], sample: int) -> Event | None:
-    """The CHUNK_SENT event whose samples hold sample `sample` of the audio sent (the last when past it)."""
-    offset = 0
-    for chunk in chunks:
-        offset += chunk.n_samples or 0
-        if sample < offset:
-            return chunk
-    return chunks[-1] if chunks else None
+    """The CHUNK_SENT event whose samples hold sample `sample` of the audio sent (metrics.as_sent)."""
+    return carrying(chunks, sample)[0] if chunks else None
 
 
 def chunk_written_by(chunks: Sequence[Event], t_ns: float) -> Event | None:
