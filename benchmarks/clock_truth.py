@@ -3,7 +3,9 @@
 Loopback emulators of each vendor protocol, each in its own process, inject known first-partial
 and final delays, TTFB and leading silence, with per-stream jitter, and the gaming case (silence
 at once, speech 400 ms later). Every stream is measured through the real code path (adapter ->
-measure_item -> metrics/) with 1, 16 and 64 concurrent streams in one worker process.
+measure_item -> metrics/) with 1, 16 and 64 concurrent streams offered to one worker process, which
+admits them through its back-pressure as a tick does (harness.backpressure: it holds fewer at once
+while its rows' clock witness says it cannot keep up; the table says how many it held).
 
 Two errors are reported per metric (absolute values: p50, p99, max; and the signed mean):
 - **clock error**: the measured value minus the truth as the emulator actually sent it (its send
@@ -27,6 +29,9 @@ from voxwatch.providers.emulators.ledger import Ledger
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.registry import Registry
 
+from voxwatch.foundation.clock import on_the_clock
+from voxwatch.harness.backpressure import Concurrency
+
 from .load import add_load_argument, print_runs
 from .rig import PROTOCOLS, TTS, Errors, Protocol, Rig, rig, streams, summary
 
@@ -35,22 +40,33 @@ MOST_EXCLUDED = 0.05  # under load, at most this share of rows excluded as the w
 LOADED_TARGET_MS = 2.0
 
 
-def _rounds(model, adapter, dataset, batches: list[list]) -> list[tuple]:
-    """Each batch measured concurrently, the batches one after another, in one event loop (as a
-    worker's tick runs); (item, row, timeline) for every item."""
+def _level(model, adapter, dataset, items: list, pressure: Concurrency) -> list[tuple]:
+    """The items admitted through the worker's back-pressure as a tick admits them (harness.tick: one
+    after another, each once a place is free and no scoring is owed), in one event loop; (item, row,
+    timeline) for every item."""
+
+    async def one(item) -> tuple:
+        row = None
+        try:
+            (row,), (timeline,) = await streams(model, adapter, dataset, [item])
+            return item, row, timeline
+        finally:
+            await pressure.done(row)
 
     async def run() -> list[tuple]:
-        out = []
-        for items in batches:
-            rows, timelines = await streams(model, adapter, dataset, items)
-            out.extend(zip(items, rows, timelines))
-        return out
+        started = []
+        for item in items:
+            await pressure.admit()
+            await on_the_clock.scored()
+            started.append(asyncio.create_task(one(item)))
+        return list(await asyncio.gather(*started))
 
     return asyncio.run(run())
 
 
-def calibrate(registry: Registry, setup: Rig, levels, rounds: int, out: dict[int, Errors]) -> None:
-    """One emulator serving the rig's scenario; at each level, `rounds` streams in batches of `level`."""
+def calibrate(registry: Registry, setup: Rig, levels, rounds: int, out: dict[int, Errors],
+              held: dict[int, list[Concurrency]]) -> None:
+    """One emulator serving the rig's scenario; at each level, `rounds` streams offered `level` at once."""
     ledger = Ledger()
     with serve(setup.protocol.emulator, setup.scenario, ledger=ledger) as url:
         adapter = setup.adapter(registry, url)
@@ -58,19 +74,22 @@ def calibrate(registry: Registry, setup: Rig, levels, rounds: int, out: dict[int
         for level in levels:
             errors = out.setdefault(level, Errors())
             ledger.drain()
-            batches = [setup.items(level, r) for r in range(max(1, rounds // level))]
-            measured = _rounds(setup.model, adapter, setup.dataset, batches)
+            items = [item for r in range(max(1, rounds // level)) for item in setup.items(level, r)]
+            pressure = Concurrency(level)
+            measured = _level(setup.model, adapter, setup.dataset, items, pressure)
+            held.setdefault(level, []).append(pressure)
             sent = ledger.drain()
             for item, row, timeline in measured:
                 setup.add(errors, item, row, timeline, sent)
 
 
-def protocol_errors(registry: Registry, protocol: Protocol, levels, rounds: int) -> dict[int, Errors]:
+def protocol_errors(registry: Registry, protocol: Protocol, levels, rounds: int,
+                    held: dict[int, list[Concurrency]]) -> dict[int, Errors]:
     """Every level's errors for one protocol (a TTS protocol under each TTS scenario)."""
     out: dict[int, Errors] = {}
     board = registry.resolve(protocol.model_id).board
     for name in TTS if board == "tts" else ("streaming",):
-        calibrate(registry, rig(registry, protocol, name), levels, rounds, out)
+        calibrate(registry, rig(registry, protocol, name), levels, rounds, out, held)
     return out
 
 
@@ -82,12 +101,21 @@ def measure(names: list[str], levels: list[int], rounds: int) -> tuple[dict[int,
     results: dict[int, dict] = {}
     stalled: dict[int, dict] = {}
     for name in names:
-        for level, errors in protocol_errors(registry, PROTOCOLS[name], levels, rounds).items():
+        held: dict[int, list[Concurrency]] = {}
+        for level, errors in protocol_errors(registry, PROTOCOLS[name], levels, rounds, held).items():
             results.setdefault(level, {}).update({f"{name}/{k}": summary(v) for k, v in errors.values.items()})
             stalled.setdefault(level, {})[name] = {"rows": errors.rows, "excluded": errors.stalled,
                                                    "most_published_uncertainty_ms": round(errors.published_uncertainty_ms, 3),
-                                                   "arrival_stamps": errors.stamps}
+                                                   "arrival_stamps": errors.stamps,
+                                                   "mean_held": round(_mean_held(held[level]), 2),
+                                                   "over_aim": sum(p.uneasy for p in held[level])}
     return results, stalled
+
+
+def _mean_held(pressures: list[Concurrency]) -> float:
+    """Streams running at once, on average at each admission, over one level's scenarios."""
+    admitted = sum(p.admitted for p in pressures)
+    return sum(p.mean_held * p.admitted for p in pressures) / admitted if admitted else 0.0
 
 
 def excluded_share(stalled: dict[int, dict]) -> dict[int, float]:
@@ -115,8 +143,9 @@ def run(names: list[str], levels: list[int], rounds: int) -> dict:
     for level in levels:
         for name, p in stalled[level].items():
             print(f"{level:7d} {name:34} rows {p['rows']:4d}, excluded as the worker's stall {p['excluded']:3d}; "
-                  f"published rows' largest clock uncertainty {p['most_published_uncertainty_ms']:.2f} ms; "
-                  f"arrival stamps {p['arrival_stamps']}")
+                  f"published rows' largest clock uncertainty {p['most_published_uncertainty_ms']:.2f} ms "
+                  f"({p['over_aim']} over the back-pressure's aim); streams held at once {p['mean_held']:.1f} "
+                  f"of {level} offered; arrival stamps {p['arrival_stamps']}")
     share = excluded_share(stalled)
     p99 = {level: max(s["p99_ms"] for s in results[level].values()) for level in levels}
     p99_injected = {level: max(s["vs_injected"]["p99_ms"] for s in results[level].values()) for level in levels}

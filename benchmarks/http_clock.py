@@ -94,7 +94,8 @@ def timed_requests(url: str, requests: int, tag: str, stalled: list[str]) -> lis
                                  emulator=True, on_timeline=timelines.append)
             row = await measure_item(model, adapter, dataset, prompt, ctx)
             if stalled_row(row.status, row.reason):
-                stalled.append(row.reason)
+                if i >= 2:  # the two warm-up requests are discarded, stalled or not
+                    stalled.append(row.reason)
                 continue
             if row.status != "ok":
                 raise RuntimeError(f"{prompt.id}: {row.status}: {row.reason}")

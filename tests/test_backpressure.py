@@ -10,29 +10,35 @@ from pathlib import Path
 from voxwatch.config import load
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.foundation.observation import Observation
-from voxwatch.harness.backpressure import CALM_ROWS, Concurrency
+from voxwatch.harness.backpressure import AIM_MS, CALM_ROWS, Concurrency
 from voxwatch.harness.tick import plan_tick, run_tick
 from voxwatch.metrics.witness import Witness
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 
 
-def _row(status: str = "ok", reason: str | None = None) -> Observation:
+def _row(status: str = "ok", reason: str | None = None, uncertainty_ms: float | None = None) -> Observation:
     return Observation(run_id="r", model_id="m/x", dataset="d", clip_id="c", attempt=1, board="stt", vendor="m",
-                       protocol="stt-stream", region="here", started_at=0.0, status=status, reason=reason)
+                       protocol="stt-stream", region="here", started_at=0.0, status=status, reason=reason,
+                       clock_uncertainty_ms=uncertainty_ms)
 
 
 STALLED = _row("excluded", Witness(12.0, "kernel").reason)
 
 
-def test_stalls_halve_the_limit_and_calm_rows_earn_it_back():
+def test_a_slow_start_doubles_until_a_stall_then_stalls_halve_and_calm_rows_earn_it_back():
     async def run() -> Concurrency:
         c = Concurrency(8)
+        assert c.limit == 1
+        for _ in range(1 + 2 + 4):  # a limit's worth of calm rows doubles it: 1 -> 2 -> 4 -> 8
+            await c.admit()
+            await c.done(_row())
+        assert c.limit == 8 and c.note() is None  # a slow start alone is no news
         for row in (STALLED, STALLED, _row("excluded", "protocol x has no harness yet")):
             await c.admit()
             await c.done(row)
         assert c.limit == 2 and c.stalled == 2  # 8 -> 4 -> 2; an exclusion of another kind moves nothing
-        for _ in range(CALM_ROWS - 1):
+        for _ in range(CALM_ROWS - 1):  # the slow start is over: one more per CALM_ROWS calm rows
             await c.admit()
             await c.done(_row())
         assert c.limit == 2
@@ -46,14 +52,35 @@ def test_stalls_halve_the_limit_and_calm_rows_earn_it_back():
         return c
 
     c = asyncio.run(run())
-    assert c.changes[:3] == [(8, 4), (4, 2), (2, 3)]
+    assert c.changes[:6] == [(1, 2), (2, 4), (4, 8), (8, 4), (4, 2), (2, 3)]
     assert c.note().startswith("2 row(s) excluded as the measuring worker's stall") and "ending at 8" in c.note()
     assert Concurrency(4).note() is None
+
+
+def test_a_row_published_over_the_aim_sheds_streams_before_any_is_excluded():
+    async def run() -> Concurrency:
+        c = Concurrency(16, AIM_MS)
+        for _ in range(1 + 2 + 4 + 8):
+            await c.admit()
+            await c.done(_row(uncertainty_ms=0.2))
+        assert c.limit == 16
+        for uncertainty in (0.3, AIM_MS, AIM_MS + 0.5, None, AIM_MS + 2.0):
+            await c.admit()
+            await c.done(_row(uncertainty_ms=uncertainty))
+        return c
+
+    c = asyncio.run(run())
+    # at the aim is within it; over it halves, as a stalled row does, and counts apart from the stalled
+    assert c.changes[4:] == [(16, 8), (8, 4)] and (c.stalled, c.uneasy) == (0, 2)
+    assert "0 row(s) excluded" in c.note() and "2 published over the 2 ms aim" in c.note()
+    assert c.admitted == 20 and c.mean_held == 1.0
 
 
 def test_admission_waits_for_a_place_under_the_limit():
     async def run() -> list[int]:
         c, seen = Concurrency(2), []
+        await c.admit()
+        await c.done(_row())  # the slow start's first calm row: 1 -> 2
 
         async def one() -> None:
             await c.admit()

@@ -410,7 +410,8 @@ OTHER_VARIABLES = (
     "VOXWATCH_OPERATOR_TOKEN",  # voxwatch.web.operator: opens the raw ratings' export on the web
     # docker compose's (.env.example): read by compose and the Grafana container, harmless here
     "VOXWATCH_PG_READER", "VOXWATCH_PG_READER_PASSWORD", "VOXWATCH_PG_HOST", "VOXWATCH_PG_PORT", "VOXWATCH_PG_DATABASE",
-    "VOXWATCH_PG_SSLMODE", "VOXWATCH_PG_WEB", "VOXWATCH_PG_WEB_PASSWORD", "VOXWATCH_BIND", "VOXWATCH_WEB_PORT", "VOXWATCH_WORKER_CONCURRENCY", "VOXWATCH_SLACK_WEBHOOK_URL",
+    "VOXWATCH_PG_SSLMODE", "VOXWATCH_PG_WEB", "VOXWATCH_PG_WEB_PASSWORD", "VOXWATCH_BIND", "VOXWATCH_WEB_PORT", "VOXWATCH_SLACK_WEBHOOK_URL",
+    "VOXWATCH_WORKER_CONCURRENCY",  # compose's `worker --concurrency`; run_worker sets it for workers.host_pressure
     "VOXWATCH_ALERTS_WEBHOOK_URL",
     # the conversation judge (voxwatch.conversations.judge): any OpenAI-compatible chat endpoint
     "VOXWATCH_JUDGE_BASE_URL", "VOXWATCH_JUDGE_MODEL", "VOXWATCH_JUDGE_API_KEY",

@@ -34,7 +34,7 @@ from voxwatch.foundation.store_url import StoreError
 from voxwatch.store.spool import SpoolingWriter, Unkept
 
 from voxwatch.foundation.clock import on_the_clock
-from voxwatch.harness.backpressure import Concurrency
+from voxwatch.harness.backpressure import Concurrency, aim_for
 from voxwatch.harness.measure import MeasureContext, failed_observation, measure_item
 from voxwatch.harness.retry_after import VendorHolds, hold_s
 
@@ -176,7 +176,7 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     store.start_run(run)
     writer = SpoolingWriter(store, config.spool_dirs, run.run_id)
     rows: list[Observation] = []
-    pressure = Concurrency(config.concurrency)
+    pressure = Concurrency(config.concurrency, aim_for(config.stall_bound_ms))
     try:
         asyncio.run(_measure_all(config, writer, registry, plan, run, rows, progress, instrument, instrument_id, on_row,
                                  pressure))

@@ -150,6 +150,7 @@ def run_worker(config: Config, concurrency: int, loglevel: str = "info", heartbe
     queue = queue_name(config, config.region)
     configure(config)
     app.conf[HEARTBEAT_FILE] = heartbeat_file
+    os.environ["VOXWATCH_WORKER_CONCURRENCY"] = str(concurrency)  # its processes' back-pressure (workers.host_pressure)
     argv = ["worker", "--queues", queue, "--concurrency", str(concurrency), "--pool", "prefork",
             "--hostname", f"{config.region}.{os.getpid()}@%h", "--loglevel", loglevel, "--without-gossip",
             "--without-mingle"]

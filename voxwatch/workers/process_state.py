@@ -29,6 +29,7 @@ from voxwatch.foundation.store_url import StoreError
 from voxwatch.store.spool import SpoolingWriter
 
 from voxwatch.workers.coordination import Ledger
+from voxwatch.workers.host_pressure import HostPressure
 from voxwatch.workers.job import Job
 from voxwatch.harness.measure import MeasureContext, failed_observation
 from voxwatch.harness.retry_after import wait_s
@@ -55,6 +56,15 @@ class ProcessState:
         self._instrument: tuple[Callable, str] | None = None
         self._store: Store | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pressure: HostPressure | None = None
+
+    def pressure(self) -> HostPressure:
+        """The worker's shared limit on measurements at once (workers.host_pressure)."""
+        if self._pressure is None:
+            self._pressure = HostPressure.for_this_worker(self.ledger.redis, self.config.broker.queue_prefix,
+                                                          self.config.region, self.config.broker.soft_time_limit_s,
+                                                          self.config.stall_bound_ms)
+        return self._pressure
 
     @property
     def store(self) -> Store:
@@ -118,14 +128,29 @@ class ProcessState:
             time.sleep(wait)
         instrument, instrument_id = self.instrument() if heard(task) else (None, None)
         adapter = self.adapter(task.model)
+        # the worker's back-pressure: wait for a place between items (at most half of what is left)
+        place = self.pressure().admit(time.monotonic() + (budget_s - (time.monotonic() - started)) / 2)
         coro = measure_task(self.config, task, adapter, job.run_id, job.seed, _secrets(task.model), instrument,
                             instrument_id)
         deadline = max(1.0, budget_s - (time.monotonic() - started) - min(SAFETY_S, budget_s / 5))
+        row = None
         try:
-            return self.loop.run_until_complete(asyncio.wait_for(coro, deadline))
+            row = self.loop.run_until_complete(asyncio.wait_for(coro, deadline))
+            return row
         except asyncio.TimeoutError:
             return self.failure_row(job, "timeout", f"the measurement did not end within the task's time limit "
                                                     f"({budget_s:g} s)", getattr(adapter, "emulator", False))
+        finally:
+            self._adapted(job, place, row)
+
+    def _adapted(self, job: Job, place: str | None, row: Observation | None) -> None:
+        """Free the worker's place and adapt its limit to the row; a limit that fell is noted on the run."""
+        moved = self.pressure().done(place, row)
+        if moved is not None and moved[1] < moved[0]:
+            with contextlib.suppress(Exception):
+                self.ledger.add_note(job.run_id, f"{self.pressure().state.split(':pressure:')[1]}: measurements at "
+                                                 f"once {moved[0]}->{moved[1]} (the clock witness: a row stalled or "
+                                                 f"over the {self.pressure().aim_ms:g} ms aim)")
 
     def failure_row(self, job: Job, status: str, reason: str, emulator: bool = False) -> Observation:
         """The job's row when the task itself could not finish the measurement."""
