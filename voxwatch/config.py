@@ -63,6 +63,12 @@ def _positive_float(v: Any) -> float:
     return float(v)
 
 
+def _clock_nice(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not -20 <= v <= 0:
+        raise ValueError("expected a nice value from -20 (the most raised) to 0 (left alone)")
+    return v
+
+
 def _bound_ms(v: Any) -> float | None:
     """Unset (the method's bound), or a positive number of milliseconds (a string from the environment)."""
     if v is None:
@@ -247,7 +253,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "worker": {"region": _name_part},
     "store": {"url": _store_url, "spool_dir": _text, "spool_fallback_dir": _text_or_empty},
     "run": {"sample_size": _positive_int, "panel_size": _nonnegative_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
-            "concurrency": _positive_int, "stall_bound_ms": _bound_ms,
+            "concurrency": _positive_int, "stall_bound_ms": _bound_ms, "clock_nice": _clock_nice,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text,
             "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
     "schedule": {"every_minutes": _positive_int, "regions": _regions},
@@ -331,6 +337,7 @@ class Config:
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
     reconcile_every_s: float = 60.0  # beat sends the reconciler this often (voxwatch.workers.reconcile)
     concurrency: int = 1  # `voxwatch run`: measurements at once, at most (fewer while the worker stalls: harness.backpressure)
+    clock_nice: int = -10  # the measuring thread's priority while on the clock (foundation.priority); 0: left alone
     stall_bound_ms: float | None = None  # the clock witness: a row less sure of its clocks is excluded; None: METHOD's
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
     noises_dir: Path = Path("var/noises")  # where `voxwatch scenarios noise import` writes
@@ -530,6 +537,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         chunk_ms=values["run"]["chunk_ms"],
         concurrency=values["run"]["concurrency"],
         stall_bound_ms=values["run"]["stall_bound_ms"],
+        clock_nice=values["run"]["clock_nice"],
         max_retry_after_s=values["run"]["max_retry_after_s"],
         default_backoff_s=values["run"]["backoff_s"],
         recordings_dir=Path(values["run"]["recordings_dir"]),

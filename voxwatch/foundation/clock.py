@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import gc
 import os
 import time
 from typing import Callable, Iterator
+
+from voxwatch.foundation import priority
 
 SPIN_NS = 1_500_000  # sleep until this close to the deadline, then yield to the loop until it passes
 
@@ -196,6 +199,8 @@ class _OnTheClock:
 
     def __init__(self) -> None:
         self._depth: dict[asyncio.AbstractEventLoop, int] = {}
+        self._raised: dict[asyncio.AbstractEventLoop, int | None] = {}  # the thread's priority before
+        self._calmed: set[asyncio.AbstractEventLoop] = set()
         self._quiet: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
         self._scoring: dict[asyncio.AbstractEventLoop, int] = {}
         self._scored: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
@@ -210,6 +215,9 @@ class _OnTheClock:
     def __enter__(self) -> None:
         loop = asyncio.get_running_loop()
         watch.install(loop)
+        if loop not in self._depth:  # the first clock: the loop's thread is woken ahead (foundation.priority)
+            self._calm_executor(loop)
+            self._raised[loop] = priority.raise_thread()
         self._depth[loop] = self._depth.get(loop, 0) + 1
         self._event(loop).clear()
 
@@ -218,7 +226,17 @@ class _OnTheClock:
         self._depth[loop] -= 1
         if self._depth[loop] == 0:
             del self._depth[loop]
+            priority.give_back(self._raised.pop(loop, None))
             self._quiet.pop(loop).set()
+
+    def _calm_executor(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop's threads for work that times nothing start at the process's priority, not the
+        raised one they would inherit (once per loop)."""
+        if loop not in self._calmed and priority.CLOCK_NICE:
+            if len(self._calmed) > 64:
+                self._calmed = {old for old in self._calmed if not old.is_closed()}
+            self._calmed.add(loop)
+            loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(initializer=priority.calm_thread))
 
     @contextlib.contextmanager
     def scoring(self) -> Iterator[None]:

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 import numpy as np
 from tqdm import tqdm
 
-from voxwatch.foundation import preload
+from voxwatch.foundation import preload, priority
 from voxwatch.config import Config
 from voxwatch.datasets.catalog import Catalog, Dataset
 from voxwatch.datasets.manifest import Clip, Prompt
@@ -171,6 +171,7 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     them, counted in its note and in `unkept`.
     """
     preload.numerics()  # before the first measurement, not inside it
+    priority.CLOCK_NICE = config.clock_nice
     run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=plan.seed,
                     planned=len(plan.tasks))
     store.start_run(run)
@@ -188,6 +189,8 @@ def run_tick(config: Config, store: Store, registry: Registry, plan: Plan, *, pr
     finally:
         if adapted := pressure.note():
             run.note = _noted(run.note, adapted)
+        if refused := priority.note():
+            run.note = _noted(run.note, refused)
         run.finished_at = time.time()
         spooled = writer.flush()
         if spooled is not None:

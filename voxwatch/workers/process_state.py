@@ -15,7 +15,7 @@ import time
 from typing import Callable
 
 from voxwatch import __version__
-from voxwatch.foundation import preload
+from voxwatch.foundation import preload, priority
 from voxwatch.config import Config
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root as scenarios_root
 from voxwatch.conversations.scenario_file import LoadedScenario
@@ -45,6 +45,7 @@ class Unmeasurable(Exception):
 class ProcessState:
     def __init__(self, config: Config) -> None:
         preload.numerics()  # before the first measurement, not inside it
+        priority.CLOCK_NICE = config.clock_nice
         self.config, self.pid = config, os.getpid()
         self.registry = Registry.default(files=config.registry_files)
         self.catalog = Catalog([bundled_root(), config.datasets_dir])
