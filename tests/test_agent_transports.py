@@ -29,13 +29,13 @@ from voxwatch.foundation.events import AUDIO
 from voxwatch.foundation.persona import Persona
 from voxwatch.foundation.mulaw import to_wire
 from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED
-from voxwatch.providers.agent_line import token_variable, url_variable
+from voxwatch.providers.agents.line import token_variable, url_variable
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 
 pytestmark = pytest.mark.realtime
 
-REFERENCE = Path(str(files("voxwatch.providers.emulators").joinpath("reference_agents.toml")))
+REFERENCE = Path(str(files("voxwatch.providers.emulators.agents").joinpath("reference_agents.toml")))
 AGENT_WAITS_MS = 700 + 100  # the quick agent's end-of-turn silence plus its reply delay (support.reference_agent.FAST)
 
 
@@ -232,8 +232,8 @@ async def _line_against(agent) -> tuple[list[dict], object, float, BaseException
     an in-process agent that runs `agent(ws, heard)`: what it heard, the turn, how long `respond`
     took, and what it raised."""
     from voxwatch.foundation.events import Timeline
-    from voxwatch.providers.agent_twilio import TwilioLine
-    from voxwatch.providers.endpoints import open_websocket
+    from voxwatch.providers.agents.twilio import TwilioLine
+    from voxwatch.providers.session.endpoints import open_websocket
 
     heard: list[dict] = []
     async with websockets.serve(lambda ws: agent(ws, heard), "127.0.0.1", 0) as server:

@@ -24,7 +24,7 @@ from voxwatch.metrics.conversation_aggregate import scorecard
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.providers.s2s.openai_realtime import Upsampler
 from voxwatch.harness.pacer import chunk_pcm
 
 pytestmark = pytest.mark.realtime
@@ -188,7 +188,7 @@ def test_a_configured_judge_decides_the_judged_dimensions_and_is_named_on_each_t
     import json
 
     from voxwatch.conversations.judge import Judge
-    from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
+    from voxwatch.providers.emulators.s2s.chat import ChatScenario, ChatStep
 
     loaded, clips = scenario_folder
     verdict = {"instruction_following": {"pass": True, "reason": "did what was asked"},

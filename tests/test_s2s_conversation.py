@@ -16,7 +16,7 @@ import pytest
 from support.contract import KEY, REGISTRY
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.providers.agent_turn import Rotation, parse_call
+from voxwatch.providers.session.agent_turn import Rotation, parse_call
 from voxwatch.providers.base import ProviderError
 from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
                                               HistoryItem, ToolCall)
@@ -25,7 +25,7 @@ from voxwatch.providers.emulators.ledger import Ledger, seen
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 from voxwatch.foundation.events import AUDIO, CHUNK_SENT, Timeline
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.providers.s2s.openai_realtime import Upsampler
 from voxwatch.harness.measure import audio_sent
 from voxwatch.harness.pacer import chunk_pcm, paced_send
 
