@@ -233,7 +233,7 @@ async def _line_against(agent) -> tuple[list[dict], object, float, BaseException
     took, and what it raised."""
     from voxwatch.foundation.events import Timeline
     from voxwatch.providers.agent_twilio import TwilioLine
-    from voxwatch.providers.endpoints import open_websocket
+    from voxwatch.providers.session.endpoints import open_websocket
 
     heard: list[dict] = []
     async with websockets.serve(lambda ws: agent(ws, heard), "127.0.0.1", 0) as server:

@@ -1,7 +1,7 @@
 """Every failure status the shared maps can give is reached, for every cloud adapter, from its
 vendor's emulator.
 
-There is one reading of a WebSocket close code (voxwatch/providers/close_codes.py: RFC 6455 plus the
+There is one reading of a WebSocket close code (voxwatch/providers/session/close_codes.py: RFC 6455 plus the
 overrides a vendor documents) and one of an HTTP status (endpoints.http_status). For each cloud
 adapter this drives its emulator's handshake faults and its session-ending faults (`disconnect`,
 and `close:<code>` for a code of each status the close map gives that vendor, and every code the
@@ -27,11 +27,11 @@ import pytest
 from support.contract import KEY
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.foundation.observation import STATUSES
-from voxwatch.providers.close_codes import OTHER, RFC6455, VENDOR, status_of, statuses, vendor_key
+from voxwatch.providers.session.close_codes import OTHER, RFC6455, VENDOR, status_of, statuses, vendor_key
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.faults import HANDSHAKE, UNSENDABLE, close
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
-from voxwatch.providers.endpoints import HTTP_STATUSES, http_status
+from voxwatch.providers.session.endpoints import HTTP_STATUSES, http_status
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
 from voxwatch.harness.measure import MeasureContext, measure_item

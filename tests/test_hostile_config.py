@@ -16,7 +16,7 @@ from support.postgres import fresh_postgres
 from support.processes import cli_in_process, run_cli
 from test_user_registry import SERVER
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.endpoints import base_url
+from voxwatch.providers.session.endpoints import base_url
 from voxwatch.providers.registry import Registry, RegistryError
 
 SECRET = "s3cretPW"

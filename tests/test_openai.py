@@ -17,7 +17,7 @@ from support.contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row,
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators.openai import ERROR_ON_APPEND, SESSION_EXPIRED, OpenAIScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
-from voxwatch.providers.endpoints import ws_url
+from voxwatch.providers.session.endpoints import ws_url
 from voxwatch.foundation.events import PARTIAL, Timeline
 from voxwatch.providers.openai_realtime import TRANSCRIPT_DONE, Upsampler
 from voxwatch.harness.measure import CLOCK_FIELDS, audio_sent

@@ -16,7 +16,7 @@ import pytest
 from support.contract import KEY, REGISTRY
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.providers.agent_turn import Rotation, parse_call
+from voxwatch.providers.session.agent_turn import Rotation, parse_call
 from voxwatch.providers.base import ProviderError
 from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
                                               HistoryItem, ToolCall)

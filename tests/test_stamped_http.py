@@ -1,4 +1,4 @@
-"""HTTP exchanges are stamped at the socket (voxwatch/providers/stamped_http.py), not where httpx hands
+"""HTTP exchanges are stamped at the socket (voxwatch/providers/session/stamped_http.py), not where httpx hands
 the bytes over: behaviour, not precision. Scripted loopback servers (HTTP/1.1 by hand, HTTP/2 on
 the h2 library), in a thread with their own event loop, stamp each write just before it; the
 client's stamps must fall between that write and the moment the test got the bytes, and a chunk
@@ -22,9 +22,9 @@ import httpx
 import pytest
 import uvicorn
 
-from voxwatch.providers import stamped_http
+from voxwatch.providers.session import stamped_http
 from voxwatch.providers.emulators.stamped_h11 import StampedH11Protocol, record_at_write
-from voxwatch.providers.stamped_http import StampedTransport
+from voxwatch.providers.session.stamped_http import StampedTransport
 
 pytestmark = pytest.mark.realtime
 

@@ -10,7 +10,7 @@ from typing import Iterable
 from voxwatch.config import Alerts
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.metrics.price import per_audio_second, per_character
-from voxwatch.providers.endpoints import base_url, is_loopback
+from voxwatch.providers.session.endpoints import base_url, is_loopback
 from voxwatch.providers.registry import ModelInfo
 
 NO_PRICE = "no price in the registry"

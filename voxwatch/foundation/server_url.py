@@ -16,7 +16,7 @@ from voxwatch.foundation.text import UNSAFE
 
 HTTP = ("http", "https")  # a registry vendor's server (the protocol families speak HTTP), a webhook
 WS = ("ws", "wss")  # a deployed agent's WebSocket (providers/agent_line.py)
-ANY = ("http", "https", "ws", "wss")  # an adapter's override: it converts between them (providers.endpoints)
+ANY = ("http", "https", "ws", "wss")  # an adapter's override: it converts between them (providers.session.endpoints)
 _LABELS = {HTTP: "http(s)", WS: "ws(s)", ANY: "http(s)|ws(s)"}
 
 

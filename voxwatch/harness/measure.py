@@ -41,7 +41,7 @@ from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.text import safe_text
 from voxwatch.foundation.languages import is_english
 from voxwatch.providers.base import HarnessFault, ProviderError, in_language, on_wire
-from voxwatch.providers.close_codes import closed
+from voxwatch.providers.session.close_codes import closed
 from voxwatch.foundation.events import CHUNK_SENT, CONNECT_START, CONNECTED, REQUEST_SENT, RESPONSE, Clock, Timeline
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.local.dnsmos_quality import INSTRUMENT_ID as QUALITY_INSTRUMENT

@@ -59,7 +59,7 @@ phases = _Phases()
 
 async def _written(session, chunk: bytes, clock) -> Stamp:
     """When the chunk went out: as the socket write that carried it returned, where the connection notes
-    its writes (providers.stamped), blind for as long as that write took; else as the send returned,
+    its writes (providers.session.stamped), blind for as long as that write took; else as the send returned,
     blind for the whole send (the worker may have been descheduled anywhere in it)."""
     writes: list[Stamp] = []
     token = socket_writes.set(writes)

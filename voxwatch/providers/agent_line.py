@@ -33,11 +33,11 @@ from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.conversation import CALLS, WORDS, AgentSetup, HistoryItem, ModelTurn, ToolHandler
 from voxwatch.foundation.events import AUDIO, Timeline
 from voxwatch.foundation.server_url import WS, server_url_problem
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import is_loopback, open_websocket
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import is_loopback, open_websocket
 from voxwatch.providers.keys import Secret, agent_name, agent_token, vendor_variable
 from voxwatch.providers.registry import RegistryError
-from voxwatch.providers.ws_session import ReaderSession
+from voxwatch.providers.session.ws_session import ReaderSession
 
 VENDOR = "agent"
 FRAME_MS = 20  # the caller's frames on the line (the runner's chunks, and the silence between turns)

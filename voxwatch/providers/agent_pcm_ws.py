@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from voxwatch.foundation.frame_rates import Halver, Upsampler
 from voxwatch.providers.agent_line import CALLER_RATE, FRAME_MS, AgentLine, AgentStream
-from voxwatch.providers.stamped import received
+from voxwatch.providers.session.stamped import received
 
 
 class _Same:

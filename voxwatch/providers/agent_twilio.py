@@ -34,7 +34,7 @@ from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.mulaw import RATE as MULAW_RATE, from_wire, to_wire
 from voxwatch.foundation.frame_rates import Halver
 from voxwatch.providers.agent_line import FRAME_MS, AgentLine, AgentStream
-from voxwatch.providers.stamped import received
+from voxwatch.providers.session.stamped import received
 
 ACCOUNT_SID = "AC" + "0" * 32  # a placeholder account: the agent gets no Twilio account of anyone's
 SILENCE = to_wire(b"\0\0" * (MULAW_RATE * FRAME_MS // 1000))

@@ -47,12 +47,12 @@ from urllib.parse import urlencode
 import websockets
 
 from voxwatch.providers.base import HarnessFault, ProviderError, takes_language
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.stamped import received
-from voxwatch.providers.ws_session import ReaderSession, malformed
+from voxwatch.providers.session.stamped import received
+from voxwatch.providers.session.ws_session import ReaderSession, malformed
 
 DEFAULT_URL = "wss://streaming.assemblyai.com"
 MIN_CHUNK_MS = 50  # AssemblyAI takes 50-1000 ms of audio per binary message

@@ -13,12 +13,12 @@ import json
 import uuid
 
 from voxwatch.providers.base import ProviderError, language_copy
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.stamped import received
-from voxwatch.providers.ws_session import Reader
+from voxwatch.providers.session.stamped import received
+from voxwatch.providers.session.ws_session import Reader
 
 DEFAULT_URL = "wss://api.cartesia.ai"
 API_VERSION = "2026-03-01"

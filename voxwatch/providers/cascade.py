@@ -31,7 +31,7 @@ from voxwatch.providers.chat_completions import (DEFAULT_URLS, ChatClient, ChatR
                                output_message)
 from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
                                               HistoryItem, ModelTurn, ToolHandler)
-from voxwatch.providers.endpoints import base_url, is_loopback
+from voxwatch.providers.session.endpoints import base_url, is_loopback
 from voxwatch.foundation.events import AUDIO, CLOSED, FINAL, REQUEST_SENT, Timeline
 from voxwatch.providers.registry import ModelInfo, Registry
 from voxwatch.providers.scripted_responder import ScriptedResponder

@@ -28,10 +28,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from voxwatch.providers import stamped_http
+from voxwatch.providers.session import stamped_http
 from voxwatch.providers.base import ProviderError
 from voxwatch.foundation.conversation import HistoryItem, ToolCall
-from voxwatch.providers.endpoints import WarmClient, base_url, http_errors, http_failure
+from voxwatch.providers.session.endpoints import WarmClient, base_url, http_errors, http_failure
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret, api_key, vendor_variable
 

@@ -36,11 +36,11 @@ from urllib.parse import urlencode
 import websockets
 
 from voxwatch.providers.base import ProviderError, language_copy
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.stamped import received
-from voxwatch.providers.ws_session import ReaderSession
+from voxwatch.providers.session.stamped import received
+from voxwatch.providers.session.ws_session import ReaderSession
 
 DEFAULT_URL = "wss://api.deepgram.com"
 CLOSE_WAIT_S = 2.0

@@ -45,14 +45,14 @@ from urllib.parse import quote, urlencode
 import httpx
 import websockets
 
-from voxwatch.providers import stamped_http
+from voxwatch.providers.session import stamped_http
 from voxwatch.providers.base import ProviderError, language_copy
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import WarmClient, WarmClients, base_url, http_failure, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import WarmClient, WarmClients, base_url, http_failure, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.stamped import received
-from voxwatch.providers.ws_session import MALFORMED, Reader, ReaderSession, malformed
+from voxwatch.providers.session.stamped import received
+from voxwatch.providers.session.ws_session import MALFORMED, Reader, ReaderSession, malformed
 
 VENDOR = "ElevenLabs"
 DEFAULT_URL = "https://api.elevenlabs.io"  # wss:// for the WebSocket endpoints (endpoints.ws_url)

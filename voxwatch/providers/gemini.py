@@ -28,13 +28,13 @@ import re
 import websockets
 
 from voxwatch.providers.base import ProviderError, takes_language
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import AUDIO, REQUEST_SENT, Timeline
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.ws_session import ReaderSession, settle
-from voxwatch.providers.stamped import received
+from voxwatch.providers.session.ws_session import ReaderSession, settle
+from voxwatch.providers.session.stamped import received
 
 DEFAULT_URL = "wss://generativelanguage.googleapis.com"
 PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"

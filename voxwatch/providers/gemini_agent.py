@@ -51,7 +51,7 @@ from typing import Any, Sequence
 
 import websockets
 
-from voxwatch.providers.agent_turn import AgentTurns, TurnRecord, parse_call
+from voxwatch.providers.session.agent_turn import AgentTurns, TurnRecord, parse_call
 from voxwatch.providers.base import ProviderError
 from voxwatch.foundation.conversation import AgentSetup, HistoryItem, ToolCall
 from voxwatch.foundation.events import Timeline

@@ -18,9 +18,9 @@ import httpx
 import numpy as np
 
 from voxwatch.foundation.audio import wav_bytes
-from voxwatch.providers import stamped_http
+from voxwatch.providers.session import stamped_http
 from voxwatch.providers.base import ProviderError, language_copy
-from voxwatch.providers.endpoints import HTTP_TIMEOUT_S, WarmClient, WarmClients, base_url, http_failure, http_url, is_loopback, require_key
+from voxwatch.providers.session.endpoints import HTTP_TIMEOUT_S, WarmClient, WarmClients, base_url, http_failure, http_url, is_loopback, require_key
 from voxwatch.foundation.events import FINAL, Timeline
 from voxwatch.providers.registry import ModelInfo
 

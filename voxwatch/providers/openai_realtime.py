@@ -60,14 +60,14 @@ from urllib.parse import urlencode
 import websockets
 
 from voxwatch.providers.base import ProviderError, language_copy
-from voxwatch.providers.close_codes import close_code, closed
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import close_code, closed
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.frame_rates import Upsampler
 from voxwatch.foundation.events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
 from voxwatch.providers.openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.ws_session import ReaderSession, settle, update_session
-from voxwatch.providers.stamped import received
+from voxwatch.providers.session.ws_session import ReaderSession, settle, update_session
+from voxwatch.providers.session.stamped import received
 
 API_RATE = 24000
 PCM_24K = {"type": "audio/pcm", "rate": API_RATE}

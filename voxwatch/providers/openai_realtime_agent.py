@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from voxwatch.providers.agent_turn import AgentTurns, TurnRecord, output_json, parse_call
+from voxwatch.providers.session.agent_turn import AgentTurns, TurnRecord, output_json, parse_call
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.close_codes import closed
+from voxwatch.providers.session.close_codes import closed
 from voxwatch.foundation.conversation import AgentSetup, HistoryItem, ToolCall
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.openai_batch import VENDOR

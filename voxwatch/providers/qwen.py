@@ -50,12 +50,12 @@ from urllib.parse import urlencode
 import websockets
 
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.ws_session import ReaderSession, decode_event, settle, update_session
-from voxwatch.providers.stamped import received
+from voxwatch.providers.session.ws_session import ReaderSession, decode_event, settle, update_session
+from voxwatch.providers.session.stamped import received
 
 VENDOR = "Qwen-Omni-Realtime"
 DEFAULT_URL = "wss://dashscope-intl.aliyuncs.com"

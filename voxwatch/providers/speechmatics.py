@@ -47,12 +47,12 @@ import websockets
 from voxwatch.foundation.languages import primary
 
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.stamped import received
-from voxwatch.providers.ws_session import ReaderSession, malformed
+from voxwatch.providers.session.stamped import received
+from voxwatch.providers.session.ws_session import ReaderSession, malformed
 
 GLOBAL_URL = "wss://global.rt.speechmatics.com"
 REGIONAL_URLS = {"eu": "wss://eu.rt.speechmatics.com", "europe": "wss://eu.rt.speechmatics.com",

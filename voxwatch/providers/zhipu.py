@@ -50,14 +50,14 @@ import json
 import websockets
 
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.endpoints import base_url, is_loopback, open_websocket, require_key
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.foundation.audio import wav_bytes
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.stamped import received
-from voxwatch.providers.ws_session import ReaderSession, decode_event, settle, update_session
+from voxwatch.providers.session.stamped import received
+from voxwatch.providers.session.ws_session import ReaderSession, decode_event, settle, update_session
 
 VENDOR = "Zhipu"
 DEFAULT_URL = "wss://open.bigmodel.cn"

@@ -3,7 +3,7 @@
 Handshake faults answer the HTTP request (or WebSocket upgrade) itself; stream faults happen
 after the session has begun. Every emulator honours every fault that fits its protocol:
 `close:<code>` (WebSocket protocols) closes the session with that code where `disconnect` drops
-it, so each close code's reading (voxwatch/providers/close_codes.py) has a row test too.
+it, so each close code's reading (voxwatch/providers/session/close_codes.py) has a row test too.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ import websockets
 from voxwatch.foundation.server_url import server_url_problem
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import Secret, api_key, vendor_variable
-from voxwatch.providers.stamped import StampedConnection, stamped_connection
-from voxwatch.providers.stamped_http import StampedTransport
+from voxwatch.providers.session.stamped import StampedConnection, stamped_connection
+from voxwatch.providers.session.stamped_http import StampedTransport
 
 HTTP_TIMEOUT_S = 60.0
 

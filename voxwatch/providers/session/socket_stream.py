@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 import httpcore
 
 from voxwatch.foundation import kernel_time
-from voxwatch.providers.h2_frames import FrameStamps
+from voxwatch.providers.session.h2_frames import FrameStamps
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 HIGH_WATER = 1 << 20  # stop reading the socket with this much unread (the server then waits for us)

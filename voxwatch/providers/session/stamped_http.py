@@ -26,7 +26,7 @@ import httpcore
 import httpx
 
 from voxwatch.foundation.events import REQUEST_SENT, RESPONSE, Timeline
-from voxwatch.providers.socket_stream import Clock, Exchange, StampedBackend, StampedStream, writing
+from voxwatch.providers.session.socket_stream import Clock, Exchange, StampedBackend, StampedStream, writing
 
 EXCHANGE = "voxwatch.exchange"  # the response extension that holds the stamps
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)  # httpx's defaults

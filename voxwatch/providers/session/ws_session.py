@@ -12,8 +12,8 @@ import websockets
 
 from voxwatch.foundation.events import CLOSED, Timeline
 from voxwatch.providers.base import HarnessFault, ProviderError
-from voxwatch.providers.close_codes import closed
-from voxwatch.providers.stamped import received
+from voxwatch.providers.session.close_codes import closed
+from voxwatch.providers.session.stamped import received
 
 T = TypeVar("T")
 
