@@ -74,7 +74,7 @@ from voxwatch.foundation.integrity import file_sha256
 from voxwatch.foundation.persona import DEFAULT, Persona
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.foundation.frame_rates import Halver
-from voxwatch.providers.agent_line import CALLER_RATE, url_variable
+from voxwatch.providers.agents.line import CALLER_RATE, url_variable
 from voxwatch.providers.emulators.ledger import Ledger
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.registry import Registry

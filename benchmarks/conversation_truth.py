@@ -30,9 +30,9 @@ from voxwatch.metrics.vad import speech_anchors
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.providers.s2s.openai_realtime import Upsampler
 from voxwatch.providers.registry import Registry
-from voxwatch.providers.scripted_responder import example_value
+from voxwatch.providers.s2s.scripted_responder import example_value
 from voxwatch.harness.pacer import chunk_pcm
 
 KEY = "conversation-truth-key"

@@ -49,7 +49,7 @@ class Protocol:
 
 
 def _openai_24k(chunk: bytes) -> bytes:
-    from voxwatch.providers.openai_realtime import Upsampler
+    from voxwatch.providers.s2s.openai_realtime import Upsampler
 
     return Upsampler().push(chunk)
 

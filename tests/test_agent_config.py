@@ -27,7 +27,7 @@ from voxwatch.foundation.events import Timeline
 from voxwatch.foundation.scenario import ExpectedCall, Scenario, StateEndpoint, Tool, Turn
 from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED, TurnOutcome, score_conversation
 from voxwatch.foundation.frame_rates import Halver
-from voxwatch.providers.agent_line import AgentEndpoint, token_variable, url_variable
+from voxwatch.providers.agents.line import AgentEndpoint, token_variable, url_variable
 from voxwatch.providers.keys import model_secrets
 from voxwatch.providers.registry import Registry, RegistryError
 
@@ -57,9 +57,9 @@ def _user_registry(tmp_path: Path, extra: str, vendor: str = "agent") -> Registr
 
 def test_a_registered_agent_names_its_transport_which_picks_its_adapter(tmp_path):
     reference = Registry.default(files=[REFERENCE])
-    assert reference.resolve("agent/reference-twilio").adapter == "voxwatch.providers.agent_twilio:TwilioAgent"
+    assert reference.resolve("agent/reference-twilio").adapter == "voxwatch.providers.agents.twilio:TwilioAgent"
     pcm = reference.resolve("agent/reference-pcm")
-    assert (pcm.transport, pcm.sample_rate, pcm.adapter) == ("pcm-ws", 16000, "voxwatch.providers.agent_pcm_ws:PcmAgent")
+    assert (pcm.transport, pcm.sample_rate, pcm.adapter) == ("pcm-ws", 16000, "voxwatch.providers.agents.pcm_ws:PcmAgent")
     own = _user_registry(tmp_path, 'transport = "pcm-ws"\nsample_rate = 8000').resolve("agent/front-desk")
     assert (own.sample_rate, own.needs_key, own.key_is_set()) == (8000, False, True)
 
@@ -70,8 +70,8 @@ def test_a_registered_agent_names_its_transport_which_picks_its_adapter(tmp_path
     ('transport = "pcm-ws"', "agent", "sample_rate (the PCM's rate"),
     ('transport = "twilio-media-streams"\nsample_rate = 8000', "agent", "goes with transport \"pcm-ws\""),
     ('transport = "pcm-ws"\nsample_rate = 44100', "agent", "sample_rate must be one of (8000, 16000, 24000)"),
-    ('transport = "pcm-ws"\nsample_rate = 16000\nadapter = "voxwatch.providers.cascade:LocalScriptedCascade"', "agent",
-     "adapter is voxwatch.providers.agent_pcm_ws:PcmAgent (leave adapter out)"),
+    ('transport = "pcm-ws"\nsample_rate = 16000\nadapter = "voxwatch.providers.s2s.cascade:LocalScriptedCascade"', "agent",
+     "adapter is voxwatch.providers.agents.pcm_ws:PcmAgent (leave adapter out)"),
     ('transport = "pcm-ws"\nsample_rate = 16000\nadapter = "x:Y"', "local", "are a deployed agent's"),
 ])
 def test_an_agent_entry_that_cannot_be_reached_is_refused_in_one_line(tmp_path, extra, vendor, says):

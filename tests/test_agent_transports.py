@@ -29,7 +29,7 @@ from voxwatch.foundation.events import AUDIO
 from voxwatch.foundation.persona import Persona
 from voxwatch.foundation.mulaw import to_wire
 from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED
-from voxwatch.providers.agent_line import token_variable, url_variable
+from voxwatch.providers.agents.line import token_variable, url_variable
 from voxwatch.providers.registry import Registry
 from voxwatch.store import open_store
 
@@ -232,7 +232,7 @@ async def _line_against(agent) -> tuple[list[dict], object, float, BaseException
     an in-process agent that runs `agent(ws, heard)`: what it heard, the turn, how long `respond`
     took, and what it raised."""
     from voxwatch.foundation.events import Timeline
-    from voxwatch.providers.agent_twilio import TwilioLine
+    from voxwatch.providers.agents.twilio import TwilioLine
     from voxwatch.providers.session.endpoints import open_websocket
 
     heard: list[dict] = []

@@ -63,7 +63,7 @@ def test_the_import_contracts_hold():
                                            ("voxwatch/harness/measure.py", "voxwatch.workers.celery_app"),
                                            ("voxwatch/store/runs.py", "voxwatch.harness.tick"),
                                            ("voxwatch/harness/pacer.py", "celery"),
-                                           ("voxwatch/providers/deepgram.py", "voxwatch.providers.assemblyai")])
+                                           ("voxwatch/providers/stt/deepgram.py", "voxwatch.providers.stt.assemblyai")])
 def test_a_wrong_way_import_breaks_the_contract(package_copy, lower, higher):
     """Planted in a function body, where the load-time graph below cannot see it: import-linter still does
     (a layer reaching up, the harness reaching for Celery, one vendor's adapter reaching into another's)."""

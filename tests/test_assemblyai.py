@@ -16,7 +16,7 @@ from support.contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row,
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
-from voxwatch.providers.assemblyai import MIN_CHUNK_MS
+from voxwatch.providers.stt.assemblyai import MIN_CHUNK_MS
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.emulators.scenario import STTScenario
 from voxwatch.foundation.events import Timeline
@@ -84,7 +84,7 @@ def test_failures_become_rows(monkeypatch, clean, fault):
 
 def test_a_formatted_copy_of_a_final_is_not_a_second_final(monkeypatch, clean):
     """With format_turns on, AssemblyAI re-sends each final formatted; the first end of turn stays the final."""
-    from voxwatch.providers.assemblyai import AssemblyAISTT
+    from voxwatch.providers.stt.assemblyai import AssemblyAISTT
 
     ds, clips = clean
     clip = clips["u039"]

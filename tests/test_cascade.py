@@ -22,10 +22,10 @@ from voxwatch.foundation.scenario import Document, ExpectedCall, Scenario, Tool,
 from voxwatch.foundation.audio import resample
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.cascade import LLM_FIRST_TOKEN, Cascade, LocalScriptedCascade
+from voxwatch.providers.s2s.cascade import LLM_FIRST_TOKEN, Cascade, LocalScriptedCascade
 from voxwatch.providers.cascade_ids import CascadeInfo
-from voxwatch.providers.chat_completions import (FIRST_TOKEN, ChatClient, ChatEndpoint, call_message,
-                                                 output_message)
+from voxwatch.providers.s2s.chat_completions import (FIRST_TOKEN, ChatClient, ChatEndpoint, call_message,
+                                                     output_message)
 from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
                                               HistoryItem, ToolCall)
 from voxwatch.providers.emulators import server

@@ -24,7 +24,7 @@ from voxwatch.metrics.conversation_aggregate import scorecard
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.providers.s2s.openai_realtime import Upsampler
 from voxwatch.harness.pacer import chunk_pcm
 
 pytestmark = pytest.mark.realtime

@@ -30,7 +30,7 @@ from voxwatch.metrics.conversation_timing import TurnTiming
 from voxwatch.foundation.conversation import ModelTurn, ToolCall
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret
-from voxwatch.providers.scripted_responder import example_value
+from voxwatch.providers.s2s.scripted_responder import example_value
 from voxwatch.store import open_store
 from voxwatch.foundation.store_url import parse_store_url
 

@@ -67,7 +67,7 @@ def test_close_frames_become_failure_kinds_without_the_key(code, reason, status)
     import websockets
     from websockets.frames import Close
 
-    from voxwatch.providers.gemini import _closed_error
+    from voxwatch.providers.s2s.gemini import _closed_error
     from voxwatch.providers.keys import Secret
 
     err = _closed_error(websockets.ConnectionClosedError(Close(code, reason), None), Secret(KEY))

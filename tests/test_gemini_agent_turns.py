@@ -12,7 +12,7 @@ import json
 
 from voxwatch.foundation.conversation import CALLER_TEXT, ToolCall
 from voxwatch.foundation.events import Timeline
-from voxwatch.providers.gemini_agent import GeminiAgentSession
+from voxwatch.providers.s2s.gemini_agent import GeminiAgentSession
 from voxwatch.providers.keys import Secret
 
 

@@ -19,7 +19,7 @@ from voxwatch.providers.emulators.openai import ERROR_ON_APPEND, SESSION_EXPIRED
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.session.endpoints import ws_url
 from voxwatch.foundation.events import PARTIAL, Timeline
-from voxwatch.providers.openai_realtime import TRANSCRIPT_DONE, Upsampler
+from voxwatch.providers.s2s.openai_realtime import TRANSCRIPT_DONE, Upsampler
 from voxwatch.harness.measure import CLOCK_FIELDS, audio_sent
 from voxwatch.harness.pacer import chunk_pcm, paced_send
 

@@ -10,7 +10,7 @@ import pytest
 from support.contract import KEY, REGISTRY, assert_on_clock, measure_three, serve
 
 from voxwatch.datasets import mulaw
-from voxwatch.providers.assemblyai import MIN_CHUNK_MS
+from voxwatch.providers.stt.assemblyai import MIN_CHUNK_MS
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.ledger import Ledger, seen

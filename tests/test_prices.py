@@ -38,7 +38,7 @@ def _refusal(tmp_path: Path, text: str) -> str:
 
 
 def _stt(*price: str) -> str:
-    return ACME + model("acme/ears-2", 'adapter = "voxwatch.providers.openai_batch:OpenAIBatchSTT"', *price)
+    return ACME + model("acme/ears-2", 'adapter = "voxwatch.providers.stt.openai_batch:OpenAIBatchSTT"', *price)
 
 
 @pytest.mark.parametrize("fields, problem", [
@@ -60,11 +60,11 @@ def test_the_registry_refuses_a_bad_price_in_one_line_naming_file_and_model(tmp_
 
 
 def test_an_s2s_price_needs_its_output_price_and_a_tts_price_its_characters(tmp_path: Path):
-    s2s = ACME + model("acme/talk-1", 'adapter = "voxwatch.providers.openai_realtime:OpenAIRealtimeS2S"',
+    s2s = ACME + model("acme/talk-1", 'adapter = "voxwatch.providers.s2s.openai_realtime:OpenAIRealtimeS2S"',
                        "session_limit_s = 600", 'price_usd = 3.0', 'price_unit = "audio_hour"', *PRICED[2:],
                        protocol="s2s", board="s2s")
     assert "needs price_output_usd" in _refusal(tmp_path, s2s)
-    tts = ACME + model("acme/voice-1", 'adapter = "voxwatch.providers.openai_tts:OpenAITTS"', 'voice = "v"',
+    tts = ACME + model("acme/voice-1", 'adapter = "voxwatch.providers.tts.openai:OpenAITTS"', 'voice = "v"',
                        *PRICED, protocol="tts-stream", board="tts")
     assert "does not fit the tts board" in _refusal(tmp_path, tts)
 

@@ -16,7 +16,7 @@ from support.contract import (KEY, assert_failure_row, assert_on_clock, caller_t
 
 from voxwatch.providers.emulators.scenario import S2SScenario
 from voxwatch.foundation.events import AUDIO, Timeline
-from voxwatch.providers.qwen import error_event, unfinished
+from voxwatch.providers.s2s.qwen import error_event, unfinished
 from voxwatch.providers.registry import Registry
 
 MODEL = "qwen/qwen3-omni-flash-realtime-2025-09-15"

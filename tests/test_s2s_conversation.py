@@ -25,7 +25,7 @@ from voxwatch.providers.emulators.ledger import Ledger, seen
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 from voxwatch.foundation.events import AUDIO, CHUNK_SENT, Timeline
 from voxwatch.providers.keys import key_variable, vendor_variable
-from voxwatch.providers.openai_realtime import Upsampler
+from voxwatch.providers.s2s.openai_realtime import Upsampler
 from voxwatch.harness.measure import audio_sent
 from voxwatch.harness.pacer import chunk_pcm, paced_send
 

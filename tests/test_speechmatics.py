@@ -62,7 +62,7 @@ def test_failures_become_rows(monkeypatch, clean, fault):
 ])
 def test_the_endpoint_follows_the_worker_region(monkeypatch, region, host):
     """Documented Realtime hosts only: EU1 / US1 for workers in Europe / the US, else global (the nearest)."""
-    from voxwatch.providers.speechmatics import SpeechmaticsSTT
+    from voxwatch.providers.stt.speechmatics import SpeechmaticsSTT
     from voxwatch.harness.tick import create_adapter
 
     monkeypatch.delenv("VOXWATCH_SPEECHMATICS_BASE_URL", raising=False)

@@ -18,8 +18,8 @@ from support.processes import run_cli
 from test_registry import VENDOR
 from voxwatch.config import ConfigError, load, registry_files
 from voxwatch.providers.keys import key_variable
-from voxwatch.providers.openai_batch import OpenAIBatchSTT, auth_headers
-from voxwatch.providers.openai_tts import OpenAITTS
+from voxwatch.providers.stt.openai_batch import OpenAIBatchSTT, auth_headers
+from voxwatch.providers.tts.openai import OpenAITTS
 from voxwatch.providers.registry import PACKAGE, Registry, RegistryError
 
 SERVER = VENDOR.replace('"acme"', '"my-vllm"') + 'speaks = "openai-compatible"\nbase_url = "{url}"\n'
@@ -57,8 +57,8 @@ def test_a_user_file_adds_a_self_hosted_server_and_every_entry_keeps_its_file(tm
                              + model("my-vllm/kokoro-82m", 'voice = "af_heart"', protocol="tts-stream", board="tts"))
     stt, tts = registry.resolve("my-vllm/whisper-large-v3"), registry.resolve("my-vllm/kokoro-82m")
     assert stt.origin == tts.origin == str(tmp_path / "models-1.toml")
-    assert stt.adapter == "voxwatch.providers.openai_batch:OpenAIBatchSTT"
-    assert tts.adapter == "voxwatch.providers.openai_tts:OpenAITTS"
+    assert stt.adapter == "voxwatch.providers.stt.openai_batch:OpenAIBatchSTT"
+    assert tts.adapter == "voxwatch.providers.tts.openai:OpenAITTS"
     assert stt.base_url == "http://10.0.0.5:8000"  # the trailing slash dropped, as an environment override's
     assert registry.vendors["my-vllm"].origin == stt.origin and registry.vendors["openai"].origin == PACKAGE
     assert registry.resolve("openai/whisper-1").origin == PACKAGE
@@ -90,7 +90,7 @@ def test_a_server_without_a_key_is_sent_none_and_one_with_a_key_needs_its_variab
 
 
 def test_an_existing_id_is_replaced_only_by_an_explicit_override(tmp_path: Path):
-    nova = model("deepgram/nova-3", 'adapter = "voxwatch.providers.deepgram:DeepgramSTT"', protocol="stt-stream")
+    nova = model("deepgram/nova-3", 'adapter = "voxwatch.providers.stt.deepgram:DeepgramSTT"', protocol="stt-stream")
     message = refusal(tmp_path, nova)
     assert re.fullmatch(re.escape(f"{tmp_path / 'models-1.toml'} model #1: id 'deepgram/nova-3' is already registered "
                                   f"({PACKAGE} model #") + r"\d+" + re.escape(
@@ -110,7 +110,7 @@ def test_an_existing_id_is_replaced_only_by_an_explicit_override(tmp_path: Path)
 
 @pytest.mark.parametrize("model_id", ["openai/gpt-4o-transcribe-latest", "openai/gpt-5-transcribe"])
 def test_the_floating_alias_rule_refuses_a_user_entry_as_it_refuses_the_packages(tmp_path: Path, model_id: str):
-    entry = model(model_id, 'adapter = "voxwatch.providers.openai_batch:OpenAIBatchSTT"')
+    entry = model(model_id, 'adapter = "voxwatch.providers.stt.openai_batch:OpenAIBatchSTT"')
     as_user = refusal(tmp_path, entry)
     package = (Path(__file__).resolve().parents[1] / "voxwatch" / "providers" / "registry.toml").read_text()
     with pytest.raises(RegistryError) as exc:
@@ -148,9 +148,9 @@ def test_the_key_rule_holds_for_a_user_vendor(tmp_path: Path):
     (SERVER.format(url="http://h:1") + model("my-vllm/a-1", protocol="s2s", board="s2s"),
      "models-1.toml model #1: vendor 'my-vllm' speaks openai-compatible, which voxwatch measures over stt-batch, "
      "tts-stream; protocol 's2s' is not one of them"),
-    (SERVER.format(url="http://h:1") + model("my-vllm/a-1", 'adapter = "voxwatch.providers.deepgram:DeepgramSTT"'),
+    (SERVER.format(url="http://h:1") + model("my-vllm/a-1", 'adapter = "voxwatch.providers.stt.deepgram:DeepgramSTT"'),
      "models-1.toml model #1: vendor 'my-vllm' speaks openai-compatible: its stt-batch adapter is "
-     "voxwatch.providers.openai_batch:OpenAIBatchSTT (leave adapter out), not 'voxwatch.providers.deepgram:DeepgramSTT'"),
+     "voxwatch.providers.stt.openai_batch:OpenAIBatchSTT (leave adapter out), not 'voxwatch.providers.stt.deepgram:DeepgramSTT'"),
     (SERVER.format(url="http://user:hunter2@h:1"), "models-1.toml vendor #1: base_url must be http(s)://host[:port]"),
     (SERVER.format(url="ftp://h:1"), "models-1.toml vendor #1: base_url must be http(s)://host[:port]"),
     (SERVER.format(url="http://h:1").replace('speaks = "openai-compatible"\n', ""),
@@ -240,6 +240,6 @@ def test_the_readmes_example_file_loads_as_documented(tmp_path: Path):
     example = readme.split("```toml\n# my-models.toml\n", 1)[1].split("```", 1)[0]
     registry = user_registry(tmp_path, example)
     mine = registry.resolve("my-vllm/whisper-large-v3")
-    assert (mine.adapter, mine.base_url, mine.needs_key) == ("voxwatch.providers.openai_batch:OpenAIBatchSTT",
+    assert (mine.adapter, mine.base_url, mine.needs_key) == ("voxwatch.providers.stt.openai_batch:OpenAIBatchSTT",
                                                               "http://10.0.0.5:8000", False)
     assert registry.vendors["my-vllm"].key_env == ""

@@ -24,7 +24,7 @@ from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret
 from voxwatch.foundation.audio import wav_bytes
 from voxwatch.providers.registry import Registry
-from voxwatch.providers.zhipu import GlmRealtimeS2S, _error_of
+from voxwatch.providers.s2s.zhipu import GlmRealtimeS2S, _error_of
 
 MODEL = "zhipu/glm-realtime-flash"
 zhipu = emulator_fixture("zhipu")

@@ -419,7 +419,7 @@ OTHER_VARIABLES = (
 vendors' (VENDOR_VARIABLE); a new one must be added here, or every command refuses to start."""
 VENDOR_VARIABLE = re.compile(r"VOXWATCH_[A-Z0-9_]+_(API_KEY|BASE_URL)|VOXWATCH_AGENT_[A-Z0-9_]+_(URL|TOKEN)")
 """providers.keys.vendor_variable: a vendor's key and base URL (any vendor, registered or a test's); a
-deployed agent's address and token, and its state endpoint's (providers/agent_line.py)."""
+deployed agent's address and token, and its state endpoint's (providers/agents/line.py)."""
 
 
 def _server_url_variables(env: Mapping[str, str]) -> None:

@@ -24,7 +24,7 @@ from typing import Iterator
 from voxwatch.conversations.backend import Backend
 from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.datasets.catalog import Catalog
-from voxwatch.providers.agent_line import url_variable
+from voxwatch.providers.agents.line import url_variable
 from voxwatch.providers.emulators.agent import PCM, STATE, TWILIO, AgentScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.emulators.server import serve

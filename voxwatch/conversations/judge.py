@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.chat_completions import ChatClient, ChatEndpoint
+from voxwatch.providers.s2s.chat_completions import ChatClient, ChatEndpoint
 from voxwatch.foundation.conversation import ToolCall
 from voxwatch.providers.keys import Secret, scrub
 

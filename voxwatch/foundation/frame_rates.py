@@ -1,7 +1,7 @@
 """Frame-by-frame sample-rate conversion of a live 16 kHz stream: each frame converted as it is
 sent, continuous across frames (no edge at every frame, as converting each frame alone would make).
 The OpenAI Realtime API takes 24 kHz (Upsampler); a phone line carries 8 kHz (Halver), and a raw
-PCM agent takes either (providers/agent_line.py)."""
+PCM agent takes either (providers/agents/line.py)."""
 
 from __future__ import annotations
 

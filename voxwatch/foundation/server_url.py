@@ -15,7 +15,7 @@ from urllib.parse import SplitResult, urlsplit
 from voxwatch.foundation.text import UNSAFE
 
 HTTP = ("http", "https")  # a registry vendor's server (the protocol families speak HTTP), a webhook
-WS = ("ws", "wss")  # a deployed agent's WebSocket (providers/agent_line.py)
+WS = ("ws", "wss")  # a deployed agent's WebSocket (providers/agents/line.py)
 ANY = ("http", "https", "ws", "wss")  # an adapter's override: it converts between them (providers.session.endpoints)
 _LABELS = {HTTP: "http(s)", WS: "ws(s)", ANY: "http(s)|ws(s)"}
 

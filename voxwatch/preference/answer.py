@@ -24,7 +24,7 @@ from voxwatch.foundation.audio import CATALOG_RATE, read_pcm16
 from voxwatch.metrics.timeline import collect_audio
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.providers.base import ProviderError
-from voxwatch.providers.cascade import SINGLE_TURN_INSTRUCTIONS, Cascade
+from voxwatch.providers.s2s.cascade import SINGLE_TURN_INSTRUCTIONS, Cascade
 from voxwatch.foundation.conversation import CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup, ModelTurn
 from voxwatch.foundation.events import AUDIO, CHUNK_SENT, Timeline
 from voxwatch.providers.preference_configs import PreferenceConfig

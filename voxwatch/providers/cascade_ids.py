@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 PREFIX = "cascade/"
 SCRIPTED = "scripted-baseline"
-ADAPTER = "voxwatch.providers.cascade:Cascade"
+ADAPTER = "voxwatch.providers.s2s.cascade:Cascade"
 RANK = {"active": 0, "early-access": 1, "retired": 2}
 
 

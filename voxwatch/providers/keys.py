@@ -67,6 +67,6 @@ def model_secrets(model) -> tuple[Secret, ...]:
         found = own()
     else:
         found = (api_key(model.vendor),) if model.needs_key else ()
-        if getattr(model, "transport", None) is not None:  # a deployed agent's token (providers/agent_line.py)
+        if getattr(model, "transport", None) is not None:  # a deployed agent's token (providers/agents/line.py)
             found += (agent_token(agent_name(model.id)),)
     return tuple(s for s in found if s is not None)

@@ -44,14 +44,14 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9._-]*(:[a-z0-9-]+)?
 _FLOATING = re.compile(r"(^|[-_.:@/])latest$|^[^/]+/(default|stable|current)$", re.IGNORECASE)
 PACKAGE = "registry.toml"
 """The origin of the package's own entries (a user file's entries carry its path)."""
-FAMILIES = {"openai-compatible": {"stt-batch": "voxwatch.providers.openai_batch:OpenAIBatchSTT",
-                                  "tts-stream": "voxwatch.providers.openai_tts:OpenAITTS"}}
+FAMILIES = {"openai-compatible": {"stt-batch": "voxwatch.providers.stt.openai_batch:OpenAIBatchSTT",
+                                  "tts-stream": "voxwatch.providers.tts.openai:OpenAITTS"}}
 """The protocol families a vendor may `speak` (a self-hosted server): the adapter that measures each
 protocol of the family, pointed at the vendor's base_url."""
 _TABLES = ("vendor", "model", "preference_options", "preference_config")
 AGENT_VENDOR = "agent"
-TRANSPORTS = {"twilio-media-streams": "voxwatch.providers.agent_twilio:TwilioAgent",
-              "pcm-ws": "voxwatch.providers.agent_pcm_ws:PcmAgent"}
+TRANSPORTS = {"twilio-media-streams": "voxwatch.providers.agents.twilio:TwilioAgent",
+              "pcm-ws": "voxwatch.providers.agents.pcm_ws:PcmAgent"}
 """How a team's own deployed agent (vendor "agent") is reached: the adapter of each transport."""
 PCM_RATES = (8000, 16000, 24000)
 """The sample rates a pcm-ws agent may state (the line converts the caller's 16 kHz to each)."""

@@ -2,14 +2,14 @@
 account, so that every part of testing a team's own agent runs and is tested with none. It serves:
 
 - `/twilio`: the Twilio Media Streams protocol, as an agent behind a phone network hears it
-  (providers/agent_twilio.py has the facts): it waits for `connected` and `start`, hears the
+  (providers/agents/twilio.py has the facts): it waits for `connected` and `start`, hears the
   caller's `media` (8 kHz mu-law), answers with `media`, a `mark` after each reply, and `clear`
   when the caller talks over it;
 - `/pcm`: binary frames of 16-bit PCM at the scenario's `pcm_rate`, both ways;
 - `/state`: an HTTP GET answering the records its last call changed, as JSON (table -> records): the
   state endpoint a scenario names (conversations/state_endpoint.py).
 
-Behind either transport sits the scripted baseline's agent (providers/scripted_responder.py), not a
+Behind either transport sits the scripted baseline's agent (providers/s2s/scripted_responder.py), not a
 language model: no local one installs within voxwatch's constraints, and it keeps the tests fast.
 Its turn-taking is its own, as a deployed agent's is: the caller's turn ends after
 `end_of_turn_ms` without a voiced frame (a frame above VOICED_DBFS); it makes the turn's expected
@@ -48,7 +48,7 @@ from voxwatch.foundation.mulaw import RATE as MULAW_RATE, from_wire, to_wire
 from voxwatch.foundation.scenario import Scenario
 from voxwatch.providers.emulators.ledger import record
 from voxwatch.providers.emulators.speech import speech_pcm
-from voxwatch.providers.scripted_responder import ScriptedResponder
+from voxwatch.providers.s2s.scripted_responder import ScriptedResponder
 
 TWILIO, PCM, STATE = "/twilio", "/pcm", "/state"
 FRAME_MS = 20

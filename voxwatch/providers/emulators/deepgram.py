@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 import websockets
 
 from voxwatch.foundation.clock import sleep_until
-from voxwatch.providers.deepgram import LANGUAGES
+from voxwatch.providers.stt.deepgram import LANGUAGES
 
 from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
 from voxwatch.providers.emulators.ledger import record, saw

@@ -14,7 +14,7 @@ start of speech, and `committed_transcript` `final_ms` after the end of speech -
 commit arrived, under the manual commit strategy; a commit after the final gets an empty one.
 
 The stream-input WebSocket closes as the vendor documents after `inactivity_timeout` seconds (query
-parameter, default 20, at most 180; see voxwatch/providers/elevenlabs.py for the sources) without a text
+parameter, default 20, at most 180; see voxwatch/providers/tts/elevenlabs.py for the sources) without a text
 message while its input is open: the error `input_timeout_exceeded`, then close 1008. The timer
 runs from the connection's opening, then from each text message the emulator reads (after a
 flush it reads again only once the audio is sent: a little more lenient than a server that reads
@@ -40,7 +40,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.foundation.clock import sleep_until
-from voxwatch.providers.elevenlabs import TTS_LANGUAGES
+from voxwatch.providers.tts.elevenlabs import TTS_LANGUAGES
 
 from voxwatch.providers.emulators.faults import break_off, breaks, http_refusal
 from voxwatch.providers.emulators.ledger import record, saw
@@ -77,7 +77,7 @@ STT_FORMATS = {"ulaw_8000": 8000}
 """Scribe's audio formats other than pcm_<rate>: G.711 mu-law at 8 kHz."""
 
 def _language_refusal(model_id: str | None, language_code: str | None) -> JSONResponse | None:
-    """A TTS request's `language_code` (optional) must be one the model speaks (providers.elevenlabs TTS_LANGUAGES)."""
+    """A TTS request's `language_code` (optional) must be one the model speaks (providers.tts.elevenlabs TTS_LANGUAGES)."""
     if language_code is None or language_code in TTS_LANGUAGES.get(model_id or "", frozenset({"en"})):
         return None
     return JSONResponse({"detail": {"status": "unsupported_language",

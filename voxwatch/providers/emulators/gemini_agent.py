@@ -1,5 +1,5 @@
 """The Gemini Live emulator's scripted voice agent (a ConversationScript): multi-turn sessions with
-function calls, as the Live API documents them (voxwatch/providers/gemini_agent.py has the facts).
+function calls, as the Live API documents them (voxwatch/providers/s2s/gemini_agent.py has the facts).
 
 - A turn is `activityStart`, audio, `activityEnd`; turn k of the conversation (the turns ended in
   this session plus the user turns with text replayed by `clientContent`) answers with

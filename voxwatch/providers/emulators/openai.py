@@ -93,7 +93,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from voxwatch.foundation.clock import sleep_until
 
-from voxwatch.providers.openai_batch import WHISPER_LANGUAGES
+from voxwatch.providers.stt.openai_batch import WHISPER_LANGUAGES
 
 from voxwatch.providers.emulators.chat import ChatScenario, ChatStream, problem
 from voxwatch.providers.emulators.faults import break_off, breaks, http_refusal

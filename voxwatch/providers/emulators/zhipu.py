@@ -1,5 +1,5 @@
 """A loopback emulator of Zhipu AI's GLM-Realtime WebSocket (`/api/paas/v4/realtime`); the protocol
-facts and their sources are in voxwatch.providers.zhipu.
+facts and their sources are in voxwatch.providers.s2s.zhipu.
 
 Auth: `Authorization: Bearer <key>`; a missing key refuses the upgrade with HTTP 401 and the
 platform's code 1001, a wrong one with 1000 (docs.bigmodel.cn/cn/api/api-code). Handshake faults

@@ -18,7 +18,7 @@ from voxwatch.providers.session import stamped_http
 from voxwatch.providers.base import ProviderError, takes_language
 from voxwatch.providers.session.endpoints import WarmClient, WarmClients, http_errors, http_failure, is_loopback
 from voxwatch.foundation.events import AUDIO, CLOSED, Timeline
-from voxwatch.providers.openai_batch import VENDOR, WHISPER_LANGUAGES, auth_headers, server_url
+from voxwatch.providers.stt.openai_batch import VENDOR, WHISPER_LANGUAGES, auth_headers, server_url
 from voxwatch.providers.registry import ModelInfo
 
 PATH = "/v1/audio/speech"

@@ -27,14 +27,14 @@ from typing import Any, Sequence
 
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.cascade_ids import SCRIPTED, CascadeInfo
-from voxwatch.providers.chat_completions import (DEFAULT_URLS, ChatClient, ChatReply, call_message, endpoint_for, history_messages,
-                               output_message)
+from voxwatch.providers.s2s.chat_completions import (DEFAULT_URLS, ChatClient, ChatReply, call_message, endpoint_for,
+                                                    history_messages, output_message)
 from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
                                               HistoryItem, ModelTurn, ToolHandler)
 from voxwatch.providers.session.endpoints import base_url, is_loopback
 from voxwatch.foundation.events import AUDIO, CLOSED, FINAL, REQUEST_SENT, Timeline
 from voxwatch.providers.registry import ModelInfo, Registry
-from voxwatch.providers.scripted_responder import ScriptedResponder
+from voxwatch.providers.s2s.scripted_responder import ScriptedResponder
 
 LLM_FIRST_TOKEN = "llm_first_token"  # on the turn's timeline: each chat completion's first token
 MAX_TOOL_ROUNDS = 8  # a model still calling tools after this many rounds ends its turn unanswered

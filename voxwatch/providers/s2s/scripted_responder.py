@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from voxwatch.foundation.scenario import Scenario
 
-from voxwatch.providers.chat_completions import ChatReply
+from voxwatch.providers.s2s.chat_completions import ChatReply
 from voxwatch.foundation.conversation import ToolCall
 from voxwatch.foundation.events import Timeline
 

@@ -1,7 +1,7 @@
 """A deployed agent that takes raw audio over a WebSocket: each binary frame is 16-bit linear PCM,
 little-endian, mono, at the rate its registry entry states (`sample_rate`: 8000, 16000 or 24000),
 both ways; text frames carry nothing voxwatch reads (an agent's own status messages are ignored).
-The line's behaviour is agent_line.py's; this is the wire.
+The line's behaviour is line.py's; this is the wire.
 
 This is the shape of the raw-audio WebSocket transports of the agent frameworks (Pipecat's
 WebsocketServerTransport with a raw serializer, LiveKit's and home-made bridges): no handshake, no
@@ -11,7 +11,7 @@ end-of-turn message; the agent hears the caller's frames, and its own frames are
 from __future__ import annotations
 
 from voxwatch.foundation.frame_rates import Halver, Upsampler
-from voxwatch.providers.agent_line import CALLER_RATE, FRAME_MS, AgentLine, AgentStream
+from voxwatch.providers.agents.line import CALLER_RATE, FRAME_MS, AgentLine, AgentStream
 from voxwatch.providers.session.stamped import received
 
 

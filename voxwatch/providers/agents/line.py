@@ -1,6 +1,6 @@
 """A team's own deployed voice agent (Pipecat, LiveKit, Vapi, home-made) as a ConversationSession
 (voxwatch/providers/conversation.py), reached over an audio-only WebSocket: voxwatch is the caller's
-line. The wire formats are the transports' own (agent_twilio.py: Twilio Media Streams; agent_pcm_ws.py:
+line. The wire formats are the transports' own (twilio.py: Twilio Media Streams; pcm_ws.py:
 raw PCM frames); what every such line does is here, once:
 
 - the line is live for the whole call: whenever the caller is not speaking it carries one frame of

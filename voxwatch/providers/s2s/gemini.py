@@ -141,7 +141,7 @@ class GeminiLiveS2S:
     async def converse(self, timeline: Timeline, setup, history=()):
         """A multi-turn voice-agent session (voxwatch/providers/conversation.py), with `history` replayed:
         gemini_agent.py."""
-        from voxwatch.providers.gemini_agent import GeminiAgentSession, agent_setup
+        from voxwatch.providers.s2s.gemini_agent import GeminiAgentSession, agent_setup
 
         ws, key = await self._open(timeline, agent_setup(self.model, setup, bool(history)), open_turn=False)
         return await GeminiAgentSession(ws, timeline, key, self.model.session_limit_s).opened(history)

@@ -64,7 +64,7 @@ from voxwatch.providers.session.close_codes import close_code, closed
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
 from voxwatch.foundation.frame_rates import Upsampler
 from voxwatch.foundation.events import AUDIO, CLOSED, FINAL, PARTIAL, REQUEST_SENT, Timeline
-from voxwatch.providers.openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
+from voxwatch.providers.stt.openai_batch import DEFAULT_URL, VENDOR, WHISPER_LANGUAGES
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.ws_session import ReaderSession, settle, update_session
 from voxwatch.providers.session.stamped import received
@@ -275,7 +275,7 @@ class OpenAIRealtimeS2S:
     async def converse(self, timeline: Timeline, setup, history=()):
         """A multi-turn voice-agent session (voxwatch/providers/conversation.py), with `history` replayed:
         openai_realtime_agent.py."""
-        from voxwatch.providers.openai_realtime_agent import RealtimeAgentSession, session_config
+        from voxwatch.providers.s2s.openai_realtime_agent import RealtimeAgentSession, session_config
 
         ws = await _open(self.url, {"model": self.model.vendor_model}, self.model.vendor,
                          session_config(setup, self.model.voice), timeline)

@@ -55,7 +55,7 @@ from voxwatch.providers.session.agent_turn import AgentTurns, TurnRecord, parse_
 from voxwatch.providers.base import ProviderError
 from voxwatch.foundation.conversation import AgentSetup, HistoryItem, ToolCall
 from voxwatch.foundation.events import Timeline
-from voxwatch.providers.gemini import LiveSession, live_setup, mark_audio
+from voxwatch.providers.s2s.gemini import LiveSession, live_setup, mark_audio
 from voxwatch.providers.keys import Secret
 from voxwatch.providers.registry import ModelInfo
 

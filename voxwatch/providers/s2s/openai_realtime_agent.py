@@ -32,9 +32,9 @@ from voxwatch.providers.base import ProviderError
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.foundation.conversation import AgentSetup, HistoryItem, ToolCall
 from voxwatch.foundation.events import Timeline
-from voxwatch.providers.openai_batch import VENDOR
-from voxwatch.providers.openai_realtime import (AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE, RealtimeConversation, Upsampler,
-                              _unfinished, mark_audio_delta)
+from voxwatch.providers.stt.openai_batch import VENDOR
+from voxwatch.providers.s2s.openai_realtime import (AUDIO_DELTAS, DEFAULT_VOICE, PCM_24K, TRANSCRIPT_DONE,
+                                                   RealtimeConversation, Upsampler, _unfinished, mark_audio_delta)
 
 CALLER_TRANSCRIPTION = "gpt-4o-transcribe"  # what the API heard the caller say (CALLER_TEXT)
 

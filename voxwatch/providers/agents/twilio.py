@@ -1,6 +1,6 @@
 """A deployed agent over the Twilio Media Streams WebSocket protocol, with voxwatch as the phone
 network: the protocol Pipecat (TwilioFrameSerializer), LiveKit's telephony bridges and most voice-agent
-platforms accept for phone calls. The line's behaviour is agent_line.py's; this is the wire.
+platforms accept for phone calls. The line's behaviour is line.py's; this is the wire.
 
 Protocol facts (twilio.com/docs/voice/media-streams/websocket-messages; what Pipecat's
 TwilioFrameSerializer reads and writes agrees):
@@ -33,7 +33,7 @@ import websockets
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.mulaw import RATE as MULAW_RATE, from_wire, to_wire
 from voxwatch.foundation.frame_rates import Halver
-from voxwatch.providers.agent_line import FRAME_MS, AgentLine, AgentStream
+from voxwatch.providers.agents.line import FRAME_MS, AgentLine, AgentStream
 from voxwatch.providers.session.stamped import received
 
 ACCOUNT_SID = "AC" + "0" * 32  # a placeholder account: the agent gets no Twilio account of anyone's

@@ -1,0 +1,1 @@
+"""Cloud text-to-speech adapters: one file a vendor's protocol."""
