@@ -1,7 +1,7 @@
 """A deployed agent's turn-taking measured against the reference agent's injected truth:
 `python -m benchmarks.agent_truth [--turns 6] [--calls 8]`.
 
-The reference agent (`voxwatch emulate --vendors agent`, voxwatch/providers/emulators/agent.py) replies
+The reference agent (`voxwatch emulate --vendors agent`, voxwatch/providers/emulators/agents/reference.py) replies
 END_OF_TURN_MS + REPLY_DELAY_MS after the caller's last word and, talked over, stops
 BARGE_IN_STOP_MS after the caller's first word: both settable, so known. It finds the caller's words
 as voxwatch's recording reads them (the shared VAD anchors), and so that both read the same words,
@@ -81,7 +81,7 @@ from voxwatch.providers.registry import Registry
 
 from .load import add_load_argument, print_runs
 
-REFERENCE = Path(str(files("voxwatch.providers.emulators").joinpath("reference_agents.toml")))
+REFERENCE = Path(str(files("voxwatch.providers.emulators.agents").joinpath("reference_agents.toml")))
 SCENARIO = "clinic-desk"
 END_OF_TURN_MS, REPLY_DELAY_MS, BARGE_IN_STOP_MS = 700.0, 150.0, 250.0
 TONE_MS = 1500.0  # the reply: long enough to be talked over BARGE_IN_MS in and still under way

@@ -31,7 +31,7 @@ from voxwatch.providers.agents.line import AgentEndpoint, token_variable, url_va
 from voxwatch.providers.keys import model_secrets
 from voxwatch.providers.registry import Registry, RegistryError
 
-REFERENCE = Path(str(files("voxwatch.providers.emulators").joinpath("reference_agents.toml")))
+REFERENCE = Path(str(files("voxwatch.providers.emulators.agents").joinpath("reference_agents.toml")))
 AGENT = """
 [[model]]
 id = "agent/front-desk"

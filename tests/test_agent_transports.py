@@ -35,7 +35,7 @@ from voxwatch.store import open_store
 
 pytestmark = pytest.mark.realtime
 
-REFERENCE = Path(str(files("voxwatch.providers.emulators").joinpath("reference_agents.toml")))
+REFERENCE = Path(str(files("voxwatch.providers.emulators.agents").joinpath("reference_agents.toml")))
 AGENT_WAITS_MS = 700 + 100  # the quick agent's end-of-turn silence plus its reply delay (support.reference_agent.FAST)
 
 

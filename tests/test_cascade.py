@@ -29,8 +29,8 @@ from voxwatch.providers.s2s.chat_completions import (FIRST_TOKEN, ChatClient, Ch
 from voxwatch.foundation.conversation import (CALLER_TEXT, MODEL_TEXT, TOOL_CALL, TOOL_RESULT, AgentSetup,
                                               HistoryItem, ToolCall)
 from voxwatch.providers.emulators import server
-from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
-from voxwatch.providers.emulators.openai import OpenAIScenario
+from voxwatch.providers.emulators.s2s.chat import ChatScenario, ChatStep
+from voxwatch.providers.emulators.s2s.openai import OpenAIScenario
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
 from voxwatch.foundation.events import AUDIO, CHUNK_SENT, CLOSED, FINAL, REQUEST_SENT, RESPONSE, Timeline
 from voxwatch.providers.keys import Secret

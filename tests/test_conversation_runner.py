@@ -188,7 +188,7 @@ def test_a_configured_judge_decides_the_judged_dimensions_and_is_named_on_each_t
     import json
 
     from voxwatch.conversations.judge import Judge
-    from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
+    from voxwatch.providers.emulators.s2s.chat import ChatScenario, ChatStep
 
     loaded, clips = scenario_folder
     verdict = {"instruction_following": {"pass": True, "reason": "did what was asked"},

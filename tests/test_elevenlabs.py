@@ -14,7 +14,7 @@ from support.contract import (KEY, REGISTRY, assert_failure_row, assert_on_clock
                       fault_timeout_s, measure, measure_three, rows)
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.providers.emulators.elevenlabs import ElevenLabsScenario
+from voxwatch.providers.emulators.tts.elevenlabs import ElevenLabsScenario
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.session.endpoints import ws_url
 from voxwatch.providers.keys import Secret

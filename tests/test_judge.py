@@ -19,7 +19,7 @@ from voxwatch.conversations.judge import (JUDGED, NO_JUDGE, PROMPT_SHA256, RUBRI
 from voxwatch.foundation.scenario import Document, Scenario, Turn
 from voxwatch.foundation.conversation import ToolCall
 from voxwatch.providers.emulators import server
-from voxwatch.providers.emulators.chat import ChatScenario, ChatStep
+from voxwatch.providers.emulators.s2s.chat import ChatScenario, ChatStep
 
 MODEL = "judge-model-2026-01-01"
 VERDICT = {"instruction_following": {"pass": True, "reason": "did what was asked"},

@@ -15,7 +15,7 @@ import websockets
 from support.contract import KEY, fault_timeout_s, REGISTRY, assert_failure_row, assert_on_clock, measure, measure_three, rows, serve
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
-from voxwatch.providers.emulators.openai import ERROR_ON_APPEND, SESSION_EXPIRED, OpenAIScenario
+from voxwatch.providers.emulators.s2s.openai import ERROR_ON_APPEND, SESSION_EXPIRED, OpenAIScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.session.endpoints import ws_url
 from voxwatch.foundation.events import PARTIAL, Timeline

@@ -54,7 +54,7 @@ AGENTS = {"openai/gpt-realtime-2025-08-28": (700.0, 0.85, False), "gemini/gemini
 """model -> (V2V around, adherence, held on a loopback address)."""
 EMULATED_MS = 98765.4
 REFERENCE = "agent/reference-twilio"
-REFERENCE_AGENTS = Path(str(files("voxwatch.providers.emulators").joinpath("reference_agents.toml")))
+REFERENCE_AGENTS = Path(str(files("voxwatch.providers.emulators.agents").joinpath("reference_agents.toml")))
 TURN_TAKING_ONLY = ("tool_use_correct", "instruction_following", "kb_grounding", "state_tracking", "ambiguity_handling")
 """What the reference agent's verdicts leave undecided: a script makes no tool call and says no fact."""
 TODAY = dt.date(2026, 12, 15)

@@ -17,7 +17,7 @@ from support.contract import (KEY, assert_failure_row, assert_on_clock, caller_t
                       rows)
 
 from voxwatch.providers.emulators.scenario import S2SScenario
-from voxwatch.providers.emulators.xai import XAIScenario
+from voxwatch.providers.emulators.s2s.xai import XAIScenario
 
 pytestmark = pytest.mark.realtime
 

@@ -19,7 +19,7 @@ from support.contract import (KEY, s2s_scenario, assert_failure_row, assert_on_c
 
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.emulators.scenario import S2SScenario
-from voxwatch.providers.emulators.zhipu import PATH, ZhipuScenario
+from voxwatch.providers.emulators.s2s.zhipu import PATH, ZhipuScenario
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret
 from voxwatch.foundation.audio import wav_bytes

@@ -1,4 +1,4 @@
-"""The reference agent (`voxwatch emulate --vendors agent`, voxwatch/providers/emulators/agent.py) for
+"""The reference agent (`voxwatch emulate --vendors agent`, voxwatch/providers/emulators/agents/reference.py) for
 tests: a short booking trial of clinic-desk whose end state is reached in three turns, and the agent
 served on loopback following it."""
 

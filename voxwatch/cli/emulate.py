@@ -3,7 +3,7 @@ end to end with no key and no network (and for calibration). Never for a leaderb
 
 Each vendor's emulator runs in its own process and serves all of that vendor's APIs on one
 port. `agent` (asked for by name, never in "all") is the reference agent: a deployed voice agent on
-loopback over Twilio Media Streams and raw PCM, with its state endpoint (emulators/agent.py). STT streams get their clip's reference transcript with injected errors (one word in
+loopback over Twilio Media Streams and raw PCM, with its state endpoint (emulators/agents/reference.py). STT streams get their clip's reference transcript with injected errors (one word in
 `ERROR_EVERY` replaced), timed from the clip's own VAD anchors; TTS and S2S audio is spoken by the
 local eSpeak NG engine. OpenAI Realtime's emulator answers a spoken question with known answers (the
 bundled s2s-questions) by saying its first accepted answer, except every `WRONG_EVERY`-th question,
@@ -25,7 +25,7 @@ from voxwatch.conversations.backend import Backend
 from voxwatch.conversations.scenario_file import LoadedScenario
 from voxwatch.datasets.catalog import Catalog
 from voxwatch.providers.agents.line import url_variable
-from voxwatch.providers.emulators.agent import PCM, STATE, TWILIO, AgentScenario
+from voxwatch.providers.emulators.agents.reference import PCM, STATE, TWILIO, AgentScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
 from voxwatch.providers.emulators.server import serve
 from voxwatch.providers.keys import key_variable, vendor_variable
@@ -133,7 +133,7 @@ def agent_scenario(loaded: LoadedScenario, options: AgentOptions = AgentOptions(
 
 def agent_exports(url: str) -> list[str]:
     """Shell lines that register the reference agent (both transports) and point them at it."""
-    registry = files("voxwatch.providers.emulators").joinpath(REFERENCE_AGENTS)
+    registry = files("voxwatch.providers.emulators.agents").joinpath(REFERENCE_AGENTS)
     ws = url.replace("http://", "ws://", 1)
     return [f"export VOXWATCH_REGISTRY_FILES={registry}",
             f"export {url_variable('reference-twilio')}={ws}{TWILIO}",

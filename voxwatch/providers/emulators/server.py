@@ -16,19 +16,22 @@ from typing import Iterator
 
 from voxwatch.providers.emulators.ledger import Ledger
 
-# kind -> "module:Class" under voxwatch.providers.emulators, imported in the emulator's process
+# kind -> "module:Class" under voxwatch.providers.emulators, imported in the emulator's process. One
+# emulator a vendor, serving all of its APIs on one port as the vendor serves them on one host, in the
+# folder of the vendor's main board (Deepgram's also speaks Aura TTS, ElevenLabs' also Scribe STT,
+# OpenAI's also batch and Realtime transcription, speech and chat completions).
 EMULATORS = {
-    "deepgram": "deepgram:DeepgramEmulator",
-    "cartesia": "cartesia:CartesiaEmulator",
-    "assemblyai": "assemblyai:AssemblyAIEmulator",
-    "speechmatics": "speechmatics:SpeechmaticsEmulator",
-    "elevenlabs": "elevenlabs:ElevenLabsEmulator",
-    "openai": "openai:OpenAIEmulator",
-    "gemini": "gemini:GeminiLiveEmulator",
-    "qwen": "qwen:QwenOmniEmulator",
-    "xai": "xai:XAIVoiceAgentEmulator",
-    "zhipu": "zhipu:ZhipuRealtimeEmulator",
-    "agent": "agent:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
+    "assemblyai": "stt.assemblyai:AssemblyAIEmulator",
+    "deepgram": "stt.deepgram:DeepgramEmulator",
+    "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
+    "cartesia": "tts.cartesia:CartesiaEmulator",
+    "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
+    "gemini": "s2s.gemini:GeminiLiveEmulator",
+    "openai": "s2s.openai:OpenAIEmulator",
+    "qwen": "s2s.qwen:QwenOmniEmulator",
+    "xai": "s2s.xai:XAIVoiceAgentEmulator",
+    "zhipu": "s2s.zhipu:ZhipuRealtimeEmulator",
+    "agent": "agents.reference:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
 }
 
 

@@ -32,7 +32,7 @@ from voxwatch.foundation.clock import sleep_until
 
 from voxwatch.providers.emulators.faults import drop
 from voxwatch.providers.emulators.ledger import record, saw
-from voxwatch.providers.emulators.openai import RATE, SESSION_EXPIRED, _Conversation, _id
+from voxwatch.providers.emulators.s2s.openai import RATE, SESSION_EXPIRED, _Conversation, _id
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 
 HEARD_LATE_S = 0.1  # heard_after_reply: the transcription this long after the reply's response.done

@@ -32,7 +32,7 @@ import websockets
 from voxwatch.foundation.clock import sleep_until
 
 from voxwatch.providers.emulators.faults import drop
-from voxwatch.providers.emulators.gemini import BAD_REQUEST, RATE, _field, _message
+from voxwatch.providers.emulators.s2s.gemini import BAD_REQUEST, RATE, _field, _message
 from voxwatch.providers.emulators.ledger import record, saw
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 

@@ -121,7 +121,7 @@ class ElevenLabsEmulator:
     # --- TTS audio, shared by both transports ---
 
     def _record(self, text: str, i: int, first_speech: int, note: Callable[[object, str, str], None] = record) -> None:
-        """Calibration (ledger.py): the first chunk and the first speech chunk go out now (`note`:
+        """Calibration (emulators/ledger.py): the first chunk and the first speech chunk go out now (`note`:
         `record_at_write` where the server library writes the chunk, stamped at its socket write)."""
         if i == 0:
             note(self, text, "first_audio")

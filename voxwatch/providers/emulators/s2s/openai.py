@@ -37,11 +37,11 @@ sha256 of that append's decoded audio - the 24 kHz PCM exactly as the client sen
 voxwatch adapter: the clip's first 16 kHz chunk through `openai_realtime.Upsampler`), not the
 16 kHz clip bytes.
 
-Calibration ledger (ledger.py), recorded just before each send: batch `final` (keyed by the
+Calibration ledger (emulators/ledger.py), recorded just before each send: batch `final` (keyed by the
 transcript), realtime transcription `first_partial` and `final` (by the transcript), TTS
 `first_audio` and `first_speech` (by the input text), S2S `first_audio` and `first_speech` (by the
 stream's first-append key, the sha256 hex above). The HTTP ones are stamped immediately before
-uvicorn writes the bytes that carry them to the socket (stamped_h11.py): the batch response's
+uvicorn writes the bytes that carry them to the socket (emulators/stamped_h11.py): the batch response's
 head, the TTS body's first chunk and first speech chunk.
 
 OpenAI's own behaviour, beyond the shared scenarios (`OpenAIScenario`, all off by default):
@@ -95,7 +95,7 @@ from voxwatch.foundation.clock import sleep_until
 
 from voxwatch.providers.stt.openai_batch import WHISPER_LANGUAGES
 
-from voxwatch.providers.emulators.chat import ChatScenario, ChatStream, problem
+from voxwatch.providers.emulators.s2s.chat import ChatScenario, ChatStream, problem
 from voxwatch.providers.emulators.faults import break_off, breaks, http_refusal
 from voxwatch.providers.emulators.ledger import record, saw
 from voxwatch.providers.emulators.scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
@@ -588,7 +588,7 @@ class OpenAIEmulator:
         if scenario is self.stt:
             await _Transcription(websocket, scenario, self).run()
         elif self._agent_audio is not None:  # the scripted multi-turn agent (openai_agent.py)
-            from voxwatch.providers.emulators.openai_agent import ScriptedConversation
+            from voxwatch.providers.emulators.s2s.openai_agent import ScriptedConversation
 
             await ScriptedConversation(websocket, scenario, self, params["model"], self._agent_audio).run()
         else:

@@ -87,7 +87,7 @@ class GeminiLiveEmulator:
 
     async def handle(self, ws) -> None:
         if isinstance(self.scenario, ConversationScript):  # the scripted multi-turn agent
-            from voxwatch.providers.emulators.gemini_agent import ScriptedGeminiAgent
+            from voxwatch.providers.emulators.s2s.gemini_agent import ScriptedGeminiAgent
 
             await ScriptedGeminiAgent(self, ws).run()
             return

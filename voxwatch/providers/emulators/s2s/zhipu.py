@@ -3,7 +3,7 @@ facts and their sources are in voxwatch.providers.s2s.zhipu.
 
 Auth: `Authorization: Bearer <key>`; a missing key refuses the upgrade with HTTP 401 and the
 platform's code 1001, a wrong one with 1000 (docs.bigmodel.cn/cn/api/api-code). Handshake faults
-refuse the upgrade (faults.py).
+refuse the upgrade (emulators/faults.py).
 
 A session opens with `session.created` and a `heartbeat` (then one every HEARTBEAT_S).
 `session.update` is answered by `session.updated` and a heartbeat, or by an `error` event when it
