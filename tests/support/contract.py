@@ -98,6 +98,33 @@ def emulator_fixture(vendor: str):
 
 
 @dataclass
+class Switched:
+    """One emulator serving a whole test file's fault cases: `use` switches its scenario (starting a
+    process for each case takes seconds) and points the vendor's adapters at it with the test key."""
+
+    vendor: str
+    url: str
+    switch: server.Switch
+
+    def use(self, monkeypatch, scenario) -> None:
+        self.switch.use(scenario)
+        monkeypatch.setenv(vendor_variable(self.vendor, "BASE_URL"), self.url)
+        monkeypatch.setenv(key_variable(self.vendor), KEY)
+
+
+def switched_emulator(vendor: str, scenario):
+    """A module-scoped pytest fixture: a Switched emulator of `vendor`, first serving `scenario`."""
+
+    @pytest.fixture(scope="module")
+    def start() -> Iterator[Switched]:
+        switch = server.Switch()
+        with server.serve(vendor, scenario, switch=switch) as url:
+            yield Switched(vendor, url, switch)
+
+    return start
+
+
+@dataclass
 class Stream:
     """One measured stream: its row, the timeline it was computed from, and what the emulator sent when."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import websockets
 
@@ -86,6 +86,13 @@ class Reader:
         """Read the vendor's messages until the exchange is over; raise to fail it."""
         raise NotImplementedError
 
+    async def _messages(self) -> AsyncIterator[tuple[Any, int]]:
+        """The vendor's text messages decoded from JSON, each with its arrival stamp (binary frames,
+        which carry no JSON, are skipped); a message that is not JSON raises ValueError (malformed)."""
+        async for message, at in received(self.ws):
+            if not isinstance(message, bytes):
+                yield json.loads(message), at
+
     def _dropped(self, exc: websockets.ConnectionClosed) -> ProviderError | HarnessFault:
         """The failure of a socket that closed with an error while `_read` read it (close_codes)."""
         return closed(self.vendor, exc)
@@ -153,6 +160,22 @@ class ReaderSession(Reader):
     def _reader_ended(self) -> None:
         """The reader is ending (`_error` set if it failed): the stream is CLOSED on its timeline."""
         self.timeline.mark(CLOSED)
+
+    async def _send(self, message: bytes | str) -> None:
+        """Send one message; on a socket the vendor has closed, fail with the reader's failure (the
+        vendor's own error message, read first) or else the close, by kind (close_codes)."""
+        try:
+            await self.ws.send(message)
+        except websockets.ConnectionClosed as exc:
+            raise self._error or closed(self.vendor, exc, "mid-stream") from None
+
+    async def _close_socket(self) -> None:
+        """Close the socket; abort it when the reader failed: nothing reads it any more, so the vendor's
+        messages can fill its queue until the close handshake waits out its timeout (10 s)."""
+        if self._error is not None:
+            self.ws.transport.abort()
+        else:
+            await self.ws.close()
 
     async def _wait(self) -> None:
         await self._done.wait()
