@@ -25,6 +25,7 @@ EMULATORS = {
     "deepgram": "stt.deepgram:DeepgramEmulator",
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
     "soniox": "stt.soniox:SonioxEmulator",
+    "revai": "stt.revai:RevAIEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
