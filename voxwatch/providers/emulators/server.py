@@ -26,6 +26,7 @@ EMULATORS = {
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
     "soniox": "stt.soniox:SonioxEmulator",
     "revai": "stt.revai:RevAIEmulator",
+    "gladia": "stt.gladia:GladiaEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
