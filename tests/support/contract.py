@@ -97,6 +97,43 @@ def emulator_fixture(vendor: str):
     return start
 
 
+def point(monkeypatch, vendor: str, url: str) -> None:
+    """Point a vendor's adapters at `url`, with the test key."""
+    monkeypatch.setenv(vendor_variable(vendor, "BASE_URL"), url)
+    monkeypatch.setenv(key_variable(vendor), KEY)
+
+
+def switched_fixture(vendor: str, scenario):
+    """A module-scoped pytest fixture: one emulator process of `vendor` for many cases, yielding
+    (url, switch); a case serves its own scenario with `switch.use(...)` (starting a process a case
+    is seconds each)."""
+
+    @pytest.fixture(scope="module")
+    def switched() -> Iterator[tuple[str, server.Switch]]:
+        switch = server.Switch()
+        with server.serve(vendor, scenario, switch=switch) as url:
+            yield url, switch
+
+    return switched
+
+
+def shortest() -> tuple[Dataset, Clip, Dataset, object]:
+    """The quick items of a contract: the shortest clean clip over a second (u039) and the shortest prompt."""
+    catalog = Catalog([bundled_root()])
+    clean, prompts = catalog.load("stt-starter-clean"), catalog.load("tts-prompts")
+    return clean, next(c for c in clean.clips if c.id == "u039"), prompts, min(prompts.prompts, key=lambda p: len(p.text))
+
+
+async def replayed(monkeypatch, vendor: str, replay, run: Callable, timeout_s: float = 10.0) -> None:
+    """Serve a documented exchange (emulators/replay.py) on loopback, point `vendor`'s adapters at it
+    and run `run()`, the adapter's side, within `timeout_s`."""
+    import websockets
+
+    async with websockets.serve(replay.handle, "127.0.0.1", 0) as listening:
+        point(monkeypatch, vendor, f"ws://127.0.0.1:{listening.sockets[0].getsockname()[1]}")
+        await asyncio.wait_for(run(), timeout_s)
+
+
 @dataclass
 class Stream:
     """One measured stream: its row, the timeline it was computed from, and what the emulator sent when."""

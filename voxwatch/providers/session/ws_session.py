@@ -154,6 +154,14 @@ class ReaderSession(Reader):
         """The reader is ending (`_error` set if it failed): the stream is CLOSED on its timeline."""
         self.timeline.mark(CLOSED)
 
+    async def _send(self, message: bytes | str) -> None:
+        """Send; on a session the server has closed, fail with the reader's failure (what the vendor
+        said before it closed) or else the close itself (close_codes)."""
+        try:
+            await self.ws.send(message)
+        except websockets.ConnectionClosed as exc:
+            raise self._error or closed(self.vendor, exc) from None
+
     async def _wait(self) -> None:
         await self._done.wait()
         if self._error is not None:
