@@ -28,6 +28,7 @@ WIRED = {
     "speechmatics": ("speechmatics/enhanced-en", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
     "elevenlabs": ("elevenlabs/scribe_v2_realtime", "stream", {"audio_format": "ulaw_8000", "sample_rate": 8000}),
     "openai": ("openai/gpt-4o-transcribe:realtime", "realtime", {"format": {"type": "audio/pcmu"}}),
+    "smallest": ("smallest/pulse", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
 }
 PADDED = {"assemblyai"}  # sends 50 ms frames: the last is padded with mu-law silence (0xFF)
 

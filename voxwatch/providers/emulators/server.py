@@ -24,6 +24,7 @@ EMULATORS = {
     "assemblyai": "stt.assemblyai:AssemblyAIEmulator",
     "deepgram": "stt.deepgram:DeepgramEmulator",
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
+    "smallest": "stt.smallest:SmallestEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",

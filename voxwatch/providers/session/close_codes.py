@@ -72,6 +72,11 @@ VENDOR: dict[str, dict[int, str]] = {
         # job_error "Unable to do any work on this job, the server might have timed out etc."
         4013: "server_error",
     },
+    "smallest": {
+        # smallest-inc/smallest-ai-documentation fern/apis/waves/asyncapi/stt-live-ws.yaml @ 004cd61c,
+        # ErrorEvent: "WebSocket close `1008` - concurrency limit reached (org has too many open WS sessions)"
+        1008: "rate_limited",
+    },
 }
 # why a close is the harness's own fault (status "excluded"): the row's reason says it
 HARNESS_FAULTS = {("assemblyai", 4029): "the worker sent audio faster than real time (a pacing fault of the "
