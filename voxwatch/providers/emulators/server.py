@@ -27,6 +27,7 @@ EMULATORS = {
     "smallest": "stt.smallest:SmallestEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
+    "inworld": "tts.inworld:InworldEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
     "openai": "s2s.openai:OpenAIEmulator",
     "qwen": "s2s.qwen:QwenOmniEmulator",
