@@ -29,6 +29,7 @@ WIRED = {
     "elevenlabs": ("elevenlabs/scribe_v2_realtime", "stream", {"audio_format": "ulaw_8000", "sample_rate": 8000}),
     "openai": ("openai/gpt-4o-transcribe:realtime", "realtime", {"format": {"type": "audio/pcmu"}}),
     "smallest": ("smallest/pulse", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
+    "cartesia": ("cartesia/ink-2", "stream", {"encoding": "pcm_mulaw", "sample_rate": 8000}),
 }
 PADDED = {"assemblyai"}  # sends 50 ms frames: the last is padded with mu-law silence (0xFF)
 
