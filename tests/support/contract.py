@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
@@ -36,7 +37,7 @@ from voxwatch.foundation.observation import Observation
 from voxwatch.providers.emulators import server
 from voxwatch.providers.emulators.faults import HANDSHAKE, RETRY_AFTER_S
 from voxwatch.providers.emulators.ledger import Ledger, caller_late_ms, truth_as_sent
-from voxwatch.providers.emulators.scenario import S2SScenario
+from voxwatch.providers.emulators.scenario import S2SScenario, STTScenario
 from voxwatch.foundation.events import AUDIO, FINAL, PARTIAL, RESPONSE, Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
@@ -95,6 +96,38 @@ def emulator_fixture(vendor: str):
             yield serving
 
     return start
+
+
+def switched_fixture(vendor: str, scenario):
+    """A module-scoped pytest fixture: one emulator of `vendor` for a module's fault cases, started once
+    with `scenario` (a process start is seconds). Call what it gives with (monkeypatch, scenario) to serve
+    that scenario to the connections opened from then on, the vendor's adapters pointed at it with the
+    test key."""
+
+    @pytest.fixture(scope="module")
+    def start() -> Iterator[Callable]:
+        switch = server.Switch()
+        with server.serve(vendor, scenario, switch=switch) as url:
+            def use(monkeypatch, next_scenario) -> None:
+                switch.use(next_scenario)
+                monkeypatch.setenv(vendor_variable(vendor, "BASE_URL"), url)
+                monkeypatch.setenv(key_variable(vendor), KEY)
+            yield use
+
+    return start
+
+
+@functools.cache
+def starter_clean() -> tuple[Dataset, dict[str, Clip]]:
+    """The bundled stt-starter-clean dataset and its clips by id (loaded once a process)."""
+    ds = Catalog([bundled_root()]).load("stt-starter-clean")
+    return ds, {c.id: c for c in ds.clips}
+
+
+def stt_scenario(clip, **kw) -> STTScenario:
+    """A streaming STT scenario timed from this clip's own speech anchors, saying its reference."""
+    return STTScenario(transcript=clip.text, speech_start_s=clip.speech_start, speech_end_s=clip.speech_end,
+                       api_key=KEY, **kw)
 
 
 @dataclass

@@ -23,6 +23,8 @@ import websockets
 from voxwatch.foundation.server_url import server_url_problem
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import Secret, api_key, vendor_variable
+from voxwatch.foundation.events import Timeline
+from voxwatch.providers.session import stamped_http
 from voxwatch.providers.session.stamped import StampedConnection, stamped_connection
 from voxwatch.providers.session.stamped_http import StampedTransport
 
@@ -158,6 +160,20 @@ class WarmClient:
                 cold[0] = True
 
         return self.client.stream(method, path, extensions={"trace": trace}, **kwargs)
+
+    async def post_form(self, path: str, files: dict, data: dict[str, str], timeline: Timeline) -> bytes:
+        """A multipart form POST (an audio file and its fields), encoded before the clock so that it goes
+        out in one piece; its exchange marked at the socket (stamped_http.mark_exchange), a refusal read
+        as HTTP (http_failure) and a broken exchange by kind (http_errors). The response body."""
+        form = self.client.build_request("POST", path, files=files, data=data)
+        body, content_type = form.read(), form.headers["content-type"]
+        cold = [False]
+        with http_errors(self.vendor, "response"):
+            async with self.stream("POST", path, cold, content=body, headers={"content-type": content_type}) as response:
+                stamped_http.mark_exchange(timeline, response, cold[0])
+                if response.status_code >= 400:
+                    raise http_failure(response.status_code, response.headers, self.vendor)
+                return await response.aread()
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -171,6 +171,19 @@ class ReaderSession(Reader):
         if self._error is not None:
             raise self._error
 
+    async def _send_event(self, event: dict) -> None:
+        """Send a client event as JSON. Once the server has closed the session, fail with the reader's
+        failure (given a moment to see the close too: a vendor's error event before it says why), else
+        the close's own (`_dropped`)."""
+        try:
+            await self.ws.send(json.dumps(event))
+        except websockets.ConnectionClosed as exc:
+            try:
+                await asyncio.wait_for(self._done.wait(), self.close_wait_s)
+            except asyncio.TimeoutError:
+                pass
+            raise self._error or self._dropped(exc) from None
+
     async def aclose(self) -> None:
         """Close the socket, giving the reader a moment to see the close."""
         await self.ws.close()
