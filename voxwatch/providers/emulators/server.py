@@ -24,6 +24,7 @@ EMULATORS = {
     "assemblyai": "stt.assemblyai:AssemblyAIEmulator",
     "deepgram": "stt.deepgram:DeepgramEmulator",
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
+    "together": "stt.together:TogetherEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
