@@ -25,6 +25,7 @@ EMULATORS = {
     "deepgram": "stt.deepgram:DeepgramEmulator",
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
     "together": "stt.together:TogetherEmulator",
+    "mistral": "stt.mistral:MistralEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
