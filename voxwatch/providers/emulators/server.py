@@ -26,6 +26,7 @@ EMULATORS = {
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
     "together": "stt.together:TogetherEmulator",
     "mistral": "stt.mistral:MistralEmulator",
+    "groq": "stt.groq:GroqEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
