@@ -97,6 +97,34 @@ def emulator_fixture(vendor: str):
     return start
 
 
+def switched_emulator_fixtures(vendor: str, first) -> tuple:
+    """emulator_fixture's twin that starts one emulator process for a whole test module (serving
+    `first` at the start) and switches its scenario for each test instead: starting a process is a
+    second or more, on a busy machine several, and a vendor's contract has a dozen tests. Returns two
+    fixtures to bind at module level, `<vendor>_emulator_process, <vendor> = ...`; tests use the
+    second as they use emulator_fixture's (call it with a scenario)."""
+    process_name = f"{vendor}_emulator_process"
+
+    @pytest.fixture(scope="module", name=process_name)
+    def process() -> Iterator[tuple[str, server.Switch]]:
+        ledger, switch = Ledger(), server.Switch()
+        with server.serve(vendor, first, ledger=ledger, switch=switch) as url:
+            _ledgers.append(ledger)
+            try:
+                yield url, switch
+            finally:
+                _ledgers.remove(ledger)
+
+    @pytest.fixture(name=vendor)
+    def start(request, monkeypatch) -> Callable:
+        url, switch = request.getfixturevalue(process_name)
+        monkeypatch.setenv(vendor_variable(vendor, "BASE_URL"), url)
+        monkeypatch.setenv(key_variable(vendor), KEY)
+        return switch.use
+
+    return process, start
+
+
 @dataclass
 class Stream:
     """One measured stream: its row, the timeline it was computed from, and what the emulator sent when."""
@@ -221,3 +249,49 @@ def s2s_scenario(clip, first: bytes, **kw) -> S2SScenario:
     """An S2S scenario that times its reply from this clip's speech end, for the stream whose first
     chunk (as the emulator sees it) is `first`."""
     return S2SScenario(api_key=KEY, anchors=CallerTurn(None, clip, first).anchors(), speech_end_s=0.0, **kw)
+
+
+# --- TTS contracts: what every TTS vendor's file checks the same way ---
+
+TTS_FAULTS = ["unauthorized", "forbidden", "rate_limited", "server_error", "bad_request", "malformed", "disconnect",
+              "no_final", "inaudible"]  # every shared fault a TTS protocol can meet (close codes: test_failure_kinds)
+
+
+def tts_prompts() -> tuple[Dataset, object]:
+    """The bundled TTS prompts and the shortest of them (the stream that takes least time)."""
+    ds = Catalog([bundled_root()]).load("tts-prompts")
+    return ds, min(ds.prompts, key=lambda p: len(p.text))
+
+
+def assert_tts_on_clock(streams: list[Stream], scenario, text: str) -> None:
+    """A TTS stream's clock: TTFB and TTFA (through the leading silence) on the injected truth, the
+    leading silence and the audio's duration as sent (the audio counted once), on an emulator."""
+    truth = scenario.truth(text)
+    assert_on_clock(streams, "ttfb_ms", truth["ttfb_ms"])
+    assert all(r.leading_silence_ms == pytest.approx(truth["leading_silence_ms"], abs=1.0) for r in rows(streams))
+    assert_on_clock(streams, "ttfa_ms", truth["ttfa_ms"], leading_silence_ms=scenario.leading_silence_ms)
+    duration_s = (scenario.leading_silence_ms + scenario.speech_ms) / 1000
+    assert all(r.audio_duration_s == pytest.approx(duration_s, abs=0.001) for r in rows(streams))
+    assert all(r.connect_ms is not None and r.emulator for r in rows(streams))
+
+
+def synthesize(model_id: str, text: str) -> Timeline:
+    """One synthesis straight through a TTS adapter (connect, synthesize, close, as the harness
+    drives it) and its timeline: for replaying a vendor's cited sequence, whose few samples of audio
+    are too short for the harness to measure."""
+    model = REGISTRY.resolve(model_id)
+
+    async def run() -> Timeline:
+        adapter, timeline = REGISTRY.create(model), Timeline()
+        try:
+            session = await adapter.connect(timeline, model.voice)
+            try:
+                await session.synthesize(text)
+            finally:
+                await session.aclose()
+        finally:
+            if hasattr(adapter, "aclose"):
+                await adapter.aclose()
+        return timeline
+
+    return asyncio.run(run())

@@ -82,7 +82,6 @@ import json
 import time
 import uuid
 import wave
-import zlib
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
@@ -101,6 +100,7 @@ from voxwatch.providers.emulators.ledger import record, saw
 from voxwatch.providers.emulators.scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
 from voxwatch.providers.emulators.speech import ChunkCache, b64
 from voxwatch.providers.emulators.stamped_h11 import record_at_write
+from voxwatch.providers.emulators.streamed import TimedBody
 
 RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
 PCM_FORMAT = {"type": "audio/pcm", "rate": RATE}
@@ -187,45 +187,6 @@ class _Timed(Response):
             await send({"type": "http.response.body", "body": body[:4], "more_body": True})
             return  # uvicorn closes the connection on an unfinished response
         await send({"type": "http.response.body", "body": body})
-
-
-class _PCMStream(Response):
-    """Raw PCM chunks, each at its time on the emulator clock (TTSScenario.send_times), as a chunked
-    HTTP body; with `gzip`, gzip-encoded, each chunk sync-flushed so it decodes as it arrives."""
-
-    def __init__(self, chunks: list[bytes], first_speech: int, times: list[int], scenario: TTSScenario, on_send,
-                 gzip: bool = False) -> None:
-        self.chunks, self.first_speech, self.times, self.s = chunks, first_speech, times, scenario
-        self.on_send = on_send  # (what) -> None, for the calibration ledger
-        self.gzip = gzip
-        self.background = None
-
-    async def __call__(self, scope, receive, send) -> None:
-        s = self.s
-        headers = [(b"content-type", b"audio/pcm")]
-        packer = zlib.compressobj(wbits=31) if self.gzip else None  # wbits 31: the gzip container
-        if packer is not None:
-            headers += [(b"content-encoding", b"gzip"), (b"vary", b"accept-encoding")]
-
-        def encoded(data: bytes) -> bytes:
-            return data if packer is None else packer.compress(data) + packer.flush(zlib.Z_SYNC_FLUSH)
-
-        await sleep_until(self.times[0])
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        for i, (chunk, at) in enumerate(zip(self.chunks, self.times)):
-            await sleep_until(at)
-            if s.fault == "disconnect" and i == 2:
-                return  # uvicorn closes the connection on an unfinished response
-            if i == 0:
-                self.on_send("first_audio")  # recorded as the chunk is written
-            if i == self.first_speech:
-                self.on_send("first_speech")
-            await send({"type": "http.response.body", "body": encoded(chunk), "more_body": True})
-        if s.fault == "malformed":
-            await send({"type": "http.response.body", "body": encoded(b"\x00"), "more_body": True})  # half a sample
-        if s.fault == "no_final":
-            await asyncio.Event().wait()  # the body never ends
-        await send({"type": "http.response.body", "body": b"" if packer is None else packer.flush()})
 
 
 class _Realtime:
@@ -556,7 +517,7 @@ class OpenAIEmulator:
         s = self.tts
         chunks, first_speech = await asyncio.to_thread(self._tts_audio.get, text, RATE)  # eSpeak must finish within ttfb_ms
         accepted = {part.split(";")[0].strip().lower() for part in request.headers.get("accept-encoding", "").split(",")}
-        return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
+        return TimedBody(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
                           lambda what: record_at_write(self, text, what),
                           gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
 
