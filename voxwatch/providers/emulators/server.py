@@ -26,6 +26,7 @@ EMULATORS = {
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
+    "fishaudio": "tts.fishaudio:FishAudioEmulator",
     "lmnt": "tts.lmnt:LMNTEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
     "openai": "s2s.openai:OpenAIEmulator",
