@@ -43,7 +43,7 @@ ADAPTERS = {m.adapter: m for m in reversed(CLOUD)}  # one model per adapter (the
 STARTING = 3  # emulators starting at once: vendors whose emulator is up run their streams meanwhile
 HTTP = {"voxwatch.providers.stt.openai_batch:OpenAIBatchSTT", "voxwatch.providers.tts.openai:OpenAITTS",
         "voxwatch.providers.tts.elevenlabs:ElevenLabsHTTPTTS",
-        "voxwatch.providers.tts.fishaudio:FishAudioTTS"}
+        "voxwatch.providers.tts.fishaudio:FishAudioTTS", "voxwatch.providers.tts.minimax:MiniMaxTTS"}
 
 
 def test_the_maps_speak_the_projects_statuses():

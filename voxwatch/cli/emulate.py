@@ -39,7 +39,7 @@ WRONG_EVERY = 4
 NO_ANSWER = "I am not sure about that one."
 VENDORS = ("deepgram", "cartesia", "assemblyai", "speechmatics", "elevenlabs", "openai", "gemini", "qwen", "xai",
            "zhipu",
-           "lmnt", "fishaudio")
+           "lmnt", "fishaudio", "minimax")
 
 
 def with_errors(text: str, every: int = ERROR_EVERY) -> str:

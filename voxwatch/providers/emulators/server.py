@@ -28,6 +28,7 @@ EMULATORS = {
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
     "fishaudio": "tts.fishaudio:FishAudioEmulator",
     "lmnt": "tts.lmnt:LMNTEmulator",
+    "minimax": "tts.minimax:MiniMaxEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
     "openai": "s2s.openai:OpenAIEmulator",
     "qwen": "s2s.qwen:QwenOmniEmulator",
