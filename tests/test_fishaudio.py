@@ -10,8 +10,8 @@ import time
 
 import httpx
 import pytest
-from support.contract import (KEY, TTS_FAULTS, assert_failure_row, assert_tts_on_clock, fault_timeout_s, measure,
-                              measure_three, rows, switched_emulator_fixtures, synthesize, tts_prompts)
+from support.contract import (KEY, TTS_FAULTS, TTS_SCENARIOS, assert_failure_row, assert_tts_on_clock, fault_timeout_s,
+                              measure, measure_three, rows, switched_emulator_fixtures, synthesize, tts_prompts)
 
 from voxwatch.foundation.events import AUDIO
 from voxwatch.providers.base import ProviderError
@@ -29,12 +29,10 @@ def prompts():
     return tts_prompts()
 
 
-@pytest.mark.parametrize("scenario", [
-    TTSScenario(ttfb_ms=90.0, leading_silence_ms=60.0, speech_ms=200.0, api_key=KEY),
-    TTSScenario(ttfb_ms=40.0, leading_silence_ms=100.0, gaming_delay_ms=300.0, speech_ms=200.0, api_key=KEY),
-], ids=["streaming", "gaming"])
-def test_fish_ttfa_from_the_request(fishaudio, prompts, scenario):
+@pytest.mark.parametrize("case", TTS_SCENARIOS)
+def test_fish_ttfa_from_the_request(fishaudio, prompts, case):
     dataset, prompt = prompts
+    scenario = TTSScenario(api_key=KEY, **TTS_SCENARIOS[case])
     fishaudio(scenario)
     streams = measure_three(MODEL, dataset, prompt)
     assert_tts_on_clock(streams, scenario, prompt.text)

@@ -10,8 +10,8 @@ import os
 
 import httpx
 import pytest
-from support.contract import (KEY, TTS_FAULTS, assert_failure_row, assert_tts_on_clock, fault_timeout_s, measure,
-                              measure_three, rows, switched_emulator_fixtures, synthesize, tts_prompts)
+from support.contract import (KEY, TTS_FAULTS, TTS_SCENARIOS, assert_failure_row, assert_tts_on_clock, fault_timeout_s,
+                              measure, measure_three, rows, switched_emulator_fixtures, synthesize, tts_prompts)
 
 from voxwatch.foundation.events import AUDIO
 from voxwatch.providers.base import ProviderError
@@ -30,16 +30,14 @@ def prompts():
     return tts_prompts()
 
 
-@pytest.mark.parametrize("scenario", [
-    TTSScenario(ttfb_ms=90.0, leading_silence_ms=60.0, speech_ms=200.0, api_key=KEY),
-    TTSScenario(ttfb_ms=40.0, leading_silence_ms=100.0, gaming_delay_ms=300.0, speech_ms=200.0, api_key=KEY),
-], ids=["streaming", "gaming"])
-def test_minimax_ttfa_from_the_request(minimax, prompts, scenario):
+@pytest.mark.parametrize("case", TTS_SCENARIOS)
+def test_minimax_ttfa_from_the_request(minimax, prompts, case):
     dataset, prompt = prompts
+    scenario = TTSScenario(api_key=KEY, **TTS_SCENARIOS[case])
     minimax(scenario)
     streams = measure_three(MODEL, dataset, prompt)
     assert_tts_on_clock(streams, scenario, prompt.text)
-    assert all(r.voice == "English_expressive_narrator" for r in rows(streams))  # audio counted once: not the aggregate
+    assert all(r.voice == "English_expressive_narrator" for r in rows(streams))
 
 
 @pytest.mark.parametrize("fault", TTS_FAULTS)

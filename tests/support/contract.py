@@ -257,6 +257,12 @@ TTS_FAULTS = ["unauthorized", "forbidden", "rate_limited", "server_error", "bad_
               "no_final", "inaudible"]  # every shared fault a TTS protocol can meet (close codes: test_failure_kinds)
 
 
+TTS_SCENARIOS = {  # the two clock cases of every TTS contract: audio as it streams, and silence sent early
+    "streaming": dict(ttfb_ms=90.0, leading_silence_ms=60.0, speech_ms=200.0),
+    "gaming": dict(ttfb_ms=40.0, leading_silence_ms=100.0, gaming_delay_ms=300.0, speech_ms=200.0),  # speech late
+}
+
+
 def tts_prompts() -> tuple[Dataset, object]:
     """The bundled TTS prompts and the shortest of them (the stream that takes least time)."""
     ds = Catalog([bundled_root()]).load("tts-prompts")

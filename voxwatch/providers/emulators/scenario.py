@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import AsyncIterator
@@ -219,3 +220,11 @@ def scenario_for(scenario, board: str):
         return getattr(scenario, board)
     kind = {"stt": STTScenario, "tts": TTSScenario, "s2s": S2SScenario}[board]
     return scenario if isinstance(scenario, kind) else None
+
+
+def scenario_as(scenario, board: str, kind: type):
+    """The board's scenario (scenario_for) as a vendor's own scenario class `kind` (a dataclass that
+    extends the board's with the vendor's behaviours): a plain one, as `voxwatch emulate` serves,
+    gets the vendor's defaults."""
+    found = scenario_for(scenario, board)
+    return found if isinstance(found, kind) else kind(**dataclasses.asdict(found))

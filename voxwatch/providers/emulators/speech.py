@@ -8,6 +8,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from voxwatch.foundation.clock import sleep_until
+from voxwatch.providers.emulators.faults import break_off, breaks
+from voxwatch.providers.emulators.ledger import record
+
 
 def speech_pcm(text: str, rate: int, voice: str = "tone", speech_ms: float = 600.0,
                leading_silence_ms: float = 0.0) -> tuple[np.ndarray, int]:
@@ -57,3 +61,25 @@ class ChunkCache:
 
 def b64(chunk: bytes) -> str:
     return base64.b64encode(chunk).decode()
+
+
+async def send_binary_reply(ws, emulator, key: str, chunks: list, times: list[int], first_speech: int, scenario,
+                            broken: str) -> bool:
+    """A reply's audio as binary WebSocket frames, each at its time (TTSScenario.send_times), the
+    ledger's `first_audio` and `first_speech` recorded under `key` as they go; the stream faults
+    committed on the way (`malformed` sends `broken`, a text frame the protocol cannot read, before
+    the second frame; `disconnect` and `close:<code>` end the session before the third). False
+    when a fault ended the session."""
+    for i, (chunk, at) in enumerate(zip(chunks, times)):
+        await sleep_until(at)
+        if scenario.fault == "malformed" and i == 1:
+            await ws.send(broken)
+        elif breaks(scenario.fault) and i == 2:
+            await break_off(ws, scenario.fault)
+            return False
+        if i == 0:
+            record(emulator, key, "first_audio")
+        if i == first_speech:
+            record(emulator, key, "first_speech")
+        await ws.send(chunk)
+    return True

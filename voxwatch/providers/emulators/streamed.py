@@ -58,3 +58,20 @@ class TimedBody(Response):
         if self.tail:
             await send({"type": "http.response.body", "body": encoded(self.tail), "more_body": True})
         await send({"type": "http.response.body", "body": b"" if packer is None else packer.flush()})
+
+
+class Replay(Response):
+    """A reply replayed as given (a vendor's documented example, an SDK test's body): a 200 with
+    `content_type`, the first chunk at `at_ns` on the emulator clock and the rest straight after."""
+
+    def __init__(self, chunks, at_ns: int, content_type: str) -> None:
+        self.chunks, self.at_ns, self.content_type = list(chunks), at_ns, content_type
+        self.background = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        await sleep_until(self.at_ns)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", self.content_type.encode())]})
+        for chunk in self.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})

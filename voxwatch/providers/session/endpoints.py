@@ -24,7 +24,7 @@ from voxwatch.foundation.server_url import server_url_problem
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import Secret, api_key, vendor_variable
 from voxwatch.providers.session.stamped import StampedConnection, stamped_connection
-from voxwatch.providers.session.stamped_http import StampedTransport
+from voxwatch.providers.session.stamped_http import StampedTransport, mark_exchange
 
 HTTP_TIMEOUT_S = 60.0
 
@@ -161,6 +161,22 @@ class WarmClient:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+@contextlib.asynccontextmanager
+async def posted(client: WarmClient, path: str, timeline, vendor: str, what: str = "body", **kwargs):
+    """POST `path` on a warmed client and yield the response, its body still to be read as a stream:
+    REQUEST_SENT and RESPONSE marked at their socket stamps (stamped_http.mark_exchange) and any status
+    but 200 raised as the failure it is (http_failure), the body read first. httpx's failures of the
+    exchange are raised by kind (http_errors; `what` names the body in a malformed one)."""
+    cold = [False]
+    with http_errors(vendor, what):
+        async with client.stream("POST", path, cold, **kwargs) as response:
+            mark_exchange(timeline, response, cold[0])
+            if response.status_code != 200:
+                await response.aread()
+                raise http_failure(response.status_code, response.headers, vendor)
+            yield response
 
 
 class WarmClients:

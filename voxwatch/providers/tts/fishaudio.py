@@ -35,8 +35,7 @@ from __future__ import annotations
 from voxwatch.foundation.events import CLOSED, Timeline
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session import stamped_http
-from voxwatch.providers.session.endpoints import (WarmClient, WarmClients, base_url, http_errors, http_failure,
-                                                  is_loopback, require_key)
+from voxwatch.providers.session.endpoints import WarmClient, WarmClients, base_url, is_loopback, posted, require_key
 from voxwatch.providers.session.pcm import PCMMarks
 
 VENDOR = "Fish Audio"
@@ -75,16 +74,10 @@ class FishAudioSession:
     async def synthesize(self, text: str) -> None:
         request = {"text": text, "reference_id": self.voice, "format": "pcm", "sample_rate": SAMPLE_RATE,
                    "latency": "balanced"}
-        cold = [False]
         audio = PCMMarks(self.timeline, SAMPLE_RATE, VENDOR)
-        with http_errors(VENDOR, "audio"):
-            async with self.client.stream("POST", PATH, cold, json=request) as response:
-                stamped_http.mark_exchange(self.timeline, response, cold[0])
-                if response.status_code != 200:
-                    await response.aread()
-                    raise http_failure(response.status_code, response.headers, VENDOR)
-                async for data, at in stamped_http.received(response):
-                    audio.add(data, at)
+        async with posted(self.client, PATH, self.timeline, VENDOR, "audio", json=request) as response:
+            async for data, at in stamped_http.received(response):
+                audio.add(data, at)
         audio.end()
         self.timeline.mark(CLOSED)
 

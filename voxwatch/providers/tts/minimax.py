@@ -41,9 +41,8 @@ import json
 from voxwatch.foundation.events import CLOSED, Timeline
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.registry import ModelInfo
-from voxwatch.providers.session import sse, stamped_http
-from voxwatch.providers.session.endpoints import (WarmClient, WarmClients, base_url, http_errors, http_failure,
-                                                  is_loopback, require_key)
+from voxwatch.providers.session import sse
+from voxwatch.providers.session.endpoints import WarmClient, WarmClients, base_url, is_loopback, posted, require_key
 from voxwatch.providers.session.pcm import PCMMarks
 from voxwatch.providers.session.ws_session import MALFORMED, malformed
 
@@ -95,26 +94,21 @@ class MiniMaxSession:
                    "voice_setting": {"voice_id": self.voice, "speed": 1, "vol": 1, "pitch": 0},
                    "audio_setting": {"sample_rate": SAMPLE_RATE, "format": "pcm", "channel": 1},
                    "language_boost": "English"}
-        cold, done = [False], False
+        done = False
         audio = PCMMarks(self.timeline, SAMPLE_RATE, VENDOR)
-        with http_errors(VENDOR, "events"):
-            async with self.client.stream("POST", PATH, cold, json=request) as response:
-                stamped_http.mark_exchange(self.timeline, response, cold[0])
-                if response.status_code != 200:
-                    await response.aread()
-                    raise http_failure(response.status_code, response.headers, VENDOR)
-                try:
-                    if response.headers.get("content-type", "").startswith("application/json"):  # no stream: a refusal
-                        self._event(json.loads(await response.aread()), audio, None)
-                        raise ProviderError(f"malformed answer from {VENDOR}: JSON in place of the event stream",
-                                            "malformed")
-                    async with contextlib.aclosing(sse.received_events(response)) as events:
-                        async for event, at in events:
-                            if self._event(json.loads(event), audio, at):
-                                done = True
-                                break
-                except MALFORMED as exc:
-                    raise malformed(VENDOR, exc) from None
+        async with posted(self.client, PATH, self.timeline, VENDOR, "events", json=request) as response:
+            try:
+                if response.headers.get("content-type", "").startswith("application/json"):  # no stream: a refusal
+                    self._event(json.loads(await response.aread()), audio, None)
+                    raise ProviderError(f"malformed answer from {VENDOR}: JSON in place of the event stream",
+                                        "malformed")
+                async with contextlib.aclosing(sse.received_events(response)) as events:
+                    async for event, at in events:
+                        if self._event(json.loads(event), audio, at):
+                            done = True
+                            break
+            except MALFORMED as exc:
+                raise malformed(VENDOR, exc) from None
         if not done:  # the stream ended cleanly before its status-2 event: the audio was cut short
             raise ProviderError(f"{VENDOR} ended the stream before synthesis completed", "disconnected")
         audio.end()

@@ -37,7 +37,7 @@ from voxwatch.providers.stt.deepgram import LANGUAGES
 from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
 from voxwatch.providers.emulators.ledger import record, saw
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario, scenario_for
-from voxwatch.providers.emulators.speech import ChunkCache
+from voxwatch.providers.emulators.speech import ChunkCache, send_binary_reply
 
 LISTEN, SPEAK = "/v1/listen", "/v1/speak"
 LISTEN_ENCODINGS = ("linear16", "mulaw")  # of Deepgram's raw encodings, the ones voxwatch sends
@@ -172,18 +172,9 @@ class DeepgramEmulator:
         """One flush's audio, then `Flushed`; False when a fault ended the stream."""
         s = self.tts
         chunks, first_speech = self._chunks.get(text, rate)
-        for i, (chunk, at) in enumerate(zip(chunks, s.send_times(arrived, text, len(chunks), first_speech))):
-            await sleep_until(at)
-            if s.fault == "malformed" and i == 1:
-                await ws.send('{"type": "Flushed", ')
-            elif breaks(s.fault) and i == 2:
-                await break_off(ws, s.fault)
-                return False
-            if i == 0:
-                record(self, text, "first_audio")
-            if i == first_speech:
-                record(self, text, "first_speech")
-            await ws.send(chunk)
+        times = s.send_times(arrived, text, len(chunks), first_speech)
+        if not await send_binary_reply(ws, self, text, chunks, times, first_speech, s, '{"type": "Flushed", '):
+            return False
         if s.fault != "no_final":
             await ws.send(json.dumps({"type": "Flushed", "sequence_id": sequence}))
         return True

@@ -34,13 +34,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from voxwatch.foundation.clock import sleep_until
 
 from voxwatch.providers.emulators.faults import http_refusal
-from voxwatch.providers.emulators.scenario import TTSScenario, scenario_for
+from voxwatch.providers.emulators.scenario import TTSScenario, scenario_as
 from voxwatch.providers.emulators.speech import ChunkCache
 from voxwatch.providers.emulators.stamped_h11 import record_at_write
-from voxwatch.providers.emulators.streamed import TimedBody
+from voxwatch.providers.emulators.streamed import Replay, TimedBody
 
 MODELS = ("s1", "s2-pro", "s2.1-pro", "s2.1-pro-free", "drama-3-preview")  # the `model` header's values
 RATES = (8000, 16000, 24000, 32000, 44100)
@@ -80,26 +79,9 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"status": status, "message": message}, status_code=status)
 
 
-class _Chunks(Response):
-    """Bytes as given, the first at `at_ns` and the rest straight after: a replayed body."""
-
-    def __init__(self, chunks: tuple[bytes, ...], at_ns: int) -> None:
-        self.chunks, self.at_ns = chunks, at_ns
-        self.background = None
-
-    async def __call__(self, scope, receive, send) -> None:
-        await sleep_until(self.at_ns)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/octet-stream")]})
-        for chunk in self.chunks:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
-
-
 class FishAudioEmulator:
     def __init__(self, scenario) -> None:
-        tts = scenario_for(scenario, "tts")  # a plain TTSScenario (voxwatch emulate's) has Fish's defaults
-        self.scenario = tts if isinstance(tts, FishAudioScenario) else FishAudioScenario(**dataclasses.asdict(tts))
+        self.scenario = scenario_as(scenario, "tts", FishAudioScenario)
         self._chunks = ChunkCache(self.scenario)
         self._chunks.get("", 24000)  # first-use costs paid before any stream is timed
 
@@ -130,7 +112,7 @@ class FishAudioEmulator:
             missing = [h for h in DOC_HEADERS if h not in request.headers] + [f for f in DOC_BODY if f not in req]
             if missing:
                 return _error(400, f"not the documented request: no {', '.join(missing)}")
-            return _Chunks(SDK_CHUNKS, arrived + int(s.ttfb_ms * 1e6))
+            return Replay(SDK_CHUNKS, arrived + int(s.ttfb_ms * 1e6), "application/octet-stream")
         fmt, rate, latency = req.get("format", "mp3"), req.get("sample_rate") or DEFAULT_RATE, req.get("latency", "normal")
         if fmt != "pcm":
             return _error(400, f"this emulator speaks format pcm only, not {fmt!r}")

@@ -42,10 +42,9 @@ import websockets
 
 from voxwatch.foundation.clock import sleep_until
 
-from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
-from voxwatch.providers.emulators.ledger import record
-from voxwatch.providers.emulators.scenario import TTSScenario, scenario_for
-from voxwatch.providers.emulators.speech import ChunkCache
+from voxwatch.providers.emulators.faults import websocket_refusal
+from voxwatch.providers.emulators.scenario import TTSScenario, scenario_as
+from voxwatch.providers.emulators.speech import ChunkCache, send_binary_reply
 
 PATH = "/v1/ai/speech/stream"
 RATES = (8000, 16000, 24000)
@@ -94,8 +93,7 @@ def _error(kind: str, message: str) -> str:
 
 class LMNTEmulator:
     def __init__(self, scenario) -> None:
-        tts = scenario_for(scenario, "tts")  # a plain TTSScenario (voxwatch emulate's) has LMNT's defaults
-        self.scenario = tts if isinstance(tts, LMNTScenario) else LMNTScenario(**dataclasses.asdict(tts))
+        self.scenario = scenario_as(scenario, "tts", LMNTScenario)
         self._chunks = ChunkCache(self.scenario)
         self._chunks.get("", 24000)  # first-use costs paid before any stream is timed
 
@@ -183,18 +181,9 @@ class LMNTEmulator:
         if s.sequence is not None:
             return await self._replay(ws, arrived)
         chunks, first_speech = await asyncio.to_thread(self._chunks.get, text, rate)  # eSpeak must finish within ttfb_ms
-        for i, (chunk, at) in enumerate(zip(chunks, s.send_times(arrived, text, len(chunks), first_speech))):
-            await sleep_until(at)
-            if s.fault == "malformed" and i == 1:
-                await ws.send('{"type": "flush_complete", ')
-            elif breaks(s.fault) and i == 2:
-                await break_off(ws, s.fault)
-                return False
-            if i == 0:
-                record(self, text, "first_audio")
-            if i == first_speech:
-                record(self, text, "first_speech")
-            await ws.send(chunk)
+        times = s.send_times(arrived, text, len(chunks), first_speech)
+        if not await send_binary_reply(ws, self, text, chunks, times, first_speech, s, '{"type": "flush_complete", '):
+            return False
         if timestamps:
             words = text.split() or [""]
             each = s.speech_ms / 1000 / len(words)

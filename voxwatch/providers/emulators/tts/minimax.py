@@ -40,13 +40,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from voxwatch.foundation.clock import sleep_until
 
 from voxwatch.providers.emulators.faults import http_refusal
-from voxwatch.providers.emulators.scenario import TTSScenario, scenario_for
+from voxwatch.providers.emulators.scenario import TTSScenario, scenario_as
 from voxwatch.providers.emulators.speech import ChunkCache
 from voxwatch.providers.emulators.stamped_h11 import record_at_write
-from voxwatch.providers.emulators.streamed import TimedBody
+from voxwatch.providers.emulators.streamed import Replay, TimedBody
 
 MODELS = ("speech-2.8-hd", "speech-2.8-turbo", "speech-2.6-hd", "speech-2.6-turbo", "speech-02-hd",
           "speech-02-turbo", "speech-01-hd", "speech-01-turbo")  # the model enum of the openapi spec
@@ -115,25 +114,9 @@ def doc_events() -> list[bytes]:
     return out
 
 
-class _Replay(Response):
-    """Prepared events, the first at `at_ns` and the rest straight after."""
-
-    def __init__(self, events: list[bytes], at_ns: int) -> None:
-        self.events, self.at_ns = events, at_ns
-        self.background = None
-
-    async def __call__(self, scope, receive, send) -> None:
-        await sleep_until(self.at_ns)
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", EVENT_STREAM.encode())]})
-        for event in self.events:
-            await send({"type": "http.response.body", "body": event, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
-
-
 class MiniMaxEmulator:
     def __init__(self, scenario) -> None:
-        tts = scenario_for(scenario, "tts")  # a plain TTSScenario (voxwatch emulate's) has MiniMax's defaults
-        self.scenario = tts if isinstance(tts, MiniMaxScenario) else MiniMaxScenario(**dataclasses.asdict(tts))
+        self.scenario = scenario_as(scenario, "tts", MiniMaxScenario)
         self.trace = uuid.uuid4().hex
         self._pcm = ChunkCache(self.scenario)
         self._replies: dict[tuple[str, int], tuple[list[bytes], int, bytes]] = {}
@@ -194,7 +177,7 @@ class MiniMaxEmulator:
         if s.sequence == "doc_error":
             return JSONResponse(DOC_ERROR)
         if s.sequence == "doc_stream":
-            return _Replay(doc_events(), arrived + int(s.ttfb_ms * 1e6))
+            return Replay(doc_events(), arrived + int(s.ttfb_ms * 1e6), EVENT_STREAM)
         if s.in_band_error is not None:
             return _refusal(s.in_band_error)
         text, rate = req["text"], req["audio_setting"].get("sample_rate", DEFAULT_RATE)
