@@ -221,3 +221,15 @@ def s2s_scenario(clip, first: bytes, **kw) -> S2SScenario:
     """An S2S scenario that times its reply from this clip's speech end, for the stream whose first
     chunk (as the emulator sees it) is `first`."""
     return S2SScenario(api_key=KEY, anchors=CallerTurn(None, clip, first).anchors(), speech_end_s=0.0, **kw)
+
+
+@contextlib.contextmanager
+def switched(vendor: str, scenario) -> Iterator[server.Switch]:
+    """One emulator process for many scenarios (`switch.use(...)` between streams: a process per fault
+    costs seconds each), the vendor's adapters pointed at it with the test key. No send ledger: for
+    the tests whose rows do not depend on timing (faults, refusals)."""
+    switch = server.Switch()
+    with server.serve(vendor, scenario, switch=switch) as url, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(vendor_variable(vendor, "BASE_URL"), url)
+        patch.setenv(key_variable(vendor), KEY)
+        yield switch
