@@ -31,6 +31,7 @@ EMULATORS = {
     "qwen": "s2s.qwen:QwenOmniEmulator",
     "xai": "s2s.xai:XAIVoiceAgentEmulator",
     "zhipu": "s2s.zhipu:ZhipuRealtimeEmulator",
+    "speechify": "tts.speechify:SpeechifyEmulator",
     "agent": "agents.reference:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
 }
 
