@@ -32,6 +32,7 @@ EMULATORS = {
     "xai": "s2s.xai:XAIVoiceAgentEmulator",
     "zhipu": "s2s.zhipu:ZhipuRealtimeEmulator",
     "speechify": "tts.speechify:SpeechifyEmulator",
+    "murf": "tts.murf:MurfEmulator",
     "agent": "agents.reference:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
 }
 
