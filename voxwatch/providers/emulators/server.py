@@ -33,6 +33,7 @@ EMULATORS = {
     "zhipu": "s2s.zhipu:ZhipuRealtimeEmulator",
     "speechify": "tts.speechify:SpeechifyEmulator",
     "murf": "tts.murf:MurfEmulator",
+    "rime": "tts.rime:RimeEmulator",
     "agent": "agents.reference:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
 }
 
