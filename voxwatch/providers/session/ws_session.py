@@ -5,12 +5,13 @@ close means, and how the reader's end is marked), written once so it reads the s
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import websockets
 
-from voxwatch.foundation.events import CLOSED, Timeline
+from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
 from voxwatch.providers.base import HarnessFault, ProviderError
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.stamped import received
@@ -50,6 +51,17 @@ def decode_event(message: str | bytes) -> dict:
     return data
 
 
+def mark_audio(timeline: Timeline, at: int, encoded: str, offset: int, sample_rate: int) -> int:
+    """Mark one base64 chunk of 16-bit little-endian PCM (the audio of a JSON protocol) as AUDIO at its
+    arrival `at`, from sample `offset`; the offset after it. Bad base64, or a chunk that ends
+    mid-sample, raises ValueError, which a reader calls malformed."""
+    pcm = base64.b64decode(encoded, validate=True)
+    if len(pcm) % 2:
+        raise ValueError("an audio chunk ended mid-sample")
+    timeline.mark(AUDIO, at, sample_offset=offset, n_samples=len(pcm) // 2, sample_rate=sample_rate, audio=pcm)
+    return offset + len(pcm) // 2
+
+
 async def update_session(ws, session: dict, vendor: str, error_of: Callable[[dict], ProviderError]) -> None:
     """The OpenAI-style realtime set-up (OpenAI Realtime, Zhipu GLM-Realtime): wait for
     `session.created`, send `session.update`, wait for `session.updated`; an `error` event refuses it."""
@@ -81,6 +93,7 @@ class Reader:
 
     vendor: str
     ws: Any  # the session's StampedConnection
+    timeline: Timeline
 
     async def _read(self) -> None:
         """Read the vendor's messages until the exchange is over; raise to fail it."""
@@ -111,6 +124,21 @@ class Reader:
         failure = await self._read_through()
         if failure is not None:
             raise failure
+
+    async def _request_reply(self, messages: Sequence[str], sent: int | None = None) -> None:
+        """A TTS request and its reply: write `messages`, REQUEST_SENT marked once the first `sent` of
+        them are written (all by default: the one the clock starts at is the vendor's to say), then
+        `_read_reply` and CLOSED. A socket the server has closed fails with its close (close_codes)."""
+        sent = len(messages) if sent is None else sent
+        try:
+            for i, message in enumerate(messages, 1):
+                await self.ws.send(message)
+                if i == sent:
+                    self.timeline.mark(REQUEST_SENT)
+        except websockets.ConnectionClosed as exc:
+            raise closed(self.vendor, exc) from None
+        await self._read_reply()
+        self.timeline.mark(CLOSED)
 
 
 class ReaderSession(Reader):
