@@ -26,6 +26,7 @@ EMULATORS = {
     "speechmatics": "stt.speechmatics:SpeechmaticsEmulator",
     "cartesia": "tts.cartesia:CartesiaEmulator",
     "elevenlabs": "tts.elevenlabs:ElevenLabsEmulator",
+    "gradium": "tts.gradium:GradiumEmulator",
     "gemini": "s2s.gemini:GeminiLiveEmulator",
     "openai": "s2s.openai:OpenAIEmulator",
     "qwen": "s2s.qwen:QwenOmniEmulator",
