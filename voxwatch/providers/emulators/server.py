@@ -29,6 +29,7 @@ EMULATORS = {
     "gemini": "s2s.gemini:GeminiLiveEmulator",
     "openai": "s2s.openai:OpenAIEmulator",
     "qwen": "s2s.qwen:QwenOmniEmulator",
+    "ultravox": "s2s.ultravox:UltravoxEmulator",
     "xai": "s2s.xai:XAIVoiceAgentEmulator",
     "zhipu": "s2s.zhipu:ZhipuRealtimeEmulator",
     "agent": "agents.reference:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
