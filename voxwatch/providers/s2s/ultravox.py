@@ -43,18 +43,17 @@ and the timeline computes nothing here.
 from __future__ import annotations
 
 import asyncio
-import time
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import websockets
 
-from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.events import AUDIO, CLOSED, Timeline
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import (WarmClients, base_url, http_errors, http_failure, is_loopback,
                                                   open_websocket, require_key)
+from voxwatch.providers.session.live_line import keep_line_open
 from voxwatch.providers.session.stamped import received
 from voxwatch.providers.session.ws_session import ReaderSession, decode_event
 
@@ -67,7 +66,6 @@ CLIENT_BUFFER_MS = 30000  # the docs' advice: a large buffer, with playback_clea
 DEFAULT_VOICE = "Mark"  # the voice of the docs' WebSocket example
 SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 API_VERSION = "1"  # the official example client's `apiVersion` query parameter
-LINE_MS = 20  # the silence the caller's line sends after the clip, one message per 20 ms
 
 
 def call_body(model: ModelInfo) -> dict:
@@ -170,21 +168,10 @@ class UltravoxCall(ReaderSession):
     async def send_audio(self, pcm16: bytes) -> None:
         await self._send(pcm16)
 
-    async def _keep_line_open(self) -> None:
-        """Silence, one message every LINE_MS in real time, until the call is over for this turn."""
-        silence = bytes(INPUT_RATE * LINE_MS // 1000 * 2)
-        every, at = LINE_MS * 1_000_000, time.perf_counter_ns()
-        while not self._done.is_set():
-            try:
-                await self.ws.send(silence)
-            except websockets.ConnectionClosed:
-                return  # the reader names the close
-            at += every
-            await sleep_until(at)
-
     async def end_audio(self) -> None:
         """No message ends a turn (Ultravox detects it): the line goes on, silent, as a live call's would."""
-        self._line = asyncio.create_task(self._keep_line_open())
+        self._line = asyncio.create_task(keep_line_open(self.ws.send, self._done, INPUT_RATE,
+                                                        (websockets.ConnectionClosed,)))
 
     async def wait_response(self) -> None:
         """The reader's outcome: the reply is complete, or the call's failure is raised."""
