@@ -42,7 +42,7 @@ CLOUD = [m for m in sorted(REGISTRY.models.values(), key=lambda m: m.id)
 ADAPTERS = {m.adapter: m for m in reversed(CLOUD)}  # one model per adapter (the first by id)
 STARTING = 3  # emulators starting at once: vendors whose emulator is up run their streams meanwhile
 HTTP = {"voxwatch.providers.stt.openai_batch:OpenAIBatchSTT", "voxwatch.providers.tts.openai:OpenAITTS",
-        "voxwatch.providers.tts.elevenlabs:ElevenLabsHTTPTTS"}
+        "voxwatch.providers.tts.elevenlabs:ElevenLabsHTTPTTS", "voxwatch.providers.s2s.nova_sonic:NovaSonicS2S"}
 
 
 def test_the_maps_speak_the_projects_statuses():

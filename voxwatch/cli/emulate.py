@@ -38,7 +38,7 @@ ERROR_EVERY = 9
 WRONG_EVERY = 4
 NO_ANSWER = "I am not sure about that one."
 VENDORS = ("deepgram", "cartesia", "assemblyai", "speechmatics", "elevenlabs", "openai", "gemini", "qwen", "xai",
-           "zhipu", "ultravox")
+           "zhipu", "ultravox", "bedrock")
 
 
 def with_errors(text: str, every: int = ERROR_EVERY) -> str:

@@ -1,7 +1,8 @@
 """Run an emulator in its own process on 127.0.0.1, as a remote service would be: `with serve(...) as url`.
 
-An emulator is either a `websockets` handler (`handle` + `process_request`) or an ASGI app
-(`app()`, served by uvicorn) for vendors whose HTTP and WebSocket endpoints share one host.
+An emulator is either a `websockets` handler (`handle` + `process_request`), an ASGI app (`app()`,
+served by uvicorn) for vendors whose HTTP and WebSocket endpoints share one host, or an asyncio
+protocol for each connection (`connection()`) for what uvicorn does not speak (HTTP/2).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ EMULATORS = {
     "openai": "s2s.openai:OpenAIEmulator",
     "qwen": "s2s.qwen:QwenOmniEmulator",
     "ultravox": "s2s.ultravox:UltravoxEmulator",
+    "bedrock": "s2s.nova_sonic:NovaSonicEmulator",
     "xai": "s2s.xai:XAIVoiceAgentEmulator",
     "zhipu": "s2s.zhipu:ZhipuRealtimeEmulator",
     "agent": "agents.reference:ReferenceAgent",  # a team's deployed agent, not a vendor (cli/emulate.py serves it apart)
@@ -67,6 +69,9 @@ class _Serving:
     async def handle(self, ws) -> None:
         await self.current.handle(ws)
 
+    def connection(self):
+        return self.current.connection()
+
 
 def _answer(serving: _Serving, conn) -> None:
     """Answer the testing process (a thread that sleeps in recv() until asked): the send records
@@ -86,6 +91,15 @@ def _answer(serving: _Serving, conn) -> None:
 
 def _run(kind: str, scenario, conn, with_ledger: bool) -> None:
     serving = _Serving(kind, scenario, with_ledger)
+    if hasattr(serving.current, "connection"):
+        async def protocol() -> None:
+            server = await asyncio.get_running_loop().create_server(serving.connection, "127.0.0.1", 0)
+            conn.send(("http", server.sockets[0].getsockname()[1]))
+            threading.Thread(target=_answer, args=(serving, conn), daemon=True).start()
+            await asyncio.Future()
+
+        asyncio.run(protocol())
+        return
     if serving.app is not None:
         import uvicorn
 
