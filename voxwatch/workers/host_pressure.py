@@ -52,6 +52,7 @@ class HostPressure:
     def __init__(self, client: redis.Redis, prefix: str, host: str, most: int, lease_s: float,
                  aim_ms: float = AIM_MS) -> None:
         self.redis, self.most, self.lease_s, self.aim_ms = client, max(1, most), lease_s, aim_ms
+        self.host = host
         self.state, self.running = f"{prefix}:pressure:{host}", f"{prefix}:pressure:{host}:running"
         self._admit = client.register_script(_ADMIT)
 
@@ -101,6 +102,13 @@ class HostPressure:
         except redis.RedisError:
             return None
         return moved[0] if moved else None
+
+    def fell(self, moved: tuple[int, int] | None) -> str | None:
+        """What a run's note says of a move `done` returned: only a fall is news."""
+        if moved is None or moved[1] >= moved[0]:
+            return None
+        return (f"{self.host}: measurements at once {moved[0]}->{moved[1]} (the clock witness: a row stalled "
+                f"or over the {self.aim_ms:g} ms aim)")
 
     def limit(self) -> int:
         """The worker's limit now (a slow start's first when Redis holds none)."""

@@ -146,12 +146,11 @@ class ProcessState:
 
     def _adapted(self, job: Job, place: str | None, row: Observation | None) -> None:
         """Free the worker's place and adapt its limit to the row; a limit that fell is noted on the run."""
-        moved = self.pressure().done(place, row)
-        if moved is not None and moved[1] < moved[0]:
+        pressure = self.pressure()
+        fell = pressure.fell(pressure.done(place, row))
+        if fell is not None:
             with contextlib.suppress(Exception):
-                self.ledger.add_note(job.run_id, f"{self.pressure().state.split(':pressure:')[1]}: measurements at "
-                                                 f"once {moved[0]}->{moved[1]} (the clock witness: a row stalled or "
-                                                 f"over the {self.pressure().aim_ms:g} ms aim)")
+                self.ledger.add_note(job.run_id, fell)
 
     def failure_row(self, job: Job, status: str, reason: str, emulator: bool = False) -> Observation:
         """The job's row when the task itself could not finish the measurement."""
