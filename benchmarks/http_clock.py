@@ -1,12 +1,13 @@
 """voxwatch's HTTP clocks against an independent server: `python -m benchmarks.http_clock`.
 
 `benchmarks.independent_tts` (standard library only, written apart from voxwatch and its
-emulators) serves OpenAI's `POST /v1/audio/speech` on loopback and stamps, on the machine's shared
-monotonic clock, each request's arrival in its read callback and each chunk immediately before
-its socket write. One stream, one kept-alive connection: each request goes through the real
-OpenAI TTS adapter, `measure_item` and `metrics/`, and the measured TTFB and TTFA are compared
-with the server's stamps. For each head placement (the head written with the first audio chunk,
-or at once), signed errors in ms:
+emulators) serves OpenAI's `POST /v1/audio/speech` (a chunked PCM body) or, with `--api minimax`,
+MiniMax's `POST /v1/t2a_v2` (server-sent events, each chunk's audio as hex) on loopback and stamps,
+on the machine's shared monotonic clock, each request's arrival in its read callback and each chunk
+immediately before its socket write. One stream, one kept-alive connection: each request goes
+through the vendor's real TTS adapter, `measure_item` and `metrics/`, and the measured TTFB and
+TTFA are compared with the server's stamps. For each head placement (the head written with the
+first audio chunk, or at once), signed errors in ms:
 
 - **ttfb**: measured TTFB minus (the first chunk's write - voxwatch's request stamp): the response
   path, loopback transit plus voxwatch's receive path (clock_truth's "clock error").
@@ -49,7 +50,7 @@ from voxwatch.providers.registry import Registry
 from voxwatch.metrics.witness import stalled_row
 from voxwatch.harness.measure import MeasureContext, measure_item
 
-MODEL = "openai/gpt-4o-mini-tts-2025-12-15"
+MODELS = {"openai": "openai/gpt-4o-mini-tts-2025-12-15", "minimax": "minimax/speech-2.8-turbo"}  # by API shape
 KEY = "http-clock-key"
 SILENCE_MS = 80
 TARGET_MS = 1.0
@@ -57,9 +58,10 @@ HEADS = ("with-audio", "early")
 
 
 @contextmanager
-def independent_server(head: str, poll: bool) -> Iterator[str]:
-    """The independent server in its own process; yields its base URL."""
-    command = [sys.executable, "-m", "benchmarks.independent_tts", "--head", head, "--silence-ms", str(SILENCE_MS)]
+def independent_server(head: str, poll: bool, api: str = "openai") -> Iterator[str]:
+    """The independent server speaking `api` in its own process; yields its base URL."""
+    command = [sys.executable, "-m", "benchmarks.independent_tts", "--head", head, "--silence-ms", str(SILENCE_MS),
+               "--api", api]
     process = subprocess.Popen(command + (["--poll"] if poll else []), stdout=subprocess.PIPE, text=True)
     try:
         yield f"http://127.0.0.1:{int(process.stdout.readline())}"
@@ -74,13 +76,14 @@ def heard_ns(writes: list[list[int]], sample: int) -> float:
     return max(at - offset * 1e9 / RATE for offset, _, at in writes if offset <= sample) + sample * 1e9 / RATE
 
 
-def timed_requests(url: str, requests: int, tag: str, stalled: list[str]) -> list[tuple[str, object, Timeline]]:
+def timed_requests(url: str, requests: int, tag: str, stalled: list[str],
+                   api: str = "openai") -> list[tuple[str, object, Timeline]]:
     """The requests one after another on one event loop (as a worker's tick), after two discarded; a row
     the clock witness excluded as the worker's stall is counted in `stalled` (its reason), not measured."""
-    os.environ[vendor_variable("openai", "BASE_URL")] = url
-    os.environ[key_variable("openai")] = KEY
     registry = Registry.default()
-    model = registry.resolve(MODEL)
+    model = registry.resolve(MODELS[api])
+    os.environ[vendor_variable(model.vendor, "BASE_URL")] = url
+    os.environ[key_variable(model.vendor)] = KEY
     adapter = registry.create(model)
     dataset = Catalog([bundled_root()]).load("tts-prompts")
 
@@ -129,23 +132,23 @@ def summary(values: list[float]) -> dict:
             "max_ms": round(float(a.max()), 3), "min_ms": round(float(v.min()), 3)}
 
 
-def measure(heads: list[str], requests: int, poll: bool) -> dict[str, dict[str, dict]]:
+def measure(heads: list[str], requests: int, poll: bool, api: str = "openai") -> dict[str, dict[str, dict]]:
     """One run's errors per head placement: {head: {error name: summary}}."""
     results: dict[str, dict[str, dict]] = {}
     for head in heads:
         stalled: list[str] = []
-        with independent_server(head, poll=poll) as url:
-            measured = timed_requests(url, requests, head, stalled)
+        with independent_server(head, poll=poll, api=api) as url:
+            measured = timed_requests(url, requests, head, stalled, api)
             stamps = json.loads(urllib.request.urlopen(f"{url}/stamps").read())
         results[head] = {name: summary(values) for name, values in errors(measured, stamps).items()}
         results[head]["stalled"] = {"rows": len(measured) + len(stalled), "excluded": len(stalled)}
     return results
 
 
-def run(heads: list[str], requests: int, poll: bool) -> dict:
+def run(heads: list[str], requests: int, poll: bool, api: str = "openai") -> dict:
     """Measure, print the table, return the JSON object."""
     load_before = os.getloadavg()
-    results = measure(heads, requests, poll)
+    results = measure(heads, requests, poll, api)
     load_after = os.getloadavg()
     print(f"{'head':11} {'error (measured - server)':22} {'n':>4} {'median':>8} {'p99 |e|':>8} {'max |e|':>8} {'min':>8}")
     for head, rows in results.items():
@@ -157,10 +160,11 @@ def run(heads: list[str], requests: int, poll: bool) -> dict:
             print(f"{head:11} {name:22} {s['n']:4d} " + " ".join(f"{s[k]:8.3f}" if s[k] is not None else f"{'-':>8}"
                                                                    for k in ("median_ms", "p99_ms", "max_ms", "min_ms")))
     print(f"load average (1, 5, 15 min) before {tuple(round(x, 2) for x in load_before)}, "
-          f"after {tuple(round(x, 2) for x in load_after)}; target p99 <= {TARGET_MS} ms for ttfb and ttfa")
+          f"after {tuple(round(x, 2) for x in load_after)}; {MODELS[api]}; target p99 <= {TARGET_MS} ms for ttfb and ttfa")
     met = {metric: all(rows[metric]["p99_ms"] is not None and rows[metric]["p99_ms"] <= TARGET_MS
                        for rows in results.values()) for metric in ("ttfb", "ttfa")}
-    return {"benchmark": "http_clock", "load_before": load_before, "load_after": load_after,
+    return {"benchmark": "http_clock", "api": api, "model": MODELS[api], "load_before": load_before,
+            "load_after": load_after,
             "results": results, "http_ttfb_p99_target_met": met["ttfb"], "http_ttfa_p99_target_met": met["ttfa"]}
 
 
@@ -176,10 +180,12 @@ def main() -> None:
     parser.add_argument("--heads", default=",".join(HEADS), help=f"comma-separated: {', '.join(HEADS)}")
     parser.add_argument("--no-poll", action="store_true", help="the server sleeps in the kernel between events "
                         "(its arrival stamps then carry its own wake-up)")
+    parser.add_argument("--api", choices=tuple(MODELS), default="openai",
+                        help="the response's shape: openai (chunked PCM) or minimax (server-sent events)")
     add_load_argument(parser)
     args = parser.parse_args()
     heads = args.heads.split(",")
-    print_runs(lambda: run(heads, args.requests, not args.no_poll), args.load, headline, same_targets)
+    print_runs(lambda: run(heads, args.requests, not args.no_poll, args.api), args.load, headline, same_targets)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""A minimal OpenAI-compatible `POST /v1/audio/speech` server, written apart from voxwatch.
+"""A minimal OpenAI-compatible `POST /v1/audio/speech` server (or, with `--api minimax`, MiniMax's
+`POST /v1/t2a_v2` streamed as server-sent events), written apart from voxwatch.
 
 The independent end of `benchmarks.http_clock`: standard library only (asyncio, raw HTTP/1.1 with
 chunked transfer encoding, keep-alive), no code shared with voxwatch's emulators or client. It
@@ -11,9 +12,11 @@ that starts at full amplitude (its onset is exact), 24 kHz 16-bit mono PCM in 20
 chunk per write every 5 ms; the tone's chunks go out `--speech-late-ms` after the first chunk, later
 than the silence takes to play, so the tone's first chunk decides when it is heard. The head goes
 out with the first chunk (`--head with-audio`) or as soon as the request has arrived (`--head early`).
+As MiniMax's T2A (platform.minimax.io/docs/api-reference/speech-t2a-http), each chunk is one event
+`data: {"data": {"audio": <hex>, "status": 1}, ...}` in its own write, and a status-2 event ends the reply.
 
     python -m benchmarks.independent_tts [--port 0] [--head with-audio|early] [--silence-ms 80]
-                                         [--speech-late-ms 150] [--poll]
+                                         [--speech-late-ms 150] [--poll] [--api openai|minimax]
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ RATE = 24000
 CHUNK = 480  # samples: 20 ms
 EVERY_NS = 5_000_000
 SPEECH_MS = 600
-HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: audio/pcm\r\ntransfer-encoding: chunked\r\n\r\n"
+PATHS = {"openai": "/v1/audio/speech", "minimax": "/v1/t2a_v2"}
+CONTENT_TYPES = {"openai": b"audio/pcm", "minimax": b"text/event-stream"}
 now = time.perf_counter_ns
 
 
@@ -83,25 +87,37 @@ class Speech(asyncio.Protocol):
             out = json.dumps(self.server.stamps).encode()
             self.server.stamps = {}
             self.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(out) + out)
-        elif method == "POST" and path == "/v1/audio/speech" and fields.get("authorization", "").startswith("Bearer "):
+        elif method == "POST" and path == PATHS[self.server.api] and fields.get("authorization", "").startswith("Bearer "):
             await self.speak(json.loads(body), arrived)
         else:
             self.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
 
     async def speak(self, request: dict, arrived: int) -> None:
-        text, pcm = request["input"], self.server.pcm
+        api, pcm = self.server.api, self.server.pcm
+        text = request["input" if api == "openai" else "text"]
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: %b\r\ntransfer-encoding: chunked\r\n\r\n" % CONTENT_TYPES[api]
         stamps = self.server.stamps[text] = {"arrived": arrived, "writes": []}
         if self.server.head == "early":
-            stamps["head"] = self.write(HEAD)
+            stamps["head"] = self.write(head)
         first = arrived + ttfb_ns(text)
         for i, start in enumerate(range(0, len(pcm) // 2, CHUNK)):
             data = pcm[2 * start:2 * (start + CHUNK)]
             await until(first + self.server.send_offset_ns(start))
-            frame = b"%x\r\n%b\r\n" % (len(data), data)
+            frame = chunked(data if api == "openai" else event(data.hex(), 1))
             if i == 0 and self.server.head == "with-audio":
-                frame = HEAD + frame
+                frame = head + frame
             stamps["writes"].append([start, len(data) // 2, self.write(frame)])
-        self.write(b"0\r\n\r\n")
+        self.write((b"" if api == "openai" else chunked(event("", 2))) + b"0\r\n\r\n")
+
+
+def chunked(data: bytes) -> bytes:
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+def event(audio: str, status: int) -> bytes:
+    """One MiniMax T2A event: status 1 carries a chunk's audio (hex), status 2 ends the reply."""
+    return b"data: %b\n\n" % json.dumps({"data": {"audio": audio, "status": status},
+                                           "base_resp": {"status_code": 0, "status_msg": ""}}).encode()
 
 
 async def until(deadline_ns: int) -> None:
@@ -111,8 +127,8 @@ async def until(deadline_ns: int) -> None:
 
 
 class Server:
-    def __init__(self, head: str, silence_ms: int, speech_late_ms: int) -> None:
-        self.head, self.pcm, self.stamps = head, reply_pcm(silence_ms), {}
+    def __init__(self, head: str, silence_ms: int, speech_late_ms: int, api: str = "openai") -> None:
+        self.head, self.api, self.pcm, self.stamps = head, api, reply_pcm(silence_ms), {}
         self.speech_at = RATE * silence_ms // 1000  # the tone's first sample (a whole chunk: 20 ms steps)
         self.speech_late_ns = speech_late_ms * 1_000_000
 
@@ -139,8 +155,9 @@ def main() -> None:
     parser.add_argument("--silence-ms", type=int, default=80, help="a multiple of 20")
     parser.add_argument("--speech-late-ms", type=int, default=150)
     parser.add_argument("--poll", action="store_true", help="poll the sockets instead of sleeping in the kernel")
+    parser.add_argument("--api", choices=tuple(PATHS), default="openai")
     args = parser.parse_args()
-    asyncio.run(Server(args.head, args.silence_ms, args.speech_late_ms).run(args.port, args.poll))
+    asyncio.run(Server(args.head, args.silence_ms, args.speech_late_ms, args.api).run(args.port, args.poll))
 
 
 if __name__ == "__main__":

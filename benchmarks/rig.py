@@ -21,6 +21,7 @@ from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.datasets.manifest import Clip, Prompt
 from voxwatch.providers.emulators.ledger import AFTER, caller_late_ms, truth_as_sent
 from voxwatch.providers.emulators.scenario import S2SScenario, STTScenario, TTSScenario, jitter_ms
+from voxwatch.providers.emulators.stt.gladia import GladiaScenario
 from voxwatch.foundation.events import Timeline
 from voxwatch.providers.keys import Secret, key_variable, vendor_variable
 from voxwatch.providers.registry import Registry
@@ -39,13 +40,21 @@ TTS = {"streaming": TTSScenario(ttfb_ms=120.0, leading_silence_ms=80.0, jitter_m
 
 @dataclass(frozen=True)
 class Protocol:
-    """One vendor protocol under test: its emulator, the model measured through it, and for STT
-    how the emulator sees the stream's first chunk (the key of its per-stream anchors)."""
+    """One vendor protocol under test: its emulator, the model measured through it, for STT how
+    the emulator sees the stream's first chunk (the key of its per-stream anchors), and the rig's
+    scenario as that vendor's emulator must get it (a plan that takes the rig's 64 streams at once)."""
 
     name: str
     emulator: str
     model_id: str
     first_chunk: Callable[[bytes], bytes] = lambda chunk: chunk
+    scenario: Callable = lambda scenario: scenario
+
+
+def _gladia_enterprise(scenario: STTScenario) -> GladiaScenario:
+    """Gladia's paid plan holds 30 live sessions at once, fewer than the rig's 64; an Enterprise plan's
+    limit is set on demand (docs.gladia.io chapters/limits-and-specifications/concurrency)."""
+    return GladiaScenario(**vars(scenario), live_concurrency=1000)
 
 
 def _openai_24k(chunk: bytes) -> bytes:
@@ -68,6 +77,12 @@ PROTOCOLS = {p.name: p for p in (
     Protocol("openai-tts", "openai", "openai/gpt-4o-mini-tts-2025-12-15"),
     Protocol("openai-realtime-s2s", "openai", "openai/gpt-realtime-2025-08-28", _openai_24k),
     Protocol("gemini-live", "gemini", "gemini/gemini-2.5-flash-native-audio-preview-12-2025"),
+    # one vendor of each protocol shape issue 42 brought: gRPC over HTTP/2, an AWS event stream over
+    # HTTP/2 (SigV4-signed events), server-sent events, an HTTP POST that opens a WebSocket
+    Protocol("google", "google", "google/chirp_3"),
+    Protocol("bedrock", "bedrock", "bedrock/amazon.nova-2-sonic-v1:0"),
+    Protocol("minimax", "minimax", "minimax/speech-2.8-turbo"),
+    Protocol("gladia", "gladia", "gladia/solaria-1", scenario=_gladia_enterprise),
 )}
 
 
@@ -178,11 +193,11 @@ class AudioRig(Rig):
         whole = {c.id: hashlib.sha256(audio_sent(ds, c)).hexdigest() for c in clips}  # a batch request's key
         anchors = tuple((self.keyed[c.id], c.speech_start, c.speech_end) for c in clips)
         if self.model.board == "s2s":
-            self.scenario = replace(S2S, anchors=anchors)
+            self.scenario = protocol.scenario(replace(S2S, anchors=anchors))
         else:
-            self.scenario = replace(STT, anchors=anchors,
-                                    transcripts=tuple((self.keyed[c.id], self.texts[c.id]) for c in clips)
-                                    + tuple((whole[c.id], self.texts[c.id]) for c in clips))
+            self.scenario = protocol.scenario(replace(
+                STT, anchors=anchors, transcripts=tuple((self.keyed[c.id], self.texts[c.id]) for c in clips)
+                + tuple((whole[c.id], self.texts[c.id]) for c in clips)))
 
     @property
     def most_streams(self) -> int:
@@ -226,7 +241,7 @@ class TTSRig(Rig):
 
     def __init__(self, registry: Registry, protocol: Protocol, name: str) -> None:
         super().__init__(registry, protocol)
-        self.name, self.scenario = name, TTS[name]
+        self.name, self.scenario = name, protocol.scenario(TTS[name])
         self.dataset = Catalog([bundled_root()]).load("tts-prompts")
 
     most_streams = None  # any number: each round's texts are made unique

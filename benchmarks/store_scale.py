@@ -3,6 +3,7 @@ leaderboard and family page query times, and storage per row with the growth it 
 
     python -m benchmarks.store_scale [--rows 200000] [--writers 2] [--url postgresql://postgres@127.0.0.1:5432/postgres]
     python -m benchmarks.store_scale --year --rows 100000000     # a year of 50 models x 20 datasets x 5 regions
+    python -m benchmarks.store_scale --models 40                 # one ranking of 40 STT models, 30 days
 
 Works in a fresh database (voxwatch_bench_<random>, dropped at the end unless --keep). Synthetic
 rows look like real ones (by default 20 models x 8 datasets x 3 regions over the last 30 days; with
@@ -13,6 +14,12 @@ the same utterances in a tick; texts, versions and a few failures of every kind)
 generated a round at a time outside the timed part (a writer holds one round, ROUND_ROWS rows, at a
 time, whatever --rows is). Prints a table; the last line is one JSON object, with a boolean
 `<figure>_target_met` for each target of issue #30 (judged on the median where a figure has one).
+
+`--models N` is one ranking instead (issue #42, "Scale that follows breadth"): N streaming STT models
+on one dataset in one region over 30 days of the default schedule (every 30 minutes, 10 clips), and
+what a tick's end and a reader cost at that size: the refresh of the ranking's paired comparisons
+(seconds and peak memory of the process that runs it, as a worker does), the comparison views'
+refresh, and the render of the STT board page and the streaming STT comparison page after a write.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import argparse
 import json
 import secrets
 import statistics
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import replace
+from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
@@ -72,6 +81,50 @@ SHAPES = {  # (models, datasets, regions, days)
              ("us-east", "eu-west", "ap-south", "us-west", "eu-north"), 365),
 }
 MODELS, DATASETS, REGIONS, _ = SHAPES["month"]
+RANKING_DATASET = f"{FAMILY}-clean"
+RANKING_TARGETS = {"refresh_one_ranking": ("refresh_one_ranking_s", 30.0), "refresh_peak_rss": ("refresh_peak_rss_mb", 1024),
+                   "board_page": ("board_page_ms", 200.0), "compare_page": ("compare_page_ms", 200.0)}
+"""Issue #42's targets for one ranking of 40 models (at most; medians of the pages' renders after a write)."""
+
+
+RANKING = "ranking-"
+"""A shape named "ranking-<N>": one ranking of N streaming STT models (one dataset, one region, 30 days);
+named, not registered, so the writers' fresh interpreters know it too."""
+RANKING_VENDOR = "bench"
+"""The ranking's models' vendor, registered by `ranking_registry` so that the pages see registered
+models (an unknown id costs a page a did-you-mean search per line, which no real board pays)."""
+
+
+def shape_of(name: str) -> tuple[list[tuple[str, str, str]], tuple[str, ...], tuple[str, ...], int]:
+    """A shape's (models, datasets, regions, days): SHAPES', or a ranking's."""
+    if name.startswith(RANKING):
+        models = [(f"{RANKING_VENDOR}/stt-stream-{i:02d}", "stt", "stt-stream") for i in range(int(name[len(RANKING):]))]
+        return models, (RANKING_DATASET,), ("us-east",), 30
+    return SHAPES[name]
+
+
+def ranking_registry(shape: str, folder: Path) -> Registry:
+    """The package's registry with a user file registering the ranking's models (every other one priced,
+    as a real board's are: some with a list price, some without)."""
+    models, _, _, _ = shape_of(shape)
+    text = [f'[[vendor]]\nname = "{RANKING_VENDOR}"\nsnapshots = "none"\nchecked = 2026-12-07\n'
+            'source = "benchmarks/store_scale.py"\n']
+    for i, (model_id, board, protocol) in enumerate(models):
+        price = ('price_usd = 0.0065\nprice_unit = "audio_minute"\nprice_source = "benchmarks/store_scale.py"\n'
+                 "price_checked = 2026-12-07\n") if i % 2 else ""
+        text.append(f'[[model]]\nid = "{model_id}"\nboard = "{board}"\nvendor = "{RANKING_VENDOR}"\n'
+                    f'protocol = "{protocol}"\nadapter = "voxwatch.providers.stt.deepgram:DeepgramSTT"\n'
+                    'status = "active"\nregion = "vendor"\nneeds_key = true\nexclusions = []\n'
+                    f'checked = 2026-12-07\nsource = "benchmarks/store_scale.py"\n{price}')
+    path = folder / "ranking-models.toml"
+    path.write_text("\n".join(text))
+    return Registry.default(files=[path])
+
+
+def ranking_rows(shape: str) -> int:
+    """The rows of 30 days of the default schedule for a shape: every SCHEDULE_MIN minutes, ITEMS clips a series."""
+    models, datasets, regions, days = shape_of(shape)
+    return len(models) * len(datasets) * len(regions) * ITEMS * days * 24 * 60 // SCHEDULE_MIN
 WORDS = ("the quick brown fox jumps over lazy dog please call me back tomorrow at nine about "
          "invoice number seven two four shipping address change order status refund").split()
 FAILURES = (("timeout", "no final transcript within 30 s"), ("error", "unexpected close 1011"),
@@ -81,7 +134,7 @@ FAILURES = (("timeout", "no final transcript within 30 s"), ("error", "unexpecte
 
 def tick_plan(total: int, shape: str) -> tuple[int, float, int]:
     """The ticks `total` rows of a shape make, the seconds between two, and the rows of one tick."""
-    models, datasets, regions, days = SHAPES[shape]
+    models, datasets, regions, days = shape_of(shape)
     per_tick = len(models) * len(datasets) * len(regions) * ITEMS
     ticks = max(1, total // per_tick)
     return ticks, days * DAY / (ticks + 1), per_tick
@@ -93,7 +146,7 @@ def synthetic(total: int, now: float, seed: int = 7, part: int = 0, parts: int =
     ticks spread evenly over the shape's days); with parts > 1, only the ticks of this part
     (tick % parts == part), as one of several writers; only the ticks in [ticks_from, ticks_to) when
     given (the others are the SQL fill's). One tick's rows at a time: memory is bounded."""
-    models, datasets, regions, days = SHAPES[shape]
+    models, datasets, regions, days = shape_of(shape)
     rng = np.random.default_rng(seed)
     ticks, step, per_tick = tick_plan(total, shape)
     series = per_tick // ITEMS
@@ -342,6 +395,133 @@ def fill(url: str, total: int, now: float, shape: str, first: int, last: int, ch
     return made, time.perf_counter() - start
 
 
+def _refresh_ranking(url: str, dataset: str, report) -> None:
+    """In a process of its own, as a worker runs it at a tick's end: the paired comparisons of one
+    dataset's rankings; reports the seconds, the comparisons written, the process's peak memory (MB)
+    before and after, and the CPU seconds it spent (on a shared machine, what the seconds would be alone
+    but for the database's share)."""
+    import resource
+
+    store = PostgresStore(url)
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    written = store.refresh_comparisons([dataset])
+    seconds = time.perf_counter() - start
+    store.close()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    report.put((seconds, written, before.ru_maxrss / 1024, after.ru_maxrss / 1024, cpu))
+
+
+def refresh_ranking(url: str, dataset: str) -> tuple[float, int, float, float, float]:
+    """`_refresh_ranking` in a fresh interpreter, so its peak memory is the refresh's and not the benchmark's."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    report = ctx.Queue()
+    proc = ctx.Process(target=_refresh_ranking, args=(url, dataset, report))
+    proc.start()
+    got = report.get()
+    proc.join()
+    if proc.exitcode:
+        raise SystemExit(f"the refresh failed (exit code {proc.exitcode})")
+    return got
+
+
+def fresh_renders(url: str, registry: Registry, shape: str, paths: tuple[str, ...], times: int = 5) -> dict:
+    """Each page rendered `times` times by one running app, each time after a new row was written (the
+    store's version changed, so neither its page cache nor its memo holds the page: what the first
+    reader after a tick's end waits for); a first render of each page, which compiles its templates
+    once per process, is not timed."""
+    from starlette.testclient import TestClient
+
+    from voxwatch.web.app import create_app
+    from voxwatch.web.limits import Limits
+
+    models, datasets, regions, _ = shape_of(shape)
+    store, rng = PostgresStore(url), np.random.default_rng(5)
+    seconds: dict[str, list[float]] = {path: [] for path in paths}
+    sizes: dict[str, int] = {}
+    with TestClient(create_app(url, registry, Limits(fresh_within_s=0.0))) as client:
+        for path in paths:
+            assert client.get(path).status_code == 200, path
+        for k in range(times):
+            model_id, board, protocol = models[k % len(models)]
+            store.add([_row(f"fresh{k}", model_id, board, protocol, regions[0], datasets[0], 1, "call me back",
+                            time.time(), 250.0, 0.5, rng)])  # a write: the version every page is kept under moves
+            for path in paths:
+                start = time.perf_counter()
+                response = client.get(path)
+                seconds[path].append(time.perf_counter() - start)
+                assert response.status_code == 200, f"{path}: {response.status_code}"
+                sizes[path] = len(response.content)
+    store.close()
+    return {path: {**_ms(seconds[path]), "bytes": sizes[path]} for path in paths}
+
+
+def ranking(args: argparse.Namespace) -> int:
+    """--models N: one ranking of N streaming STT models over 30 days of the default schedule (module doc)."""
+    now = time.time()
+    shape = f"{RANKING}{args.models}"
+    total = ranking_rows(shape)
+    name, url = _fresh_database(args.url)
+    models, _, _, _ = shape_of(shape)
+    result: dict = {"rows": total, "shape": f"{len(models)} streaming STT models x 1 dataset ({RANKING_DATASET}) x 1 "
+                    f"region over 30 days, every {SCHEDULE_MIN} min x {ITEMS} clips", "database": name,
+                    "pairs": len(models) * (len(models) - 1) // 2, "calibration_ms_before": calibration_ms()}
+    try:
+        done, ingest_s, gen_s, _, _ = ingest(url, total, now, args.writers, args.batch, shape)
+        store = PostgresStore(url)
+        db = store._connect()
+        db.execute("VACUUM ANALYZE obs_facts")
+        start = time.perf_counter()
+        series = store.refresh()
+        result.update(ingested=done, ingest_s=round(ingest_s, 1), generate_s=round(gen_s, 1), series=series,
+                      aggregates_s=round(time.perf_counter() - start, 2))
+        seconds, written, before, peak, cpu = refresh_ranking(url, RANKING_DATASET)
+        result["refresh_one_ranking"] = {"s": round(seconds, 2), "cpu_s": round(cpu, 2), "comparisons": written,
+                                         "rss_before_mb": round(before), "peak_rss_mb": round(peak)}
+        with tempfile.TemporaryDirectory() as folder:
+            registry = ranking_registry(shape, Path(folder))
+        start = time.perf_counter()
+        viewed = compare_refresh.refresh(store, registry)
+        result["compare_views_refresh"] = {"s": round(time.perf_counter() - start, 2), "views": viewed}
+        store.close()
+        pages = fresh_renders(url, registry, shape, ("/board/stt", "/compare/stt-stream"))
+        result["board_page"], result["compare_page"] = pages["/board/stt"], pages["/compare/stt-stream"]
+        result["calibration_ms_after"] = calibration_ms()
+        figures = {"refresh_one_ranking_s": seconds, "refresh_peak_rss_mb": peak,
+                   "board_page_ms": result["board_page"]["median_ms"], "compare_page_ms": result["compare_page"]["median_ms"]}
+        for target_name, (figure, target) in RANKING_TARGETS.items():
+            result[f"{target_name}_target_met"] = figures[figure] <= target
+    finally:
+        if not args.keep:
+            with connect(args.url) as admin:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    r = result
+    lines = [("database", redact(url)),
+             ("machine speed (fixed Python loop, before / after)", f"{r['calibration_ms_before']} / {r['calibration_ms_after']} ms"),
+             ("rows", f"{r['ingested']:,} ({r['shape']}; {r['pairs']} pairs)"),
+             ("ingest / aggregates", f"{r['ingest_s']} s / {r['aggregates_s']} s ({r['series']} series)"),
+             ("refresh of the ranking's paired comparisons (own process)",
+              f"{r['refresh_one_ranking']['s']} s ({r['refresh_one_ranking']['cpu_s']} s of its CPU), "
+              f"peak {r['refresh_one_ranking']['peak_rss_mb']} MB "
+              f"({r['refresh_one_ranking']['rss_before_mb']} MB before; {r['refresh_one_ranking']['comparisons']:,} comparisons)"),
+             ("comparison views at a tick's end (every board, window)", f"{r['compare_views_refresh']['s']} s "
+                                                                         f"({r['compare_views_refresh']['views']} views)"),
+             ("STT board page, after a write", f"median {r['board_page']['median_ms']} ms, max {r['board_page']['max_ms']} ms "
+                                             f"({r['board_page']['bytes']:,} B)"),
+             ("streaming STT comparison page, after a write", f"median {r['compare_page']['median_ms']} ms, "
+                                                           f"max {r['compare_page']['max_ms']} ms ({r['compare_page']['bytes']:,} B)")]
+    lines += [(f"target: {t}", f"{'met' if r[t + '_target_met'] else 'NOT met'} ({figure} <= {target:,})")
+              for t, (figure, target) in RANKING_TARGETS.items()]
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v}")
+    print(json.dumps(r, sort_keys=True))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=200_000)
@@ -356,7 +536,15 @@ def main(argv: list[str] | None = None) -> int:
                         "the server copies the oldest to make the rest (for --rows 100000000: minutes, not hours)")
     p.add_argument("--timed-rows", type=int, default=4_000_000,
                    help="with --fill: the newest rows, ingested by the writers on top of the rest (the ingest figure's)")
+    p.add_argument("--models", type=int,
+                   help="one ranking of this many streaming STT models on one dataset over 30 days of the default "
+                        "schedule (--rows is then that schedule's; issue #42): the refresh of its paired comparisons, "
+                        "the board and comparison pages")
     args = p.parse_args(argv)
+    if args.models is not None:
+        if args.models < 2:
+            p.error("--models: a ranking needs at least 2 models")
+        return ranking(args)
     now = time.time()
     name, url = _fresh_database(args.url)
     shape = "year" if args.year else "month"

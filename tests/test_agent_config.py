@@ -25,7 +25,8 @@ from voxwatch.conversations.state_endpoint import endpoint_end_state
 from voxwatch.foundation.conversation import CALLS, WORDS, ModelTurn
 from voxwatch.foundation.events import Timeline
 from voxwatch.foundation.scenario import ExpectedCall, Scenario, StateEndpoint, Tool, Turn
-from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED, TurnOutcome, score_conversation
+from voxwatch.metrics.conversation import RULE_NO_SPEECH, RULE_UNREPORTED, UNREPORTED, TurnOutcome, score_conversation
+from voxwatch.metrics.conversation_aggregate import scorecard
 from voxwatch.foundation.frame_rates import Halver
 from voxwatch.providers.agents.line import AgentEndpoint, token_variable, url_variable
 from voxwatch.providers.keys import model_secrets
@@ -118,9 +119,9 @@ def _scenario(**kw) -> Scenario:
 
 
 def test_a_scenario_names_its_state_endpoint_by_variables_and_keeps_it_through_its_file():
-    endpoint = StateEndpoint("BISTRO_STATE_URL", "BISTRO_STATE_TOKEN", 3.0)
+    endpoint = StateEndpoint("BISTRO_STATE_URL", "VOXWATCH_AGENT_BISTRO_STATE_TOKEN", 3.0)
     record = json.loads(json.dumps(to_record(_scenario(state_endpoint=endpoint))))
-    assert record["state_endpoint"] == {"url_env": "BISTRO_STATE_URL", "token_env": "BISTRO_STATE_TOKEN", "timeout_s": 3.0}
+    assert record["state_endpoint"] == {"url_env": "BISTRO_STATE_URL", "token_env": "VOXWATCH_AGENT_BISTRO_STATE_TOKEN", "timeout_s": 3.0}
     assert parse(record, "bistro/scenario.json").state_endpoint == endpoint
     for bad, says in (({"url_env": "https://x.example"}, "state_endpoint.url_env: 'https://x.example': expected an "
                                                           "environment variable's name"),
@@ -165,10 +166,10 @@ def test_the_state_endpoints_answer_is_the_verdict_and_what_keeps_it_unread_is_a
             monkeypatch.setenv("BISTRO_STATE_URL", server.url(path))
             verdicts[path] = asyncio.run(endpoint_end_state(endpoint, expected))[1]
         monkeypatch.setenv("BISTRO_STATE_URL", server.url("/bearer"))
-        monkeypatch.setenv("BISTRO_STATE_TOKEN", "s3cret-tok")
-        bearer = asyncio.run(endpoint_end_state(replace(endpoint, token_env="BISTRO_STATE_TOKEN"), expected))
-        monkeypatch.delenv("BISTRO_STATE_TOKEN")
-        no_token = asyncio.run(endpoint_end_state(replace(endpoint, token_env="BISTRO_STATE_TOKEN"), expected))[1]
+        monkeypatch.setenv("VOXWATCH_AGENT_BISTRO_STATE_TOKEN", "s3cret-tok")
+        bearer = asyncio.run(endpoint_end_state(replace(endpoint, token_env="VOXWATCH_AGENT_BISTRO_STATE_TOKEN"), expected))
+        monkeypatch.delenv("VOXWATCH_AGENT_BISTRO_STATE_TOKEN")
+        no_token = asyncio.run(endpoint_end_state(replace(endpoint, token_env="VOXWATCH_AGENT_BISTRO_STATE_TOKEN"), expected))[1]
     monkeypatch.delenv("BISTRO_STATE_URL")
     unset = asyncio.run(endpoint_end_state(endpoint, expected))[1]
     assert verdicts["/ok"] == (True, "state endpoint: end state matches")
@@ -180,7 +181,7 @@ def test_the_state_endpoints_answer_is_the_verdict_and_what_keeps_it_unread_is_a
     assert verdicts["/not-records"] == (False, "state endpoint: table 'bookings' is not a list of records (objects)")
     assert verdicts["/slow"] == (False, "state endpoint: no answer within 0.3 s")
     assert bearer == ({"bookings": [{"name": "Ada"}]}, (True, "state endpoint: end state matches"))
-    assert no_token == (False, "state endpoint: BISTRO_STATE_TOKEN is not set")
+    assert no_token == (False, "state endpoint: VOXWATCH_AGENT_BISTRO_STATE_TOKEN is not set")
     assert unset == (False, "state endpoint: BISTRO_STATE_URL is not set")
     assert not any("127.0.0.1" in reason or "s3cret" in reason for _, reason in verdicts.values())  # never the URL
 
@@ -209,6 +210,60 @@ def test_an_agent_that_reports_no_calls_or_words_is_null_on_what_needs_them_not_
     # the same silence from an agent whose calls voxwatch sees is a missing call and missing facts
     assert seen.turns[0].verdicts["tool_use_correct"].passed is False
     assert seen.turns[0].verdicts["kb_grounding"].passed is False
+
+
+def _two_turns() -> Scenario:
+    second = Turn("t2", "at eight", "audio/t2.wav", "0" * 64, "Done, Ada, at eight.", ("eight",))
+    return replace(_scenario(), turns=(*_scenario().turns, second))
+
+
+def test_an_agents_failed_turn_is_as_blind_to_its_calls_as_its_answered_ones():
+    """A rate never comes from failures alone: the turn that failed before the agent answered (no ModelTurn,
+    so no `unreported` of its own) is null on tool use as the answered turn is, not failed."""
+    scenario = _two_turns()
+    failed = TurnOutcome("t1", no_response=True, interrupted=False, long_silence=False)  # its booking was due
+    answered = TurnOutcome("t2", unreported=(CALLS,), transcript="Done, Ada, at eight.", transcript_instrument="stt",
+                           interrupted=False, no_response=False, long_silence=False)
+    score = score_conversation(scenario, [failed, answered])
+    assert [t.verdicts["tool_use_correct"].rule for t in score.turns] == [RULE_UNREPORTED] * 2
+    assert scorecard([score]).dimensions["tool_use_correct"].n == 0
+    # an agent whose calls voxwatch sees keeps its failed turn's missing call
+    seen = score_conversation(scenario, [failed, replace(answered, unreported=())])
+    assert seen.turns[0].verdicts["tool_use_correct"].passed is False
+
+
+def test_a_reply_the_instrument_heard_no_words_in_fails_the_words_dimensions_and_one_with_words_does_not():
+    scenario = _two_turns()
+    heard = dict(unreported=(CALLS,), transcript_instrument="stt", interrupted=False, no_response=False,
+                 long_silence=False, judged={"instruction_following": (True, "polite")})
+    tone, spoken = (score_conversation(scenario, [TurnOutcome("t1", transcript=said, reference_reply="Booked.", **heard),
+                                                  TurnOutcome("t2", transcript="Done, Ada, at eight.", **heard)])
+                    for said in ("", "Booked, Ada."))
+    for dim in ("instruction_following", "kb_grounding"):  # the judge cannot pass words that are not there
+        assert (tone.turns[0].verdicts[dim].passed, tone.turns[0].verdicts[dim].rule) == (False, RULE_NO_SPEECH)
+    assert tone.turns[0].transcript_ref_words is None  # not speech: no transcription WER on it
+    assert spoken.turns[0].verdicts["instruction_following"].passed is True
+    assert spoken.turns[0].verdicts["kb_grounding"].passed is True  # "booked" was said
+    assert (spoken.turns[0].transcript_errors, spoken.turns[0].transcript_ref_words) == (1, 1)  # "booked ada" vs "booked"
+    assert spoken.turns[1].transcript_ref_words is None  # no script to hold it against
+    assert scorecard([spoken]).transcription.wer == 1.0 and scorecard([tone]).transcription.turns == 0
+
+
+def test_adherence_never_passes_on_turn_taking_alone():
+    """An agent heard saying words no code or judge could decide (no golden facts, no judge) answered in turn:
+    turn-taking is its only decided dimension, so it has no adherence; one decided word dimension beside it
+    and adherence counts both."""
+    scenario = replace(_scenario(), turns=(replace(_scenario().turns[0], golden_facts=()),))
+    said = dict(unreported=(CALLS,), transcript="Sure.", transcript_instrument="stt", interrupted=False,
+                no_response=False, long_silence=False)
+    alone = [score_conversation(scenario, [TurnOutcome("t1", **said)], f"c{i}") for i in range(6)]
+    assert {v.passed for c in alone for d, v in c.turns[0].verdicts.items() if d != "turn_taking"} == {None}
+    card = scorecard(alone)
+    assert card.dimensions["turn_taking"].rate == 1.0 and card.dimensions["turn_taking"].n == 6
+    assert (card.adherence.rate, card.adherence.n) == (None, 0)
+    judged = [score_conversation(scenario, [TurnOutcome("t1", judged={"instruction_following": (False, "rude")},
+                                                        **said)], f"c{i}") for i in range(6)]
+    assert (scorecard(judged).adherence.passed, scorecard(judged).adherence.n) == (6, 12)
 
 
 def test_the_lines_halving_is_continuous_across_frames_and_keeps_the_phone_band():

@@ -25,7 +25,7 @@ from voxwatch.conversations.runner import run_conversation
 from voxwatch.conversations.scorecards import turns_table
 from voxwatch.conversations.state_endpoint import endpoint_end_state
 from voxwatch.foundation.conversation import CALLS, WORDS
-from voxwatch.foundation.events import AUDIO
+from voxwatch.foundation.events import AUDIO, CLEARED
 from voxwatch.foundation.persona import Persona
 from voxwatch.foundation.mulaw import to_wire
 from voxwatch.metrics.conversation import RULE_UNREPORTED, UNREPORTED
@@ -135,6 +135,41 @@ def test_a_caller_that_pauses_and_barges_in_is_measured_from_the_recording(trial
     assert run.score.turns[1].behaviour.barge_in_stop_ms == run.turns[1].timing.barge_in_stop_ms
     assert run.persona == persona.identity != Persona("pausing", pause_ms=1200).identity
     assert "barge-in stop ms" in turns_table(run).splitlines()[0]  # `voxwatch scenarios run` shows them per turn
+
+
+def test_an_agent_streaming_ahead_stops_at_its_clear_and_the_recording_keeps_what_the_network_dropped(trial, monkeypatch):
+    """The agent streams each reply 60 ms ahead of real time and stops 250 ms after the caller's first
+    word. Over Twilio its `clear` drops the 40-60 ms still queued: the stop is the clear and the
+    recording, which keeps every sample received, hears that much more. Over raw PCM nothing is
+    dropped: the agent's stop is the end of the audio it sent, the same figure as heard."""
+    options = replace(FAST, barge_in_stop_ms=250.0, ahead_ms=60.0)
+    persona = Persona("barger", barge_in_ms=150)  # its stop 400 ms into the 600 ms reply, which was all sent by 540
+    registry = _registry()
+    with reference_agent(trial, options) as url:
+        for transport in ("twilio", "pcm"):
+            monkeypatch.setenv(url_variable(f"reference-{transport}"), f"{_ws(url)}/{transport}")
+
+        async def both():
+            models = [registry.resolve(f"agent/reference-{t}") for t in ("twilio", "pcm")]
+            return await asyncio.gather(*(run_conversation(registry.create(m), m.id, m.vendor, trial, persona=persona,
+                                                           whole=False) for m in models))
+
+        twilio, pcm = asyncio.run(both())
+    for run in (twilio, pcm):
+        assert [t.status for t in run.turns] == ["ok"] * 3, [t.reason for t in run.turns]
+        assert [t.barge_in for t in run.turns] == [False, True, True]
+    for turn in twilio.turns[1:]:
+        t = turn.timing
+        assert turn.timeline.of(CLEARED), "the line marks the agent's clear"
+        assert 150 <= t.barge_in_stop_ms <= 400, t
+        assert 25 <= t.barge_in_stop_heard_ms - t.barge_in_stop_ms <= 100, t  # 40-60 ms queued, on a busy machine
+    for turn in pcm.turns[1:]:
+        t = turn.timing
+        assert not turn.timeline.of(CLEARED) and t.barge_in_stop_ms == t.barge_in_stop_heard_ms
+        assert 190 <= t.barge_in_stop_ms <= 460, t  # its 250 ms plus the 40-60 ms it had sent ahead
+    behaviour = twilio.score.turns[1].behaviour
+    assert (behaviour.barge_in_stop_ms, behaviour.barge_in_stop_heard_ms) == \
+        (twilio.turns[1].timing.barge_in_stop_ms, twilio.turns[1].timing.barge_in_stop_heard_ms)
 
 
 def _frame(level: float) -> str:

@@ -21,7 +21,8 @@ from voxwatch.foundation import kernel_time
 from voxwatch.foundation.events import CHUNK_SENT, FINAL, REQUEST_SENT, Timeline
 from voxwatch.harness.measure import MeasureContext, audio_sent, measure_item
 from voxwatch.harness.pacer import chunk_pcm
-from voxwatch.metrics.witness import STALL_BOUND_MS, caller_turn_witness, chunk_at, chunk_written_by, witness_of
+from voxwatch.metrics.witness import (STALL_BOUND_MS, audio_witness, caller_turn_witness, chunk_at, chunk_written_by,
+                                      witness_of)
 from voxwatch.providers.emulators.ledger import Ledger
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario
 from voxwatch.providers.emulators.server import serve
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.realtime
 KEY = "witness-test-key"
 REGISTRY = Registry.default()
 STALL_S = 0.4
-STALLED = re.compile(r"^measuring worker stalled (\d+) ms")
+STALLED = re.compile(r"^measuring worker stalled (\d+(?:\.\d)?) ms")
 LINUX = sys.platform.startswith("linux")
 
 
@@ -96,8 +97,8 @@ def test_a_stall_over_a_burst_of_audio_excludes_the_row_with_its_length(monkeypa
     found = STALLED.match(stalled.reason)
     assert found, stalled.reason
     # blocked from the request to 400 ms after it; the audio came from 120 ms on: unseen for 280-400 ms
-    assert STALL_S * 1000 - 120 - 40 <= int(found.group(1)) <= STALL_S * 1000 + 250, stalled.reason
-    assert stalled.clock_uncertainty_ms == pytest.approx(int(found.group(1)), abs=1)
+    assert STALL_S * 1000 - 120 - 40 <= float(found.group(1)) <= STALL_S * 1000 + 250, stalled.reason
+    assert stalled.clock_uncertainty_ms == pytest.approx(float(found.group(1)), abs=1)
     assert stalled.ttfa_ms is None and stalled.ttfb_ms is None  # no latency published
 
 
@@ -165,7 +166,7 @@ def test_the_witness_is_the_longest_blind_time_of_the_events_read():
               Event("partial", 5, blind_ns=None, stamp="user")]
     w = witness_of(events)
     assert w.uncertainty_ms == 7.0 and w.arrival_stamp == "user" and w.stalled
-    assert re.match(r"measuring worker stalled 7 ms around a timed event \(bound 5 ms\)", w.reason)
+    assert re.match(r"measuring worker stalled 7.0 ms around a timed event \(bound 2 ms\)", w.reason)
     assert not replace(w, bound_ms=10.0).stalled  # a worker's own bound ([run] stall_bound_ms)
     assert witness_of([events[0]]).uncertainty_ms == pytest.approx(0.03) and not witness_of([events[0]]).stalled
     assert witness_of([]).uncertainty_ms is None and not witness_of([]).stalled
@@ -187,3 +188,31 @@ def test_a_turns_witness_reads_the_chunk_of_the_last_word_and_the_reply_by_its_o
     # the last word in the chunk at 60 ms: 0.01 ms; the audio after the onset is not read
     calm = caller_turn_witness(timeline, 65_000_000, 400_000_000)
     assert calm.uncertainty_ms == pytest.approx(0.01) and not calm.stalled
+
+
+def test_only_the_chunks_that_held_the_playout_back_carry_their_blind_time_into_ttfa():
+    """Playout: sample s of chunk k is heard at max over i <= k of (arrival_i - offset_i) + s. A burst of
+    silence read late (blind 9 ms) at 100 ms, then the speech at 400 ms, read exactly: the onset waits for
+    the speech chunk, so the silence's blind time moves nothing. Blind the speech chunk instead, and the
+    onset could have been heard that much earlier."""
+    def stream(speech_blind_ns: int) -> Timeline:
+        timeline = Timeline()
+        timeline.mark(REQUEST_SENT, at_ns=0, blind_ns=20_000)
+        for i in range(3):  # 3 x 20 ms of silence at 24 kHz, in one late read
+            timeline.mark("audio", at_ns=100_000_000, n_samples=480, sample_offset=480 * i, sample_rate=24_000,
+                          blind_ns=9_000_000 if i < 2 else 0, stamp="kernel")
+        timeline.mark("audio", at_ns=400_000_000, n_samples=480, sample_offset=1440, sample_rate=24_000,
+                      blind_ns=speech_blind_ns, stamp="kernel")
+        timeline.mark("audio", at_ns=401_000_000, n_samples=480, sample_offset=1920, sample_rate=24_000,
+                      blind_ns=7_000_000, stamp="kernel")  # after the onset: read by nothing
+        return timeline
+
+    calm = stream(0)
+    heard = 400_000_000 + 1_000_000  # 1 ms into the speech chunk
+    w = audio_witness(calm, calm.first(REQUEST_SENT), heard)
+    assert w.uncertainty_ms == pytest.approx(0.02) and not w.stalled and w.arrival_stamp == "kernel"
+    blind = stream(3_000_000)
+    w = audio_witness(blind, blind.first(REQUEST_SENT), heard)
+    assert w.uncertainty_ms == pytest.approx(3.0) and w.stalled
+    # the old rule (the longest blind time of every chunk by the onset) would have excluded the calm stream
+    assert witness_of(calm.of("audio")[:4]).uncertainty_ms == 9.0

@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,8 @@ def held(loaded: LoadedScenario, conversation_id: str, *, fail_at: int | None = 
         tr.model = ModelTurn(f"{turn.reply} (key {KEY})", calls, caller_transcript=turn.text)
         tr.outputs = [(c, {"ok": True, "echo": KEY, "id": c.call_id}) for c in calls]
         tr.timing = _timing(v2v + 10 * i, 0.4 + 0.2 * i)
+        if i == 1:  # a barge-in: the agent's clear 251 ms after the caller's first word, its talk heard to 311 ms
+            tr.timing = replace(tr.timing, barge_in_stop_ms=251.0, barge_in_answered=True, barge_in_stop_heard_ms=311.0)
     run.score = asyncio.run(_score(run, loaded.scenario, None, None))
     return run
 
@@ -126,6 +129,7 @@ def test_a_conversation_is_stored_once_and_read_back_into_its_score(trial, store
         (MODEL, "clinic-desk", trial.scenario.version, trial.pin, "default")
     assert (got_row.turns, got_row.failed_turns, got_row.whole, got_row.status) == (TURNS, 0, False, "ok")
     assert score_of(got_row, got_turns) == a.score  # every verdict, fate, call and timing, as scored
+    assert (got_turns[1].barge_in_stop_ms, got_turns[1].barge_in_stop_heard_ms) == (251.0, 311.0)
     missed = got_turns[1]
     # t02 made no call and its reply asks the caller a question: over-clarification, charged to tool use
     assert missed.tool_use_correct is False and json.loads(missed.verdicts)["tool_use_correct"]["rule"] == \

@@ -225,6 +225,28 @@ def test_the_run_counter_takes_each_row_once_and_finishes_the_run_once(broker):
     assert not ledger.complete(run.run_id, "k2", failed=False) and not ledger.needs_finishing(run.run_id)
 
 
+def test_a_key_counted_again_after_its_counter_died_before_the_record_finishes_the_run(env):
+    """The last key's counter killed (the hard time limit) between counting it and writing the record:
+    the same key counted again (the killed task's on_failure, its redelivery) writes it."""
+    from voxwatch.workers.job import Job
+    from voxwatch.workers.process_state import ProcessState, bare_row
+    from voxwatch.workers.tasks import count
+
+    st = ProcessState(load(environ=env))
+    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region="test-a", seed=0)
+    job = Job(run.run_id, 0, PS, "stt-clean", "item-1", "0" * 64)
+    st.store.start_run(run)
+    st.ledger.run_seed(run.run_id, 0)
+    st.ledger.open_run(run, total=1)
+    st.store.add([bare_row(job, "test-a", "the worker process was killed", st.registry)])
+    assert st.ledger.complete(run.run_id, job.key, failed=True)  # counted, then the process died: no record
+    assert st.store.run(run.run_id).status == "running"
+    count(st, run.run_id, job.key, failed=True)
+    assert (st.store.run(run.run_id).status, st.ledger.is_finished(run.run_id)) == ("failed", True)
+    count(st, run.run_id, job.key, failed=True)  # once finished, counting it again writes nothing
+    assert not st.ledger.needs_finishing(run.run_id)
+
+
 def test_beat_plans_every_board_dataset_and_region_on_slots_aligned_to_the_epoch():
     cfg = replace(load(environ={"VOXWATCH_SCHEDULE_EVERY_MINUTES": "30"}), schedule_regions=("eu-west", "us-east"))
     entries = beat_schedule(cfg)

@@ -42,7 +42,14 @@ CLOUD = [m for m in sorted(REGISTRY.models.values(), key=lambda m: m.id)
 ADAPTERS = {m.adapter: m for m in reversed(CLOUD)}  # one model per adapter (the first by id)
 STARTING = 3  # emulators starting at once: vendors whose emulator is up run their streams meanwhile
 HTTP = {"voxwatch.providers.stt.openai_batch:OpenAIBatchSTT", "voxwatch.providers.tts.openai:OpenAITTS",
-        "voxwatch.providers.tts.elevenlabs:ElevenLabsHTTPTTS"}
+        "voxwatch.providers.tts.elevenlabs:ElevenLabsHTTPTTS", "voxwatch.providers.stt.groq:GroqBatchSTT",
+        "voxwatch.providers.tts.groq:GroqTTS", "voxwatch.providers.tts.fishaudio:FishAudioTTS",
+        "voxwatch.providers.tts.minimax:MiniMaxTTS", "voxwatch.providers.tts.speechify:SpeechifyTTS",
+        "voxwatch.providers.s2s.nova_sonic:NovaSonicS2S"}
+HTTP |= {"voxwatch.providers.stt.transcribe:TranscribeSTT", "voxwatch.providers.tts.polly:PollyTTS"}
+HTTP |= {"voxwatch.providers.tts.azure:AzureTTS", "voxwatch.providers.stt.cloudflare:CloudflareSTT",
+         "voxwatch.providers.tts.gemini:GeminiTTS"}
+HTTP |= {"voxwatch.providers.stt.google:GoogleSTT", "voxwatch.providers.tts.google:GoogleTTS"}
 
 
 def test_the_maps_speak_the_projects_statuses():

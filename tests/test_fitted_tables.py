@@ -108,8 +108,8 @@ def test_every_listing_fits_160_columns_and_wide_prints_each_cell_whole(args: tu
 def test_the_registry_listing_fitted_names_the_columns_chosen_and_wide_every_one():
     fitted_list, wide = _cli("providers", "list"), _cli("providers", "list", "--wide")
     header = lambda text: re.split(r"\s{2,}", next(ln for ln in text.splitlines() if ln.startswith("id ")))  # noqa: E731
-    assert header(fitted_list) == ["id", "protocol", "status", "key", "successor", "session limit"]
-    assert {"board", "checked", "deprecated", "shutdown", "source file"} <= set(header(wide))
+    assert header(fitted_list) == ["id", "protocol", "status", "key", "successor", "session limit", "price"]
+    assert {"board", "checked", "deprecated", "shutdown", "price checked", "source file"} <= set(header(wide))
 
 
 def test_a_wrapped_cell_is_cut_where_its_parts_join_and_flows_beside_its_rows():

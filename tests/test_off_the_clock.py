@@ -4,6 +4,8 @@ across the chunk period, and work that times nothing waits until no call is on t
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import numpy as np
 from scipy.signal import resample_poly
@@ -80,7 +82,24 @@ def test_a_worker_that_never_stops_measuring_still_finishes_its_rows() -> None:
     assert asyncio.run(main()) == (False, True)
 
 
-def test_resampling_uses_scipys_default_filter_designed_once() -> None:
-    x = np.random.default_rng(3).standard_normal(4801)
-    for rate_in, rate_out, up, down in [(24000, 16000, 2, 3), (22050, 16000, 320, 441), (16000, 24000, 3, 2)]:
-        assert np.array_equal(resample(x, rate_in, rate_out), resample_poly(x, up, down))
+def test_resampling_is_scipys_resample_poly_in_numpy_with_its_filter_designed_once() -> None:
+    """foundation.audio.resample: scipy's output (its default Kaiser filter) to rounding, at every length
+    (none, one sample, a chunk, seconds), without scipy.signal in the process."""
+    from voxwatch.foundation import audio
+
+    rng = np.random.default_rng(3)
+    pairs = [(24000, 16000, 2, 3), (22050, 16000, 320, 441), (16000, 24000, 3, 2), (44100, 16000, 160, 441),
+             (22050, 24000, 160, 147), (16000, 8000, 1, 2), (8000, 16000, 2, 1), (48000, 16000, 1, 3)]
+    for rate_in, rate_out, up, down in pairs:
+        for n in (1, 2, 37, 480, 4801, 22050):
+            x = rng.standard_normal(n)
+            ours, scipys = resample(x, rate_in, rate_out), resample_poly(x, up, down)
+            assert ours.shape == scipys.shape and np.abs(ours - scipys).max() < 1e-12, (rate_in, rate_out, n)
+        assert resample(np.zeros(0), rate_in, rate_out).shape == (0,)
+    designed = audio._polyphase.cache_info()
+    resample(rng.standard_normal(480), 24000, 16000)
+    assert audio._polyphase.cache_info().misses == designed.misses  # that pair's phases were designed once
+    out = subprocess.run([sys.executable, "-c", "import sys, numpy as np; from voxwatch.foundation.audio import "
+                          "resample; resample(np.ones(800), 22050, 24000); print('scipy.signal' in sys.modules)"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

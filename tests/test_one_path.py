@@ -38,7 +38,10 @@ ONE_HOME = [
      {"voxwatch/foundation/store_url.py"}),
     ("the mask", r"""["']\*\*\*["']""", {"voxwatch/foundation/redaction.py"}),
     ("cutting a secret out of a text", r"\.replace\([^)]*(reveal\(\)|MASK|_secret|secret\b)", {"voxwatch/foundation/redaction.py"}),
-    ("reading a URL's password", r"\.password\b|parse_qsl\(|unquote(_plus)?\(", {"voxwatch/foundation/redaction.py"}),
+    # grpc_wire.py's unquote decodes a gRPC status message (grpc-message is percent-encoded UTF-8, gRPC's
+    # PROTOCOL-HTTP2.md), which is no URL and holds no password
+    ("reading a URL's password", r"\.password\b|parse_qsl\(|unquote(_plus)?\(",
+     {"voxwatch/foundation/redaction.py", "voxwatch/providers/session/grpc_wire.py"}),
 ]
 
 

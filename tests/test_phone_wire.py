@@ -28,6 +28,11 @@ WIRED = {
     "speechmatics": ("speechmatics/enhanced-en", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
     "elevenlabs": ("elevenlabs/scribe_v2_realtime", "stream", {"audio_format": "ulaw_8000", "sample_rate": 8000}),
     "openai": ("openai/gpt-4o-transcribe:realtime", "realtime", {"format": {"type": "audio/pcmu"}}),
+    "soniox": ("soniox/stt-rt-v6", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
+    "gladia": ("gladia/solaria-1", "stream", {"encoding": "wav/ulaw", "sample_rate": 8000, "bit_depth": 8}),
+    "smallest": ("smallest/pulse", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
+    "cartesia": ("cartesia/ink-2", "stream", {"encoding": "pcm_mulaw", "sample_rate": 8000}),
+    "google": ("google/chirp_3", "stream", {"encoding": "mulaw", "sample_rate": 8000}),
 }
 PADDED = {"assemblyai"}  # sends 50 ms frames: the last is padded with mu-law silence (0xFF)
 

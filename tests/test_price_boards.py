@@ -45,9 +45,11 @@ def _toml(value) -> str:
 
 
 def _override(model_id: str, **price) -> str:
-    """The package's entry for model_id, replaced by this file's with a price."""
+    """The package's entry for model_id, replaced by this file's with this price (none: a model whose price
+    was not found)."""
     entries = tomllib.loads((REPO / "voxwatch" / "providers" / "registry.toml").read_text())["model"]
-    entry = {**next(e for e in entries if e["id"] == model_id), "override": True, **price}
+    package = {k: v for k, v in next(e for e in entries if e["id"] == model_id).items() if not k.startswith("price_")}
+    entry = {**package, "override": True, **price}
     return "[[model]]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in entry.items()) + "\n"
 
 
@@ -59,7 +61,8 @@ def priced(tmp_path_factory) -> Iterator[tuple[str, str, dict[str, str]]]:
                               price_source=NOVA_PRICE.source, price_checked=NOVA_PRICE.checked)
                     + _override(EMULATED_ONLY, price_usd=EMULATED_PRICE, price_unit="audio_minute",
                                 price_source="https://speechmatics.example/pricing",
-                                price_checked=dt.date(2027, 6, 1)))
+                                price_checked=dt.date(2027, 6, 1))
+                    + _override(UNPRICED))
     env = {"VOXWATCH_REGISTRY_FILES": str(path), "VOXWATCH_TODAY": TODAY}
     with seeded_store() as url:
         with serving(url, folder / "serve.log", TODAY, env=env) as base:

@@ -5,6 +5,8 @@ money a confirmation burst costs; never a price for a model reached on an emulat
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,10 @@ def test_the_package_prices_are_sourced_and_local_engines_and_cascades_have_none
     for price in priced.values():
         assert price.source.strip() and price.checked <= registry.day
     assert not any(m.price for m in registry.models.values() if m.region == "local")
+    for model_id, price in priced.items():  # a rate copied from Coval's data keeps the vendor's page first
+        assert price.source.startswith("https://"), model_id
+        if "Coval" in price.source:
+            assert "coval-ai/benchmarks" in price.source and price.checked.isoformat() in price.source, model_id
     assert shown_price(registry, "cascade/local/x") is None
 
 
@@ -125,7 +131,7 @@ def test_a_bursts_price_per_clip_is_the_price_per_audio_hour_times_the_clip(tmp_
     assert cost(10, per_clip) == f"10 extra clips (~${10 * per_clip:.4f})"
     flash = registry.resolve("elevenlabs/eleven_flash_v2_5:ws")
     assert clip_price(flash, Prompt("p1", "x" * 200, "short")) == pytest.approx(50.0 * 200 / 1e6)
-    assert price_per_clip([(registry.resolve("deepgram/nova-3"), _clip(6.0))]) == (None, NO_PRICE)
+    assert price_per_clip([(registry.resolve("pocketsphinx/en-us@5.1.1"), _clip(6.0))]) == (None, NO_PRICE)
 
 
 def test_a_burst_against_an_emulator_never_has_a_price(tmp_path: Path, monkeypatch):
@@ -140,3 +146,45 @@ def test_the_cli_table_has_a_price_column_and_its_legend():
     assert leaderboard.TABLE_HEADER[-1] == "price"
     assert "USD per 1,000 audio minutes" in leaderboard.price_legend("stt")
     assert f"checked over {CHECK_MAX_AGE_DAYS} days ago" in leaderboard.price_legend("tts")
+
+
+def _listed(args: tuple[str, ...], env: dict[str, str]) -> dict[str, list[str]]:
+    """`voxwatch providers list` rows by id: each row's cells as the table prints them (split at two spaces)."""
+    out = run_cli("providers", "list", *args, env=env).stdout
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("id "))
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[start:lines.index("", start)]]
+    return {cells[0]: dict(zip(rows[0], cells)) for cells in rows[1:] if len(cells) == len(rows[0])}
+
+
+def test_providers_list_shows_each_list_price_with_its_unit_staleness_and_source(tmp_path: Path):
+    path = tmp_path / "my-models.toml"
+    path.write_text(_stt(*PRICED) + model("acme/ears-1", 'adapter = "voxwatch.providers.stt.openai_batch:OpenAIBatchSTT"'))
+    fresh_day = (dt.date(2026, 6, 1) + dt.timedelta(days=CHECK_MAX_AGE_DAYS)).isoformat()
+    env = {"VOXWATCH_REGISTRY_FILES": str(path), "VOXWATCH_TODAY": fresh_day}
+    fitted = _listed((), env)
+    assert fitted["acme/ears-2"]["price"] == "$0.0125/min"
+    assert fitted["acme/ears-1"]["price"] == "-"  # no price found: the cell says none, never a guess
+    assert fitted["pocketsphinx/en-us@5.1.1"]["price"] == "none: local"
+    assert fitted["openai/whisper-1"]["price"] == "$0.006/min"
+    assert fitted["elevenlabs/eleven_flash_v2_5:ws"]["price"] == "$50/1M chars"
+    wide = _listed(("--wide",), env)
+    assert wide["acme/ears-2"]["price checked"] == "2026-06-01" and wide["acme/ears-1"]["price checked"] == "-"
+    out = run_cli("providers", "list", env=env).stdout
+    assert re.search(r"^  acme/ears-2 +2026-06-01 +https://acme\.example/pricing$", out, re.M)  # the source, listed below
+
+    stale_day = (dt.date(2026, 6, 1) + dt.timedelta(days=CHECK_MAX_AGE_DAYS + 1)).isoformat()
+    stale_env = {**env, "VOXWATCH_TODAY": stale_day}
+    assert _listed(("--wide",), stale_env)["acme/ears-2"]["price"] == "$0.0125/min (stale)"
+    rows = {r["id"]: r for r in json.loads(run_cli("providers", "list", "--format", "json", env=stale_env).stdout)}
+    ears = rows["acme/ears-2"]
+    assert (ears["price usd"], ears["price unit"], ears["price stale"], ears["price source"], ears["price checked"]) == \
+        (0.0125, "audio_minute", True, "https://acme.example/pricing", "2026-06-01")
+    assert rows["openai/gpt-realtime-2.1-mini"]["price output usd"] == 20.0
+    assert rows["acme/ears-1"]["price usd"] is None and rows["acme/ears-1"]["price"] is None
+
+
+def test_a_short_price_names_its_unit_and_an_s2s_price_both_directions():
+    checked = dt.date(2026, 12, 1)
+    assert Price(0.36, "audio_hour", "s", checked).short_text() == "$0.36/hour"
+    assert Price(10.0, "1m_audio_tokens", "s", checked, 20.0).short_text() == "$10 in, $20 out/1M tokens"

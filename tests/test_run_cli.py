@@ -208,7 +208,7 @@ def _providers(day: str) -> tuple[dict[str, dict[str, str]], dict[str, str], str
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("id "))
     names = ["id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor", "session limit",
-             "source file"]
+             "price", "price checked", "source file"]
     starts = [lines[header].index(n) for n in names] + [None]
     table = {}
     for line in lines[header + 1:lines.index("", header)]:

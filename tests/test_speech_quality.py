@@ -52,7 +52,27 @@ def test_the_instrument_scores_clean_speech_above_the_same_speech_under_heavy_no
     instrument = DnsmosQuality.get()
     clean_mos, noisy_mos = instrument.score(clean), instrument.score(noisy)
     assert 1.0 <= noisy_mos < clean_mos - 0.5 and clean_mos <= 5.0, (clean_mos, noisy_mos)
-    assert instrument.score(clean) == clean_mos  # deterministic: the same audio, the same score
+    assert DnsmosQuality().score(clean) == clean_mos  # deterministic: the same audio, the same score
+
+
+def test_the_same_audio_is_scored_once_and_kept_scores_are_bounded(monkeypatch):
+    """A pure function of its input, so a process keeps its scores by the audio's digest (SCORES_KEPT)."""
+    from voxwatch.providers.local import dnsmos_quality
+
+    instrument, clean = DnsmosQuality(), _espeak16k()
+    runs = []
+    session_run = instrument._session.run
+    monkeypatch.setattr(instrument, "_session", type("Counted", (), {
+        "run": staticmethod(lambda *a, **k: runs.append(1) or session_run(*a, **k))})())
+    first = instrument.score(clean)
+    windows = len(runs)
+    assert instrument.score(clean.copy()) == first and len(runs) == windows  # kept: no window scored again
+    louder = clean * 0.5
+    assert instrument.score(louder) != first and len(runs) == 2 * windows  # other audio is scored
+    monkeypatch.setattr(dnsmos_quality, "SCORES_KEPT", 1)
+    instrument.score(clean[:16000])
+    assert list(instrument._scored) == [dnsmos_quality.hashlib.blake2b(
+        clean[:16000].astype(np.float32).tobytes(), digest_size=16).digest()]
 
 
 def test_a_corrupt_weights_file_is_refused_by_its_sha256(tmp_path: Path):

@@ -22,7 +22,7 @@ from voxwatch.metrics.conversation import ConversationScore, TurnBehaviourFacts,
 from voxwatch.metrics.conversation_aggregate import scorecard
 from voxwatch.metrics.conversation_timing import TurnBehaviour, turn_timings
 from voxwatch.metrics.snr import snr_db, speech_mask
-from voxwatch.metrics.turn_taking import premature_response, talk_end
+from voxwatch.metrics.turn_taking import agent_stop, premature_response, talk_end
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.web.conversation_views import stat_lines
 from voxwatch.store.conversation_rows import TurnRow, conversation_of_record, conversation_record, ConversationRow
@@ -80,6 +80,39 @@ def test_a_barge_in_is_timed_from_the_callers_first_word_to_the_end_of_the_agent
     assert barged[1].interrupted is False  # the talk it barged into is not an interruption
     plain = turn_timings(rec, [span_a, span_b], said)  # the same recording, read as no barge-in
     assert plain[1].interrupted is True and plain[1].barge_in_stop_ms is None
+
+
+def test_a_barge_in_stops_at_the_agents_clear_and_the_recording_keeps_what_it_streamed_ahead(clinic):
+    """An agent that streamed 60 ms ahead of real time and cleared 250 ms after the caller's first word:
+    the recording keeps the 60 ms the network dropped (heard 310 ms), the stop is its clear (250 ms)."""
+    a, a0, a1 = _words(clinic, 0)
+    b, b0, b1 = _words(clinic, 1)
+    rec = _recording(30.0)
+    span_a = _place(rec, a, 0.0)
+    reply_a = a1 + 0.8
+    barge = reply_a + 0.3
+    span_b = _place(rec, b, barge - b0)
+    _tone(rec[:, 1], reply_a, barge + 0.31)  # every sample received, played on
+    _tone(rec[:, 1], span_b[0] + b1 + 0.85, span_b[0] + b1 + 1.5)
+    rec = rec.astype(np.int16)
+    said = [(span_a[0] + a0, span_a[0] + a1), (span_b[0] + b0, span_b[0] + b1)]
+    early = barge - 0.5  # a clear before the caller's first word answered nothing of this barge-in
+    cleared = TurnBehaviour(barge_in=True, clears=(early, barge + 0.25, barge + 0.4))
+    t = turn_timings(rec, [span_a, span_b], said, behaviours=[None, cleared])[1]
+    assert t.barge_in_stop_ms == pytest.approx(250, abs=0.1)  # the clock's clear, not the sample grid
+    assert t.barge_in_stop_heard_ms == pytest.approx(310, abs=1)
+    assert t.barge_in_answered is True and t.interrupted is False
+    late = turn_timings(rec, [span_a, span_b], said, behaviours=[None, TurnBehaviour(True, clears=(barge + 0.5,))])[1]
+    assert late.barge_in_stop_ms == late.barge_in_stop_heard_ms == pytest.approx(310, abs=1)  # its audio ran out first
+    none = turn_timings(rec, [span_a, span_b], said, behaviours=[None, TurnBehaviour(barge_in=True)])[1]
+    assert none.barge_in_stop_ms == none.barge_in_stop_heard_ms  # no clear (raw PCM): it played all it sent
+
+
+def test_the_agents_stop_is_its_first_clear_from_the_callers_start_unless_its_audio_ran_out_first():
+    assert agent_stop(2.0, 1.0, ()) == 2.0
+    assert agent_stop(2.0, 1.0, (0.9, 1.5, 1.7)) == 1.5
+    assert agent_stop(2.0, 1.0, (1.0,)) == 1.0
+    assert agent_stop(2.0, 1.0, (0.5, 2.4)) == 2.0
 
 
 def test_an_agent_that_never_stops_or_never_answers_is_seen_so(clinic):
@@ -184,25 +217,28 @@ def test_an_imported_noise_is_pinned_licensed_and_mixed_at_its_snr(tmp_path, cli
 
 def test_behaviours_are_stored_read_back_and_shown_per_persona():
     turns = tuple(TurnScore(f"t{i}", {}, False, (), (), False, False, 800.0 + i, 0.8,
-                            TurnBehaviourFacts(240.0 + i, True, 800.0, i % 2 == 0)) for i in range(6))
+                            TurnBehaviourFacts(240.0 + i, True, 800.0, i % 2 == 0, 300.0 + i)) for i in range(6))
     card = scorecard([ConversationScore("c1", "s", turns), ConversationScore("c2", "s", turns)])
     assert card.barge_in_stop.n == 12 and card.barge_in_answered.passed == 12 and card.premature.passed == 6
     text = scorecard_text("agent/x", "s", card)
     assert "barge-in stop latency   p50 242 ms" in text and "in a 800 ms mid-turn pause" in text
+    assert card.barge_in_stop_heard.n == 12 and "heard (recording)     p50 302 ms" in text
     shown = {line.statistic: line for line in stat_lines(card)}  # the web board's block
     assert shown["barge_in_stop_p50_ms"].value == 242.5 and shown["premature_response"].value == 0.5
+    assert shown["barge_in_stop_heard_p50_ms"].value == 302.5
     assert "barge_in_stop_p50_ms" not in {line.statistic for line in stat_lines(scorecard([]))}
     row = TurnRow("c1", 0, "t0", "ok", "", "[]", "[]", "{}", barge_in_stop_ms=250.0, barge_in_answered=True,
-                  pause_ms=800.0, premature_response=False)
+                  pause_ms=800.0, premature_response=False, barge_in_stop_heard_ms=310.0)
     conv = ConversationRow(conversation_id="c1", run_id="r", model_id="agent/x", scenario="s", scenario_version=1,
                            scenario_pin="p" * 64, region="local", started_at=0.0, finished_at=1.0, status="ok",
                            reason="", turns=1, failed_turns=0, whole=True, rotations=0, reconnections=0,
                            rotation_reasons="[]", reconnection_reasons="[]")
     record = json.loads(json.dumps(conversation_record(conv, [row])))
     assert conversation_of_record(record)[1] == [row]
-    for name in ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response"):
+    for name in ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response", "barge_in_stop_heard_ms"):
         del record["turns"][0][name]  # a record spooled before caller behaviours
-    assert conversation_of_record(record)[1][0].barge_in_stop_ms is None
+    back = conversation_of_record(record)[1][0]
+    assert back.barge_in_stop_ms is None and back.barge_in_stop_heard_ms is None
 
 
 def test_a_conversation_page_says_each_turns_behaviour(tmp_path):
@@ -220,7 +256,8 @@ def test_a_conversation_page_says_each_turns_behaviour(tmp_path):
                            finished_at=1.0e9 + 60, status="ok", reason="", turns=4, failed_turns=0, whole=True,
                            rotations=0, reconnections=0, rotation_reasons="[]", reconnection_reasons="[]",
                            method_version=METHOD_VERSION)
-    turns = [TurnRow("c-behave", 0, "t01", "ok", "", "[]", "[]", "{}", barge_in_stop_ms=312.4, barge_in_answered=True),
+    turns = [TurnRow("c-behave", 0, "t01", "ok", "", "[]", "[]", "{}", barge_in_stop_ms=312.4, barge_in_answered=True,
+                     barge_in_stop_heard_ms=371.0),
              TurnRow("c-behave", 1, "t02", "ok", "", "[]", "[]", "{}", pause_ms=800.0, premature_response=True),
              TurnRow("c-behave", 2, "t03", "ok", "", "[]", "[]", "{}", barge_in_stop_ms=2500.0, barge_in_answered=False,
                      pause_ms=400.0, premature_response=False),
@@ -237,6 +274,8 @@ def test_a_conversation_page_says_each_turns_behaviour(tmp_path):
     assert len(sections) == 4 and 'data-field="behaviour"' not in sections[3]
     assert 'data-value="312.4">312 ms</span> after the caller\'s first word' in sections[0]
     assert "answered the turn" in sections[0] and "paused" not in sections[0]
+    assert 'heard on the recording: <span data-field="barge_in_stop_heard_ms" data-value="371.0">371 ms' in sections[0]
+    assert "heard on the recording" not in sections[2]  # stored before it was: nothing said
     assert 'data-value="800.0">800 ms</span> mid-turn' in sections[1]
     assert "started speaking inside the pause (premature)" in sections[1] and "barged in" not in sections[1]
     assert "never answered it" in sections[2] and "the agent <span data-field=\"premature_response\">waited" in sections[2]

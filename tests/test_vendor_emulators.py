@@ -108,3 +108,13 @@ def test_cartesia_failures_become_rows(monkeypatch, fault):
         monkeypatch.setenv("VOXWATCH_CARTESIA_API_KEY", KEY)
         row = measure("cartesia/sonic-3.5-2026-05-04", prompts, prompts.prompts[0], timeout_s=fault_timeout_s(fault))
     assert_failure_row(row, fault)
+
+
+def test_an_emulator_that_cannot_start_is_said_with_its_exit_code():
+    """A spawn that dies before it listens is started once more (server._started); one that cannot start
+    dies again, and the error names it and its exit code rather than waiting out STARTUP_S."""
+    from voxwatch.providers.emulators import server
+
+    with pytest.raises(RuntimeError, match=r"the no-such-vendor emulator exited before listening \(exit code 1\)"):
+        with server.serve("no-such-vendor", STTScenario("hi", 0.0, 1.0)):
+            pass

@@ -139,7 +139,8 @@ def test_each_line_is_the_scorecard_of_that_agents_conversations(client):
         assert x["v2v"]["p50_ci"] == (list(rounded(card.v2v.p50_ci, "ms")) if card.v2v.p50_ci else None)
         assert x["adherence"]["rate"] == rounded(card.adherence.rate, "fraction")
         assert (x["adherence"]["passed"], x["adherence"]["n"]) == (card.adherence.passed, card.adherence.n)
-        assert x["adherence"]["interval"] is not None  # four conversations: clustered by conversation
+        # four conversations: clustered by conversation; the reference agent decided turn-taking alone: no adherence
+        assert (x["adherence"]["interval"] is not None) is (x["model_id"] != REFERENCE)
         quality = speech_quality(mine)  # the replies' speech quality, clustered by conversation
         assert quality.n > 0 and x["speech_quality"]["n"] == quality.n
         assert x["speech_quality"]["mos"] == rounded(quality.mos, "fraction")
@@ -196,14 +197,16 @@ def test_in_chromium_a_phone_sees_the_agents_and_no_sideways_scroll(tmp_path, br
 
 
 def test_every_line_says_its_marks_and_each_rate_its_denominator(client):
-    """The reference agent's 100 % of turn-taking verdicts beside vendors' shares of tool use too: its
-    line says it was not judged on the others (and is a baseline, emulated), each rate says of how
-    many, a retiring model says so; the JSON, the CSV and the page alike."""
+    """The reference agent's 100 % of turn-taking verdicts beside vendors' shares of tool use too: it has no
+    adherence (turn-taking alone never passes it), its line says it was not judged on the others (and is a
+    baseline, emulated), each rate says of how many, a retiring model says so; the JSON, the CSV and the
+    page alike."""
     (main,) = _doc(client, persona=PERSONA)["sets"]
     lines = {x["model_id"]: x for x in main["lines"]}
     ref = lines[REFERENCE]
     assert (ref["baseline"], ref["loopback"], ref["not_judged"]) == (True, True, list(TURN_TAKING_ONLY))
-    assert ref["dimensions"]["tool_use_correct"]["n"] == 0 and ref["adherence"]["n"] == ref["dimensions"]["turn_taking"]["n"]
+    assert ref["dimensions"]["tool_use_correct"]["n"] == 0 and ref["dimensions"]["turn_taking"]["n"] > 0
+    assert (ref["adherence"]["rate"], ref["adherence"]["n"]) == (None, 0)  # never a pass on turn-taking alone
     assert all(x["not_judged"] == [] and not x["baseline"] for m, x in lines.items() if m != REFERENCE)
     assert (lines[RETIRING[0]]["status"], lines[RETIRING[0]]["notice"]) == ("active", RETIRING[1])
     assert {m: x["status"] for m, x in lines.items()} == {**dict.fromkeys(AGENTS, "active"),

@@ -269,7 +269,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "boards.stt": dict(_BOARD_KEYS),
     "boards.tts": {**_BOARD_KEYS, "instrument": _text},
     "boards.s2s": {**_BOARD_KEYS, "conversation_models": _names, "scenarios": _names, "conversation_turns": _turns,
-                   "personas": _personas, "conversation_every_minutes": _positive_int},
+                   "personas": _personas, "conversation_every_minutes": _positive_int, "reply_transcriber": _text},
     "alerts": {"evaluate_every_minutes": _positive_int, "recent_hours": _positive_float,
                "baseline_days": _positive_float, "min_recent": _samples, "min_baseline": _samples,
                "min_paired_utterances": _positive_int,
@@ -298,6 +298,8 @@ class Board:
     conversation_turns: int = 0
     personas: tuple[str, ...] = ("default",)  # each its own conversation per model and scenario, never pooled
     conversation_every_minutes: int = 60  # distributed mode: beat plans the conversations this often
+    # the fixed STT that transcribes, after the call, the replies of an agent that does not report its words
+    reply_transcriber: str = "faster-whisper/tiny.en@1.2.1"
 
 
 @dataclass(frozen=True)
@@ -601,7 +603,7 @@ def registry_files(path: str | Path | None = None, environ: Mapping[str, str] | 
 
 
 _BOARD_FIELDS = ("models", "datasets", "conversation_models", "scenarios", "conversation_turns", "personas",
-                 "conversation_every_minutes")
+                 "conversation_every_minutes", "reply_transcriber")
 _BROKER_LIMITS = ("soft_time_limit_s", "time_limit_s", "visibility_timeout_s", "conversation_soft_time_limit_s",
                   "conversation_time_limit_s")
 

@@ -2,17 +2,17 @@
 -- Instruction adherence per time bucket (of the conversations' start) and board block (model,
 -- scenario version, trial length, persona, region, method version; never pooled): the share of
 -- decided in-scope turn-dimensions passed (voxwatch/metrics/conversation_aggregate.py instruction_adherence);
--- a bucket under MIN_ATTEMPTS decided turn-dimensions has no point.
+-- a bucket under MIN_ATTEMPTS decided turn-dimensions, or with turn-taking alone decided, has no point.
 SELECT
   $__unixEpochGroupAlias(c.started_at, $__interval),
   {{conversation_series(c)}} AS metric,
-  {{decided_rate(d.passed)}} AS value
+  {{adherence_rate(d.passed, d.dimension)}} AS value
 FROM conversations c
 JOIN conversation_turns t ON t.conversation_id = c.conversation_id
 CROSS JOIN LATERAL (VALUES {{dimension_values(t)}}) AS d (dimension, passed)
 WHERE {{chosen_conversations(c)}}
 GROUP BY 1, 2
-HAVING {{has_decided_rate(d.passed)}}
+HAVING {{has_adherence_rate(d.passed, d.dimension)}}
 ORDER BY 1
 
 -- target: 2 A
@@ -132,7 +132,7 @@ WITH chosen AS (
 ), dimensions AS (
   SELECT c.model_id, c.scenario, c.scenario_version, c.scenario_pin, c.persona, c.turns, c.whole, c.region,
          c.method_version,
-         {{decided_rate(d.passed)}} AS adherence,
+         {{adherence_rate(d.passed, d.dimension)}} AS adherence,
          {{dimension_rates(d)}}
   FROM chosen c
   JOIN conversation_turns t ON t.conversation_id = c.conversation_id
@@ -159,7 +159,7 @@ SELECT
   c.end_state_ok AS end_state, a.adherence, s.v2v_p50, s.silence_gap_s, c.conversation_id, c.reason
 FROM conversations c
 CROSS JOIN LATERAL (
-  SELECT {{decided_rate(d.passed)}} AS adherence
+  SELECT {{adherence_rate(d.passed, d.dimension)}} AS adherence
   FROM conversation_turns t
   CROSS JOIN LATERAL (VALUES {{dimension_values(t)}}) AS d (dimension, passed)
   WHERE t.conversation_id = c.conversation_id

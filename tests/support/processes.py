@@ -52,7 +52,7 @@ def cli_in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.
     out, err = io.StringIO(), io.StringIO()
     saved = dict(os.environ)
     try:
-        for name in [k for k in os.environ if k.startswith("VOXWATCH_")]:
+        for name in [k for k in os.environ if k.startswith("VOXWATCH_") and k != BOUND_VARIABLE]:
             del os.environ[name]
         os.environ.update(env or {})
         with contextlib.chdir(REPO), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -23,7 +23,7 @@ from voxwatch.config import Alerts
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.clustered import design
 from voxwatch.metrics.sequential import factorise
-from voxwatch.metrics.conversation_aggregate import decided_items
+from voxwatch.metrics.conversation_aggregate import adherence_items
 from voxwatch.metrics.series import NOT_AN_ATTEMPT, RATES
 from voxwatch.metrics.specs import for_protocol
 
@@ -146,8 +146,8 @@ def judge_conversations(c: ConversationSeries, turns: list[tuple], recent_from: 
     windows = {}
     for when in (True, False):  # recent, then baseline: adherence's items as metrics defines them
         chosen = [t for t in turns if (t[column["started_at"]] >= recent_from) == when]
-        windows[when] = decided_items((t[column["conversation_id"]], {d: t[column[d]] for d in DIMENSIONS})
-                                      for t in chosen)
+        windows[when] = adherence_items((t[column["conversation_id"]], {d: t[column[d]] for d in DIMENSIONS})
+                                        for t in chosen)
     (p_now, lab_now), (p_before, lab_before) = windows[True], windows[False]
     yield Check("adherence_drop", "instruction_adherence", c.series,
                 adherence_drop(p_now, lab_now, p_before, lab_before, rules))

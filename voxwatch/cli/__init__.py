@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
 import json
 import os
 import signal
@@ -35,8 +36,8 @@ from voxwatch.datasets.manifest import ManifestError
 from voxwatch.foundation.observation import FIELDS
 from voxwatch.providers.keys import key_variable
 from voxwatch.providers.local.whisper_stt import ModelIntegrityError
-from voxwatch.providers.lifecycle import WARNING_DAYS
-from voxwatch.providers.registry import PACKAGE, Registry, RegistryError
+from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, WARNING_DAYS
+from voxwatch.providers.registry import PACKAGE, ModelInfo, Registry, RegistryError
 from voxwatch.preference.cli import ERRORS as PREFERENCE_ERRORS
 from voxwatch.conversations.cli import ERRORS as SCENARIO_ERRORS, register as register_scenarios
 from voxwatch.cli.progress import Progress, add_progress, wanted
@@ -372,6 +373,8 @@ def cmd_compare(args) -> int:
 def cmd_export(args) -> int:
     cfg = _config(args)
     only = row_filter(args)
+    if args.what != "observations":
+        return _export_conversations(args, cfg, only)
     store = open_store(cfg.store_url, create=False)
     try:
         _check_filters(store, cfg, only, None)  # a --model or --dataset that matches nothing: refused before a byte
@@ -406,6 +409,41 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _export_conversations(args, cfg: config_mod.Config, only: RowFilter) -> int:
+    """`export --what conversations|turns` (voxwatch/conversations/export.py): --model, --since and --until
+    select; the observations' filters (--board, --dataset, --speaker, --accent) are refused, not ignored."""
+    from voxwatch.conversations import export as conversation_export
+
+    given = [flag for flag, value in (("--board", only.boards), ("--dataset", only.datasets),
+                                      ("--speaker", only.speakers), ("--accent", only.accents)) if value]
+    if given:
+        raise config_mod.ConfigError(f"{', '.join(given)}: filters of observations; --what {args.what} takes "
+                                     "--model, --since and --until")
+    unit = conversation_export.UNIT[args.what]
+    with closing(open_store(cfg.store_url, create=False)) as store:
+        stored = store.conversations(since=only.since)
+    missing = sorted(set(only.models) - {row.model_id for row, _ in stored})
+    if missing:  # a mistyped id: refused before a byte, as the observations' filters are
+        raise config_mod.ConfigError(f"--model: no stored conversation of {', '.join(missing)}"
+                                     + (" in that span" if only.since is not None else ""))
+    found = conversation_export.chosen(stored, only.models, only.until)
+    if demo_store.note(cfg.store_url) is not None:
+        found = conversation_export.as_emulated(found)
+    try:
+        out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
+    except OSError as exc:
+        raise config_mod.ConfigError(f"--out {args.out}: cannot write ({exc.strerror})") from None
+    try:
+        with Progress("exporting", unit, wanted(args)) as bar:
+            count = conversation_export.write(found, args.what, args.format, out, bar.advance)
+    finally:
+        if args.out:
+            out.close()
+    if args.out:
+        print(f"wrote {count} {unit}s to {args.out}")
+    return 0
+
+
 def cmd_ingest(args) -> int:
     """All or nothing: every line is checked before the store is opened (store.spool.read_spool)."""
     cfg = _config(args)
@@ -428,30 +466,43 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_providers_list(args) -> int:
-    """Every id with its board, status on the day (retired, or retiring soon), key, and when and where it
-    was last checked against its vendor; then each entry's source, the exclusions and the vendors'
-    versioning statements."""
+    """Every id with its board, status on the day (retired, or retiring soon), key, list price, and when and
+    where it was last checked against its vendor; then each entry's source, the prices' sources, the
+    exclusions and the vendors' versioning statements."""
     registry = Registry.default(files=_config(args).registry_files)
     models = sorted(registry.models.values(), key=lambda m: (m.board, m.id))
     header = ("id", "board", "protocol", "status", "key", "checked", "deprecated", "shutdown", "successor",
-              "session limit", "source file", "source")
-    table = []
+              "session limit", "price", "price checked", "source file", *PRICE_DATA, "source")
+    table, short = [], []  # short: the fitted table's rows, each key named only by its state (the legend's pattern)
     for m in models:
-        key = "not needed" if not m.needs_key else ("set" if m.key_is_set() else f"unset ({key_variable(m.vendor)})")
+        state = "not needed" if not m.needs_key else ("set" if m.key_is_set() else "unset")
+        key = f"unset ({key_variable(m.vendor)})" if state == "unset" else state
         table.append((m.id, m.board, m.protocol, registry.standing(m).label, key, str(m.checked),
                       m.deprecated and str(m.deprecated), m.shutdown and str(m.shutdown), m.successor,
                       f"{m.session_limit_s} s" if m.session_limit_s else
-                      ("not documented" if m.session_limit_unknown else None), _origin(m.origin), m.source or ""))
-    if args.format != "table":  # the rows only; their source is a column
+                      ("not documented" if m.session_limit_unknown else None), price_cell(m, registry.day),
+                      m.price and str(m.price.checked), _origin(m.origin), *price_data(m, registry.day), m.source or ""))
+        short.append(tuple(state if c == "key" else v for c, v in zip(header, table[-1])))
+    if args.format != "table":  # the rows only; their sources are columns
         listing.emit(header, table, args.format, wide=args.wide)
         return 0
     print(f"statuses on {registry.day} (a model is retired from its shutdown date and warned about in the "
-          f"{WARNING_DAYS} days before)\n")
+          f"{WARNING_DAYS} days before)\n{PRICE_LEGEND}; stale: checked over {CHECK_MAX_AGE_DAYS} days ago")
     width = _width(args)
-    shown = range(len(header) - 1) if width is None else [header.index(c) for c in PROVIDER_COLUMNS]
-    print("\n".join(aligned([tuple(listing.text(row[i]) for i in shown) for row in [header, *table]], width)))
+    if width is None:
+        shown = [i for i, c in enumerate(header) if c not in (*PRICE_DATA, "source")]
+    else:
+        shown, table = [header.index(c) for c in PROVIDER_COLUMNS], short
+        print("key: set, not needed, or unset (then set VOXWATCH_<VENDOR>_API_KEY; --wide names each)")
+    print()
+    cells = [tuple(listing.text(row[i]) for i in shown) for row in [header, *table]]
+    print("\n".join(listing.fitted(cells, width, flexible=range(1, len(shown)))))  # an id is never cut
     print("\nchecked against:")
     print("\n".join(aligned([(f"  {m.id}", m.source or "") for m in models], width)))
+    priced = [m for m in models if m.price]
+    if priced:
+        print(f"\nlist prices ({len(priced)} of {len(models)} models; read on, from):")
+        print("\n".join(aligned([(f"  {m.id}", str(m.price.checked), m.price.source) for m in priced], width)))
     exclusions = [(f"  {m.id}", e.metric, e.reason) for m in models for e in m.exclusions]
     if exclusions:
         print("\nexclusions (shown as n/a with the reason):")
@@ -468,10 +519,31 @@ def cmd_providers_list(args) -> int:
     return 0
 
 
-PROVIDER_COLUMNS = ("id", "protocol", "status", "key", "successor", "session limit")
+PROVIDER_COLUMNS = ("id", "protocol", "status", "key", "successor", "session limit", "price")
 """The registry table's columns fitted to a terminal: what choosing a model to run needs (its status says a
 retirement's date; the protocol names the board); `--wide` adds the board, the check, deprecation and
-shutdown dates and the source file."""
+shutdown dates, the price's check date and the source file."""
+PRICE_DATA = ("price usd", "price output usd", "price unit", "price stale", "price source")
+"""The list price as a program reads it (CSV, JSON): the table's `price` cell says it, its source is listed below."""
+PRICE_LEGEND = "price: the vendor's list price, USD per minute or hour of audio (S2S: in, out), 1M characters or 1M audio tokens"
+LOCAL_PRICE = "none: local"
+"""The price cell of a local engine or the local cascade: there is no list price to pay."""
+
+
+def price_cell(model: ModelInfo, day: dt.date) -> str | None:
+    """A model's list price as its vendor states it, "(stale)" when checked too long ago; for a local model
+    the reason it has none; None (shown "-") where no price was found (the registry's header says why)."""
+    if model.price is None:
+        return LOCAL_PRICE if model.region == "local" else None
+    return model.price.short_text() + (" (stale)" if model.price_stale(day) else "")
+
+
+def price_data(model: ModelInfo, day: dt.date) -> tuple:
+    """PRICE_DATA's cells of a model: all None where it has no price."""
+    p = model.price
+    if p is None:
+        return (None,) * len(PRICE_DATA)
+    return p.usd, p.output_usd, p.unit, model.price_stale(day), p.source
 
 
 def _origin(origin: str) -> str:
@@ -582,7 +654,7 @@ def cmd_emulate(args) -> int:
         from voxwatch.conversations.cli import catalog as scenario_catalog
 
         options = emulate.AgentOptions(args.reply_delay * 1000, args.end_of_turn * 1000, not args.no_barge_in,
-                                       args.voice, args.barge_in_stop * 1000)
+                                       args.voice, args.barge_in_stop * 1000, args.ahead * 1000)
         agent = emulate.agent_scenario(scenario_catalog(cfg).load(args.scenario), options)
     emulate.serve_forever(_catalog(cfg), [v for v in vendors if v != emulate.AGENT], cfg.chunk_ms, agent)
     return 0
@@ -757,10 +829,13 @@ def parser() -> argparse.ArgumentParser:
         add_row_filters(board)
         board.set_defaults(func=func)
 
-    ex = sub.add_parser("export", help="write the stored observations (all fields): every one, or those the "
-                                       "filters select")
+    ex = sub.add_parser("export", help="write the stored observations, conversations or conversation turns (all "
+                                       "fields): every one, or those the filters select")
+    ex.add_argument("--what", choices=("observations", "conversations", "turns"), default="observations",
+                    help="observations (default); conversations (JSONL: each with its turns, as `voxwatch ingest` "
+                         "reads them; CSV: one row each); or turns (one line each, with its conversation's context)")
     ex.add_argument("--format", choices=("csv", "jsonl"), default="jsonl",
-                    help="jsonl (default: one observation per line, every field) or csv")
+                    help="jsonl (default: one record per line, every field) or csv")
     ex.add_argument("--out", help="file to write (default: standard output)")
     ex.add_argument("--store", help="store URL (default: config)")
     add_progress(ex)
@@ -790,6 +865,8 @@ def parser() -> argparse.ArgumentParser:
     emu.add_argument("--no-barge-in", action="store_true", help="agent: keep talking when the caller talks over it")
     emu.add_argument("--barge-in-stop", type=_seconds, default=0.0, metavar="SECONDS",
                      help="agent: talked over, it stops this long after the caller's first word (default 0: at once)")
+    emu.add_argument("--ahead", type=_seconds, default=0.0, metavar="SECONDS",
+                     help="agent: stream each reply this far ahead of real time, as bot frameworks do (default 0)")
     emu.add_argument("--voice", choices=("espeak", "tone"), default="espeak",
                      help="agent: its replies spoken by eSpeak NG, or a short tone (faster; no words)")
     emu.set_defaults(func=cmd_emulate)

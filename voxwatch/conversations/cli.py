@@ -62,7 +62,11 @@ def register(sub: argparse._SubParsersAction, config_of: ConfigOf) -> None:
     rn.add_argument("--model", default=LOCAL_CASCADE, help=f"a registry id on the S2S board (default: {LOCAL_CASCADE})")
     rn.add_argument("--turns", type=int, help="only the first N turns (a trial: the end state is then not checked)")
     rn.add_argument("--repeats", type=int, default=1, help="conversations to hold, for pass^k (default 1)")
-    rn.add_argument("--recordings", type=Path, help="a folder for the two-channel call recordings")
+    rn.add_argument("--recordings", type=Path, help="a folder for the two-channel call recordings (with --store, "
+                                                     "default: [run] recordings_dir)")
+    rn.add_argument("--store", metavar="URL", help="keep each conversation with its turns in this store "
+                                                   "(sqlite:///PATH or postgresql://...), under a run record, as `voxwatch run` "
+                                                   "keeps its conversations (default: nothing is stored)")
     rn.add_argument("--persona", default="default", help="the caller's persona: voice, rate, background noise "
                                                           "(voxwatch scenarios personas; default: the scenario's audio)")
     rn.add_argument("--personas-file", type=Path, help=PERSONAS_FILE_HELP)
@@ -149,13 +153,15 @@ def cmd_show(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
-    from voxwatch.conversations.hold import hold  # imported when needed: the adapters and engines
+    from voxwatch.conversations.scenario_run import StoreTarget, hold  # imported when needed: the adapters and engines
 
     if args.turns is not None and args.turns < 1 or args.repeats < 1:
         raise ScenarioError("--turns and --repeats must be at least 1")
     persona = find(args.persona, args.personas_file)
-    return hold(catalog(cfg).load(args.name, args.version), args.model, turns=args.turns, repeats=args.repeats,
-                recordings=args.recordings, persona=persona, noises_dir=cfg.noises_dir)
+    store = StoreTarget(cfg.store_url, tuple(cfg.spool_dirs), cfg.region) if args.store else None
+    recordings = args.recordings or (cfg.recordings_dir if store is not None else None)  # a stored row names its file
+    return hold(cfg, catalog(cfg).load(args.name, args.version), args.model, turns=args.turns, repeats=args.repeats,
+                recordings=recordings, persona=persona, store=store)
 
 
 def cmd_personas(args: argparse.Namespace) -> int:

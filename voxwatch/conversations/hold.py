@@ -1,21 +1,17 @@
-"""Holding a scenario's conversations with one model from the command line (`voxwatch scenarios run`),
-and the pieces `voxwatch run` holds its conversations with (voxwatch/conversations/tick.py)."""
+"""The pieces a conversation is held with: the scenario's first turns, one conversation with its judge,
+and the reply transcriber's settings (`voxwatch run`: conversations/tick.py; `voxwatch scenarios run`:
+conversations/scenario_run.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
-from pathlib import Path
 
-from voxwatch.conversations.scorecards import scorecard_text, turns_table
-from voxwatch.metrics.conversation_aggregate import scorecard
-from voxwatch.providers.conversation import ConversationStream, conversation_refusal
-from voxwatch.providers.keys import key_variable, model_secrets
-from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
+from voxwatch.providers.conversation import ConversationStream
+from voxwatch.providers.registry import ModelInfo, Registry
 
 from voxwatch.foundation.persona import DEFAULT, Persona
-from voxwatch.conversations.runner import ConversationRun, ConversationSettings, run_conversation, summary_line
-from voxwatch.harness.tick import speech_quality
+from voxwatch.conversations.runner import ConversationRun, ConversationSettings, run_conversation
+from voxwatch.harness.tick import stt_instrument
 from voxwatch.conversations.scenario_file import LoadedScenario
 
 
@@ -39,39 +35,15 @@ async def hold_one(adapter: ConversationStream, model: ModelInfo, loaded: Loaded
         await judge.aclose()
 
 
-def hold(loaded: LoadedScenario, model_id: str, *, turns: int | None = None, repeats: int = 1,
-         recordings: Path | None = None, persona: Persona = DEFAULT, noises_dir: Path | None = None) -> int:
-    """Run `repeats` conversations with the caller as `persona`, print each one's turns and then the
-    board (one persona: never pooled with another); 1 if every turn failed."""
-    registry = Registry.default()
-    model = registry.resolve(model_id)
-    if model.board != "s2s":
-        raise RegistryError(f"{model.id} is on the {model.board} board; conversations are held on the s2s board")
-    if (refusal := conversation_refusal(registry, model)) is not None:
-        raise RegistryError(refusal)
-    if not model.key_is_set():
-        raise RegistryError(f"{model.id} needs a key: set {key_variable(model.vendor)}")
-    loaded, whole = first_turns(loaded, turns)
-    settings = ConversationSettings(recordings_dir=recordings, noises_dir=noises_dir, secrets=model_secrets(model),
-                                    quality=speech_quality)
-    adapter = registry.create(model)
-    runs = []
-    try:
-        for _ in range(repeats):
-            run = asyncio.run(hold_one(adapter, model, loaded, settings, whole, persona))
-            runs.append(run)
-            print(summary_line(run))
-            print(turns_table(run))
-            if run.recording is not None:
-                print(f"recording: {run.recording}")
-            print()
-    finally:
-        getattr(adapter, "close", lambda: None)()
-    trial = "" if whole else f", first {turns} turns (end state not checked)"
-    label = f"{loaded.identity}, persona {persona.identity}{trial}"
-    # a conversation that never opened a session has no score: it is told above, and scores nothing
-    print(scorecard_text(model.id, label, scorecard([r.score for r in runs if r.score is not None]), model.baseline))
-    return 1 if all(t.status != "ok" for r in runs for t in r.turns) else 0
+REPLY_TRANSCRIBER_KEY = "[boards.s2s] reply_transcriber"
+
+
+def reply_transcription(registry: Registry, model: ModelInfo, transcriber: str) -> dict:
+    """The ConversationSettings that transcribe the replies of an agent that does not report its words:
+    the configured instrument (loaded on its first reply, off the clock) and its id; a baseline says its
+    script's replies, so the instrument's WER on its voice is measured."""
+    transcribe, instrument = stt_instrument(registry, transcriber, REPLY_TRANSCRIBER_KEY)
+    return {"transcriber": transcribe, "transcriber_id": instrument, "scripted_replies": model.baseline}
 
 
 def _judge():

@@ -21,7 +21,7 @@ from voxwatch.foundation.conversation import ToolCall
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.foundation.text import safe_text
 
-from voxwatch.store.conversation_rows import ConversationRow, TurnRow
+from voxwatch.store.conversation_rows import ANCHORS, ConversationRow, TurnRow
 
 
 def _json(value: Any) -> str:
@@ -71,7 +71,8 @@ def _turn_row(conversation_id: str, index: int, tr: TurnRun, scored: TurnScore |
         reason=clean(tr.reason) or "", calls=_json(_calls(tr, scored, clean)),
         expected=_json([{k: clean(v) for k, v in asdict(f).items()} for f in (scored.expected if scored else ())]),
         verdicts=_json({d: {"passed": v.passed, "reason": clean(v.reason), "rule": v.rule} for d, v in verdicts.items()}),
-        model_transcript=clean(tr.model.transcript) if tr.model is not None else "",
+        model_transcript=(clean(tr.transcript) or "" if tr.transcript_instrument is not None else
+                          clean(tr.model.transcript) if tr.model is not None else ""),
         caller_transcript=clean(tr.model.caller_transcript) if tr.model is not None else None,
         v2v_ms=scored.v2v_ms if scored else None, gap_s=scored.gap_s if scored else None,
         interrupted=scored.interrupted if scored else None, no_response=scored.no_response if scored else None,
@@ -81,6 +82,10 @@ def _turn_row(conversation_id: str, index: int, tr: TurnRun, scored: TurnScore |
         b = scored.behaviour
         row.barge_in_stop_ms, row.barge_in_answered = b.barge_in_stop_ms, b.barge_in_answered
         row.pause_ms, row.premature_response = b.pause_ms, b.premature
+        row.barge_in_stop_heard_ms = b.barge_in_stop_heard_ms
+    if timing is not None:  # where on the recording the turn's clocks were read (TurnTiming's names)
+        for name in ANCHORS:
+            setattr(row, name, getattr(timing, name))
     if tr.witness is not None:
         row.clock_uncertainty_ms = tr.witness.uncertainty_ms
         if tr.witness.stalled:  # its clocks are null (conversations.runner): the reason says why
@@ -88,6 +93,11 @@ def _turn_row(conversation_id: str, index: int, tr: TurnRun, scored: TurnScore |
     if tr.quality is not None:
         row.quality_mos, row.quality_instrument = tr.quality.mos, tr.quality.instrument
         row.instrument_error = clean(tr.quality.error)
+    if tr.transcript_error is not None:
+        row.instrument_error = "; ".join(e for e in (row.instrument_error, clean(tr.transcript_error)) if e)
+    if scored is not None:
+        row.transcript_instrument = scored.transcript_instrument
+        row.transcript_errors, row.transcript_ref_words = scored.transcript_errors, scored.transcript_ref_words
     for dim, verdict in verdicts.items():
         setattr(row, dim, verdict.passed)
     return row
@@ -117,7 +127,8 @@ def rows_of(run: ConversationRun, loaded: LoadedScenario, *, run_id: str, region
         reconnections=len(run.reconnections), rotation_reasons=_json([clean(r) for r in run.rotations]),
         reconnection_reasons=_json([clean(r) for r in run.reconnections]),
         end_state_ok=score.end_state_ok if score is not None else None,
-        end_state_reason=clean(score.end_state_reason) or "" if score is not None else "",
+        end_state_reason=(clean(score.end_state_reason) or "" if score is not None  # unscored: why it is null
+                          else clean(run.reason) or "" if whole else ""),
         recording=recording, persona=persona or run.persona, emulator=emulator,
         judge=_json(judge) if judge is not None else None)
     return row, [_turn_row(run.conversation_id, i, tr, s, clean) for i, (tr, s) in enumerate(zip(run.turns, scored))]
@@ -129,8 +140,9 @@ def _turn_score(t: TurnRow) -> TurnScore:
     made = tuple((ToolCall(c["call_id"], c["name"], c["arguments"]), c["counted_as"]) for c in json.loads(t.calls))
     return TurnScore(t.turn_id, verdicts, t.turn_taking_failed, expected, made, t.interrupted, t.no_response,
                      t.v2v_ms, t.gap_s, TurnBehaviourFacts(t.barge_in_stop_ms, t.barge_in_answered, t.pause_ms,
-                                                           t.premature_response),
-                     t.quality_mos, t.quality_instrument)
+                                                           t.premature_response, t.barge_in_stop_heard_ms),
+                     t.quality_mos, t.quality_instrument, t.transcript_instrument, t.transcript_errors,
+                     t.transcript_ref_words)
 
 
 def score_of(row: ConversationRow, turns: Sequence[TurnRow]) -> ConversationScore:

@@ -12,12 +12,15 @@ A persona that barges in (`barge_in_ms`) says the first word of each later turn 
 agent's reply to the one before became audible (its audible onset as received, under the playout
 model), while the agent is still talking; only a session that can be talked over (a deployed agent's line, which
 hears the caller whenever it speaks) takes such a persona. A turn the caller barged in on ends
-there: the agent's talk after the caller started is measured as the barge-in's stop latency.
+there: the agent's talk after the caller started is measured as the barge-in's stop latency, to the
+agent's own stop (its `clear`, where its transport has one) and, beside it, to the end of its talk
+on the recording (heard).
 
 After the last turn: one two-channel recording of the whole call is written and every turn's
 timing is measured back from it; each answered turn's reply is scored for speech quality (off
-every clock); the turns are scored (voxwatch/metrics/conversation.py), with the judge's verdicts
-where a judge is configured.
+every clock); the replies of an agent that does not report its words are transcribed by the fixed
+instrument (conversations/transcripts.py, off every clock too); the turns are scored
+(voxwatch/metrics/conversation.py) on those words, with the judge's verdicts where a judge is configured.
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from voxwatch.foundation.clock import sleep_until
+from voxwatch.foundation.clock import on_the_clock, sleep_until
 from voxwatch.foundation.audio import CATALOG_RATE as CALLER_RATE, resample, to_pcm16
 from voxwatch.metrics.conversation import ConversationScore, TurnOutcome, score_conversation, with_timing
 from voxwatch.metrics.conversation_timing import TurnBehaviour, TurnTiming, turn_timings_from_file
@@ -42,15 +45,17 @@ from voxwatch.metrics.v2v import (caller_words_s, conversation_recording, on_rec
                                   write_recording)
 from voxwatch.metrics.vad import SpeechAnchors, speech_anchors
 from voxwatch.metrics.witness import Witness, caller_turn_witness
-from voxwatch.foundation.conversation import CALLS, RECONNECTED, ROTATED, AgentSetup, HistoryItem, ModelTurn, ToolCall
+from voxwatch.foundation.conversation import (CALLS, RECONNECTED, ROTATED, WORDS, AgentSetup, HistoryItem, ModelTurn,
+                                              ToolCall)
 from voxwatch.providers.conversation import ConversationStream
-from voxwatch.foundation.events import CHUNK_SENT, Timeline
-from voxwatch.providers.keys import Secret, scrub
+from voxwatch.foundation.events import CHUNK_SENT, CLEARED, Timeline
+from voxwatch.providers.keys import Secret, configured_secrets, scrub
 from voxwatch.harness.measure import TRIM_AFTER_SPEECH_S, QualityScore, failure_of, score_quality
 from voxwatch.harness.pacer import paced_send
 
 from voxwatch.conversations.backend import Backend, end_state_matches, scripted_result
 from voxwatch.conversations.state_endpoint import endpoint_end_state
+from voxwatch.conversations.transcripts import transcribe_replies
 from voxwatch.foundation.persona import DEFAULT, Persona
 from voxwatch.conversations.persona_audio import pinned_audio, render_persona
 from voxwatch.foundation.scenario import Scenario
@@ -61,6 +66,7 @@ TURN_TIMEOUT_S = 30.0  # the most a turn may take from the caller's last chunk t
 NO_RESPONSE_S = 10.0
 NO_REPLY = "no finished reply within the turn's time limit"
 NO_STATE = "the agent does not report its tool calls and the scenario names no state endpoint"
+NOTHING_ANSWERED = "every turn failed: a state no answered turn reached is no pass"
 NO_SESSION = "no session within the time limit"  # no audible reply this long after the caller's last word: no response
 BARGE_LEAD_S = 0.1  # a barging caller's audio starts this long before its first word
 BARGE_POLL_S = 0.005  # how often the reply received so far is read for its audible onset
@@ -78,6 +84,10 @@ class ConversationSettings:
     noises_dir: Path | None = None  # the imported noise recordings (var/noises)
     secrets: tuple[Secret, ...] = ()
     quality: Callable[[np.ndarray], float] | None = None  # float32 16 kHz -> MOS: each reply's speech quality
+    stall_bound_ms: float | None = None  # the clock witness's bound ([run] stall_bound_ms); None: the method's
+    transcriber: Callable[[np.ndarray], str] | None = None  # float32 16 kHz -> text: replies without words
+    transcriber_id: str | None = None  # its registry id ([boards.s2s] reply_transcriber), stored per turn
+    scripted_replies: bool = False  # the agent says each turn's scripted `reply` (a baseline): its WER is measured
 
 
 @dataclass
@@ -96,6 +106,9 @@ class TurnRun:
     barge_in: bool = False  # the caller started this turn while the agent was answering the one before
     quality: QualityScore | None = None  # the reply's speech quality, when scored (an answered turn with audio)
     witness: Witness | None = None  # the clock witness of its V2V (METHOD "Clock witness"), once timed
+    transcript: str | None = None  # the reply as the instrument heard it (conversations/transcripts.py)
+    transcript_instrument: str | None = None  # ... the instrument's id, set when it was transcribed
+    transcript_error: str | None = None  # why the instrument gave no transcript (never the agent's failure)
 
 
 @dataclass
@@ -113,6 +126,7 @@ class ConversationRun:
     end_state: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     score: ConversationScore | None = None
     persona: str = DEFAULT.identity  # the caller's persona (name#sha256 prefix): a condition, never pooled
+    unreported: tuple[str, ...] = ()  # what the agent never reports (CALLS, WORDS), its failed turns included
 
 
 def agent_setup(scenario: Scenario, voice: str | None = None) -> AgentSetup:
@@ -250,15 +264,25 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
     persona = persona or DEFAULT
     rendered = await asyncio.to_thread(render_persona, loaded, persona, settings.persona_cache_dir,
                                      settings.noises_dir)
+    # the caller's turns as sent, made before the call opens: nothing heavy runs on a live line
+    # (a resampling or a VAD pass would hold up the silence it carries to the agent)
+    pauses = rendered.pauses or [None] * len(scenario.turns)
+    sent = [(caller_turn(rendered.audio[i], scenario.sample_rate, rendered.anchors[i]), rendered.anchors[i], pauses[i])
+            for i in range(len(scenario.turns))]
+    if persona.barge_in_ms is not None:
+        sent = [sent[0], *(barging(*t) for t in sent[1:])]
     setup = agent_setup(scenario, voice)
     backend = Backend(scenario.initial_state)
     handler = _Turns(scenario, backend)
-    run = ConversationRun(conversation_id or uuid.uuid4().hex, model_id, loaded.identity, loaded.pin, [], persona=persona.identity)
+    run = ConversationRun(conversation_id or uuid.uuid4().hex, model_id, loaded.identity, loaded.pin, [], persona=persona.identity,
+                          unreported=tuple(getattr(stream, "unreported", ())))
     history: list[HistoryItem] = []
     session = None
 
+    secrets = [*settings.secrets, *configured_secrets()]  # whatever an agent or its endpoint echoes back
+
     def kept(reason: str) -> str:  # a reason as stored: no key in it, and short
-        return scrub(reason, list(settings.secrets))[:500]
+        return scrub(reason, secrets)[:500]
 
     async def open_session(why: str | None, kind: str, timeline: Timeline) -> None:
         nonlocal session
@@ -287,77 +311,86 @@ async def run_conversation(stream: ConversationStream, model_id: str, vendor: st
 
     next_at: int | None = None
     barged = False
-    pauses = rendered.pauses or [None] * len(scenario.turns)
-    sent = [(caller_turn(rendered.audio[i], scenario.sample_rate, rendered.anchors[i]), rendered.anchors[i], pauses[i])
-            for i in range(len(scenario.turns))]
-    if persona.barge_in_ms is not None:
-        sent = [sent[0], *(barging(*t) for t in sent[1:])]
-    for i, turn in enumerate(scenario.turns):
-        timeline = Timeline()
-        run.turns.append(tr := TurnRun(turn.id, timeline, sent[i][0], caller_anchors=sent[i][1],
-                                       pause=sent[i][2], barge_in=barged))
-        barged = False
-        if session is None:
-            tr.status, tr.reason = "not_run", run.reason
-            continue
-        due = getattr(session, "rotation_due", lambda: None)()
-        if due is None and settings.rotate_every_turns and i and i % settings.rotate_every_turns == 0:
-            due = f"every {settings.rotate_every_turns} turns"
-        try:
-            if due is not None:
-                await open_session(due, ROTATED, timeline)
-            if next_at is not None:
-                await sleep_until(next_at, timeline.clock)
-            handler.index, handler.outputs = i, tr.outputs
-            session.start_turn(timeline)
-            await paced_send(session, tr.caller_pcm, CALLER_RATE, settings.chunk_ms, timeline)
-            await session.end_audio()
-            barge_in_ms = None
-            if persona.barge_in_ms is not None and i + 1 < len(scenario.turns):  # the next caller's first word then
-                barge_in_ms = persona.barge_in_ms - _lead_ms(*sent[i + 1][:2])
-            tr.model, barged = await respond_or_barge(session, handler, timeline, barge_in_ms,
-                                                      settings.turn_timeout_s)
-        except Exception as exc:  # noqa: BLE001 - a failed turn is the turn's row; the call goes on
-            status, reason = failure_of(exc, vendor, NO_REPLY)
-            tr.status, tr.reason = status, kept(reason)
-        timeline.settle()  # the kernel's send times of the turn's chunks, while its connection is open
-        history.append(HistoryItem("user", turn.text))  # said, whatever became of the answer
-        history.extend(HistoryItem("tool", call=call, output=output) for call, output in tr.outputs)
-        if tr.model is not None and tr.model.transcript:
-            history.append(HistoryItem("assistant", tr.model.transcript))
-        if tr.status != "ok":
+    # the call is on the clock from its first turn to its hang-up: the measuring thread is woken ahead
+    # (foundation.priority), and other measurements' scoring waits until it is over (on_the_clock)
+    with on_the_clock:
+        for i, turn in enumerate(scenario.turns):
+            timeline = Timeline()
+            run.turns.append(tr := TurnRun(turn.id, timeline, sent[i][0], caller_anchors=sent[i][1],
+                                           pause=sent[i][2], barge_in=barged))
+            barged = False
+            if session is None:
+                tr.status, tr.reason = "not_run", run.reason
+                continue
+            due = getattr(session, "rotation_due", lambda: None)()
+            if due is None and settings.rotate_every_turns and i and i % settings.rotate_every_turns == 0:
+                due = f"every {settings.rotate_every_turns} turns"
             try:
-                await open_session(f"turn {turn.id}: {tr.status}", RECONNECTED, timeline)
-            except Exception as again:  # noqa: BLE001
-                status, reason = failure_of(again, vendor, NO_SESSION)
-                run.status, run.reason = "ended", kept(f"after turn {turn.id} no new session: {status}: {reason}")
-                session = None
-        if barged:
-            next_at = None
-            continue
-        spoken = _spoken_until_ns(timeline)
-        next_at = (spoken or timeline.clock()) + int(settings.pause_s * 1e9)
-    if session is not None:
-        with contextlib.suppress(Exception):
-            await session.aclose()
+                if due is not None:
+                    await open_session(due, ROTATED, timeline)
+                if next_at is not None:
+                    await sleep_until(next_at, timeline.clock)
+                handler.index, handler.outputs = i, tr.outputs
+                session.start_turn(timeline)
+                await paced_send(session, tr.caller_pcm, CALLER_RATE, settings.chunk_ms, timeline)
+                await session.end_audio()
+                barge_in_ms = None
+                if persona.barge_in_ms is not None and i + 1 < len(scenario.turns):  # the next caller's first word then
+                    barge_in_ms = persona.barge_in_ms - _lead_ms(*sent[i + 1][:2])
+                tr.model, barged = await respond_or_barge(session, handler, timeline, barge_in_ms,
+                                                          settings.turn_timeout_s)
+            except Exception as exc:  # noqa: BLE001 - a failed turn is the turn's row; the call goes on
+                status, reason = failure_of(exc, vendor, NO_REPLY)
+                tr.status, tr.reason = status, kept(reason)
+            timeline.settle()  # the kernel's send times of the turn's chunks, while its connection is open
+            history.append(HistoryItem("user", turn.text))  # said, whatever became of the answer
+            history.extend(HistoryItem("tool", call=call, output=output) for call, output in tr.outputs)
+            if tr.model is not None and tr.model.transcript:
+                history.append(HistoryItem("assistant", tr.model.transcript))
+            if tr.status != "ok":
+                try:
+                    await open_session(f"turn {turn.id}: {tr.status}", RECONNECTED, timeline)
+                except Exception as again:  # noqa: BLE001
+                    status, reason = failure_of(again, vendor, NO_SESSION)
+                    run.status, run.reason = "ended", kept(f"after turn {turn.id} no new session: {status}: {reason}")
+                    session = None
+            if barged:
+                next_at = None
+                continue
+            spoken = _spoken_until_ns(timeline)
+            next_at = (spoken or timeline.clock()) + int(settings.pause_s * 1e9)
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.aclose()
     run.end_state = backend.state
-    end_state = await _end_state(run, scenario) if whole else None
-    await _record_and_time(run, settings)
-    await _score_quality(run, settings)
-    run.score = await _score(run, scenario, judge, end_state)
+    end_state = await _end_state(run, scenario, secrets) if whole else None
+    if end_state is not None:
+        end_state = (end_state[0], kept(end_state[1]))  # an endpoint's echo may hold a secret
+    with on_the_clock.scoring():  # the recording, its timing and the quality score delay no clock of the worker's
+        await on_the_clock.quiet(settings.turn_timeout_s)
+        await _record_and_time(run, settings)
+        await _score_quality(run, settings)
+        if settings.transcriber is not None:
+            await transcribe_replies(run, settings.transcriber, settings.transcriber_id or "")
+    run.score = await _score(run, scenario, judge, end_state, settings.scripted_replies)
     return run
 
 
-async def _end_state(run: ConversationRun, scenario: Scenario) -> tuple[bool | None, str]:
+async def _end_state(run: ConversationRun, scenario: Scenario,
+                     secrets: Sequence[Secret] = ()) -> tuple[bool | None, str]:
     """The end-state check: the simulated backend's, fed by the calls voxwatch answered; or, for an
-    agent that does not report its calls (its own tools changed its own backend), the scenario's
-    state endpoint's answer (state_endpoint.py), asked once the call is over; else null with why."""
-    unreported = any(t.model is not None and CALLS in t.model.unreported for t in run.turns)
+    agent that does not report its calls (its own tools changed its own backend: CALLS in the run's
+    `unreported`, its stream's, or a turn's), the scenario's state endpoint's answer (state_endpoint.py), asked
+    once the call is over; else null with why. A conversation in which no turn was answered fails:
+    a state nothing reached (the initial one, expected unchanged) is never a pass."""
+    if run.turns and all(t.status != "ok" for t in run.turns):
+        return False, f"{NOTHING_ANSWERED} ({run.turns[0].reason or run.turns[0].status})"
+    unreported = CALLS in run.unreported or any(t.model is not None and CALLS in t.model.unreported for t in run.turns)
     if not unreported:
         return end_state_matches(run.end_state, scenario.expected_end_state)
     if scenario.state_endpoint is None:
         return None, NO_STATE
-    run.end_state, verdict = await endpoint_end_state(scenario.state_endpoint, scenario.expected_end_state)
+    run.end_state, verdict = await endpoint_end_state(scenario.state_endpoint, scenario.expected_end_state, secrets)
     return verdict
 
 
@@ -377,26 +410,29 @@ async def _record_and_time(run: ConversationRun, settings: ConversationSettings)
         words = await asyncio.to_thread(lambda: [caller_words_s(t.timeline, t.caller_pcm, zero, t.caller_anchors)
                                                  for t in sent])
         behaviours = [TurnBehaviour(t.barge_in, None if t.pause is None else
-                                    (on_recording_s(t.timeline, zero, t.pause[0]), t.pause[1])) for t in sent]
+                                    (on_recording_s(t.timeline, zero, t.pause[0]), t.pause[1]),
+                                    tuple((e.t_ns - zero) / 1e9 for e in t.timeline.of(CLEARED))) for t in sent]
         timings = iter(await asyncio.to_thread(turn_timings_from_file, path, [s for s in spans if s is not None],
                                                words, no_response_s=settings.no_response_s,
                                                behaviours=behaviours))
         for turn, span in zip(run.turns, spans):
             turn.timing = next(timings) if span is not None else None
         for turn, said in zip(sent, words):
-            _witnessed(turn, said, zero)
+            _witnessed(turn, said, zero, settings.stall_bound_ms)
         run.recording = path if settings.recordings_dir else None
 
 
-def _witnessed(turn: TurnRun, words: tuple[float, float] | None, zero_ns: int) -> None:
-    """A timed turn's clock witness; a stall over the bound leaves its clocks (V2V, barge-in stop) null,
-    as a single turn's row is excluded: the worker's stall is never the agent's latency."""
+def _witnessed(turn: TurnRun, words: tuple[float, float] | None, zero_ns: int, bound_ms: float | None = None) -> None:
+    """A timed turn's clock witness, held to the worker's bound (None: the method's); a stall over it leaves
+    its clocks (V2V, barge-in stop) null, as a single turn's row is excluded: the worker's stall is never
+    the agent's latency."""
     timing = turn.timing
     if timing is None or words is None or timing.model_onset_s is None:
         return
-    turn.witness = caller_turn_witness(turn.timeline, zero_ns + words[1] * 1e9, zero_ns + timing.model_onset_s * 1e9)
+    turn.witness = replace(caller_turn_witness(turn.timeline, zero_ns + words[1] * 1e9,
+                                               zero_ns + timing.model_onset_s * 1e9), bound_ms=bound_ms)
     if turn.witness.stalled:
-        turn.timing = replace(timing, v2v_ms=None, barge_in_stop_ms=None)
+        turn.timing = replace(timing, v2v_ms=None, barge_in_stop_ms=None, barge_in_stop_heard_ms=None)
 
 
 async def _score_quality(run: ConversationRun, settings: ConversationSettings) -> None:
@@ -410,11 +446,25 @@ async def _score_quality(run: ConversationRun, settings: ConversationSettings) -
             turn.quality = await score_quality(reply.samples, reply.sample_rate, settings.quality)
 
 
+def _heard(outcome: TurnOutcome, run: ConversationRun, i: int, reply: str, scripted: bool) -> TurnOutcome:
+    """The outcome with the reply's words as the instrument heard them (its words are then reported), and
+    the scripted reply to hold them against where the agent said it whole (not talked over, not failed)."""
+    tr = run.turns[i]
+    if tr.transcript_instrument is None:
+        return outcome
+    whole = tr.status == "ok" and not (i + 1 < len(run.turns) and run.turns[i + 1].barge_in)
+    return replace(outcome, transcript=tr.transcript or "", transcript_instrument=tr.transcript_instrument,
+                   unreported=tuple(u for u in outcome.unreported if u != WORDS),
+                   reference_reply=reply if scripted and whole else None)
+
+
 async def _score(run: ConversationRun, scenario: Scenario, judge,
-                 end_state: tuple[bool | None, str] | None) -> ConversationScore:
+                 end_state: tuple[bool | None, str] | None, scripted: bool = False) -> ConversationScore:
     outcomes = []
-    for turn, tr in zip(scenario.turns, run.turns):
-        outcome = TurnOutcome.of(turn.id, tr.model) if tr.model is not None else TurnOutcome(turn.id)
+    for i, (turn, tr) in enumerate(zip(scenario.turns, run.turns)):
+        outcome = TurnOutcome.of(turn.id, tr.model) if tr.model is not None else TurnOutcome(turn.id,
+                                                                                            unreported=run.unreported)
+        outcome = _heard(outcome, run, i, turn.reply, scripted)
         if tr.timing is not None and tr.status == "ok":
             outcome = with_timing(outcome, tr.timing)
         elif tr.status != "ok":  # a turn that failed got no response the caller could hear
@@ -422,7 +472,7 @@ async def _score(run: ConversationRun, scenario: Scenario, judge,
         if tr.quality is not None:
             outcome = replace(outcome, quality_mos=tr.quality.mos, quality_instrument=tr.quality.instrument)
         if judge is not None and tr.model is not None:
-            judgement = await judge.judge_turn(scenario, turn, tr.model.transcript, tr.model.calls,
+            judgement = await judge.judge_turn(scenario, turn, outcome.transcript, tr.model.calls,
                                                [o for _, o in tr.outputs], outcome.interrupted or outcome.no_response
                                                or outcome.long_silence or False)
             outcome = replace(outcome, judged={d: (v.passed, v.reason) for d, v in judgement.verdicts.items()})

@@ -35,6 +35,9 @@ TAG = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 EFFECT_OPS = ("insert", "update", "delete")
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")
+STATE_TOKEN_ENV = re.compile(r"^VOXWATCH_AGENT_[A-Z0-9_]{1,100}_TOKEN$")
+"""The only variables a scenario's `token_env` may name: a deployed agent's own (docs/CONVERSATIONS.md). A
+scenario is shared; naming any other variable (a vendor's API key) would send that secret to its endpoint."""
 MAX_STATE_TIMEOUT_S = 120
 MIN_RATE, MAX_RATE = 8_000, 48_000
 
@@ -325,7 +328,9 @@ def _state_endpoint(c: _Checker, value: Any, path: str) -> StateEndpoint:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_STATE_TIMEOUT_S:
         raise c.fail(f"{path}.timeout_s", f"expected seconds above 0, at most {MAX_STATE_TIMEOUT_S}, found {_shown(timeout)}")
     return StateEndpoint(c.pattern(r["url_env"], f"{path}.url_env", ENV_NAME, what),
-                         None if token is None else c.pattern(token, f"{path}.token_env", ENV_NAME, what),
+                         None if token is None else c.pattern(
+                             token, f"{path}.token_env", STATE_TOKEN_ENV,
+                             "the agent's own variable, VOXWATCH_AGENT_<NAME>_TOKEN (no other secret is sent)"),
                          float(timeout))
 
 

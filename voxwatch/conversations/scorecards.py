@@ -28,7 +28,7 @@ def _rate(r: Rate, counted: str = "passed") -> str:
 def turns_table(run: ConversationRun) -> str:
     """Per turn: status, the calls made, V2V, the reply's speech quality, and each in-scope dimension's verdict."""
     behaved = any(t.barge_in or t.pause is not None for t in run.turns)
-    head = ["turn", "status", "calls", "v2v ms", "MOS"] + (["barge-in stop ms", "premature"] if behaved else []) \
+    head = ["turn", "status", "calls", "v2v ms", "MOS"] + (["barge-in stop ms (heard)", "premature"] if behaved else []) \
         + list(DIMENSIONS)
     rows = [head]
     for tr, scored in zip(run.turns, run.score.turns if run.score else [None] * len(run.turns)):
@@ -39,8 +39,9 @@ def turns_table(run: ConversationRun) -> str:
         acts = []
         if behaved:
             stop = timing.barge_in_stop_ms if timing is not None else None
+            heard = timing.barge_in_stop_heard_ms if timing is not None else None
             premature = timing.premature if timing is not None else None
-            acts = [("-" if stop is None else f"{stop:.0f}") if tr.barge_in else "",
+            acts = [("-" if stop is None else f"{stop:.0f} ({heard:.0f})") if tr.barge_in else "",
                     ("-" if premature is None else "yes" if premature else "no") if tr.pause is not None else ""]
         mos = tr.quality.mos if tr.quality is not None else None
         rows.append([tr.turn_id, tr.status, calls or "-", v2v, "-" if mos is None else f"{mos:.2f}"] + acts
@@ -67,11 +68,17 @@ def scorecard_text(model_id: str, scenario: str, s: Scorecard, baseline: bool = 
     gap = "-" if s.silence_gap_s is None else f"{s.silence_gap_s * 1000:.0f} ms"
     lines.append(f"  silence-gap latency     {gap}  (mean of gaps >= 0.5 s)")
     lines.append(f"  speech quality (MOS)    {quality_text(s.speech_quality)}")
+    if (t := s.transcription).turns:
+        wer = "-" if t.wer is None else f"{t.wer * 100:.1f} %"
+        lines.append(f"  transcription WER       {wer}  (the reply transcriber on the agent's scripted voice: "
+                     f"{t.turns} turns, {t.words} words; {', '.join(t.instruments)})")
     lines.append(f"  interruptions           {_rate(s.interruption, 'interrupted')}")
     lines.append(f"  no response             {_rate(s.no_response, 'unanswered')}")
     if s.barge_in_stop.n or s.barge_in_answered.n:
         b = s.barge_in_stop
         lines.append(f"  barge-in stop latency   p50 {_ms(b.p50)}, p95 {_ms(b.p95)}  (n {b.n})")
+        h = s.barge_in_stop_heard
+        lines.append(f"    heard (recording)     p50 {_ms(h.p50)}, p95 {_ms(h.p95)}  (n {h.n})")
         lines.append(f"  answered after barge-in {_rate(s.barge_in_answered, 'answered')}")
     if s.premature.n:
         pauses = ", ".join(f"{p:.0f}" for p in s.pause_ms)

@@ -18,13 +18,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from voxwatch.config import Config
 from voxwatch.conversations.records import rows_of
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
-from voxwatch.conversations.hold import first_turns, hold_one
+from voxwatch.conversations.hold import first_turns, hold_one, reply_transcription
 from voxwatch.foundation.persona import Persona, find
 from voxwatch.conversations.runner import ConversationRun, ConversationSettings, TurnRun
 from voxwatch.conversations.scenario_file import LoadedScenario
@@ -78,10 +78,12 @@ class ConversationTickResult:
     spooled: list[Path] = field(default_factory=list)  # conversations the store refused, safe in these files
 
 
-def conversation_id(run_id: str, model_id: str, scenario: str, persona: str) -> str:
-    """One id per (run, model, scenario, persona): a conversation held again (a redelivered task) is
-    the same row, which the store keeps once."""
-    return uuid.uuid5(_CONVERSATIONS, "|".join((run_id, model_id, scenario, persona))).hex
+def conversation_id(run_id: str, model_id: str, scenario: str, persona: str, repeat: int = 0) -> str:
+    """One id per (run, model, scenario, persona), and per repeat of `voxwatch scenarios run --repeats`
+    (the first keeps the id it always had): a conversation held again (a redelivered task) is the same
+    row, which the store keeps once."""
+    parts = (run_id, model_id, scenario, persona) + ((str(repeat),) if repeat else ())
+    return uuid.uuid5(_CONVERSATIONS, "|".join(parts)).hex
 
 
 _CONVERSATIONS = uuid.UUID("5b0d1c57-86a4-4f52-9b0e-3c9f4e1f0a6d")  # fixed for good: it names every planned conversation
@@ -96,13 +98,14 @@ class Held:
 
 
 async def hold_conversation(adapter: object, model: ModelInfo, full: LoadedScenario, turns: int, persona: Persona,
-                            settings: ConversationSettings, *, run_id: str, region: str) -> Held:
+                            settings: ConversationSettings, *, run_id: str, region: str, repeat: int = 0) -> Held:
     """Hold one (model, scenario, persona) conversation of a run (its first `turns` turns, 0: all)
-    and build its rows; `voxwatch run` and the converse task both hold a conversation this way."""
+    and build its rows; `voxwatch run`, `voxwatch scenarios run --store` and the converse task all hold
+    a conversation this way."""
     loaded, whole = first_turns(full, turns)
     started = time.time()
     held = await hold_one(adapter, model, loaded, settings, whole, persona,
-                          conversation_id(run_id, model.id, full.scenario.name, persona.name))
+                          conversation_id(run_id, model.id, full.scenario.name, persona.name, repeat))
     row, turn_rows = rows_of(held, loaded, run_id=run_id, region=region, started_at=started, finished_at=time.time(),
                              whole=whole, secrets=settings.secrets, recordings_dir=settings.recordings_dir,
                              emulator=getattr(adapter, "emulator", False))
@@ -131,63 +134,84 @@ def planned_turns(plan: ConversationPlan, personas: list[Persona]) -> int:
     return per_scenario * len(plan.models) * len(personas)
 
 
+class ConversationRunRecord:
+    """A conversation run's record in the store, kept whatever ends the run: started on entry, each
+    conversation stored (or spooled when the store refuses it) and its turns counted as the run's rows,
+    finished on exit with its status (interrupted: incomplete, and the note says by what)."""
+
+    def __init__(self, store: Store, spool_dirs: Path | Sequence[Path], region: str, planned_turns: int,
+                 conversations: int) -> None:
+        self.store, self.spool_dirs = store, spool_dirs
+        self.run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=region, seed=0,
+                             note=f"{NOTE}: {conversations} planned", planned=planned_turns)
+        self.stored: list[tuple[ConversationRow, list[TurnRow]]] = []
+        self.spooled: list[Path] = []
+
+    def __enter__(self) -> "ConversationRunRecord":
+        self.store.start_run(self.run)
+        return self
+
+    def keep(self, held: Held) -> Path | None:
+        """Store one held conversation (None) or spool it (the spool file), and count its turns."""
+        path, _ = keep_conversation(self.store, self.spool_dirs, held.row, held.turns)
+        if path is None:
+            self.stored.append((held.row, held.turns))
+        else:
+            self.spooled.append(path)
+        self.run.rows += held.row.turns
+        self.run.failed_rows += held.row.failed_turns
+        return path
+
+    def __exit__(self, kind, exc, tb) -> None:
+        run = self.run
+        run.status = run_status(run.rows, run.failed_rows, complete=kind is None)
+        if kind is not None:
+            run.note += f"; interrupted: {kind.__name__}"
+        run.finished_at = time.time()
+        run.note += f"; {len(self.stored)} stored" + (
+            f"; the store refused {len(self.spooled)}, spooled to {self.spooled[0]}" if self.spooled else "")
+        try:
+            self.store.finish_run(run)
+        except StoreError:
+            pass  # the conversations are stored or spooled; the run record is bookkeeping
+
+
 def hold_conversations(config: Config, store: Store, registry: Registry, plan: ConversationPlan,
                        on_conversation: Callable[[ConversationRun], None] | None = None) -> ConversationTickResult:
     """Hold every (model, scenario, persona) conversation of the plan, model by model, storing each
     as it ends (spooled when the store refuses it)."""
     personas = configured_personas(config)
-    run = RunRecord(run_id=uuid.uuid4().hex, started_at=time.time(), region=config.region, seed=0,
-                    note=f"{NOTE}: {len(plan.models) * len(plan.scenarios) * len(personas)} planned",
-                    planned=planned_turns(plan, personas))
-    store.start_run(run)
-    stored: list[tuple[ConversationRow, list[TurnRow]]] = []
-    spooled: list[Path] = []
     skipped = list(plan.skipped)
     config.recordings_dir.mkdir(parents=True, exist_ok=True)
-    try:
+    with ConversationRunRecord(store, config.spool_dirs, config.region, planned_turns(plan, personas),
+                               len(plan.models) * len(plan.scenarios) * len(personas)) as record:
         for model in plan.models:
             adapter = create_adapter(registry, model, config.region)
             if isinstance(adapter, Exception):
                 skipped.append(f"skipped {model.id}'s conversations: adapter unavailable: {adapter}")
                 continue
-            settings = conversation_settings(config, model)
+            settings = conversation_settings(config, model, registry)
             try:
                 for full in plan.scenarios:
                     for persona in personas:
                         held = asyncio.run(hold_conversation(adapter, model, full, plan.turns, persona, settings,
-                                                             run_id=run.run_id, region=config.region))
-                        path, _ = keep_conversation(store, config.spool_dirs, held.row, held.turns)
-                        if path is None:
-                            stored.append((held.row, held.turns))
-                        else:
-                            spooled.append(path)
-                        run.rows += held.row.turns
-                        run.failed_rows += held.row.failed_turns
+                                                             run_id=record.run.run_id, region=config.region))
+                        record.keep(held)
                         if on_conversation is not None and held.run is not None:
                             on_conversation(held.run)
             finally:
                 getattr(adapter, "close", lambda: None)()
-        run.status = run_status(run.rows, run.failed_rows)
-    except BaseException as exc:
-        run.status = run_status(run.rows, run.failed_rows, complete=False)
-        run.note += f"; interrupted: {type(exc).__name__}"
-        raise
-    finally:
-        run.finished_at = time.time()
-        run.note += f"; {len(stored)} stored" + (f"; the store refused {len(spooled)}, spooled to {spooled[0]}"
-                                                 if spooled else "")
-        try:
-            store.finish_run(run)
-        except StoreError:
-            pass  # the conversations are stored or spooled; the run record is bookkeeping
-    return ConversationTickResult(run, stored, skipped, spooled)
+    return ConversationTickResult(record.run, record.stored, skipped, record.spooled)
 
 
-def conversation_settings(config: Config, model: ModelInfo) -> ConversationSettings:
+def conversation_settings(config: Config, model: ModelInfo, registry: Registry | None = None) -> ConversationSettings:
     """How a configured deployment holds a model's conversations: its chunk size, recordings folder,
-    the model's keys (cut out of every stored reason), and the speech quality instrument."""
+    the model's keys (cut out of every stored reason), the speech quality instrument, its clock witness's
+    bound and the reply transcriber ([boards.s2s] reply_transcriber)."""
+    words = reply_transcription(registry or Registry.default(), model, config.boards["s2s"].reply_transcriber)
     return ConversationSettings(chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir,
-                                noises_dir=config.noises_dir, secrets=model_secrets(model), quality=speech_quality)
+                                noises_dir=config.noises_dir, secrets=model_secrets(model), quality=speech_quality,
+                                stall_bound_ms=config.stall_bound_ms, **words)
 
 
 def configured_personas(config: Config) -> list[Persona]:

@@ -24,6 +24,7 @@ FINAL = "final"
 AUDIO = "audio"
 RESPONSE = "response"
 CLOSED = "closed"
+CLEARED = "cleared"  # a deployed agent dropped the audio it had queued (Twilio Media Streams `clear`)
 
 
 @dataclass(frozen=True)

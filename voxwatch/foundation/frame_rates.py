@@ -35,30 +35,34 @@ class Upsampler:
         return np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes()
 
 
+def lowpass_fir(taps: int, cutoff_hz: float, rate: int) -> np.ndarray:
+    """A linear-phase low-pass FIR: a Hamming-windowed sinc, unit gain at DC (what scipy's
+    `firwin(taps, cutoff_hz, fs=rate)` designs, to rounding). numpy alone: scipy's import takes a
+    second or more, and a line designs its filter before a call it must answer at once."""
+    c = cutoff_hz / (rate / 2)
+    m = np.arange(taps) - (taps - 1) / 2
+    h = c * np.sinc(c * m) * np.hamming(taps)
+    h = h / h.sum()
+    h.setflags(write=False)
+    return h
+
+
 class Halver:
     """16 kHz -> 8 kHz int16, frame by frame and continuous across frames: a low-pass FIR (designed
-    once) over the previous frame's tail and this one, every second sample kept."""
+    once, when this module loads, never on a call's path) over the previous frame's tail and this
+    one, every second sample kept."""
 
     TAPS = 63
-    _fir: np.ndarray | None = None
+    FIR = lowpass_fir(TAPS, 3400, 16000)  # the phone band's top
 
     def __init__(self) -> None:
         self._tail = np.zeros(self.TAPS - 1)
         self._odd = 0  # where the next kept sample is in the next frame (0 or 1)
 
-    @classmethod
-    def design(cls) -> np.ndarray:
-        """The filter, designed on first use (scipy's import takes a second: a line calls this before any clock)."""
-        if cls._fir is None:
-            from scipy.signal import firwin  # imported when first needed: scipy is slow to import
-
-            cls._fir = firwin(cls.TAPS, 3400, fs=16000)  # the phone band's top
-        return cls._fir
-
     def push(self, pcm16: bytes) -> bytes:
         x = np.frombuffer(pcm16, dtype="<i2").astype(np.float64)
         buf = np.concatenate([self._tail, x])
-        y = np.convolve(buf, self.design(), mode="valid")  # one output per input sample of this frame
+        y = np.convolve(buf, self.FIR, mode="valid")  # one output per input sample of this frame
         self._tail = buf[-(self.TAPS - 1):]
         kept = y[self._odd::2]
         self._odd = (self._odd + x.size) % 2

@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 from voxwatch.grafana import panel_interval, panel_units
 from voxwatch.foundation.scenario import DIMENSIONS
+from voxwatch.metrics.conversation_aggregate import TIMING_ONLY
 from voxwatch.metrics.conversation_timing import SILENCE_GAP_MIN_S
 from voxwatch.metrics.series import MIN_ATTEMPTS, MIN_N, NOT_AN_ATTEMPT, RATES, SUCCEEDED, WINDOWS, percentile_floor
 from voxwatch.metrics.specs import METRICS
@@ -116,6 +117,18 @@ def has_decided_rate(passed: str) -> str:
     return f"count({passed}) >= {MIN_ATTEMPTS}"
 
 
+def adherence_rate(passed: str, dimension: str) -> str:
+    """Instruction adherence over (dimension, passed) rows (conversation_aggregate.adherence_items): a decided
+    rate, NULL when turn-taking is the only dimension decided (never a pass on turn-taking alone)."""
+    return (f"CASE WHEN {has_adherence_rate(passed, dimension)} "
+            f"THEN count(*) FILTER (WHERE {passed})::float8 / count({passed}) END")
+
+
+def has_adherence_rate(passed: str, dimension: str) -> str:
+    return (f"count({passed}) >= {MIN_ATTEMPTS} AND "
+            f"count({passed}) FILTER (WHERE {dimension} <> '{TIMING_ONLY}') > 0")
+
+
 def silence_gap(gap: str) -> str:
     """Coval's silence-gap latency (voxwatch/metrics/conversation_timing.py silence_gap_latency): the mean of
     the gaps of at least SILENCE_GAP_MIN_S seconds, NULL when there is none."""
@@ -196,7 +209,7 @@ def window_seconds(window: str) -> str:
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
     percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, availability, has_rate, pooled_wer,
     has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, metrics_in_unit, window_seconds,
-    decided_rate, has_decided_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
+    decided_rate, has_decided_rate, adherence_rate, has_adherence_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
     conversation_series, chosen_conversations)}
 CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}
 

@@ -3,8 +3,8 @@
 A row the clock witness excludes (metrics.witness: the worker could not observe around a timed event)
 says the worker is overloaded: more streams at once would only stall it more, and every stalled
 row is a measurement lost. A row published with more clock uncertainty than AIM_MS says the same,
-earlier: its latency may carry that much of the worker's own wait (METHOD "Clock witness": the loaded
-clock error target is 2 ms), so the worker sheds streams before it has to exclude rows.
+earlier: its latency may carry that much of the worker's own wait (METHOD "Clock witness": half the
+bound), so the worker sheds streams before it has to exclude rows.
 
 The limit starts at one and doubles after each limit's worth of calm rows in a row (a slow start,
 as TCP's: the first wave of streams is the one no later halving can take back) until the first row
@@ -24,8 +24,8 @@ from voxwatch.metrics import witness
 from voxwatch.metrics.witness import METHOD_BOUND_MS, stalled_row
 
 CALM_ROWS = 20
-AIM_SHARE = 0.4  # of the witness's bound: the clock uncertainty a worker keeps its rows under by taking fewer
-AIM_MS = AIM_SHARE * METHOD_BOUND_MS  # 2 ms at the method's bound (the loaded clock error target)
+AIM_SHARE = 0.5  # of the witness's bound: the clock uncertainty a worker keeps its rows under by taking fewer
+AIM_MS = AIM_SHARE * METHOD_BOUND_MS  # 1 ms at the method's 2 ms bound (the loaded clock error target)
 
 
 def aim_for(bound_ms: float | None) -> float:

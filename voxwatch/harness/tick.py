@@ -318,17 +318,28 @@ def resolve_instrument(config: Config, registry: Registry, plan: Plan) -> tuple[
 
 def load_instrument(config: Config, registry: Registry) -> tuple[Callable, str]:
     """The configured instrument, loaded (a Celery worker process loads it once, on its first heard task)."""
-    model = registry.resolve(config.tts_instrument)
+    transcribe, model_id = stt_instrument(registry, config.tts_instrument, "[boards.tts] instrument")
+    if model_id.startswith("faster-whisper/"):
+        from voxwatch.providers.local.whisper_stt import WhisperTiny
+
+        WhisperTiny.get()
+    return transcribe, model_id
+
+
+def stt_instrument(registry: Registry, model_id: str, key: str) -> tuple[Callable[[np.ndarray], str], str]:
+    """A fixed STT instrument named by the config key `key` (float32 16 kHz audio -> text) and its id: the
+    local faster-whisper model (loaded on its first call, off the clock) or openai/whisper-1 with its key."""
+    model = registry.resolve(model_id)
     standing = registry.standing(model)
     if standing.retired:
-        raise PlanError(f"instrument {model.id} is {standing.notice}: configure another [boards.tts] instrument")
+        raise PlanError(f"instrument {model.id} is {standing.notice}: configure another {key}")
     if model.id == "openai/whisper-1":
         if not model.key_is_set():
             raise PlanError(f"instrument {model.id}: set {key_variable(model.vendor)} to use it")
         return registry.create(model).transcribe_text, model.id
     if model.vendor != "faster-whisper":
-        raise PlanError(f"instrument {model.id}: the instrument is the local faster-whisper model or openai/whisper-1")
+        raise PlanError(f"instrument {model.id}: {key} is the local faster-whisper model or openai/whisper-1")
     from voxwatch.providers.local.whisper_stt import WhisperTiny
 
     registry.create(model)  # checks the installed version against the id
-    return WhisperTiny.get().transcribe, model.id
+    return lambda audio16k: WhisperTiny.get().transcribe(audio16k), model.id

@@ -25,7 +25,7 @@ from voxwatch.foundation.conversation import CALLS, WORDS, ModelTurn, ToolCall
 
 from voxwatch.metrics.conversation_match import call_matches, call_mismatch, mismatched_args
 from voxwatch.metrics.conversation_timing import TurnTiming
-from voxwatch.metrics.wer import normalize
+from voxwatch.metrics.wer import WordErrors, normalize, word_errors
 
 NO_JUDGE = "no judge configured"
 JUDGED_DIMENSIONS = ("instruction_following", "kb_grounding", "state_tracking", "ambiguity_handling")
@@ -47,9 +47,14 @@ RULE_NO_JUDGE = "no_judge"
 RULE_TURN_TAKING = "turn_taking"
 RULE_NO_RECORDING = "no_recording"
 RULE_UNREPORTED = "unreported"  # the agent does not report what the verdict needs (a deployed agent's calls, words)
+RULE_NO_SPEECH = "no_speech"  # the reply, transcribed after the call, has no words: a tone, noise or silence
+NOT_SPEECH = "the reply has no words (a tone, noise or silence, or no reply): not speech"
 UNREPORTED = {CALLS: "the agent does not report its tool calls", WORDS: "the agent does not report its words"}
 NEEDS = {"tool_use_correct": CALLS, "state_tracking": CALLS, "ambiguity_handling": CALLS, "kb_grounding": WORDS}
 """What each code-decided dimension reads: with it unreported, the judge decides, or it is null."""
+WORDS_DIMENSIONS = ("instruction_following", "kb_grounding")
+"""Decided on the reply's words always; `state_tracking` and `ambiguity_handling` too where the agent
+reports no calls (only its words, read by the judge, can decide them)."""
 
 # what became of an expected call, and of a call the model made
 MADE, EARLY, LATE, WRONG, MISSING = "made", "early", "late", "wrong", "missing"
@@ -59,13 +64,14 @@ SPURIOUS, EXTRA_READ = "spurious", "extra_read"
 @dataclass(frozen=True)
 class TurnBehaviourFacts:
     """What the recording says of a caller's behaviour on a turn (voxwatch/metrics/turn_taking.py):
-    a barge-in's stop latency and whether the agent then answered; a mid-turn pause's length and
+    a barge-in's stop latency (to the agent's own stop, and as heard) and whether the agent then answered; a mid-turn pause's length and
     whether the agent spoke inside it. None: the caller did not behave so (or nothing measured it)."""
 
     barge_in_stop_ms: float | None = None
     barge_in_answered: bool | None = None
     pause_ms: float | None = None
     premature: bool | None = None
+    barge_in_stop_heard_ms: float | None = None  # the stop on the recording (what the caller heard)
 
 
 NO_BEHAVIOUR = TurnBehaviourFacts()
@@ -89,6 +95,8 @@ class TurnOutcome:
     behaviour: TurnBehaviourFacts = field(default_factory=lambda: NO_BEHAVIOUR)
     quality_mos: float | None = None  # the speech quality of the model's reply (METHOD "Speech quality")
     quality_instrument: str | None = None  # the instrument that scored it
+    transcript_instrument: str | None = None  # set when `transcript` is what the instrument heard in the reply
+    reference_reply: str | None = None  # what the agent said, where a script knows it (the reference agent)
 
     @classmethod
     def of(cls, turn_id: str, model: ModelTurn) -> "TurnOutcome":
@@ -101,7 +109,7 @@ def with_timing(outcome: TurnOutcome, timing: TurnTiming) -> TurnOutcome:
     return replace(outcome, interrupted=timing.interrupted, no_response=timing.no_response,
                    long_silence=timing.long_silence, v2v_ms=timing.v2v_ms, gap_s=timing.gap_s,
                    behaviour=TurnBehaviourFacts(timing.barge_in_stop_ms, timing.barge_in_answered,
-                                                timing.pause_ms, timing.premature))
+                                                timing.pause_ms, timing.premature, timing.barge_in_stop_heard_ms))
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,9 @@ class TurnScore:
     behaviour: TurnBehaviourFacts = NO_BEHAVIOUR
     quality_mos: float | None = None  # None: the model sent no audio, or the instrument failed
     quality_instrument: str | None = None
+    transcript_instrument: str | None = None  # the instrument that transcribed the reply (None: the model's own words)
+    transcript_errors: int | None = None  # the transcription's word errors against the scripted reply ...
+    transcript_ref_words: int | None = None  # ... and that reply's words (None: not measurable on the turn)
 
 
 @dataclass(frozen=True)
@@ -164,6 +175,21 @@ def missing_facts(facts: Sequence[str], transcript: str) -> tuple[str, ...]:
     the same fact (its limits are WER's: "7:30 PM" is not "seven thirty p.m.")."""
     said = f" {normalize(transcript)} "
     return tuple(f for f in facts if normalize(f) and f" {normalize(f)} " not in said)
+
+
+def has_words(transcript: str | None) -> bool:
+    """Whether a reply has words: a word left after the WER normalizer. An instrument that hears no
+    words (Whisper hears none in a tone, noise or silence) says the reply was not speech."""
+    return bool(normalize(transcript or ""))
+
+
+def transcription_errors(outcome: TurnOutcome) -> WordErrors | None:
+    """The instrument's word errors on the agent's voice, where they can be measured: a reply the
+    instrument transcribed, whose words a script knows (`reference_reply`), heard as speech (a reply with
+    no words fails the words dimensions instead). Pooled over turns: the transcription WER."""
+    if outcome.transcript_instrument is None or not outcome.reference_reply or not has_words(outcome.transcript):
+        return None
+    return word_errors(outcome.reference_reply, outcome.transcript)
 
 
 def turn_taking_verdict(outcome: TurnOutcome) -> Verdict:
@@ -325,10 +351,14 @@ def _score_turn(t: int, turn: Turn, out: TurnOutcome, a: _Alignment) -> TurnScor
     fates = () if unreported else tuple(a.fates[(t, e)] for e in range(len(turn.expected_calls)))
     satisfied = all(f.status in (MADE, EARLY) for f in fates)
     verdicts: dict[str, Verdict] = {}
+    silent = out.transcript_instrument is not None and not has_words(out.transcript)
     for dim in turn.in_scope():
         mine = [f for f in charged if f.dimension == dim]
         blind = _unreported(dim, out)
-        if blind is not None:
+        if silent and (dim in WORDS_DIMENSIONS or (blind is not None and NEEDS.get(dim) == CALLS
+                                                   and dim != "tool_use_correct")):
+            verdicts[dim] = Verdict(False, NOT_SPEECH, RULE_NO_SPEECH)  # the judge has no words to read
+        elif blind is not None:
             verdicts[dim] = blind
         elif dim == "tool_use_correct":
             absorbed = [f for f in charged if f.dimension != dim]
@@ -356,9 +386,11 @@ def _score_turn(t: int, turn: Turn, out: TurnOutcome, a: _Alignment) -> TurnScor
         else:  # instruction_following: judged only, and never failed for a missing call
             verdicts[dim] = _decide([], _judged(out, dim), None)
     made = tuple((c, a.used[(t, i)]) for i, c in enumerate(out.calls))
+    heard = transcription_errors(out)
     return TurnScore(turn.id, verdicts, turn_taking_verdict(out).passed is False, fates, made,
                      out.interrupted, out.no_response, out.v2v_ms, out.gap_s, out.behaviour, out.quality_mos,
-                     out.quality_instrument)
+                     out.quality_instrument, out.transcript_instrument, None if heard is None else heard.errors,
+                     None if heard is None else heard.ref_words)
 
 
 def align_outcomes(scenario: Scenario, outcomes: Sequence[TurnOutcome]) -> None:
@@ -370,8 +402,12 @@ def align_outcomes(scenario: Scenario, outcomes: Sequence[TurnOutcome]) -> None:
 
 def score_conversation(scenario: Scenario, outcomes: Sequence[TurnOutcome], conversation_id: str = "",
                        end_state: tuple[bool | None, str] | None = None) -> ConversationScore:
-    """Score every turn (phase 1, realignment, absorption) and carry the end-state check."""
+    """Score every turn (phase 1, realignment, absorption) and carry the end-state check. What an agent
+    does not report is the agent's, not a turn's: a turn that failed before the agent answered is
+    scored as blind to its calls as the answered ones, so a rate never comes from failures alone."""
     align_outcomes(scenario, outcomes)
+    if any(CALLS in o.unreported for o in outcomes):
+        outcomes = [o if CALLS in o.unreported else replace(o, unreported=(*o.unreported, CALLS)) for o in outcomes]
     a = _align(scenario, outcomes)
     turns = tuple(_score_turn(t, turn, out, a) for t, (turn, out) in enumerate(zip(scenario.turns, outcomes)))
     ok, reason = end_state if end_state is not None else (None, "")

@@ -23,6 +23,7 @@ from voxwatch.metrics.clustered import design
 from voxwatch.metrics.conversation import ConversationScore
 from voxwatch.metrics.conversation_timing import silence_gap_latency
 from voxwatch.metrics.series import MIN_N, mean_ci, percentile, present, quantile_ci, rate, rate_ci
+from voxwatch.metrics.wer import WordErrors, pooled_wer
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,20 @@ def decided_items(turns: Iterable[tuple[str, Mapping[str, bool | None]]],
     return hits, labels
 
 
+TIMING_ONLY = "turn_taking"
+"""The dimension decided from audio timing alone: adherence never passes on it alone."""
+
+
+def adherence_items(turns: Iterable[tuple[str, Mapping[str, bool | None]]]) -> tuple[list[bool], list[str]]:
+    """Instruction adherence's items (decided_items over every dimension), none at all when the only
+    decided dimension is turn-taking: an agent whose words and calls decided nothing (a beep that answers
+    in turn) has no adherence, never a pass on turn-taking alone."""
+    turns = list(turns)
+    if not decided_items(turns, [d for d in DIMENSIONS if d != TIMING_ONLY])[0]:
+        return [], []
+    return decided_items(turns)
+
+
 def _verdicts(scores: Iterable[ConversationScore], dimensions: Sequence[str]) -> tuple[list[bool], list[str]]:
     return decided_items(((c.conversation_id, {d: v.passed for d, v in turn.verdicts.items()})
                           for c in scores for turn in c.turns), dimensions)
@@ -68,8 +83,9 @@ def _verdicts(scores: Iterable[ConversationScore], dimensions: Sequence[str]) ->
 
 def instruction_adherence(scores: Sequence[ConversationScore]) -> Rate:
     """Coval's S2S headline: the share of in-scope turn-dimensions passed (null verdicts left out;
-    `n` says how many were decided)."""
-    return clustered_rate(*_verdicts(scores, DIMENSIONS))
+    `n` says how many were decided); none when turn-taking alone was decided (adherence_items)."""
+    return clustered_rate(*adherence_items((c.conversation_id, {d: v.passed for d, v in turn.verdicts.items()})
+                                           for c in scores for turn in c.turns))
 
 
 def decided_dimensions(scores: Iterable[ConversationScore]) -> frozenset[str]:
@@ -151,8 +167,14 @@ def v2v_per_turn(scores: Sequence[ConversationScore]) -> Percentiles:
 
 
 def barge_in_stop(scores: Sequence[ConversationScore]) -> Percentiles:
-    """Barge-in stop latency p50 / p95 over the turns the caller barged in on (as V2V's)."""
+    """Barge-in stop latency p50 / p95 over the turns the caller barged in on (as V2V's), to the
+    agent's own stop (metrics/turn_taking.py agent_stop)."""
     return _turn_percentiles(scores, "barge_in_stop_ms")
+
+
+def barge_in_stop_heard(scores: Sequence[ConversationScore]) -> Percentiles:
+    """... and to the end of the agent's talk on the recording (what the caller heard), beside it."""
+    return _turn_percentiles(scores, "barge_in_stop_heard_ms")
 
 
 def barge_in_answered_rate(scores: Sequence[ConversationScore]) -> Rate:
@@ -212,6 +234,31 @@ def speech_quality(scores: Sequence[ConversationScore]) -> Quality:
                    tuple(sorted(instruments)))
 
 
+@dataclass(frozen=True)
+class Transcription:
+    """The reply transcriber's word error rate on the agent's voice (METHOD "Conversations"): its errors
+    over the scripted replies' words, pooled over the turns where it was measured (a scripted agent's
+    replies heard as speech and said whole); None when none was. `words`: the reference words counted."""
+
+    wer: float | None
+    turns: int
+    words: int
+    instruments: tuple[str, ...]
+
+
+def transcription_wer(scores: Sequence[ConversationScore]) -> Transcription:
+    """The transcription WER of a set of conversations: sum of errors over sum of reference words, as
+    every WER is pooled (metrics/wer.py pooled_wer), over the turns that measured it."""
+    parts, instruments = [], set()
+    for c in scores:
+        for turn in c.turns:
+            if turn.transcript_ref_words is not None and turn.transcript_errors is not None:
+                # a turn stores its errors' total, not their kinds: counted as substitutions, pooled as every WER is
+                parts.append(WordErrors(turn.transcript_errors, 0, 0, turn.transcript_ref_words))
+                instruments.add(turn.transcript_instrument or "")
+    return Transcription(pooled_wer(parts), len(parts), sum(p.ref_words for p in parts), tuple(sorted(instruments)))
+
+
 def conversation_silence_gap(score: ConversationScore) -> float | None:
     """One conversation's silence-gap latency (Coval), in seconds."""
     return silence_gap_latency(t.gap_s for t in score.turns)
@@ -241,6 +288,8 @@ class Scorecard:
     premature: Rate
     pause_ms: tuple[float, ...]
     speech_quality: Quality
+    transcription: Transcription  # the reply transcriber's WER on a scripted agent's voice (turns 0: not measured)
+    barge_in_stop_heard: Percentiles  # the barge-in stop on the recording, beside the agent's own
 
 
 def scorecard(scores: Sequence[ConversationScore], ks: Sequence[int] = (1, 2, 4)) -> Scorecard:
@@ -249,4 +298,4 @@ def scorecard(scores: Sequence[ConversationScore], ks: Sequence[int] = (1, 2, 4)
                         {k: end_state_pass_hat_k(scores, k) for k in ks}, interruption_rate(scores),
                         no_response_rate(scores), v2v_per_turn(scores), silence_gap(scores), barge_in_stop(scores),
                         barge_in_answered_rate(scores), premature_rate(scores), pause_lengths(scores),
-                        speech_quality(scores))
+                        speech_quality(scores), transcription_wer(scores), barge_in_stop_heard(scores))

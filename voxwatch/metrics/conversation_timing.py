@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from voxwatch.metrics.onset import OnsetParams, detect_onset
-from voxwatch.metrics.turn_taking import premature_response, talk_end
+from voxwatch.metrics.turn_taking import agent_stop, premature_response, talk_end
 from voxwatch.metrics.v2v import RECORDING_RATE, read_recording
 
 NO_RESPONSE_S = 10.0  # the runner's default no-response timeout; pass the one the conversation ran with
@@ -43,10 +43,12 @@ class TurnTiming:
     interrupted: bool | None
     no_response: bool | None
     long_silence: bool | None
-    barge_in_stop_ms: float | None = None  # a barge-in turn: the agent's talk after the caller's start
+    barge_in_stop_ms: float | None = None  # a barge-in turn: the caller's start to the agent's own stop
     barge_in_answered: bool | None = None  # a barge-in turn: did the agent then answer it
     pause_ms: float | None = None  # a turn with a mid-turn pause: its length
     premature: bool | None = None  # ... and whether the agent started speaking inside it
+    barge_in_stop_heard_ms: float | None = None  # a barge-in turn: the agent's talk after the caller's start
+    # on the recording (what the caller heard: every sample received)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class TurnBehaviour:
 
     barge_in: bool = False
     pause: tuple[float, float] | None = None
+    clears: tuple[float, ...] = ()  # when the agent sent `clear` on the turn (s, the recording's clock)
 
 
 _UNMEASURED = TurnTiming(None, None, None, None, None, None, None, None)
@@ -80,7 +83,8 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
     audible onset after the last word (sought up to the next turn's start), and the turn-taking
     facts. `behaviours`, per span, say where the caller barged in or paused
     (voxwatch/metrics/turn_taking.py): on a barge-in turn the agent's talk under way at the caller's
-    start is the barge-in's, not an interruption (interrupted counts an onset after it stopped)."""
+    start is the barge-in's, not an interruption (interrupted counts an onset after it stopped on the
+    recording), and it stopped where the agent stopped (its clear), or where its audio ran out."""
     data = np.asarray(recording)
     if data.ndim != 2 or data.shape[1] != 2:
         raise ValueError("expected an (n, 2) call recording")
@@ -104,6 +108,7 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
         behaviour = acts[k]
         stopped = talk_end(model, speech_start, RECORDING_RATE) if behaviour.barge_in else None
         heard_from = speech_start if stopped is None else max(speech_start, stopped)
+        heard_ms = None if stopped is None else (stopped - speech_start) * 1000.0 / RECORDING_RATE
         interrupted = _audible_from(model, heard_from, speech_end) is not None
         onset = _audible_from(model, max(speech_end, heard_from),
                               max(speech_end, min(following, data.shape[0])))
@@ -124,7 +129,9 @@ def turn_timings(recording: np.ndarray, spans: Sequence[tuple[float, float]],
             interrupted=interrupted,
             no_response=no_response,
             long_silence=(not no_response) and gap is not None and gap > long_silence_s,
-            barge_in_stop_ms=None if stopped is None else (stopped - speech_start) * 1000.0 / RECORDING_RATE,
+            barge_in_stop_ms=None if heard_ms is None else agent_stop(  # in ms from the caller's start
+                heard_ms, 0.0, [(c - speech_start / RECORDING_RATE) * 1000.0 for c in behaviour.clears]),
+            barge_in_stop_heard_ms=heard_ms,
             barge_in_answered=None if stopped is None else not no_response,
             pause_ms=None if behaviour.pause is None else behaviour.pause[1] * 1000.0,
             premature=premature,

@@ -43,22 +43,28 @@ FAMILY_LEVEL = 0.05
 @dataclass(frozen=True)
 class Cells:
     """One series' values on the cells it measured, one value per cell (utterance, tick), sorted by
-    the cell's label `keys` (utterance and tick joined), so two series align by a merge."""
+    the cell's label `keys` (utterance and tick joined, or in `compare` the label's integer code in
+    its ranking, which sorts as the label does), so two series align by a merge."""
     keys: np.ndarray
     utterances: np.ndarray
     ticks: np.ndarray
     values: np.ndarray
 
 
-def cells(utterances: Sequence[Hashable], ticks: Sequence[Hashable], values: Sequence[float | None]) -> Cells:
+def cells(utterances: Sequence[Hashable], ticks: Sequence[Hashable], values: Sequence[float | None],
+          codes: np.ndarray | None = None) -> Cells:
     """A series' rows as cells: rows without a value (None, NaN) are left out, and a cell measured
-    twice (an utterance in both a tick's panel and its draw) counts once, at its rows' median."""
+    twice (an utterance in both a tick's panel and its draw) counts once, at its rows' median. With
+    `codes` (each row's label code, `label_codes`) the cells are keyed by them, not by the labels."""
     v = np.asarray(values, dtype=np.float64)
     keep = np.flatnonzero(~np.isnan(v))
     u = np.asarray(utterances, dtype=object)[keep]
     t = np.asarray(ticks, dtype=object)[keep]
-    labels = np.array([f"{a}\x1f{b}" for a, b in zip(u.tolist(), t.tolist())], dtype=object)
-    keys, first, inverse = np.unique(labels.astype(str), return_index=True, return_inverse=True)
+    if codes is None:
+        labels = np.array([f"{a}\x1f{b}" for a, b in zip(u.tolist(), t.tolist())], dtype=object).astype(str)
+    else:
+        labels = np.asarray(codes)[keep]
+    keys, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     out = v[keep][first]
     if keys.size < labels.size:  # some cell has several rows: its median
         inverse = inverse.ravel()
@@ -250,20 +256,35 @@ def ranking_of(key: SeriesKey) -> tuple[str, str, str, str, str]:
     return key.board, key.dataset, key.protocol, key.region, key.method_version
 
 
-def series_cells(data: SeriesData) -> dict[str, Cells]:
+def series_cells(data: SeriesData, codes: np.ndarray | None = None) -> dict[str, Cells]:
     """A series' cells for every statistic it can be compared on: each headline metric (ok rows with
-    a value), and errors and words (ok, scored rows)."""
+    a value), and errors and words (ok, scored rows); keyed by `codes` where given (`cells`)."""
     status = np.asarray(data.statuses, dtype=object)
     ok = status == "ok"
     out = {}
     for name, column in data.values.items():
         v = np.asarray(column, dtype=np.float64)
-        out[name] = cells(data.utterances, data.ticks, np.where(ok, v, np.nan))
+        out[name] = cells(data.utterances, data.ticks, np.where(ok, v, np.nan), codes)
     scored, _, _ = scored_clips(status, data.errors, data.words)
     errors = np.where(scored, np.asarray(data.errors, dtype=np.float64), np.nan)
     words = np.where(scored, np.asarray(data.words, dtype=np.float64), np.nan)
-    out["errors"], out["words"] = cells(data.utterances, data.ticks, errors), cells(data.utterances, data.ticks, words)
+    out["errors"] = cells(data.utterances, data.ticks, errors, codes)
+    out["words"] = cells(data.utterances, data.ticks, words, codes)
     return out
+
+
+def label_codes(members: Sequence[SeriesData]) -> list[np.ndarray]:
+    """Each series' rows' cell labels as integer codes shared by a ranking, so two series align by a
+    merge of integers rather than of strings (at 40 models a ranking has 780 pairs, each merged once
+    per statistic) and a series' keys take 8 bytes a cell, not 4 a character. A code is the label's
+    utterance's place among the ranking's utterances, then its tick's among its ticks: codes sort as
+    the labels do (an utterance id holds no character below the separator, U+001F), so every merge
+    and median is as it would be with the labels."""
+    utterance = {u: i for i, u in enumerate(sorted({str(u) for data in members for u in data.utterances}))}
+    tick = {t: i for i, t in enumerate(sorted({str(t) for data in members for t in data.ticks}))}
+    width = len(tick)
+    return [np.fromiter((utterance[str(u)] * width + tick[str(t)] for u, t in zip(data.utterances, data.ticks)),
+                        dtype=np.int64, count=len(data.utterances)) for data in members]
 
 
 def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKey, str], bool]) -> list[Comparison]:
@@ -273,11 +294,12 @@ def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKe
     it at, and its interval is at that level (holm_levels), so verdict and interval agree. Pooled
     WER is compared only between series scored by one instrument. Pairs come in key order (a <
     b), each once."""
-    prepared = {key: series_cells(data) for key, data in series.items()}
     families: dict[tuple, list[tuple[SeriesKey, SeriesKey, Tested]]] = {}
     rankings: dict[tuple, list[SeriesKey]] = {}
-    for key in sorted(prepared):
+    for key in sorted(series):
         rankings.setdefault(ranking_of(key), []).append(key)
+    prepared = {key: series_cells(series[key], codes) for members in rankings.values()
+                for key, codes in zip(members, label_codes([series[k] for k in members]))}
     for members in rankings.values():
         for a, b in combinations(members, 2):
             ca, cb = prepared[a], prepared[b]

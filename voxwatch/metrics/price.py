@@ -17,6 +17,8 @@ from dataclasses import dataclass
 UNITS = {"audio_hour": "audio hour", "audio_minute": "audio minute", "1m_characters": "1M characters",
          "1m_audio_tokens": "1M audio tokens"}
 """The units a list price may be given in (registry `price_unit`), and how each reads."""
+SHORT_UNITS = {"audio_hour": "hour", "audio_minute": "min", "1m_characters": "1M chars", "1m_audio_tokens": "1M tokens"}
+"""Each unit as a narrow table cell reads it (`voxwatch providers list`, whose legend says they are of audio)."""
 BOARD_UNITS = {"stt": ("audio_hour", "audio_minute"), "tts": ("1m_characters",),
                "s2s": ("audio_hour", "audio_minute", "1m_audio_tokens")}
 """Which units fit which board: speech in is priced by its duration, text in by its characters."""
@@ -41,6 +43,11 @@ class Price:
         """The list price as the vendor states it: "$0.006 per audio minute", "$10 in / $20 out per 1M audio tokens"."""
         amount = f"${self.usd:g}" if self.output_usd is None else f"${self.usd:g} in / ${self.output_usd:g} out"
         return f"{amount} per {UNITS[self.unit]}"
+
+    def short_text(self) -> str:
+        """The list price in a narrow cell: "$0.006/min", "$50/1M chars", "$10 in, $20 out/1M tokens"."""
+        amount = f"${self.usd:g}" if self.output_usd is None else f"${self.usd:g} in, ${self.output_usd:g} out"
+        return f"{amount}/{SHORT_UNITS[self.unit]}"
 
 
 def problem(board: str, usd: object, unit: object, output_usd: object) -> str | None:

@@ -98,6 +98,8 @@ def scorecard_record(record: Mapping) -> dict:
     return {**record, **{k: rate_record(record[k]) for k in rates},
             "speech_quality": {**quality, "mos": rounded(quality["mos"], "fraction"),
                                "interval": rounded(quality["interval"], "fraction")},
+            **({"transcription": {**record["transcription"], "wer": rounded(record["transcription"]["wer"], "fraction")}}
+               if "transcription" in record else {}),
             "dimensions": {d: rate_record(r) for d, r in record["dimensions"].items()},
             "pass_hat_k": {k: rounded(v, "fraction") for k, v in record["pass_hat_k"].items()},
             "v2v": metric_record(record["v2v"], "ms"),

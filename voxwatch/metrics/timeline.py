@@ -115,19 +115,25 @@ def collect_audio(events: list[Event]) -> AudioStream:
     )
 
 
-def playout_starts_ns(stream: AudioStream) -> np.ndarray:
+def playout_starts_ns(stream: AudioStream, queued_until_ns: float | None = None) -> np.ndarray:
     """Playout model: when sample 0 would have been heard, as of each chunk (chunks in stream order).
 
     Playback starts with the first chunk and stalls when data is late, so sample s is heard at
-    max over chunks i with s_i <= s of (a_i - s_i/sr), plus s/sr.
+    max over chunks i with s_i <= s of (a_i - s_i/sr), plus s/sr. `queued_until_ns`: when audio
+    queued on the same line before this stream (a call's earlier turns) has played out; the
+    stream's first sample plays no earlier (a reply streamed ahead of real time and talked over
+    goes on playing from the queue on the next turn).
     """
-    return np.maximum.accumulate(stream.chunk_arrivals_ns - stream.chunk_offsets * 1e9 / stream.sample_rate)
+    starts = stream.chunk_arrivals_ns - stream.chunk_offsets * 1e9 / stream.sample_rate
+    if queued_until_ns is not None:
+        starts = np.maximum(starts, queued_until_ns)
+    return np.maximum.accumulate(starts)
 
 
-def heard_at_ns(stream: AudioStream, sample: int) -> float:
+def heard_at_ns(stream: AudioStream, sample: int, queued_until_ns: float | None = None) -> float:
     """When sample `sample` of the stream is heard under the playout model."""
     chunk = int(np.searchsorted(stream.chunk_offsets, sample, side="right")) - 1
-    return float(playout_starts_ns(stream)[chunk] + sample * 1e9 / stream.sample_rate)
+    return float(playout_starts_ns(stream, queued_until_ns)[chunk] + sample * 1e9 / stream.sample_rate)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,23 @@ is the onset of the time-reversed audio (as the shared VAD anchors' speech end i
   The agent's talk under way then ends at the last audible sample before the first stretch of
   STOP_GAP_S with no audible window (pauses between the agent's words are shorter); the stop
   latency is that end minus the caller's start. An agent silent for STOP_GAP_S from the caller's
-  start was not talked over: no barge-in happened (None).
+  start was not talked over: no barge-in happened (None). That end is where the caller heard the
+  agent stop (the recording keeps every sample received): barge-in stop (heard).
+- The agent's own stop (agent_stop): where the agent stopped, as its transport states it. A
+  transport with a `clear` (Twilio Media Streams) drops the audio still queued when the agent
+  sends it, so an agent that streams its reply ahead of real time stops at its first clear at or
+  after the caller's start, or where its audio ran out if that came first (the heard end). A
+  transport without one (raw PCM frames) plays every frame it was sent: the agent stops at the end
+  of the audio it had sent for playout, the heard end. Barge-in stop latency is that stop minus the
+  caller's start.
 - Premature response: the agent's first audible onset falls inside a pause the caller made in
   the middle of its turn (on [pause start, pause end): an onset needs 50 ms of sound, so the
   sound is sought up to 50 ms past the pause's end).
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import numpy as np
 
@@ -46,6 +56,15 @@ def talk_end(agent: np.ndarray, start: int, rate: int, params: OnsetParams = Ons
     hi = min(x.size, stop_window * hop + win)
     offset = detect_onset(x[:hi][::-1], rate, params)
     return start + (hi - offset if offset is not None else 0)
+
+
+def agent_stop(heard_end: float, caller_start: float, clears: Sequence[float] = ()) -> float:
+    """Where the agent stopped talking over the caller (seconds, one clock for all three): its first
+    clear at or after `caller_start` when that came before `heard_end` (the talk's end on the
+    recording, talk_end), else `heard_end`. A clear before the caller started answered nothing of
+    this barge-in."""
+    cleared = [c for c in clears if c >= caller_start]
+    return min(heard_end, min(cleared)) if cleared else heard_end
 
 
 def premature_response(agent: np.ndarray, pause_start: int, pause_end: int, rate: int,

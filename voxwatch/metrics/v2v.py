@@ -55,7 +55,9 @@ def conversation_recording(turns: Sequence[tuple[Timeline, bytes]],
                            caller_rate: int = RECORDING_RATE) -> tuple[np.ndarray, list[tuple[float, float] | None]]:
     """One recording of a whole conversation: each turn's caller chunks at their write times and the
     model's audio of that turn at its playout times, all on one clock (the turns' timelines share
-    it) whose zero is the first caller chunk written. Also each turn's span on it (start, end of its
+    it) whose zero is the first caller chunk written. The model's audio is one queue for the call:
+    a turn's plays no earlier than the turns' before it has played out (metrics.timeline
+    playout_starts_ns), as a reply talked over goes on playing on the barge-in turn. Also each turn's span on it (start, end of its
     caller audio, s; None for a turn that failed before its audio), for the per-turn timing
     (voxwatch/metrics/conversation_timing.py)."""
     if caller_rate != RECORDING_RATE:
@@ -69,6 +71,7 @@ def conversation_recording(turns: Sequence[tuple[Timeline, bytes]],
     callers: list[tuple[int, np.ndarray]] = []
     models: list[tuple[int, np.ndarray]] = []
     spans: list[tuple[float, float] | None] = []
+    queued: float | None = None  # when the model's audio of the turns so far has played out
     for timeline, pcm16 in turns:
         sent = timeline.of(CHUNK_SENT)
         caller = np.frombuffer(pcm16, dtype="<i2").astype(np.float64) / 32768.0
@@ -82,7 +85,8 @@ def conversation_recording(turns: Sequence[tuple[Timeline, bytes]],
         model = collect_audio(timeline.events)
         if model.samples.size:
             sr = model.sample_rate
-            starts = playout_starts_ns(model)
+            starts = playout_starts_ns(model, queued)
+            queued = float(starts[-1] + model.samples.size * 1e9 / sr)  # one line: the next turn's audio queues behind
             bounds = list(model.chunk_offsets) + [model.samples.size]
             for i in range(len(model.chunk_offsets)):
                 models.append((at(starts[i] + bounds[i] * 1e9 / sr),

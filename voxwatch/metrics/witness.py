@@ -18,12 +18,13 @@ from voxwatch.metrics.as_sent import carrying
 from voxwatch.foundation.events import (AUDIO, CHUNK_SENT, FINAL, PARTIAL, REQUEST_SENT, RESPONSE, Event,
                                         Timeline)
 
-METHOD_BOUND_MS = 5.0
+METHOD_BOUND_MS = 2.0  # method 15 (14: 5 ms): the loaded clock error target, so no published row can be off by more
 STALL_BOUND_MS = METHOD_BOUND_MS
 """A row whose clocks could be off by more than this, because its worker was not watching, is excluded
 (the method's default; `[run] stall_bound_ms` sets a worker's own: each row keeps its uncertainty)."""
 
 ARRIVALS = (PARTIAL, FINAL, AUDIO, RESPONSE)
+HEARD_SLACK_NS = 100_000  # an onset read off a 16 kHz recording is placed to within a sample or two
 STALLED = "measuring worker stalled"
 """How the reason of a row excluded by the witness begins (the stores count such rows by it)."""
 
@@ -49,7 +50,8 @@ class Witness:
 
     @property
     def reason(self) -> str:
-        return (f"{STALLED} {self.uncertainty_ms:.0f} ms around a timed event (bound "
+        shown = f"{self.uncertainty_ms:.0f}" if self.uncertainty_ms >= 10 else f"{self.uncertainty_ms:.1f}"  # 2.4, not 2, over a 2 ms bound
+        return (f"{STALLED} {shown} ms around a timed event (bound "
                 f"{self.bound:g} ms): the worker's own stall, not the provider's latency")
 
 
@@ -101,6 +103,28 @@ def batch_witness(timeline: Timeline) -> Witness:
 
 
 def audio_witness(timeline: Timeline, start: Event | None, heard_by_ns: float) -> Witness:
-    """TTFA and V2V read the start (the request, or the chunk holding the caller's last word) and every
-    audio chunk that had arrived by the time the onset was heard (the playout model reads them all)."""
-    return witness_of([start, *(e for e in timeline.of(AUDIO) if e.n_samples and e.t_ns <= heard_by_ns)])
+    """TTFA and V2V read the start (the request, or the chunk holding the caller's last word) and the
+    audio chunks up to the one playing when the onset was heard (the playout model, metrics.timeline:
+    sample s of chunk k is heard at max over i <= k of (arrival_i - offset_i) + s). A chunk could have
+    come as early as its stamp less its blind time, so the onset could have been heard earlier by at
+    most the latest (stamp - offset) less the latest (stamp - blind - offset) over those chunks: a
+    chunk whose stamp was blind but which did not hold the playout back moves nothing. The latency
+    could be longer by the start's blind time; the uncertainty is the larger of the two."""
+    chunks = sorted((e for e in timeline.of(AUDIO) if e.n_samples), key=lambda e: e.sample_offset or 0)
+    if any(not e.sample_rate for e in chunks):  # no playout to place them on: every chunk arrived by the onset
+        return witness_of([start, *(e for e in chunks if e.t_ns <= heard_by_ns)])
+    held: list[tuple[float, float]] = []  # per chunk up to the onset's: (stamp - offset, stamp - blind - offset), ns
+    playout = float("-inf")
+    for chunk in chunks:
+        offset_ns = (chunk.sample_offset or 0) * 1e9 / chunk.sample_rate
+        playout = max(playout, chunk.t_ns - offset_ns)
+        if held and playout + offset_ns > heard_by_ns + HEARD_SLACK_NS:
+            break  # this chunk starts playing after the onset was heard: it held nothing back
+        held.append((chunk.t_ns - offset_ns, chunk.t_ns - (chunk.blind_ns or 0) - offset_ns))
+    read = witness_of([start, *chunks[:len(held)]])
+    if not held:
+        return read
+    playout_ms = (max(late for late, _ in held) - max(early for _, early in held)) / 1e6
+    start_ms = (start.blind_ns or 0) / 1e6 if start is not None and start.blind_ns is not None else 0.0
+    known = read.uncertainty_ms is not None
+    return Witness(max(playout_ms, start_ms) if known else None, read.arrival_stamp)

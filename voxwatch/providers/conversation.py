@@ -38,6 +38,9 @@ class ConversationSession(Protocol):
 
 
 class ConversationStream(Protocol):
+    """A model's conversations. An adapter whose model calls tools voxwatch never sees (a deployed agent)
+    says `unreported = (CALLS, ...)`: its end state is then its own backend's, never the simulated one's."""
+
     async def converse(self, timeline: Timeline, setup: AgentSetup,
                        history: Sequence[HistoryItem] = ()) -> ConversationSession:
         """Open a session told `setup`, with `history` replayed into it (a rotation), connecting on

@@ -59,6 +59,18 @@ def scrub(text: str, secrets: list[Secret | None]) -> str:
     return _scrub(text, secrets=secrets)
 
 
+SECRET_VARIABLE = re.compile(r"VOXWATCH_[A-Z0-9_]+_(API_KEY|TOKEN|PASSWORD)")
+"""The environment variables whose values are secrets: every vendor's key (and the judge's), every deployed
+agent's token and its state endpoint's, the Grafana and operator tokens, the store roles' passwords."""
+
+
+def configured_secrets(environ=None) -> tuple[Secret, ...]:
+    """Every secret configured in the environment (SECRET_VARIABLE), to cut out of a reason that may echo
+    something an agent or its endpoint sent back: whichever key it names, none is stored."""
+    env = os.environ if environ is None else environ
+    return tuple(Secret(v.strip()) for k, v in sorted(env.items()) if SECRET_VARIABLE.fullmatch(k) and v.strip())
+
+
 def model_secrets(model) -> tuple[Secret, ...]:
     """Every key a model's measurements use, to scrub from whatever is kept: the vendor's, or one
     per part of a cascade (its `secrets()`); none for a model that needs no key."""

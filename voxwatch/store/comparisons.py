@@ -10,18 +10,19 @@ of the user's) they are computed from the rows on read, by the same `compute`.
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import psycopg
 
 from voxwatch.foundation.observation import Observation
+from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import COLUMNS, Comparison, compare, flat, from_flat
 from voxwatch.metrics.ranking import comparable
-from voxwatch.metrics.series import WINDOWS, series_rows
+from voxwatch.metrics.series import WINDOWS, SeriesData, series_rows
 from voxwatch.store.observation_reads import stream_observations
 from voxwatch.store.row_filter import RowFilter
-from voxwatch.store.series_data import group
+from voxwatch.store.series_data import group, group_windows
 
 _TYPES = {"a": "double precision", "b": "double precision", "estimate": "double precision",
           "ci_low": "double precision", "ci_high": "double precision", "p_value": "double precision",
@@ -37,7 +38,11 @@ DDL = ("CREATE TABLE comparisons (time_window text NOT NULL, "
 def compute(rows: Iterable[Observation]) -> list[Comparison]:
     """The comparisons of some rows (one window's, or a span's): every ranking's pairs, on the rows'
     own statistics' eligibility (metrics.ranking.comparable)."""
-    series = group(rows)
+    return compute_series(group(rows))
+
+
+def compute_series(series: Mapping[SeriesKey, SeriesData]) -> list[Comparison]:
+    """`compute` of rows already grouped into series (store.series_data)."""
     metric_rows = [m for key, data in series.items() for m in series_rows(key, data)]
     return compare(series, comparable(metric_rows, METHOD_VERSION))
 
@@ -47,7 +52,8 @@ def refresh(conn: psycopg.Connection, datasets: Iterable[str] | None = None, now
     comparisons when None), per window, one dataset at a time, each in its own transaction: readers
     see a dataset's old set or its new one. A ranking is one dataset's, so one dataset's rows at a
     time are enough, and they bound the memory: at a year's scale, 30 days of one dataset are 410,000
-    rows (1.6 GB as Observations), of every dataset 8M. Returns the comparisons written."""
+    rows (1.6 GB as Observations, a few hundred MB as the cells series_data.group_windows keeps), of
+    every dataset 8M. Returns the comparisons written."""
     at = time.time() if now is None else now
     if datasets is None:
         chosen = sorted({d for (d,) in conn.execute("SELECT DISTINCT dataset FROM aggregates "
@@ -65,10 +71,11 @@ def _refresh_dataset(conn: psycopg.Connection, dataset: str, at: float) -> int:
     written = 0
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('voxwatch comparisons', 0))")
-        rows = list(stream_observations(conn, RowFilter(since=at - longest, datasets=(dataset,))))
+        series = group_windows(stream_observations(conn, RowFilter(since=at - longest, datasets=(dataset,))),
+                               {window: at - span for window, span in WINDOWS.items()})
         conn.execute("DELETE FROM comparisons WHERE dataset = %s", (dataset,))
-        for window, span in WINDOWS.items():
-            found = compute(r for r in rows if r.started_at >= at - span)
+        for window in WINDOWS:
+            found = compute_series(series.pop(window))
             if found:
                 with conn.cursor() as cur:
                     cur.executemany(f"INSERT INTO comparisons (time_window, {', '.join(COLUMNS)}, computed_at) "

@@ -78,7 +78,7 @@ class TurnRow:
     state_tracking: bool | None = None
     ambiguity_handling: bool | None = None
     turn_taking: bool | None = None
-    barge_in_stop_ms: float | None = None  # the caller barged in: the agent's talk after its first word
+    barge_in_stop_ms: float | None = None  # the caller barged in: its first word to the agent's own stop
     barge_in_answered: bool | None = None  # ... and whether the agent then answered the turn
     pause_ms: float | None = None  # the caller paused mid-turn this long
     premature_response: bool | None = None  # ... and whether the agent started speaking inside the pause
@@ -86,12 +86,25 @@ class TurnRow:
     quality_instrument: str | None = None  # the instrument that scored it (set when it was asked to)
     instrument_error: str | None = None  # why the instrument gave no score (never a provider failure)
     clock_uncertainty_ms: float | None = None  # the clock witness of its V2V; over the bound its clocks are null
+    barge_in_stop_heard_ms: float | None = None  # the barge-in stop as heard: to the end of the agent's talk on the recording
+    transcript_instrument: str | None = None  # the STT that transcribed the reply into model_transcript (None: its own)
+    transcript_errors: int | None = None  # that transcription's word errors against the scripted reply ...
+    transcript_ref_words: int | None = None  # ... and the scripted reply's words (None: not measurable)
+    # the turn's anchors on the call recording, seconds from its start (METHOD "Conversations"): where
+    # the caller's words began and ended and the agent's first audible onset after them; None: not measured
+    caller_speech_start_s: float | None = None
+    caller_speech_end_s: float | None = None
+    model_onset_s: float | None = None
 
 
+ANCHORS = ("caller_speech_start_s", "caller_speech_end_s", "model_onset_s")
+"""A turn's anchors on the call recording (seconds from its start), where its clocks were read."""
 LATER_FIELDS = ("barge_in_stop_ms", "barge_in_answered", "pause_ms", "premature_response", "quality_mos",
-                "quality_instrument", "instrument_error", "clock_uncertainty_ms")
+                "quality_instrument", "instrument_error", "clock_uncertainty_ms", "barge_in_stop_heard_ms",
+                "transcript_instrument", "transcript_errors", "transcript_ref_words", *ANCHORS)
 """Turn fields added after records were first spooled and exported (caller behaviours, method 11;
-speech quality, method 12; the clock witness, method 14)."""
+speech quality, method 12; the clock witness, method 14; barge-in stop as heard, the transcribed
+reply and the recording's anchors, method 16)."""
 
 CONVERSATION_FIELDS = tuple(f.name for f in fields(ConversationRow))
 TURN_FIELDS = tuple(f.name for f in fields(TurnRow))

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from voxwatch.boards import leaderboard
 from voxwatch.boards.marks import FIELDS as MARK_FIELDS, Marks, model_marks
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS, ScorecardKey, block_title, stored_scorecards
-from voxwatch.store.conversation_rows import ConversationRow, TurnRow
+from voxwatch.store.conversation_rows import ANCHORS, ConversationRow, TurnRow
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics import METHOD_VERSION, preliminary
 from voxwatch.providers.registry import Registry
@@ -148,12 +148,14 @@ def statistics(s: Scorecard) -> Iterator[tuple]:
     q = s.speech_quality
     yield ("quality_mos", q.mos, None, q.n, *(q.interval if q.interval is not None else (None, None)),
            ", ".join(q.instruments) or None)
+    if (t := s.transcription).turns:  # the reply transcriber's WER on a scripted agent's voice, where measured
+        yield "transcription_wer", t.wer, None, t.words, None, None, ", ".join(t.instruments) or None
     yield _rate_line("interruption", s.interruption)
     yield _rate_line("no_response", s.no_response)
     if s.barge_in_stop.n or s.barge_in_answered.n:  # caller behaviours: only a block whose callers behaved so
-        b = s.barge_in_stop
-        for q, value, ci in (("p50", b.p50, b.p50_ci), ("p95", b.p95, b.p95_ci)):
-            yield (f"barge_in_stop_{q}_ms", value, None, b.n, *(ci if ci is not None else (None, None)), None)
+        for name, b in (("barge_in_stop", s.barge_in_stop), ("barge_in_stop_heard", s.barge_in_stop_heard)):
+            for q, value, ci in (("p50", b.p50, b.p50_ci), ("p95", b.p95, b.p95_ci)):
+                yield (f"{name}_{q}_ms", value, None, b.n, *(ci if ci is not None else (None, None)), None)
         yield _rate_line("barge_in_answered", s.barge_in_answered)
     if s.premature.n:
         yield _rate_line("premature_response", s.premature)
@@ -161,9 +163,11 @@ def statistics(s: Scorecard) -> Iterator[tuple]:
 
 LABELS = {"instruction_adherence": "instruction adherence", "end_state": "end-state success",
           "v2v_p50_ms": "V2V p50", "v2v_p95_ms": "V2V p95", "silence_gap_s": "silence-gap latency",
-          "quality_mos": "speech quality (MOS)",
+          "quality_mos": "speech quality (MOS)", "transcription_wer": "reply transcription WER (scripted agent)",
           "interruption": "interruption rate", "no_response": "no-response rate",
           "barge_in_stop_p50_ms": "barge-in stop latency p50", "barge_in_stop_p95_ms": "barge-in stop latency p95",
+          "barge_in_stop_heard_p50_ms": "barge-in stop latency p50, heard",
+          "barge_in_stop_heard_p95_ms": "barge-in stop latency p95, heard",
           "barge_in_answered": "answered after barge-in", "premature_response": "premature response in a pause"}
 """How a statistic is named on the page (a dimension by its own name, pass^k as such)."""
 
@@ -259,7 +263,8 @@ def conversation_document(view: ConversationView, registry: Registry) -> dict:
     row.pop("recording")  # a path on the server: the URL says where to get it
     turns = [{**asdict(t.row), "calls": t.calls, "expected": t.expected, "verdicts": t.verdicts,
               "v2v_ms": rounded(t.row.v2v_ms, "ms"), "gap_s": rounded_seconds(t.row.gap_s),
-              "quality_mos": rounded(t.row.quality_mos, "fraction")} for t in view.turns]
+              "quality_mos": rounded(t.row.quality_mos, "fraction"),
+              **{name: rounded_seconds(getattr(t.row, name)) for name in ANCHORS}} for t in view.turns]
     return {"conversation": row, "baseline": registry.is_baseline(view.row.model_id),
             "url": conversation_url(view.row.conversation_id),
             "recording_url": recording_url(view.row.conversation_id) if view.has_recording else None, "turns": turns}

@@ -13,8 +13,8 @@ from voxwatch import __version__
 from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.conversations.scorecards import SCORECARD_KEY_FIELDS
 from voxwatch.foundation.scenario import DIMENSIONS
-from voxwatch.store.conversation_rows import ConversationRow, TurnRow
-from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Percentiles, Rate
+from voxwatch.store.conversation_rows import ANCHORS, ConversationRow, TurnRow
+from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Percentiles, Rate, Transcription
 from voxwatch.web.bakeoff_views import SET_FIELDS as BAKEOFF_SET_FIELDS
 from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.paired import COLUMNS
@@ -421,8 +421,9 @@ def _conversation_schemas() -> dict:
                                            if f.name in SCORECARD_KEY_FIELDS}
     summary = _dataclass_schema(Scorecard, {
         "adherence": rate, "end_state": rate, "interruption": rate, "no_response": rate, "v2v": _ref("Percentiles"),
-        "barge_in_stop": _ref("Percentiles"), "barge_in_answered": rate, "premature": rate,
+        "barge_in_stop": _ref("Percentiles"), "barge_in_stop_heard": _ref("Percentiles"), "barge_in_answered": rate, "premature": rate,
         "pause_ms": _array({"type": "number"}), "speech_quality": _ref("ConversationQuality"),
+        "transcription": _ref("ConversationTranscription"),
         "dimensions": {"type": "object", "additionalProperties": rate, "description": "each dimension's pass rate"},
         "pass_hat_k": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
                        "description": "pass^k of end-state success, keyed by k"}})
@@ -437,7 +438,8 @@ def _conversation_schemas() -> dict:
                                               "finished_at": _TIME})
     del row["properties"]["recording"]
     row["required"].remove("recording")
-    turn = _dataclass_schema(TurnRow, {"calls": parsed, "expected": parsed, "verdicts": {
+    anchor = {**_NULLABLE_NUMBER, "description": "on the call recording, seconds from its start (null: not measured)"}
+    turn = _dataclass_schema(TurnRow, {**{name: anchor for name in ANCHORS}, "calls": parsed, "expected": parsed, "verdicts": {
         "type": "object", "description": "per dimension in scope: {passed, reason, rule}",
         "additionalProperties": _obj({"passed": {"type": ["boolean", "null"]}, "reason": _STRING, "rule": _STRING})}})
     return {
@@ -449,6 +451,10 @@ def _conversation_schemas() -> dict:
             "interval": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
                          "description": "its 95 % interval clustered by conversation, within [1, 5]"},
             "instruments": {**_array(_STRING), "description": "the instrument(s) that scored the turns"}}),
+        "ConversationTranscription": _dataclass_schema(Transcription, {
+            "wer": {**_NULLABLE_NUMBER, "description": "the reply transcriber's pooled WER on a scripted agent's "
+                    "replies (the reference agent's); null where none was measured"},
+            "instruments": {**_array(_STRING), "description": "the instrument(s) that transcribed the replies"}}),
         "ConversationBlock": block,
         "ConversationListed": listed,
         "ConversationBoard": _obj({"window": {"type": "string", "enum": list(WINDOWS)}, "model_id": _NULLABLE_STRING,

@@ -19,6 +19,8 @@ from voxwatch.store.conversation_rows import ConversationRow
 from voxwatch.conversations.tick import Held, conversation_settings, failed_conversation, hold_conversation
 from voxwatch.foundation.persona import find
 from voxwatch.providers.conversation import conversation_refusal
+from voxwatch.providers.registry import RegistryError
+from voxwatch.harness.tick import PlanError
 from voxwatch.providers.keys import model_secrets
 from voxwatch.store.spool import keep_conversation
 
@@ -42,7 +44,11 @@ def hold(st: ProcessState, job: ConversationJob, budget_s: float) -> Held:
     if isinstance(adapter, Exception):
         return failure(st, job, "error", f"adapter unavailable: {adapter}")
     st.config.recordings_dir.mkdir(parents=True, exist_ok=True)
-    coro = hold_conversation(adapter, model, full, job.turns, persona, conversation_settings(st.config, model),
+    try:
+        settings = conversation_settings(st.config, model, st.registry)
+    except (PlanError, RegistryError) as exc:  # a reply transcriber this worker cannot load: said on the conversation
+        return failure(st, job, "error", f"the reply transcriber is unavailable: {exc}")
+    coro = hold_conversation(adapter, model, full, job.turns, persona, settings,
                              run_id=job.run_id, region=st.config.region)
     deadline = max(1.0, budget_s - (time.monotonic() - started) - min(SAFETY_S, budget_s / 5))
     try:

@@ -17,24 +17,34 @@ raw PCM frames); what every such line does is here, once:
 
 Where the agent is: `VOXWATCH_AGENT_<NAME>_URL` (ws:// or wss://), and an optional bearer token in
 `VOXWATCH_AGENT_<NAME>_TOKEN` (sent as `Authorization: Bearer ...`), for the registry id `agent/<name>`.
+
+What an agent sends is bounded (LineBounds, docs/CONVERSATIONS.md "Bounds"): one message's size (the
+WebSocket's max_size: a bigger one is refused before it is read), its audio per turn and per call, its
+audio messages per turn, and its other messages (marks, clears, anything not audio) in any second.
+Past a bound the turn fails `malformed` with the bound named, the reader stops (nothing more is
+buffered) and the call ends; the turn timeout could not do it, since a huge message or a flood of
+them is read and decoded before any timeout is looked at.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 from dataclasses import dataclass
 from typing import Sequence
 
 import websockets
+from websockets.frames import CloseCode
 
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.foundation.conversation import CALLS, WORDS, AgentSetup, HistoryItem, ModelTurn, ToolHandler
-from voxwatch.foundation.events import AUDIO, Timeline
+from voxwatch.foundation.events import AUDIO, CLEARED, Timeline
 from voxwatch.foundation.server_url import WS, server_url_problem
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import is_loopback, open_websocket
+from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import Secret, agent_name, agent_token, vendor_variable
 from voxwatch.providers.registry import RegistryError
 from voxwatch.providers.session.ws_session import ReaderSession
@@ -44,6 +54,25 @@ FRAME_MS = 20  # the caller's frames on the line (the runner's chunks, and the s
 QUIET_S = 1.0  # the reply is over this long after the end of its playout with no more audio
 NO_REPLY_S = 8.0  # no audio this long after the caller stopped: the turn had no reply
 CALLER_RATE = 16000  # what the runner sends (ConversationSession.send_audio)
+
+
+@dataclass(frozen=True)
+class LineBounds:
+    """What an agent may send on one call (docs/CONVERSATIONS.md "Bounds"); past any of them the turn
+    fails `malformed` and the call ends. Generous for any agent that talks to a caller (a reply of a
+    minute, five minutes of replies on one call, a mark or clear every 5 ms), and small enough that
+    the call's recording and its analysis (about 0.4 MB a second of audio) stay far below 300 MB."""
+
+    message_bytes: int = 1 << 20  # one WebSocket message (1 MiB: 98 s of Twilio's base64 mu-law)
+    turn_audio_s: float = 60.0  # the agent's audio on one turn
+    call_audio_s: float = 300.0  # the agent's audio on one call (a reconnection is a new call)
+    turn_messages: int = 6_000  # audio messages on one turn (one per 10 ms of turn_audio_s)
+    control_per_s: int = 200  # messages that are not audio (mark, clear, text) in any one second
+    handshake_s: float = 10.0  # the WebSocket's opening handshake
+
+    def over(self, what: str) -> ProviderError:
+        """The failure of an agent that went past the bound `what` names."""
+        return ProviderError(f"the agent sent {what} (a bound of the line: docs/CONVERSATIONS.md)", "malformed")
 
 
 def url_variable(name: str) -> str:
@@ -89,10 +118,15 @@ class AgentLine(ReaderSession):
     rate: int  # the agent's audio on the wire, samples per second
     takes_barge_in = True  # the line carries the caller whenever it speaks: it can talk over the agent
 
-    def __init__(self, ws, timeline: Timeline, quiet_s: float = QUIET_S, no_reply_s: float = NO_REPLY_S) -> None:
+    def __init__(self, ws, timeline: Timeline, quiet_s: float = QUIET_S, no_reply_s: float = NO_REPLY_S,
+                 bounds: LineBounds = LineBounds()) -> None:
         self.timeline = timeline
         self._quiet_ns, self._no_reply_ns = int(quiet_s * 1e9), int(no_reply_s * 1e9)
+        self.bounds = bounds
         self._offset = 0  # the turn's agent audio so far, in samples
+        self._call_samples = 0  # the call's agent audio so far
+        self._turn_messages = 0  # the turn's audio messages so far
+        self._controls: collections.deque[int] = collections.deque(maxlen=bounds.control_per_s)  # their arrivals
         self._playout_end = 0  # when the agent's audio received so far has played out (ns)
         self._last_audio = 0
         self._caller_done: int | None = None  # when the caller's turn ended (None while the caller speaks)
@@ -137,12 +171,22 @@ class AgentLine(ReaderSession):
                     await self.ws.send(self._silence_frame())
 
     def _agent_audio(self, pcm16: bytes, at: int) -> None:
-        """One frame of the agent's audio (int16 PCM at `rate`), arrived at `at`."""
+        """One frame of the agent's audio (int16 PCM at `rate`), arrived at `at`; past a bound of the
+        line (per turn, per call) it is refused, not kept."""
         if len(pcm16) % 2:
             raise ValueError("an audio frame ended mid-sample")
         n = len(pcm16) // 2
         if n == 0:
             return
+        b = self.bounds
+        self._turn_messages += 1
+        if self._turn_messages > b.turn_messages:
+            raise b.over(f"over {b.turn_messages} audio messages on one turn")
+        if self._offset + n > b.turn_audio_s * self.rate:
+            raise b.over(f"over {b.turn_audio_s:g} s of audio on one turn")
+        if self._call_samples + n > b.call_audio_s * self.rate:
+            raise b.over(f"over {b.call_audio_s:g} s of audio on one call")
+        self._call_samples += n
         self.timeline.mark(AUDIO, at, sample_offset=self._offset, n_samples=n, sample_rate=self.rate, audio=pcm16)
         self._offset += n
         self._playout_end = max(self._playout_end, at) + n * 1_000_000_000 // self.rate
@@ -150,19 +194,36 @@ class AgentLine(ReaderSession):
         if self._caller_done is not None:
             self._replied = True
 
+    def _control(self, at: int) -> None:
+        """A message that is not audio (a mark, a clear, a text frame) arrived at `at`: more than
+        control_per_s of them within one second is past the line's bound."""
+        window = self._controls
+        if len(window) == window.maxlen and at - window[0] < 1_000_000_000:
+            raise self.bounds.over(f"over {self.bounds.control_per_s} messages other than audio in one second")
+        window.append(at)
+
+    def _dropped(self, exc: websockets.ConnectionClosed) -> ProviderError:
+        """A message over the line's size bound closes the socket (websockets' max_size): that is the
+        agent's malformed message, not a dropped call."""
+        if exc.sent is not None and exc.sent.code == CloseCode.MESSAGE_TOO_BIG:
+            return self.bounds.over(f"a message over {self.bounds.message_bytes} bytes")
+        return super()._dropped(exc)
+
     def _cleared(self, at: int) -> None:
-        """The agent dropped the audio it had queued (a barge-in): its playout ends now."""
+        """The agent dropped the audio it had queued (a barge-in): its playout ends now, and the turn's
+        timeline says when (the agent's own stop: metrics/turn_taking.py agent_stop)."""
         self._playout_end = min(self._playout_end, at)
+        self.timeline.mark(CLEARED, at)
 
     # -- ConversationSession ------------------------------------------------------------------
 
     def start_turn(self, timeline: Timeline) -> None:
-        self.timeline, self._offset = timeline, 0
+        self.timeline, self._offset, self._turn_messages = timeline, 0, 0
         self._caller_done, self._replied = None, False
 
     async def send_audio(self, pcm16: bytes) -> None:
         self._talking = True
-        await self.ws.send(self._caller_frame(pcm16))
+        await self._send(self._caller_frame(pcm16))  # a call the reader ended fails with the reader's reason
 
     async def end_audio(self) -> None:
         self._talking = False
@@ -195,6 +256,8 @@ class AgentLine(ReaderSession):
                 await self._hang_up()
             except Exception:  # noqa: BLE001 - the call is over either way
                 pass
+        if self._error is not None:  # past a bound (or broken): no close handshake with what sent it
+            self.ws.transport.abort()
         await super().aclose()
 
 
@@ -204,9 +267,12 @@ class AgentStream:
     rotation's history cannot be replayed into it: a new line is a new call."""
 
     session: type[AgentLine]
+    unreported = (CALLS, WORDS)  # of every turn, a failed one included: its words are transcribed after the call,
+    # and its end state is its own backend's (CALLS: conversations/state_endpoint.py), never voxwatch's
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, bounds: LineBounds = LineBounds()) -> None:
         self.model = model
+        self.bounds = bounds
         self.endpoint = AgentEndpoint.of(model.id)
         self.emulator = is_loopback(self.endpoint.url)  # a loopback agent's rows are an emulator's
 
@@ -216,8 +282,9 @@ class AgentStream:
     async def converse(self, timeline: Timeline, setup: AgentSetup,
                        history: Sequence[HistoryItem] = ()) -> AgentLine:
         ws = await open_websocket(self.endpoint.url, self.endpoint.headers(), f"agent {self.endpoint.name}",
-                                  clock=timeline.clock)
-        session = self.session(ws, timeline, **self._options())
+                                  clock=timeline.clock, max_size=self.bounds.message_bytes,
+                                  open_timeout_s=self.bounds.handshake_s)
+        session = self.session(ws, timeline, bounds=self.bounds, **self._options())
         try:
             return await session.opened()
         except BaseException:

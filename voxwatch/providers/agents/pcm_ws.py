@@ -1,6 +1,7 @@
 """A deployed agent that takes raw audio over a WebSocket: each binary frame is 16-bit linear PCM,
 little-endian, mono, at the rate its registry entry states (`sample_rate`: 8000, 16000 or 24000),
-both ways; text frames carry nothing voxwatch reads (an agent's own status messages are ignored).
+both ways; text frames carry nothing voxwatch reads (an agent's own status messages are ignored,
+within the line's bound on messages per second).
 The line's behaviour is line.py's; this is the wire.
 
 This is the shape of the raw-audio WebSocket transports of the agent frameworks (Pipecat's
@@ -32,8 +33,6 @@ class PcmLine(AgentLine):
     def __init__(self, ws, timeline, rate: int = CALLER_RATE, **options) -> None:
         self.rate = rate
         self._convert = converter(rate)
-        if rate == 8000:
-            Halver.design()  # before any clock
         self._silence = b"\0\0" * (CALLER_RATE * FRAME_MS // 1000)
         super().__init__(ws, timeline, **options)
 
@@ -47,6 +46,8 @@ class PcmLine(AgentLine):
         async for message, at in received(self.ws):
             if isinstance(message, bytes):
                 self._agent_audio(message, at)
+            else:
+                self._control(at)  # read for nothing, but bounded per second as every other message
 
 
 class PcmAgent(AgentStream):

@@ -51,7 +51,6 @@ class TwilioLine(AgentLine):
         self._sequence = 0
         self._chunk = 0
         self._halver = Halver()
-        Halver.design()
         self._marks: list[tuple[str, asyncio.Task]] = []  # each mark waiting for its audio to play
         super().__init__(ws, timeline, **options)
         self._started = timeline.clock()  # media timestamps count from the `start` message
@@ -89,12 +88,18 @@ class TwilioLine(AgentLine):
 
     async def _read(self) -> None:
         async for message, at in received(self.ws):
-            data = json.loads(message)
+            try:
+                data = json.loads(message)
+            except RecursionError:  # nested past the parser's depth: not a message of the protocol
+                raise ValueError("a message nested too deep") from None
             event = data["event"]
             if event == "media":
                 self._agent_audio(from_wire(base64.b64decode(data["media"]["payload"], validate=True)), at)
-            elif event == "mark":
+                continue
+            self._control(at)  # a mark, a clear, or an event the network does not read: bounded per second
+            if event == "mark":
                 name = str(data["mark"]["name"])
+                self._marks = [m for m in self._marks if not m[1].done()]  # those answered are gone
                 self._marks.append((name, asyncio.create_task(self._echo(name, self._playout_end))))
             elif event == "clear":
                 self._cleared(at)

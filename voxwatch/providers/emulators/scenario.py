@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable
 
 from voxwatch.foundation.clock import sleep_until
 
-from voxwatch.providers.emulators.faults import check
+from voxwatch.providers.emulators.faults import break_off, breaks, check
+from voxwatch.providers.emulators.ledger import record
 
 
 def jitter_ms(key: bytes | str, spread_ms: float) -> float:
@@ -84,6 +86,25 @@ class Turn:
             await sleep_until(at)
             yield k
             k, at = min(k + 1, len(self.words)), at + self.every_ns
+
+
+async def send_partials(emulator, ws, turn: Turn, fault: str | None, broken: str,
+                        send: Callable[[int], Awaitable[None]]) -> bool:
+    """A streaming STT emulator's partials: `send(k)` sends the partial of the turn's first k words on
+    the turn's cadence (the first recorded in the ledger), with the stream faults committed on the way:
+    `broken` (a message that breaks the vendor's protocol) before each partial under `malformed`, and a
+    drop or a close in place of the first under `disconnect` / `close:<code>`. False when a fault ended
+    the stream (nothing more is owed to it)."""
+    async for k in turn.partials():
+        if fault == "malformed":
+            await ws.send(broken)
+        elif breaks(fault):
+            await break_off(ws, fault)
+            return False
+        if k == 1:
+            record(emulator, turn.transcript, "first_partial")
+        await send(k)
+    return True
 
 
 @dataclass(frozen=True)
@@ -219,3 +240,11 @@ def scenario_for(scenario, board: str):
         return getattr(scenario, board)
     kind = {"stt": STTScenario, "tts": TTSScenario, "s2s": S2SScenario}[board]
     return scenario if isinstance(scenario, kind) else None
+
+
+def scenario_as(scenario, board: str, kind: type):
+    """The board's scenario (scenario_for) as a vendor's own scenario class `kind` (a dataclass that
+    extends the board's with the vendor's behaviours): a plain one, as `voxwatch emulate` serves,
+    gets the vendor's defaults."""
+    found = scenario_for(scenario, board)
+    return found if isinstance(found, kind) else kind(**dataclasses.asdict(found))

@@ -4,9 +4,13 @@ spoken by the local eSpeak NG engine (so the TTS intelligibility instrument has 
 from __future__ import annotations
 
 import base64
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
 import numpy as np
+
+from voxwatch.foundation.clock import sleep_until
+from voxwatch.providers.emulators.faults import break_off, breaks
+from voxwatch.providers.emulators.ledger import record
 
 
 def speech_pcm(text: str, rate: int, voice: str = "tone", speech_ms: float = 600.0,
@@ -55,5 +59,47 @@ class ChunkCache:
         return self._made[key]
 
 
+def warmed(scenario, rate: int, encode: Callable[[bytes], Any] = lambda chunk: chunk) -> ChunkCache | None:
+    """A ChunkCache of `scenario`'s replies with its first-use costs paid (the reply at `rate` made)
+    before any stream is timed; None when the emulator serves no such scenario."""
+    if scenario is None:
+        return None
+    cache = ChunkCache(scenario, encode)
+    cache.get("", rate)
+    return cache
+
+
 def b64(chunk: bytes) -> str:
     return base64.b64encode(chunk).decode()
+
+
+async def paced(emulator, ws, scenario, text: str, n: int, first_speech: int, arrived_ns: int,
+                malformed: str) -> AsyncIterator[int]:
+    """A TTS reply of `n` chunks over a WebSocket, on the scenario's schedule (`send_times` from the
+    request's arrival): yields each chunk's index when it is due, for the caller to send, with the
+    ledger's records made just before (first_audio, first_speech). The stream faults happen here:
+    `malformed` (the text given, a message broken off) goes before the second chunk; a drop or a
+    `close:<code>` ends the reply at the third, and the generator with it (the caller sends nothing
+    after it: `breaks(fault)` with n > 2)."""
+    for i, at in enumerate(scenario.send_times(arrived_ns, text, n, first_speech)):
+        await sleep_until(at)
+        if scenario.fault == "malformed" and i == 1:
+            await ws.send(malformed)
+        elif breaks(scenario.fault) and i == 2:
+            await break_off(ws, scenario.fault)
+            return
+        if i == 0:
+            record(emulator, text, "first_audio")
+        if i == first_speech:
+            record(emulator, text, "first_speech")
+        yield i
+
+
+async def send_binary_reply(ws, emulator, text: str, chunks: list[bytes], first_speech: int, scenario, arrived_ns: int,
+                            malformed: str) -> bool:
+    """A reply's audio as binary WebSocket frames, `paced`; False when a fault ended the session."""
+    sent = 0
+    async for i in paced(emulator, ws, scenario, text, len(chunks), first_speech, arrived_ns, malformed):
+        await ws.send(chunks[i])
+        sent += 1
+    return sent == len(chunks)

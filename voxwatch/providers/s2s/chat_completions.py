@@ -20,7 +20,7 @@ server's `/v1`), `/chat/completions` is appended to it, as OpenAI-compatible cli
 from __future__ import annotations
 
 import asyncio
-import codecs
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from voxwatch.providers.session import stamped_http
+from voxwatch.providers.session import sse, stamped_http
 from voxwatch.providers.base import ProviderError
 from voxwatch.foundation.conversation import HistoryItem, ToolCall
 from voxwatch.providers.session.endpoints import WarmClient, base_url, http_errors, http_failure
@@ -160,18 +160,6 @@ class _Accumulator:
         return ChatReply("".join(self.text), calls, self.finish_reason, self.first_token_ns)
 
 
-def _events(buffer: str) -> tuple[list[str], str]:
-    """Complete server-sent events' data (one string per event) and what is left of the buffer."""
-    buffer = buffer.replace("\r\n", "\n")
-    *complete, rest = buffer.split("\n\n")
-    out = []
-    for event in complete:
-        data = [line[5:].lstrip(" ") for line in event.split("\n") if line.startswith("data:")]
-        if data:
-            out.append("\n".join(data))
-    return out, rest
-
-
 class ChatClient:
     """One endpoint's client, warmed once per event loop and reused: a completion's clock never
     pays for the connection set-up (the cascade's turns, the judge's many calls)."""
@@ -234,17 +222,9 @@ def _json(data: str, vendor: str) -> Any:
 
 async def _read_stream(response: httpx.Response, acc: _Accumulator, vendor: str) -> bool:
     """Read the event stream into `acc`; True once `data: [DONE]` arrived."""
-    buffer, decoder = "", codecs.getincrementaldecoder("utf-8")("replace")  # a character may span two reads
-    async for data, at in stamped_http.received(response):
-        buffer += decoder.decode(data)
-        events, buffer = _events(buffer)
-        for event in events:
+    async with contextlib.aclosing(sse.received_events(response)) as events:
+        async for event, at in events:
             if event.strip() == DONE:
                 return True
             acc.add(_json(event, vendor), at, vendor)
-    events, _ = _events(buffer + "\n\n")  # a last event without its blank line
-    for event in events:
-        if event.strip() == DONE:
-            return True
-        acc.add(_json(event, vendor), stamped_http.arrived(response), vendor)
     return False

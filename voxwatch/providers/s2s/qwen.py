@@ -37,14 +37,14 @@ Protocol facts followed:
   and help.aliyun.com/zh/model-studio/realtime; the 30 minutes of the Nov-Dec 2025 ja / zh-TW
   pages is the older figure).
 
-Every server event is marked at its arrival stamp (`stamped.received`).
+Every server event is marked at its arrival stamp (`stamped.received`). The Model Studio error codes,
+a reply's end status and the client event's shape are the vendor's facts for both its realtime APIs,
+read from `tts/qwen.py` (Qwen-TTS Realtime).
 """
 
 from __future__ import annotations
 
 import base64
-import json
-import uuid
 from urllib.parse import urlencode
 
 import websockets
@@ -52,48 +52,28 @@ import websockets
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
-from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.foundation.events import CLOSED, REQUEST_SENT, Timeline
 from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.session.pcm import mark_base64
 from voxwatch.providers.session.ws_session import ReaderSession, decode_event, settle, update_session
 from voxwatch.providers.session.stamped import received
+from voxwatch.providers.tts.qwen import DEFAULT_URL, PATH, client_event as _event, error_event as model_studio_error
+from voxwatch.providers.tts.qwen import unfinished as reply_unfinished
 
 VENDOR = "Qwen-Omni-Realtime"
-DEFAULT_URL = "wss://dashscope-intl.aliyuncs.com"
-PATH = "/api-ws/v1/realtime"
 INPUT_RATE = 16000
 OUTPUT_RATE = 24000
 DEFAULT_VOICE = "Cherry"  # Qwen3-Omni-Flash-Realtime's default voice
 AUDIO_DELTA = "response.audio.delta"
 
 
-def _event(kind: str, **fields) -> str:
-    """A client event; the SDK gives each one an `event_id` that error events refer back to."""
-    return json.dumps({"event_id": f"event_{uuid.uuid4().hex}", "type": kind, **fields})
-
-
 def error_event(data: dict) -> ProviderError:
-    """An `error` event, by kind: the Model Studio error codes name auth, quota and server failures."""
-    err = data.get("error") or {}
-    code = str(err.get("code") or err.get("type") or "error")
-    text = code.lower().replace("_", "")
-    message = f"{VENDOR} error ({code}): {str(err.get('message'))[:300]}"
-    if "apikey" in text or "accessdenied" in text or "unauthorized" in text:
-        return ProviderError(message, "auth_error")
-    if text.startswith("throttling") or "quota" in text or "ratelimit" in text:
-        return ProviderError(message, "rate_limited")
-    if "internalerror" in text or "servererror" in text:
-        return ProviderError(message, "server_error")
-    return ProviderError(message)
+    """An `error` event, by kind (the Model Studio error codes, as Qwen-TTS Realtime reads them)."""
+    return model_studio_error(data, VENDOR)
 
 
 def unfinished(response: dict) -> ProviderError | None:
-    """None for a completed reply; a cancelled, failed or incomplete one is a failure."""
-    status = response.get("status")
-    if status == "completed":
-        return None
-    details = response.get("status_details") or {}
-    why = details.get("error") or details.get("reason") or ""
-    return ProviderError(f"{VENDOR} reply ended {status}{': ' + str(why)[:300] if why else ''}")
+    return reply_unfinished(response, VENDOR)
 
 
 class QwenOmniRealtimeS2S:
@@ -135,12 +115,7 @@ class QwenConversation(ReaderSession):
                 self._error = error_event(data)
                 break
             if kind == AUDIO_DELTA:
-                pcm = base64.b64decode(data["delta"], validate=True)
-                if len(pcm) % 2:
-                    raise ValueError("an audio delta ended mid-sample")
-                self.timeline.mark(AUDIO, at, sample_offset=offset, n_samples=len(pcm) // 2,
-                                   sample_rate=OUTPUT_RATE, audio=pcm)
-                offset += len(pcm) // 2
+                offset = mark_base64(self.timeline, at, data["delta"], offset, OUTPUT_RATE)
             elif kind == "response.done":
                 self._error, self._complete = unfinished(data["response"]), True
                 self.timeline.mark(CLOSED, at)

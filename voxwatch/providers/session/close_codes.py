@@ -72,6 +72,22 @@ VENDOR: dict[str, dict[int, str]] = {
         # job_error "Unable to do any work on this job, the server might have timed out etc."
         4013: "server_error",
     },
+    "revai": {
+        # docs.rev.ai/api/streaming/requests ("Access token"): "If access_token is invalid or the query
+        # parameter is not present, the WebSocket connection will be closed with code 4001"
+        4001: "auth_error",
+        # docs.rev.ai/api/streaming/requests ("Content type"): an invalid or missing content_type is
+        # closed with 4002, a refusal of the request
+        4002: "error",
+        # docs.rev.ai/api/streaming/responses: 4013 "If Rev AI currently does not have the capacity to
+        # handle the request", the server's temporary condition (as HTTP 503)
+        4013: "server_error",
+    },
+    "smallest": {
+        # smallest-inc/smallest-ai-documentation fern/apis/waves/asyncapi/stt-live-ws.yaml @ 004cd61c,
+        # ErrorEvent: "WebSocket close `1008` - concurrency limit reached (org has too many open WS sessions)"
+        1008: "rate_limited",
+    },
 }
 # why a close is the harness's own fault (status "excluded"): the row's reason says it
 HARNESS_FAULTS = {("assemblyai", 4029): "the worker sent audio faster than real time (a pacing fault of the "

@@ -23,8 +23,9 @@ import websockets
 from voxwatch.foundation.server_url import server_url_problem
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.keys import Secret, api_key, vendor_variable
+from voxwatch.foundation.events import Timeline
 from voxwatch.providers.session.stamped import StampedConnection, stamped_connection
-from voxwatch.providers.session.stamped_http import StampedTransport
+from voxwatch.providers.session.stamped_http import StampedTransport, mark_exchange
 
 HTTP_TIMEOUT_S = 60.0
 
@@ -117,14 +118,21 @@ def http_errors(vendor: str, what: str = "body") -> Iterator[None]:
 
 
 async def open_websocket(url: str, headers: dict[str, str], vendor: str, subprotocols: list[str] | None = None,
-                         clock: Callable[[], int] = time.perf_counter_ns) -> StampedConnection:
+                         clock: Callable[[], int] = time.perf_counter_ns,
+                         max_size: int | None = None, open_timeout_s: float = 10.0) -> StampedConnection:
     """A WebSocket with the vendor's auth headers whose messages carry arrival stamps on `clock`
-    (read them with `stamped.received`); a refused handshake becomes a ProviderError."""
+    (read them with `stamped.received`); a refused handshake, or none within `open_timeout_s`, becomes a
+    ProviderError. `max_size`: the largest message read (a bigger one closes the socket with 1009), None
+    for no bound (a vendor's)."""
     try:
-        return await websockets.connect(ws_url(url), max_size=None, compression=None, additional_headers=headers,
+        return await websockets.connect(ws_url(url), max_size=max_size, compression=None, additional_headers=headers,
+                                        open_timeout=open_timeout_s,
                                         subprotocols=subprotocols, create_connection=stamped_connection(clock))
     except websockets.InvalidStatus as exc:
         raise http_failure(exc.response.status_code, exc.response.headers, vendor) from None
+    except TimeoutError:  # the handshake hung (TCP accepted, no answer)
+        raise ProviderError(f"cannot connect to {vendor}: no handshake within {open_timeout_s:g} s",
+                            "disconnected") from None
     except (OSError, websockets.InvalidHandshake) as exc:
         raise ProviderError(f"cannot connect to {vendor}: {type(exc).__name__}", "disconnected") from None
 
@@ -159,8 +167,32 @@ class WarmClient:
 
         return self.client.stream(method, path, extensions={"trace": trace}, **kwargs)
 
+    async def post_form(self, path: str, files: dict, data: dict[str, str], timeline: Timeline) -> bytes:
+        """A multipart form POST (an audio file and its fields), encoded before the clock so that it goes
+        out in one piece, sent and read through `posted`. The response body."""
+        form = self.client.build_request("POST", path, files=files, data=data)
+        async with posted(self, path, timeline, self.vendor, "response", content=form.read(),
+                          headers={"content-type": form.headers["content-type"]}) as response:
+            return await response.aread()
+
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+@contextlib.asynccontextmanager
+async def posted(client: WarmClient, path: str, timeline, vendor: str, what: str = "body", **kwargs):
+    """POST `path` on a warmed client and yield the response, its body still to be read as a stream:
+    REQUEST_SENT and RESPONSE marked at their socket stamps (stamped_http.mark_exchange) and any status
+    but 200 raised as the failure it is (http_failure), the body read first. httpx's failures of the
+    exchange are raised by kind (http_errors; `what` names the body in a malformed one)."""
+    cold = [False]
+    with http_errors(vendor, what):
+        async with client.stream("POST", path, cold, **kwargs) as response:
+            mark_exchange(timeline, response, cold[0])
+            if response.status_code != 200:
+                await response.aread()
+                raise http_failure(response.status_code, response.headers, vendor)
+            yield response
 
 
 class WarmClients:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 
 import websockets
 
-from voxwatch.foundation.events import CLOSED, Timeline
+from voxwatch.foundation.events import CLOSED, REQUEST_SENT, Timeline
 from voxwatch.providers.base import HarnessFault, ProviderError
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.stamped import received
@@ -50,6 +50,29 @@ def decode_event(message: str | bytes) -> dict:
     return data
 
 
+async def until_ready(ws, vendor: str, ready: Callable[[Any], T | None], stage: str = "during set-up",
+                      send: str | None = None, decode: Callable[[str | bytes], Any] = json.loads) -> T:
+    """A session's set-up (before t0): send `send` (the vendor's set-up message, if any), then read the
+    messages, each decoded, until `ready(message)` gives something, which is returned (`ready` raises
+    the vendor's refusal). A message that breaks the protocol is malformed; a close before the session
+    is ready is a failure by its close, at `stage`."""
+    stream = received(ws)  # keeps the connection's arrival stamps in step with its messages
+    try:
+        if send is not None:
+            await ws.send(send)
+        async for message, _ in stream:
+            got = ready(decode(message))
+            if got is not None:
+                return got
+        raise closed(vendor, ws.close_code, stage)
+    except MALFORMED as exc:
+        raise malformed(vendor, exc) from None
+    except websockets.ConnectionClosed as exc:
+        raise closed(vendor, exc, stage) from None
+    finally:
+        await stream.aclose()
+
+
 async def update_session(ws, session: dict, vendor: str, error_of: Callable[[dict], ProviderError]) -> None:
     """The OpenAI-style realtime set-up (OpenAI Realtime, Zhipu GLM-Realtime): wait for
     `session.created`, send `session.update`, wait for `session.updated`; an `error` event refuses it."""
@@ -81,10 +104,18 @@ class Reader:
 
     vendor: str
     ws: Any  # the session's StampedConnection
+    timeline: Timeline
 
     async def _read(self) -> None:
         """Read the vendor's messages until the exchange is over; raise to fail it."""
         raise NotImplementedError
+
+    async def _messages(self) -> AsyncIterator[tuple[Any, int]]:
+        """The vendor's text messages decoded from JSON, each with its arrival stamp (binary frames,
+        which carry no JSON, are skipped); a message that is not JSON raises ValueError (malformed)."""
+        async for message, at in received(self.ws):
+            if not isinstance(message, bytes):
+                yield json.loads(message), at
 
     def _dropped(self, exc: websockets.ConnectionClosed) -> ProviderError | HarnessFault:
         """The failure of a socket that closed with an error while `_read` read it (close_codes)."""
@@ -111,6 +142,21 @@ class Reader:
         failure = await self._read_through()
         if failure is not None:
             raise failure
+
+    async def _request_reply(self, messages: Sequence[str], sent: int | None = None) -> None:
+        """A TTS request and its reply: write `messages`, REQUEST_SENT marked once the first `sent` of
+        them are written (all by default: the one the clock starts at is the vendor's to say), then
+        `_read_reply` and CLOSED. A socket the server has closed fails with its close (close_codes)."""
+        sent = len(messages) if sent is None else sent
+        try:
+            for i, message in enumerate(messages, 1):
+                await self.ws.send(message)
+                if i == sent:
+                    self.timeline.mark(REQUEST_SENT)
+        except websockets.ConnectionClosed as exc:
+            raise closed(self.vendor, exc) from None
+        await self._read_reply()
+        self.timeline.mark(CLOSED)
 
 
 class ReaderSession(Reader):
@@ -153,6 +199,45 @@ class ReaderSession(Reader):
     def _reader_ended(self) -> None:
         """The reader is ending (`_error` set if it failed): the stream is CLOSED on its timeline."""
         self.timeline.mark(CLOSED)
+
+    async def _send(self, message: bytes | str) -> None:
+        """Send one message. Once the vendor has closed the session, fail with the reader's failure
+        (given a moment to see the close too: the vendor's own error message, read first, says why),
+        else the close's own, by kind (`_dropped`)."""
+        try:
+            await self.ws.send(message)
+        except websockets.ConnectionClosed as exc:
+            try:
+                await asyncio.wait_for(self._done.wait(), self.close_wait_s)
+            except asyncio.TimeoutError:
+                pass
+            raise self._error or self._dropped(exc) from None
+
+    async def _send_event(self, event: dict) -> None:
+        """Send a client event as JSON (`_send`)."""
+        await self._send(json.dumps(event))
+
+    async def _close_socket(self) -> None:
+        """Close the socket; abort it when the reader failed: nothing reads it any more, so the vendor's
+        messages can fill its queue until the close handshake waits out its timeout (10 s)."""
+        if self._error is not None:
+            self.ws.transport.abort()
+        else:
+            await self.ws.close()
+
+    async def _end_and_close(self, end: Callable[[], Awaitable[None]], wait_s: float = 2.0) -> None:
+        """A session's aclose for a vendor that ends a stream by a message and then closes it itself:
+        send the end (`end()`, unless the reader has already ended), give the vendor `wait_s` to send
+        what remains and close, then close the socket (`_close_socket`) and stop the reader. Whatever
+        the end or the wait meets is the reader's to report, not the close's."""
+        try:
+            if not self._done.is_set():
+                await end()
+            await asyncio.wait_for(asyncio.shield(self._reader), wait_s)
+        except (ProviderError, HarnessFault, websockets.ConnectionClosed, asyncio.TimeoutError):
+            pass
+        await self._close_socket()
+        self._reader.cancel()
 
     async def _wait(self) -> None:
         await self._done.wait()

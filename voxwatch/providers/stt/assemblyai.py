@@ -215,10 +215,4 @@ class AssemblyAISession(ReaderSession):
 
     async def aclose(self) -> None:
         """Terminate, let the server send Termination and close (briefly), then close."""
-        await self._terminate()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
-        except asyncio.TimeoutError:
-            pass
-        await self.ws.close()
-        self._reader.cancel()
+        await self._end_and_close(self._terminate, CLOSE_WAIT_S)

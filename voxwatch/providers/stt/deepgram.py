@@ -28,12 +28,9 @@ speech, whichever of the two brought it.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 from urllib.parse import urlencode
-
-import websockets
 
 from voxwatch.providers.base import ProviderError, language_copy
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
@@ -130,10 +127,4 @@ class DeepgramSession(ReaderSession):
 
     async def aclose(self) -> None:
         """CloseStream (unless sent), then let the server send its Metadata and close (briefly), then close."""
-        try:
-            await self._close_stream()
-            await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
-        except (websockets.ConnectionClosed, asyncio.TimeoutError):
-            pass
-        await self.ws.close()
-        self._reader.cancel()
+        await self._end_and_close(self._close_stream, CLOSE_WAIT_S)

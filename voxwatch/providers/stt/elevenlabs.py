@@ -150,6 +150,6 @@ class ScribeSession(ReaderSession):
         await self._wait()
 
     async def aclose(self) -> None:
-        await self.ws.close()
+        await self._close_socket()
         if self._reader is not None:
             self._reader.cancel()

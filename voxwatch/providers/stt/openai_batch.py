@@ -18,7 +18,6 @@ import httpx
 import numpy as np
 
 from voxwatch.foundation.audio import wav_bytes
-from voxwatch.providers.session import stamped_http
 from voxwatch.providers.base import ProviderError, language_copy
 from voxwatch.providers.session.endpoints import HTTP_TIMEOUT_S, WarmClient, WarmClients, base_url, http_failure, http_url, is_loopback, require_key
 from voxwatch.foundation.events import FINAL, Timeline
@@ -84,23 +83,8 @@ class OpenAIBatchSTT:
         return {"model": self.model.vendor_model, "response_format": "json", "language": self.language}
 
     async def transcribe(self, pcm16: bytes, timeline: Timeline) -> None:
-        # the multipart body is encoded before the clock starts, so the request goes out in one piece
         files = {"file": ("audio.wav", wav_bytes(pcm16, self.sample_rate), "audio/wav")}
-        form = self._warm.client.build_request("POST", PATH, files=files, data=self._form())
-        body, content_type = form.read(), form.headers["content-type"]
-        cold = [False]
-        try:
-            async with self._warm.stream("POST", PATH, cold, content=body,
-                                         headers={"content-type": content_type}) as response:
-                stamped_http.mark_exchange(timeline, response, cold[0])
-                if response.status_code >= 400:
-                    raise http_failure(response.status_code, response.headers, VENDOR)
-                body = await response.aread()
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise ProviderError(f"{VENDOR} dropped the connection mid-request ({type(exc).__name__})",
-                                "disconnected") from None
-        except httpx.ConnectError as exc:
-            raise ProviderError(f"cannot connect to {VENDOR}: {type(exc).__name__}", "disconnected") from None
+        body = await self._warm.post_form(PATH, files, self._form(), timeline)
         timeline.mark(FINAL, text=transcript_of(body))
 
     def transcribe_text(self, audio16k: np.ndarray) -> str:

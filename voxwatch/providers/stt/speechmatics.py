@@ -196,13 +196,9 @@ class SpeechmaticsSession(ReaderSession):
         """Return once the forced utterance has ended (its finals are in) or the stream closed."""
         await self._wait_for(self._utterance_ended)
 
+    async def _end_of_stream(self) -> None:
+        await self.ws.send(json.dumps({"message": "EndOfStream", "last_seq_no": self._sent_chunks}))
+
     async def aclose(self) -> None:
         """EndOfStream, let the server send EndOfTranscript (briefly), then close."""
-        try:
-            if not self._done.is_set():
-                await self.ws.send(json.dumps({"message": "EndOfStream", "last_seq_no": self._sent_chunks}))
-            await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_WAIT_S)
-        except (websockets.ConnectionClosed, asyncio.TimeoutError):
-            pass
-        await self.ws.close()
-        self._reader.cancel()
+        await self._end_and_close(self._end_of_stream, CLOSE_WAIT_S)

@@ -8,15 +8,15 @@ with the `Cartesia-Version` header.
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 
 from voxwatch.providers.base import ProviderError, language_copy
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
-from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.foundation.events import Timeline
 from voxwatch.providers.registry import ModelInfo
+from voxwatch.providers.session.pcm import mark_base64
 from voxwatch.providers.session.stamped import received
 from voxwatch.providers.session.ws_session import Reader
 
@@ -57,13 +57,10 @@ class CartesiaSession(Reader):
 
     async def synthesize(self, text: str) -> None:
         self._context = str(uuid.uuid4())
-        await self.ws.send(json.dumps({
+        await self._request_reply([json.dumps({
             "model_id": self.model_id, "transcript": text, "voice": {"mode": "id", "id": self.voice_id},
             "language": self.language, "context_id": self._context, "continue": False,
-            "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": SAMPLE_RATE}}))
-        self.timeline.mark(REQUEST_SENT)
-        await self._read_reply()
-        self.timeline.mark(CLOSED)
+            "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": SAMPLE_RATE}})])
 
     async def _read(self) -> None:
         offset = 0
@@ -72,10 +69,7 @@ class CartesiaSession(Reader):
             if data.get("context_id") not in (None, self._context):
                 continue
             if data.get("type") == "chunk":
-                pcm = base64.b64decode(data["data"])
-                self.timeline.mark(AUDIO, at, sample_offset=offset, n_samples=len(pcm) // 2,
-                                   sample_rate=SAMPLE_RATE, audio=pcm)
-                offset += len(pcm) // 2
+                offset = mark_base64(self.timeline, at, data["data"], offset, SAMPLE_RATE)
             elif data.get("type") == "error":
                 raise ProviderError(f"Cartesia error: {data.get('title') or data.get('error') or data.get('message')}")
             if data.get("done"):

@@ -19,7 +19,7 @@ import websockets
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
-from voxwatch.foundation.events import AUDIO, CLOSED, REQUEST_SENT, Timeline
+from voxwatch.foundation.events import AUDIO, Timeline
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.stamped import received
 from voxwatch.providers.session.ws_session import Reader
@@ -51,14 +51,7 @@ class DeepgramAuraSession(Reader):
         self.ws, self.timeline = ws, timeline
 
     async def synthesize(self, text: str) -> None:
-        try:
-            await self.ws.send(json.dumps({"type": "Speak", "text": text}))
-            await self.ws.send(json.dumps({"type": "Flush"}))
-            self.timeline.mark(REQUEST_SENT)
-        except websockets.ConnectionClosed as exc:
-            raise closed(VENDOR, exc) from None
-        await self._read_reply()
-        self.timeline.mark(CLOSED)
+        await self._request_reply([json.dumps({"type": "Speak", "text": text}), json.dumps({"type": "Flush"})])
 
     async def _read(self) -> None:
         """Binary audio until `Flushed`; a warning with no audio at all is the reason for the failure."""

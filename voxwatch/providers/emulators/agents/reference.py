@@ -16,7 +16,11 @@ Its turn-taking is its own, as a deployed agent's is: the caller's turn ends aft
 calls against its own backend (what `/state` reports) and says the turn's reply in real time, one
 20 ms frame at a time, starting `end_of_turn_ms + reply_delay_ms` after the caller's last word.
 A voiced frame while it speaks is a barge-in: it stops (`barge_in`) `barge_in_stop_ms` after the
-caller's first word (at once when 0), sends `clear` on the Twilio transport, and listens.
+caller's first word (at once when 0), sends `clear` on the Twilio transport, and listens. With
+`ahead_ms` it streams each reply that far ahead of real time, as bot frameworks do (its first frame
+still at the reply's start, then each frame `ahead_ms` before it is due): talked over, the audio it
+had sent past its stop is still queued at the network, which its `clear` drops on the Twilio
+transport; the raw PCM transport has no clear, so the caller hears it all.
 
 Its timing is the truth benchmarks.agent_truth holds measurements against, so the caller's first
 and last word are found as voxwatch itself finds them (METHOD "Audio"): the shared VAD anchors
@@ -74,6 +78,7 @@ class AgentScenario:
     barge_in_stop_ms: float = 0.0  # talked over: keep talking this long after the caller's first word
     tone_ms: float = 600.0
     token: str | None = None  # when set, every request must carry `Authorization: Bearer <token>`
+    ahead_ms: float = 0.0  # stream each reply this far ahead of real time (as bot frameworks do; a clear drops it)
 
 
 def voiced(pcm16: np.ndarray) -> bool:
@@ -198,17 +203,20 @@ class _Call:
         await sleep_until(start)
         self.speaking, self.barged_at = True, None
         stop_at: int | None = None
+        ahead = int(self.script.ahead_ms * 1e6)
         try:
             with contextlib.suppress(websockets.ConnectionClosed):  # the caller hung up
                 for k in range(0, pcm.size, step):
-                    due = start + (k // step) * FRAME_MS * 1_000_000
-                    await sleep_until(due)
+                    due = start + (k // step) * FRAME_MS * 1_000_000  # when frame k is due to play
+                    send = max(start, due - ahead)
+                    await sleep_until(send)
                     stop_at = stop_at or self._stop_at(key)
-                    if stop_at is not None and stop_at < due + FRAME_MS * 1_000_000:
+                    if stop_at is not None and stop_at < send + FRAME_MS * 1_000_000:
                         cut = pcm[k:k + max(0, (stop_at - due) * self.rate // 1_000_000_000)]
-                        record(self.agent, key, "stop", at=time.perf_counter_ns() + cut.size * 1_000_000_000 // self.rate)
-                        if cut.size:
+                        if cut.size:  # what plays from `due` to the stop (none when the audio sent reaches past it)
                             await self.say(cut.tobytes())
+                        await sleep_until(stop_at)  # streaming ahead, it stops at its time, not its audio's end
+                        record(self.agent, key, "stop", at=max(time.perf_counter_ns(), due + cut.size * 1_000_000_000 // self.rate))
                         self.speaking = False
                         await self._clear()
                         return

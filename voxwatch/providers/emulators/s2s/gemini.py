@@ -13,6 +13,8 @@ caller's speech end on this clock, which is the arrival of the turn's first audi
 keyed by the sha256 of those bytes. With manual activity detection the reply never starts before
 `activityEnd`. Chunks go out every `send_every_ms`, then `generationComplete`, then `turnComplete`.
 A ConversationScript makes it a scripted multi-turn agent with function calls (gemini_agent.py).
+The same port serves the Gemini API's TTS models (gemini_tts.py), so `app()` serves both over ASGI
+(uvicorn); `process_request` + `handle` still serve the Live API alone on a `websockets` server.
 """
 
 from __future__ import annotations
@@ -53,11 +55,21 @@ def _message(data: dict) -> bytes:
 class GeminiLiveEmulator:
     def __init__(self, scenario) -> None:
         self.scenario: S2SScenario = scenario_for(scenario, "s2s")
+        self.tts = scenario  # the TTS methods' scenario (gemini_tts.py), served on the same port
+        if self.scenario is None:  # TTS alone
+            return
         # the one reply, encoded once, so no stream pays for it on the clock
         self.chunks, self.first_speech = ChunkCache(self.scenario, b64).get(self.scenario.transcript, RATE)
         self.agent_audio = ChunkCache(self.scenario, b64)
         for turn in getattr(self.scenario, "turns", ()):  # a script's replies, made before any clock
             self.agent_audio.get(turn.reply, RATE)
+
+    def app(self):
+        """The Live WebSocket and the TTS methods (gemini_tts.py) on one port, as Google serves them
+        from one host: an ASGI app, the Live handlers unchanged behind gemini_tts.LiveSocket."""
+        from voxwatch.providers.emulators.s2s.gemini_tts import GeminiTTSRoutes
+
+        return GeminiTTSRoutes(self, self.tts).app(PATH)
 
     def process_request(self, connection, request):
         if urlsplit(request.path).path != PATH:

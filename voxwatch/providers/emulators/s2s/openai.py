@@ -77,17 +77,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import io
 import json
 import time
 import uuid
-import wave
-import zlib
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -96,11 +93,14 @@ from voxwatch.foundation.clock import sleep_until
 from voxwatch.providers.stt.openai_batch import WHISPER_LANGUAGES
 
 from voxwatch.providers.emulators.s2s.chat import ChatScenario, ChatStream, problem
-from voxwatch.providers.emulators.faults import break_off, breaks, http_refusal
+from voxwatch.providers.emulators.faults import break_off, breaks
 from voxwatch.providers.emulators.ledger import record, saw
 from voxwatch.providers.emulators.scenario import ConversationScript, S2SScenario, STTScenario, TTSScenario, jitter_ms, scenario_for
 from voxwatch.providers.emulators.speech import ChunkCache, b64
+from voxwatch.providers.emulators.openai_compatible import (TimedJSON, audio_form, error_body, json_body, json_error,
+                                                            refuse)
 from voxwatch.providers.emulators.stamped_h11 import record_at_write
+from voxwatch.providers.emulators.streamed import TimedBody
 
 RATE = 24000  # the only PCM rate of the speech endpoint's "pcm" format and of the Realtime API
 PCM_FORMAT = {"type": "audio/pcm", "rate": RATE}
@@ -140,94 +140,6 @@ def _id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:22]}"
 
 
-def _error_body(message: str, kind: str = "invalid_request_error", code: str | None = None) -> dict:
-    return {"message": message, "type": kind, "param": None, "code": code}
-
-
-def _json_error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": _error_body(message, kind, code)}, status_code=status)
-
-
-def _form(content_type: str, body: bytes) -> dict[str, bytes]:
-    """The fields of a multipart/form-data body (name -> raw value)."""
-    boundary = next((p.split("=", 1)[1].strip().strip('"') for p in content_type.split(";")
-                     if p.strip().startswith("boundary=")), None)
-    if not content_type.startswith("multipart/form-data") or not boundary:
-        raise ValueError("expected multipart/form-data")
-    fields: dict[str, bytes] = {}
-    for part in body.split(b"--" + boundary.encode())[1:]:
-        if part.startswith(b"--"):
-            break
-        head, _, value = part.partition(b"\r\n\r\n")
-        disposition = next((line for line in head.decode("latin-1").split("\r\n")
-                            if line.lower().startswith("content-disposition")), "")
-        name = next((p.split("=", 1)[1].strip().strip('"') for p in disposition.split(";")
-                     if p.strip().startswith("name=")), None)
-        if name is not None:
-            fields[name] = value[:-2] if value.endswith(b"\r\n") else value
-    return fields
-
-
-class _Timed(Response):
-    """A JSON body sent at an absolute time on the emulator clock, or the fault it calls for."""
-
-    def __init__(self, at_ns: int, body: bytes, fault: str | None, on_send) -> None:
-        self.at_ns, self.payload, self.fault, self.on_send = at_ns, body, fault, on_send
-        self.background = None
-
-    async def __call__(self, scope, receive, send) -> None:
-        await sleep_until(self.at_ns)
-        if self.fault == "no_final":
-            await asyncio.Event().wait()  # never answers; the client gives up
-        body = b'{"text": ' if self.fault == "malformed" else self.payload
-        self.on_send()  # recorded as the head is written
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        if self.fault == "disconnect":
-            await send({"type": "http.response.body", "body": body[:4], "more_body": True})
-            return  # uvicorn closes the connection on an unfinished response
-        await send({"type": "http.response.body", "body": body})
-
-
-class _PCMStream(Response):
-    """Raw PCM chunks, each at its time on the emulator clock (TTSScenario.send_times), as a chunked
-    HTTP body; with `gzip`, gzip-encoded, each chunk sync-flushed so it decodes as it arrives."""
-
-    def __init__(self, chunks: list[bytes], first_speech: int, times: list[int], scenario: TTSScenario, on_send,
-                 gzip: bool = False) -> None:
-        self.chunks, self.first_speech, self.times, self.s = chunks, first_speech, times, scenario
-        self.on_send = on_send  # (what) -> None, for the calibration ledger
-        self.gzip = gzip
-        self.background = None
-
-    async def __call__(self, scope, receive, send) -> None:
-        s = self.s
-        headers = [(b"content-type", b"audio/pcm")]
-        packer = zlib.compressobj(wbits=31) if self.gzip else None  # wbits 31: the gzip container
-        if packer is not None:
-            headers += [(b"content-encoding", b"gzip"), (b"vary", b"accept-encoding")]
-
-        def encoded(data: bytes) -> bytes:
-            return data if packer is None else packer.compress(data) + packer.flush(zlib.Z_SYNC_FLUSH)
-
-        await sleep_until(self.times[0])
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        for i, (chunk, at) in enumerate(zip(self.chunks, self.times)):
-            await sleep_until(at)
-            if s.fault == "disconnect" and i == 2:
-                return  # uvicorn closes the connection on an unfinished response
-            if i == 0:
-                self.on_send("first_audio")  # recorded as the chunk is written
-            if i == self.first_speech:
-                self.on_send("first_speech")
-            await send({"type": "http.response.body", "body": encoded(chunk), "more_body": True})
-        if s.fault == "malformed":
-            await send({"type": "http.response.body", "body": encoded(b"\x00"), "more_body": True})  # half a sample
-        if s.fault == "no_final":
-            await asyncio.Event().wait()  # the body never ends
-        await send({"type": "http.response.body", "body": b"" if packer is None else packer.flush()})
-
-
 class _Realtime:
     """One Realtime WebSocket session: the event loop shared by both session types."""
 
@@ -248,7 +160,7 @@ class _Realtime:
 
     async def error(self, message: str, code: str, cause: dict | None = None) -> None:
         """An `error` event, naming the event_id of the client event `cause` (null when it gave none)."""
-        await self.send({"type": "error", "error": {**_error_body(message, "invalid_request_error", code),
+        await self.send({"type": "error", "error": {**error_body(message, "invalid_request_error", code),
                                                     "event_id": (cause or {}).get("event_id")}})
 
     keeps_audio = False  # whether each append's audio is kept for the ledger (a transcription turn's)
@@ -491,57 +403,34 @@ class OpenAIEmulator:
 
     @staticmethod
     def _refusal(scenario, headers) -> Response | None:
-        if scenario is None:
-            return _json_error(404, "this emulator does not serve that API", code="not_found")
-        if headers.get("authorization") != f"Bearer {scenario.api_key}":
-            return _json_error(401, "Incorrect API key provided.", code="invalid_api_key")
-        return http_refusal(scenario.fault)
+        return refuse(scenario, headers, "Incorrect API key provided.")
 
     async def transcriptions(self, request: Request) -> Response:
-        refusal = self._refusal(self.stt, request.headers)
-        if refusal is not None:
-            return refusal
-        body = await request.body()
-        arrived = time.perf_counter_ns()
-        try:
-            form = _form(request.headers.get("content-type", ""), body)
-            with wave.open(io.BytesIO(form["file"])) as w:
-                if w.getnchannels() != 1 or w.getsampwidth() != 2:
-                    raise ValueError("expected mono 16-bit PCM")
-                pcm = w.readframes(w.getnframes())
-                seconds = w.getnframes() / w.getframerate()
-            model = form["model"].decode()
-            response_format = form.get("response_format", b"json").decode()
-            language = form["language"].decode() if "language" in form else None
-        except (KeyError, ValueError, EOFError, wave.Error, UnicodeDecodeError) as exc:
-            return _json_error(400, f"could not read the request: {exc}")
+        problem, form = await audio_form(self.stt, request, "Incorrect API key provided.")
+        if problem is not None:
+            return problem
+        model, response_format, language = (form.values["model"], form.values.get("response_format", "json"),
+                                            form.values.get("language"))
+        pcm, seconds, arrived = form.pcm, form.seconds, form.arrived
         if model not in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-transcribe"):  # SDK AudioModel
-            return _json_error(400, f"unknown model {model!r}", code="model_not_found")
+            return json_error(400, f"unknown model {model!r}", code="model_not_found")
         if response_format != "json":
-            return _json_error(400, "this emulator answers response_format json only")
+            return json_error(400, "this emulator answers response_format json only")
         if language is not None and language not in WHISPER_LANGUAGES:
-            return _json_error(400, f"Invalid language {language!r}: language must be in ISO-639-1 format",
+            return json_error(400, f"Invalid language {language!r}: language must be in ISO-639-1 format",
                                code="invalid_language_format")
         s = self.stt
         text = s.transcript_for(pcm)
         at = arrived + int((s.final_ms + jitter_ms(pcm, s.jitter_ms)) * 1e6)
         payload = json.dumps({"text": text, "usage": {"type": "duration", "seconds": round(seconds, 3)}}).encode()
-        return _Timed(at, payload, s.fault, lambda: record_at_write(self, text, "final"))
+        return TimedJSON(at, payload, s.fault, lambda: record_at_write(self, text, "final"))
 
     async def _json_request(self, scenario, request: Request) -> tuple[Response | None, dict, int]:
         """(a refusal or None, the JSON request, when its body arrived): the start of every JSON endpoint."""
         refusal = self._refusal(scenario, request.headers)
         if refusal is not None:
             return refusal, {}, 0
-        body = await request.body()
-        arrived = time.perf_counter_ns()
-        try:
-            req = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _json_error(400, f"could not read the request: {type(exc).__name__}"), {}, arrived
-        if not isinstance(req, dict):
-            return _json_error(400, "could not read the request: not a JSON object"), {}, arrived
-        return None, req, arrived
+        return await json_body(request)
 
     async def speech(self, request: Request) -> Response:
         refusal, req, arrived = await self._json_request(self.tts, request)
@@ -550,15 +439,15 @@ class OpenAIEmulator:
         try:
             text, _model, _voice = str(req["input"]), req["model"], req["voice"]
         except (KeyError, TypeError) as exc:
-            return _json_error(400, f"could not read the request: {type(exc).__name__}")
+            return json_error(400, f"could not read the request: {type(exc).__name__}")
         if req.get("response_format", "mp3") != "pcm":
-            return _json_error(400, "this emulator answers response_format pcm only")
+            return json_error(400, "this emulator answers response_format pcm only")
         s = self.tts
         chunks, first_speech = await asyncio.to_thread(self._tts_audio.get, text, RATE)  # eSpeak must finish within ttfb_ms
         accepted = {part.split(";")[0].strip().lower() for part in request.headers.get("accept-encoding", "").split(",")}
-        return _PCMStream(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
-                          lambda what: record_at_write(self, text, what),
-                          gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
+        return TimedBody(chunks, first_speech, s.send_times(arrived, text, len(chunks), first_speech), s,
+                         lambda what: record_at_write(self, text, what),
+                         gzip=self.options.speech_encoding == "gzip" and "gzip" in accepted)
 
     async def chat_completions(self, request: Request) -> Response:
         refusal, req, arrived = await self._json_request(self.chat, request)
@@ -566,9 +455,9 @@ class OpenAIEmulator:
             return refusal
         refused = problem(self.chat, req)
         if refused is not None:
-            return _json_error(400, refused)
+            return json_error(400, refused)
         if req.get("stream") is not True:
-            return _json_error(400, "this emulator answers stream: true only")
+            return json_error(400, "this emulator answers stream: true only")
         return ChatStream(self.chat, self.chat.step_for(req["messages"]), str(req["model"]), arrived)
 
     async def realtime(self, websocket: WebSocket) -> None:
@@ -578,7 +467,7 @@ class OpenAIEmulator:
         elif params.get("model"):
             scenario = self.s2s
         else:
-            await websocket.send_denial_response(_json_error(400, "give ?model= or ?intent=transcription"))
+            await websocket.send_denial_response(json_error(400, "give ?model= or ?intent=transcription"))
             return
         refusal = self._refusal(scenario, websocket.headers)
         if refusal is not None:

@@ -1,4 +1,6 @@
-"""A loopback emulator of Alibaba's Qwen-Omni-Realtime WebSocket (`/api-ws/v1/realtime?model=<id>`).
+"""A loopback emulator of Alibaba's Model Studio realtime WebSocket (`/api-ws/v1/realtime?model=<id>`):
+Qwen-Omni-Realtime (speech to speech, below) and, for a `-tts` model, Qwen-TTS Realtime (`_TTSSession`,
+at the end of this file, with the events Alibaba's pages quote), one host as Alibaba serves them.
 
 Handshake: the path and a `model` query parameter are required (404 / 400 otherwise); a missing
 or wrong `Authorization: Bearer <key>` is refused with 401 and an `InvalidApiKey` body, as Model
@@ -35,6 +37,7 @@ import hashlib
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
 
@@ -44,7 +47,7 @@ from voxwatch.foundation.clock import sleep_until
 
 from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
 from voxwatch.providers.emulators.ledger import record
-from voxwatch.providers.emulators.scenario import S2SScenario, jitter_ms, scenario_for
+from voxwatch.providers.emulators.scenario import S2SScenario, TTSScenario, jitter_ms, scenario_for
 from voxwatch.providers.emulators.speech import ChunkCache, b64
 
 PATH = "/api-ws/v1/realtime"
@@ -66,26 +69,42 @@ def _json_refusal(connection, status: HTTPStatus, body: dict):
     return response
 
 
+def is_tts(model: str) -> bool:
+    """Qwen-TTS Realtime's models (qwen3-tts-flash-realtime, its snapshots, qwen-tts-realtime) on this path."""
+    return "-tts" in model
+
+
 class QwenOmniEmulator:
+    """Model Studio's realtime path, as one host serves it: Qwen-Omni-Realtime (the S2S scenario) and
+    Qwen-TTS Realtime (the TTS scenario), told apart by the `model` query parameter."""
+
     def __init__(self, scenario) -> None:
         self.scenario: S2SScenario | None = scenario_for(scenario, "s2s")
+        self.tts: TTSScenario | None = scenario_for(scenario, "tts")
         if self.scenario is not None:  # the one reply, encoded once, so no stream pays for it on the clock
             self.chunks, self.first_speech = ChunkCache(self.scenario, b64).get(self.scenario.transcript, RATE)
+        if self.tts is not None:
+            self.tts_chunks = ChunkCache(self.tts, b64)
+            self.tts_chunks.get("", RATE)  # first-use costs paid before any stream is timed
 
     def process_request(self, connection, request):
         url = urlsplit(request.path)
-        if url.path != PATH or self.scenario is None:
+        if url.path != PATH:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
-        if not parse_qs(url.query).get("model"):
+        model = (parse_qs(url.query).get("model") or [""])[0]
+        if not model:
             return _json_refusal(connection, HTTPStatus.BAD_REQUEST,
                                  {"code": "InvalidParameter", "message": "the model query parameter is required"})
-        if request.headers.get("Authorization") != f"Bearer {self.scenario.api_key}":
+        scenario = self.tts if is_tts(model) else self.scenario
+        if scenario is None:
+            return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
+        if request.headers.get("Authorization") != f"Bearer {scenario.api_key}":
             return _json_refusal(connection, HTTPStatus.UNAUTHORIZED, BAD_KEY)
-        return websocket_refusal(connection, self.scenario.fault)
+        return websocket_refusal(connection, scenario.fault)
 
     async def handle(self, ws) -> None:
         model = parse_qs(urlsplit(ws.request.path).query)["model"][0]
-        await _Session(self, ws, model).run()
+        await (_TTSSession if is_tts(model) else _Session)(self, ws, model).run()
 
 
 class _Session:
@@ -108,9 +127,32 @@ class _Session:
         await self.send({"type": "error", "error": {"type": "invalid_request_error", "code": code,
                                                     "message": message, "param": param}})
 
+    async def deltas(self, chunks: list, times: list[int], key: str, first_speech: int, ids: dict) -> bool:
+        """A reply's `response.audio.delta` events, each at its time (ns), committing the stream faults
+        (`malformed` at the second, `disconnect` / `close:<code>` at the third) and recording the first
+        audio and first speech under `key`; False when a fault ended the session."""
+        s = self.s
+        for i, (data, at) in enumerate(zip(chunks, times)):
+            await sleep_until(at)
+            if i == 1 and s.fault == "malformed":
+                await self.ws.send('{"type": "response.audio.delta", "delta": ')
+            elif i == 2 and breaks(s.fault):
+                await break_off(self.ws, s.fault)
+                return False
+            if i == 0:
+                record(self.emulator, key, "first_audio")
+            if i == first_speech:
+                record(self.emulator, key, "first_speech")
+            await self.send({"type": "response.audio.delta", **ids, "delta": data})
+        return True
+
+    def created(self) -> str:
+        """The event that opens the session."""
+        return json.dumps({"event_id": _id("event"), "type": "session.created", "session": self.config})
+
     async def run(self) -> None:
         try:
-            await self.send({"type": "session.created", "session": self.config})
+            await self.ws.send(self.created())
             async for message in self.ws:
                 arrived = time.perf_counter_ns()
                 try:
@@ -211,18 +253,9 @@ class _Session:
                          "item": {"id": item, "object": "realtime.item", "type": "message", "status": "in_progress",
                                   "role": "assistant", "content": []}})
         every = int(s.send_every_ms * 1e6)
-        for i, data in enumerate(chunks):
-            await sleep_until(start + i * every)
-            if i == 1 and s.fault == "malformed":
-                await self.ws.send('{"type": "response.audio.delta", "delta": ')
-            elif i == 2 and breaks(s.fault):
-                await break_off(self.ws, s.fault)
-                return
-            if i == 0:
-                record(self.emulator, stream, "first_audio")
-            if i == self.emulator.first_speech:
-                record(self.emulator, stream, "first_speech")
-            await self.send({"type": "response.audio.delta", **ids, "delta": data})
+        times = [start + i * every for i in range(len(chunks))]
+        if not await self.deltas(chunks, times, stream, self.emulator.first_speech, ids):
+            return
         await self.send({"type": "response.audio_transcript.done", **ids, "transcript": s.transcript})
         await self.send({"type": "response.audio.done", **ids})
         output = {"id": item, "object": "realtime.item", "type": "message", "status": "completed",
@@ -234,3 +267,149 @@ class _Session:
         await self.send({"type": "response.done", "response": {
             "id": response, "object": "realtime.response", "status": "completed", "modalities": ["text", "audio"],
             "voice": self.config["voice"], "output": [output]}})
+
+
+# Qwen-TTS Realtime. The events Alibaba's pages quote, verbatim: `voxwatch emulate` speaks their shapes,
+# and QwenTTSScenario(documented=...) sends these very events, which the contract test replays through
+# the adapter (tests/test_qwen_tts.py).
+# Client events, https://help.aliyun.com/en/model-studio/qwen-tts-realtime-client-events (read 2026-12-07):
+DOC_SESSION_UPDATE = {"event_id": "event_123", "type": "session.update", "session": {
+    "voice": "Cherry", "mode": "server_commit", "language_type": "Chinese", "response_format": "pcm",
+    "sample_rate": 24000, "instructions": "", "optimize_instructions": False}}
+DOC_APPEND = {"event_id": "event_B4o9RHSTWobB5OQdEHLTo", "type": "input_text_buffer.append", "text": "Hello, I am Qwen."}
+# Server events, https://www.alibabacloud.com/help/en/model-studio/qwen-tts-realtime-server-events and
+# https://platform.qianwenai.com/docs/api-reference/speech-synthesis/qwen-tts-realtime/server-events (read 2026-12-07):
+DOC_SESSION_CREATED = {"event_id": "event_xxx", "type": "session.created", "session": {
+    "object": "realtime.session", "mode": "server_commit", "model": "qwen-tts-realtime", "voice": "Cherry",
+    "response_format": "pcm", "sample_rate": 24000, "id": "sess_xxx"}}
+DOC_COMMITTED = {"event_id": "event_FC6MA88wS2oEeXkPvWsxX", "type": "input_text_buffer.committed", "item_id": ""}
+DOC_ERROR = {"event_id": "event_QzAVZRVa9hKqM5VOaHunh", "type": "error", "error": {
+    "code": "invalid_value", "message": "Session update error: session already started or finished or failed."}}
+TTS_MODES = ("server_commit", "commit")
+TTS_FORMATS = ("pcm",)  # the emulator speaks raw PCM only (the SDK also names mp3, wav and opus)
+TTS_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
+
+
+@dataclass(frozen=True)
+class QwenTTSScenario(TTSScenario):
+    """A TTS scenario that can replay Alibaba's quoted events: "sequence" opens with the documented
+    `session.created` and answers a commit with the documented `input_text_buffer.committed`; "error"
+    answers `session.update` with the documented `error` event."""
+
+    documented: str | None = None
+
+
+class _TTSSession(_Session):
+    """One Qwen-TTS Realtime connection: its configuration, its text buffer and its replies.
+
+    `session.created` first (the documented defaults); `session.update` is answered by
+    `session.updated`, or by an `error` event (invalid_value, with its `param`) for a mode, format or
+    rate the emulator does not take, and by Alibaba's quoted error once a reply has begun.
+    `input_text_buffer.append` {text} fills the buffer; `input_text_buffer.commit` is answered by
+    `input_text_buffer.committed` and starts the reply (an error when the buffer is empty);
+    `input_text_buffer.clear` by `input_text_buffer.cleared`. In `server_commit` mode the server chooses
+    when to synthesize what was appended; Alibaba does not say when, so this emulator waits for a
+    commit or `session.finish` (which flushes the buffer, then `session.finished` and a normal close).
+
+    The reply follows the TTSScenario, timed from the commit's arrival: `response.created`,
+    `response.output_item.added`, `response.content_part.added`, `response.audio.delta` events (base64
+    PCM at the session's rate, `chunk_ms` each; leading silence, then speech), `response.audio.done`,
+    `response.content_part.done`, `response.output_item.done`, `response.done` (status completed,
+    usage.characters). Faults: `malformed` (a broken delta), `disconnect` and `close:<code>` (at the
+    third delta), `no_final` (no `response.done`), `inaudible` (silent audio). The ledger records
+    `first_audio` and `first_speech` by the text, just before each send."""
+
+    def __init__(self, emulator: QwenOmniEmulator, ws, model: str) -> None:  # its own state, not the S2S session's
+        self.emulator, self.ws, self.s = emulator, ws, emulator.tts
+        self.documented = getattr(self.s, "documented", None)
+        self.config = {"object": "realtime.session", "mode": "server_commit", "model": model, "voice": "Cherry",
+                       "response_format": "pcm", "sample_rate": RATE, "id": _id("sess")}
+        self.text = ""  # the input text buffer
+        self.started = False  # a reply has begun: the session can no longer be updated
+        self.tasks: list[asyncio.Task] = []
+
+    def created(self) -> str:
+        return json.dumps(DOC_SESSION_CREATED) if self.documented == "sequence" else super().created()
+
+    async def on(self, kind: str, event: dict, arrived: int) -> bool:
+        """Handle one client event; True when the session is over."""
+        if kind == "session.update":
+            await self.update(event.get("session") or {})
+        elif kind == "input_text_buffer.append":
+            if not isinstance(event.get("text"), str):
+                await self.error("text must be a string", param="text")
+            else:
+                self.text += event["text"]
+        elif kind == "input_text_buffer.commit":
+            if not self.text.strip():
+                await self.error("the input text buffer is empty")
+            else:
+                await self.send(DOC_COMMITTED if self.documented == "sequence" else
+                                {"type": "input_text_buffer.committed", "item_id": _id("item")})
+                self.start(arrived)
+        elif kind == "input_text_buffer.clear":
+            self.text = ""
+            await self.send({"type": "input_text_buffer.cleared"})
+        elif kind == "response.cancel":
+            for task in self.tasks:
+                task.cancel()
+        elif kind == "session.finish":
+            if self.text.strip():
+                self.start(arrived)
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            await self.send({"type": "session.finished"})
+            await self.ws.close()
+            return True
+        else:
+            await self.error(f"unknown client event type {kind!r}", param="type")
+        return False
+
+    async def update(self, session: dict) -> None:
+        if self.documented == "error" or self.started:
+            await self.ws.send(json.dumps(DOC_ERROR))
+            return
+        problem = None
+        if session.get("mode", "server_commit") not in TTS_MODES:
+            problem = ("mode must be server_commit or commit", "session.mode")
+        elif session.get("response_format", "pcm") not in TTS_FORMATS:
+            problem = ("this emulator speaks response_format pcm only", "session.response_format")
+        elif session.get("sample_rate", RATE) not in TTS_RATES:
+            problem = (f"sample_rate must be one of {TTS_RATES}", "session.sample_rate")
+        if problem is not None:
+            await self.error(problem[0], param=problem[1])
+            return
+        self.config.update({k: v for k, v in session.items() if k in self.config or k in (
+            "language_type", "instructions", "optimize_instructions")})
+        await self.send({"type": "session.updated", "session": self.config})
+
+    def start(self, arrived: int) -> None:
+        """The buffer becomes a reply, timed from `arrived`."""
+        text, self.text, self.started = self.text, "", True
+        self.tasks.append(asyncio.create_task(self.reply(text, arrived)))
+
+    async def reply(self, text: str, arrived: int) -> None:
+        s, rate = self.s, self.config["sample_rate"]
+        chunks, first_speech = await asyncio.to_thread(self.emulator.tts_chunks.get, text, rate)
+        response, item = _id("resp"), _id("item")
+        ids = {"response_id": response, "item_id": item, "output_index": 0, "content_index": 0}
+        await self.send({"type": "response.created", "response": {
+            "id": response, "object": "realtime.response", "status": "in_progress", "voice": self.config["voice"],
+            "output": []}})
+        await self.send({"type": "response.output_item.added", "response_id": response, "output_index": 0,
+                         "item": {"id": item, "object": "realtime.item", "type": "message", "status": "in_progress",
+                                  "role": "assistant", "content": []}})
+        await self.send({"type": "response.content_part.added", **ids, "part": {"type": "audio", "text": ""}})
+        if not await self.deltas(chunks, s.send_times(arrived, text, len(chunks), first_speech), text, first_speech,
+                                 ids):
+            return
+        await self.send({"type": "response.audio.done", **ids})
+        await self.send({"type": "response.content_part.done", **ids, "part": {"type": "audio", "text": ""}})
+        output = {"id": item, "object": "realtime.item", "type": "message", "status": "completed",
+                  "role": "assistant", "content": [{"type": "audio", "text": ""}]}
+        await self.send({"type": "response.output_item.done", "response_id": response, "output_index": 0,
+                         "item": output})
+        if s.fault == "no_final":
+            return
+        await self.send({"type": "response.done", "response": {
+            "id": response, "object": "realtime.response", "status": "completed", "voice": self.config["voice"],
+            "output": [output], "usage": {"characters": len(text)}}})

@@ -1,4 +1,6 @@
-"""A loopback emulator of xAI's Grok Voice Agent API (the `/v1/realtime` WebSocket).
+"""A loopback emulator of xAI's Grok Voice Agent API (the `/v1/realtime` WebSocket), on the port
+that also serves xAI's streaming speech to text (`/v1/stt`: emulators/stt/xai.py) and text to speech
+(`/v1/tts`: emulators/tts/xai.py).
 
 Serves `/v1/realtime?model=<id>` (no model: `grok-voice-latest`, the documented default); the key
 must come as `Authorization: Bearer <key>`, else the upgrade is refused with 401. It opens with
@@ -51,6 +53,8 @@ from voxwatch.providers.emulators.faults import break_off, breaks, websocket_ref
 from voxwatch.providers.emulators.ledger import record
 from voxwatch.providers.emulators.scenario import S2SScenario, jitter_ms, scenario_for
 from voxwatch.providers.emulators.speech import ChunkCache, b64
+from voxwatch.providers.emulators.stt.xai import PATH as STT_PATH, XAISTTEndpoint
+from voxwatch.providers.emulators.tts.xai import PATH as TTS_PATH, XAITTSEndpoint
 
 PATH = "/v1/realtime"
 DEFAULT_MODEL = "grok-voice-latest"
@@ -258,22 +262,37 @@ class _Session:
 
 
 class XAIVoiceAgentEmulator:
+    """xAI's APIs on one port, as api.x.ai serves them: the Voice Agent API here, its speech to text
+    (`emulators/stt/xai.py`) and its text to speech (`emulators/tts/xai.py`), each from its board's
+    scenario; an API whose board the scenario leaves out answers 404."""
+
     def __init__(self, scenario) -> None:
         s2s = scenario_for(scenario, "s2s")  # a plain S2SScenario (voxwatch emulate's) has xAI's defaults
-        self.scenario = s2s if isinstance(s2s, XAIScenario) else XAIScenario(**dataclasses.asdict(s2s))
-        self.chunks = ChunkCache(self.scenario, b64)
-        self.chunks.get(self.scenario.transcript, DEFAULT_FORMAT["rate"])  # paid before any stream is timed
+        self.scenario = s2s if s2s is None or isinstance(s2s, XAIScenario) else XAIScenario(**dataclasses.asdict(s2s))
+        if self.scenario is not None:
+            self.chunks = ChunkCache(self.scenario, b64)
+            self.chunks.get(self.scenario.transcript, DEFAULT_FORMAT["rate"])  # paid before any stream is timed
+        self.speech = {STT_PATH: XAISTTEndpoint(self, scenario_for(scenario, "stt")),
+                       TTS_PATH: XAITTSEndpoint(self, scenario_for(scenario, "tts"))}
 
     def process_request(self, connection, request):
-        if urlsplit(request.path).path != PATH:
+        path = urlsplit(request.path).path
+        endpoint = self.speech.get(path)
+        scenario = endpoint.s if endpoint is not None else self.scenario if path == PATH else None
+        if scenario is None:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
-        if request.headers.get("Authorization") != f"Bearer {self.scenario.api_key}":
+        if request.headers.get("Authorization") != f"Bearer {scenario.api_key}":
             return connection.respond(HTTPStatus.UNAUTHORIZED, "Incorrect API key provided\n")
-        return websocket_refusal(connection, self.scenario.fault)
+        if endpoint is not None:
+            return endpoint.process_request(connection, request)
+        return websocket_refusal(connection, scenario.fault)
 
     async def handle(self, ws) -> None:
-        model = parse_qs(urlsplit(ws.request.path).query).get("model", [DEFAULT_MODEL])[0]
+        path, query = urlsplit(ws.request.path).path, urlsplit(ws.request.path).query
         try:
-            await _Session(self, ws, model).run()
+            if path in self.speech:
+                await self.speech[path].handle(ws)
+            else:
+                await _Session(self, ws, parse_qs(query).get("model", [DEFAULT_MODEL])[0]).run()
         except websockets.ConnectionClosed:
             pass  # the client went away; nothing is owed to it

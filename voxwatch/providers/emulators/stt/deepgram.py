@@ -1,5 +1,6 @@
-"""A loopback emulator of Deepgram's live transcription (`/v1/listen`) and Aura text-to-speech
-(`/v1/speak`) WebSockets, both on one port as Deepgram serves them on one host.
+"""A loopback emulator of Deepgram's live transcription (`/v1/listen`), Flux (`/v2/listen`, in
+emulators/stt/deepgram_flux.py) and Aura text-to-speech (`/v1/speak`) WebSockets, all on one port as
+Deepgram serves them on one host.
 
 Both check `Authorization: Token <key>`. `/v1/listen` takes binary frames in the query's
 `encoding` (linear16, or mulaw for the phone condition) at its `sample_rate`, in the `language`
@@ -35,11 +36,13 @@ from voxwatch.foundation.clock import sleep_until
 from voxwatch.providers.stt.deepgram import LANGUAGES
 
 from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
+from voxwatch.providers.emulators.stt.deepgram_flux import flux_session, handshake_problem
 from voxwatch.providers.emulators.ledger import record, saw
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario, scenario_for
-from voxwatch.providers.emulators.speech import ChunkCache
+from voxwatch.providers.emulators.speech import send_binary_reply, warmed
 
 LISTEN, SPEAK = "/v1/listen", "/v1/speak"
+FLUX = "/v2/listen"
 LISTEN_ENCODINGS = ("linear16", "mulaw")  # of Deepgram's raw encodings, the ones voxwatch sends
 
 
@@ -53,22 +56,24 @@ class DeepgramEmulator:
     def __init__(self, scenario) -> None:
         self.stt: STTScenario | None = scenario_for(scenario, "stt")
         self.tts: TTSScenario | None = scenario_for(scenario, "tts")
-        self._chunks = ChunkCache(self.tts) if self.tts is not None else None
-        if self._chunks is not None:
-            self._chunks.get("", 24000)  # first-use costs paid before any stream is timed
+        self._chunks = warmed(self.tts, 24000)
 
     def process_request(self, connection, request):
-        scenario = {LISTEN: self.stt, SPEAK: self.tts}.get(request.path.split("?")[0])
+        scenario = {LISTEN: self.stt, SPEAK: self.tts, FLUX: self.stt}.get(request.path.split("?")[0])
         if scenario is None:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
         if request.headers.get("Authorization") != f"Token {scenario.api_key}":
             return connection.respond(HTTPStatus.UNAUTHORIZED, "invalid credentials\n")
+        if request.path.split("?")[0] == FLUX and (problem := handshake_problem(urlsplit(request.path).query)):
+            return connection.respond(HTTPStatus.BAD_REQUEST, problem + "\n")
         return websocket_refusal(connection, scenario.fault)
 
     async def handle(self, ws) -> None:
         try:
             if ws.request.path.split("?")[0] == SPEAK:
                 await self._speak_session(ws)
+            elif ws.request.path.split("?")[0] == FLUX:
+                await flux_session(self, self.stt, ws, urlsplit(ws.request.path).query)
             else:
                 await self._listen_session(ws)
         except websockets.ConnectionClosed:
@@ -172,18 +177,8 @@ class DeepgramEmulator:
         """One flush's audio, then `Flushed`; False when a fault ended the stream."""
         s = self.tts
         chunks, first_speech = self._chunks.get(text, rate)
-        for i, (chunk, at) in enumerate(zip(chunks, s.send_times(arrived, text, len(chunks), first_speech))):
-            await sleep_until(at)
-            if s.fault == "malformed" and i == 1:
-                await ws.send('{"type": "Flushed", ')
-            elif breaks(s.fault) and i == 2:
-                await break_off(ws, s.fault)
-                return False
-            if i == 0:
-                record(self, text, "first_audio")
-            if i == first_speech:
-                record(self, text, "first_speech")
-            await ws.send(chunk)
+        if not await send_binary_reply(ws, self, text, chunks, first_speech, s, arrived, '{"type": "Flushed", '):
+            return False
         if s.fault != "no_final":
             await ws.send(json.dumps({"type": "Flushed", "sequence_id": sequence}))
         return True
