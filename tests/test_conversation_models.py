@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 
 from support.processes import cli_in_process
 from voxwatch.config import load
@@ -19,8 +20,8 @@ from voxwatch.providers.keys import key_variable
 from voxwatch.providers.registry import Registry
 from voxwatch.workers import converse
 from voxwatch.workers.conversation_tasks import CONVERSATION_PLAN_ERRORS
-from voxwatch.workers.job import ConversationJob
-from voxwatch.workers.process_state import ProcessState
+from voxwatch.workers.job import ConversationJob, Job
+from voxwatch.workers.process_state import ProcessState, Unmeasurable
 
 SINGLE_TURN = ("xai/grok-voice-think-fast-2.0", "qwen/qwen3-omni-flash-realtime-2025-09-15", "zhipu/glm-realtime-air")
 CAN = ("local/cascade-scripted-baseline", "openai/gpt-realtime-2", "gemini/gemini-3.8-live")
@@ -66,6 +67,32 @@ def test_the_distributed_plan_refuses_it_and_a_converse_task_ends_in_failed_rows
     held = converse.hold(st, job, budget_s=60)  # a job sent by hand: it never reaches a session
     assert held.run is None and held.row.status == "failed" and "cannot hold a conversation" in held.row.reason
     assert [t.status for t in held.turns] == ["error", "error"]
+
+
+def test_the_soft_time_limit_met_while_a_job_is_rebuilt_is_the_tasks_limit_not_a_job_it_cannot_rebuild():
+    """CI once saw the soft limit fire while a busy worker loaded the scenario: the row said "this worker
+    cannot rebuild the conversation: SoftTimeLimitExceeded()". The limit goes up to the task, which says it."""
+    st = ProcessState(load(environ={}))
+    job = ConversationJob("run1", CAN[1], "clinic-desk", st.scenarios.load("clinic-desk").pin, 1, "default")
+    measure = Job("run1", 0, "faster-whisper/tiny.en@1.2.1", "stt-clean", "item-1", "0" * 64)
+
+    def limit(*_args):
+        raise SoftTimeLimitExceeded()
+
+    st.scenario, st.dataset = limit, limit
+    with pytest.raises(SoftTimeLimitExceeded):
+        converse.hold(st, job, budget_s=60)
+    with pytest.raises(SoftTimeLimitExceeded):
+        st.task(measure)
+
+    def missing(*_args):
+        raise KeyError("clinic-desk")
+
+    st.scenario, st.dataset = missing, missing  # a job this worker truly cannot rebuild is still said as one
+    held = converse.hold(st, job, budget_s=60)
+    assert held.row.status == "failed" and "this worker cannot rebuild the conversation" in held.row.reason
+    with pytest.raises(Unmeasurable, match="this worker cannot rebuild the task"):
+        st.task(measure)
 
 
 def test_a_conversation_whose_session_never_opens_is_said_without_a_traceback(tmp_path: Path):

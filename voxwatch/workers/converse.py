@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.log import get_task_logger
 
 from voxwatch.store.conversation_rows import ConversationRow
@@ -36,6 +37,8 @@ def hold(st: ProcessState, job: ConversationJob, budget_s: float) -> Held:
     started = time.monotonic()
     try:
         model, full, persona = st.registry.resolve(job.model), st.scenario(job.scenario, job.pin), find(job.persona)
+    except SoftTimeLimitExceeded:
+        raise  # the task's limit, reached while loading the scenario: the task says so, not "cannot rebuild"
     except Exception as exc:  # noqa: BLE001 - a job this worker cannot rebuild is a failed conversation
         return failure(st, job, "error", f"this worker cannot rebuild the conversation: {exc}")
     if (refusal := conversation_refusal(st.registry, model)) is not None:  # a plan sent by hand, or a registry changed

@@ -14,6 +14,8 @@ import os
 import time
 from typing import Callable
 
+from celery.exceptions import SoftTimeLimitExceeded
+
 from voxwatch import __version__
 from voxwatch.foundation import preload, priority
 from voxwatch.config import Config
@@ -86,6 +88,8 @@ class ProcessState:
             if dataset.manifest_sha256 != job.manifest_sha256:  # changed on disk since it was loaded?
                 self._datasets.pop(job.dataset)
                 dataset = self.dataset(job.dataset)
+        except SoftTimeLimitExceeded:
+            raise  # the task's limit, reached while loading the dataset: the task says so, not "cannot rebuild"
         except Exception as exc:
             raise Unmeasurable(f"this worker cannot rebuild the task: {exc}") from None
         if dataset.manifest_sha256 != job.manifest_sha256:
