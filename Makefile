@@ -38,7 +38,7 @@ test:
 test-quick:
 	@sh tests/support/preflight.sh
 	@$(MAKE) --no-print-directory install
-	$(BIN)/python -m pytest -n 2 -m "not (realtime or e2e or browser or faults)"
+	$(BIN)/python -m pytest -n 2 -m "not (realtime or e2e or browser or faults or bench)"
 
 clean:
 	rm -rf $(VENV) var

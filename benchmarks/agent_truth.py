@@ -59,6 +59,10 @@ settings then miss by as much, and a caller chunk written late moves the recordi
 `--load N` runs it again with N CPU-bound processes beside it and prints both; the loaded targets are
 the errors against the wire, V2V and barge-in stop, p99 <= 5 ms through each transport.
 
+`--quick`: 2 turns (a barge-in needs a turn before it), 1 call, the tone's words only, without the whole
+scenario (`--turns 2 --calls 1
+--voice tone --skip-full`): every measure's code path in seconds, too few turns to judge a target.
+
 Prints a table, then one JSON line with the `_target_met` booleans.
 """
 
@@ -444,8 +448,11 @@ def main() -> None:
                     help="the words checks: the reference agent answering with a tone, speaking eSpeak NG, or both")
     ap.add_argument("--ahead-ms", type=float, default=AHEAD_MS,
                     help=f"the second barge-in pass: the agent streams its replies this far ahead (default {AHEAD_MS:g})")
+    ap.add_argument("--quick", action="store_true", help="--turns 2 --calls 1 --voice tone --skip-full (seconds)")
     add_load_argument(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.turns, args.calls, args.voice, args.skip_full = 2, 1, "tone", True
     print_runs(lambda: run(args), args.load, headline, loaded_targets)
 
 

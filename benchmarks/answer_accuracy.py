@@ -14,7 +14,9 @@ correct (metrics.answers), and never a non-answer? For each bundled spoken quest
   share of utterances whose last word, taken as the answer, the instrument hears said (a sentence-final
   word in natural voices, as a vendor's reply ends on its answer), by the same rule.
 
-Prints a table and each reply misheard with what was heard; last line: JSON.
+Target: the controls never count (`controls_never_correct_target_met`); the share heard correct is the
+instrument's ceiling, reported, not a target. `--quick`: the first question, no recorded speech (the
+same code path in seconds). Prints a table and each reply misheard with what was heard; last line: JSON.
 """
 
 from __future__ import annotations
@@ -82,7 +84,10 @@ def recorded_last_words(root: Path, limit: int) -> list[tuple[str, str, bool]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=0, help="the first N questions only (0: all)")
+    parser.add_argument("--quick", action="store_true", help="the first question, no recorded speech (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.limit = 1
     ds = Catalog([bundled_root()]).load("s2s-questions")
     clips = ds.clips[:args.limit] if args.limit else ds.clips
     sentences = {c.id: answer_sentence(c.answers) for c in clips}
@@ -103,7 +108,7 @@ def main() -> None:
         text = heard(ds.audio(c).astype(np.float64) / 32768.0, c.sample_rate)
         controls["the question's own clip"].append((c.id, text, answer_correct(c.answers, text)))
         controls["the emulator's non-answer"].append((c.id, no_answer, answer_correct(c.answers, no_answer)))
-    if (SPEECH / "manifest.jsonl").is_file():
+    if not args.quick and (SPEECH / "manifest.jsonl").is_file():
         trials["recorded speech, its last word"] = recorded_last_words(SPEECH, args.limit)
     answers = {c.id: c.answers for c in clips}
     print(f"{len(clips)} spoken questions (s2s-questions), instrument {instrument()[1]}")
@@ -122,9 +127,10 @@ def main() -> None:
             if ok:
                 print(f"  counted although not an answer ({label}): {uid} heard {text!r}")
     spoken = [ok for label, rows in trials.items() if not label.startswith("recorded") for _, _, ok in rows]
+    never = all(not ok for rows in controls.values() for _, _, ok in rows)
     out = {"benchmark": "answer_accuracy", "questions": len(clips), "results": results,
            "correct_answers_heard_correct": sum(spoken) / len(spoken),
-           "controls_never_correct": all(not ok for rows in controls.values() for _, _, ok in rows)}
+           "controls_never_correct": never, "controls_never_correct_target_met": never}
     print(json.dumps(out))
 
 

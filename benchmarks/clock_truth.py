@@ -16,7 +16,8 @@ Two errors are reported per metric (absolute values: p50, p99, max; and the sign
   scheduling lateness (its event loop waking late on a shared 2-core VM), which is a property of
   the test rig, not of the measurement.
 `--load N` measures again with N CPU-bound processes beside it and prints both (loaded target: clock
-error p99 <= 2 ms at 1, 16 and 64 streams). Last line: one JSON object.
+error p99 <= 2 ms at 1, 16 and 64 streams). `--quick`: Deepgram and Cartesia, 2 streams at 1 (the same
+code path in seconds; too few to judge a target). Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -181,8 +182,11 @@ def main() -> None:
     parser.add_argument("--vendors", default="all", help=f"all, or a comma-separated list of {', '.join(PROTOCOLS)}")
     parser.add_argument("--streams", type=int, default=64, help="streams measured per concurrency level")
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
+    parser.add_argument("--quick", action="store_true", help="deepgram and cartesia, 2 streams at 1 (seconds)")
     add_load_argument(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.vendors, args.streams, args.levels = "deepgram,cartesia", 2, "1"
     names = list(PROTOCOLS) if args.vendors == "all" else args.vendors.split(",")
     unknown = [n for n in names if n not in PROTOCOLS]
     if unknown:

@@ -10,6 +10,10 @@ truth (response_ms + leading silence) within the single-turn clock target (p99 <
 stream, benchmarks/clock_truth.py) plus 4 ms for the emulator's own lateness: the error here is
 against the injected truth, not the emulator's send stamps (measured idle: p99 2.2 ms over 74 turns).
 
+`--quick`: clinic-desk's first QUICK_TURNS turns against the OpenAI Realtime emulator alone, every call
+made as due (AS_DUE: nothing to charge, the end state not judged on a part of the scenario): the same
+code path in seconds, too few turns to judge the V2V target.
+
 Last line: one JSON object with `scores_target_met` and `v2v_target_met`.
 """
 
@@ -20,12 +24,16 @@ import asyncio
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from voxwatch.conversations.catalog import ScenarioCatalog, bundled_root
 from voxwatch.conversations.runner import ConversationSettings, caller_audio, run_conversation
+from voxwatch.conversations.scenario_file import dump, load
 from voxwatch.metrics.vad import speech_anchors
 from voxwatch.providers.emulators.scenario import ConversationScript, ScriptedTurn
 from voxwatch.providers.emulators.server import serve
@@ -50,7 +58,7 @@ class Perturbation:
     # by hand, from METHOD "Conversations": (turn, dimension) -> (passed, rule) where not a plain pass
     expected: dict[tuple[str, str], tuple[bool, str]]
     expected_fates: dict[str, tuple[str, str | None]]  # due turn -> (status, made on)
-    end_state_ok: bool
+    end_state_ok: bool | None  # None: not judged (a part of a scenario)
 
 
 EXPECTED = {
@@ -74,6 +82,21 @@ EXPECTED = {
         expected_fates={"a02": ("early", "a01"), "a08": ("late", "a09"), "a07": ("missing", None)},
         end_state_ok=False),  # the bag a07 should have added is not on the segment
 }
+
+
+AS_DUE = Perturbation(early="", late="", missed="", expected={}, expected_fates={}, end_state_ok=None)
+"""--quick's agent, unperturbed: every turn passes tool use and turn-taking, no call's fate is other
+than made, and the end state of a part of a scenario is not judged."""
+QUICK_SCENARIO, QUICK_TURNS = "clinic-desk", 2
+
+
+def first_turns(loaded, turns: int, folder: Path):
+    """The scenario's first `turns` turns, written to `folder` with their audio, loaded."""
+    for turn in loaded.scenario.turns[:turns]:
+        (folder / turn.audio).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(loaded.audio_path(turn), folder / turn.audio)
+    dump(replace(loaded.scenario, turns=loaded.scenario.turns[:turns]), folder)
+    return load(folder)
 
 
 def calls_of(scenario, turn) -> list[tuple[str, dict]]:
@@ -120,14 +143,15 @@ def script(vendor: str, loaded, p: Perturbation | None) -> ConversationScript:
                               api_key=KEY)
 
 
-def converse(registry: Registry, vendor: str, loaded, agent: ConversationScript):
-    """One conversation of the scenario with the vendor's S2S adapter against its emulator playing `agent`."""
+def converse(registry: Registry, vendor: str, loaded, agent: ConversationScript, whole: bool = True):
+    """One conversation of the scenario with the vendor's S2S adapter against its emulator playing `agent`
+    (`whole`: the scenario is all there, so its end state is judged)."""
     with serve(vendor, agent) as url:
         os.environ[vendor_variable(vendor, "BASE_URL")] = url
         os.environ[key_variable(vendor)] = KEY
         model = registry.resolve(MODELS[vendor])
         return asyncio.run(run_conversation(registry.create(model), model.id, model.vendor, loaded,
-                                            ConversationSettings()))
+                                            ConversationSettings(), whole=whole))
 
 
 def check(run, p: Perturbation) -> list[str]:
@@ -157,15 +181,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vendors", default=",".join(MODELS))
     parser.add_argument("--scenarios", default=",".join(EXPECTED))
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_SCENARIO}'s first {QUICK_TURNS} turns, unperturbed, OpenAI only (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.vendors, args.scenarios = "openai", QUICK_SCENARIO
     registry, catalog = Registry.default(), ScenarioCatalog([bundled_root()])
+    scratch = Path(tempfile.mkdtemp(prefix="conversation-truth-"))
+    try:
+        _hold(args, registry, catalog, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _hold(args: argparse.Namespace, registry: Registry, catalog: ScenarioCatalog, scratch: Path) -> None:
+    """Every vendor's conversation of every scenario, checked; the table and the JSON line."""
     results, errors, all_wrong = [], [], []
     print(f"{'vendor':<8} {'scenario':<16} {'turns':>5} {'ok':>3} | score diffs | V2V error vs injected ms: "
           f"{'p50':>6} {'p99':>6} {'max':>6}")
     for vendor in args.vendors.split(","):
         for name in args.scenarios.split(","):
             loaded, p = catalog.load(name), EXPECTED[name]
-            run = converse(registry, vendor, loaded, script(vendor, loaded, p))
+            if args.quick:
+                loaded, p = first_turns(loaded, QUICK_TURNS, scratch / f"{vendor}-{name}"), AS_DUE
+            run = converse(registry, vendor, loaded, script(vendor, loaded, None if args.quick else p),
+                           whole=not args.quick)
             wrong = check(run, p)
             err = [t.timing.v2v_ms - (RESPONSE_MS + LEADING_SILENCE_MS) for t in run.turns
                    if t.timing is not None and t.timing.v2v_ms is not None]
@@ -181,7 +221,8 @@ def main() -> None:
                             "score_differences": wrong, "v2v_errors_ms": [round(e, 3) for e in err]})
     a = np.abs(errors)
     p99 = float(np.percentile(a, 99)) if a.size else None
-    print(f"V2V error vs injected over {a.size} turns: p99 {p99:.2f} ms (target <= {V2V_P99_TARGET_MS:g} ms); "
+    print(f"V2V error vs injected over {a.size} turns: p99 {'-' if p99 is None else f'{p99:.2f}'} ms "
+          f"(target <= {V2V_P99_TARGET_MS:g} ms); "
           f"score differences: {len(all_wrong)}")
     print(json.dumps({"benchmark": "conversation_truth", "scores_target_met": not all_wrong and bool(results),
                       "v2v_target_met": p99 is not None and p99 <= V2V_P99_TARGET_MS, "v2v_p99_ms": p99,

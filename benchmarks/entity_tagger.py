@@ -8,7 +8,8 @@ rate of eSpeak NG read by the Whisper tiny.en instrument on those prompts, from 
 test keeps, beside its hand count; `--live` measures it again through the TTS path (`voxwatch run
 --board tts --datasets tts-coval-v1 --models espeak-ng/en-us@1.52.0`, all 30 prompts, a temporary
 SQLite store; about a minute on 2 cores). Targets: precision and recall >= 0.95 on the tagger's
-types, on both sets. Last line: JSON.
+types, on both sets. Without `--live` it takes seconds: `--quick` is that run (the same code path). Last
+line: JSON.
 """
 
 from __future__ import annotations
@@ -63,7 +64,10 @@ def live() -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--live", action="store_true", help="measure eSpeak NG + Whisper tiny.en again (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="the recorded transcripts only, never --live (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.live = False
     starter = scores([(u, t, s) for u, tags in STT_ENTITIES.items() for t, s in tags],
                      {u: text for u, _c, text in STT_UTTERANCES})
     coval_texts = {p.id: p.text for p in Catalog([bundled_root()]).load(COVAL).prompts}

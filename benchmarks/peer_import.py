@@ -8,7 +8,10 @@ in one conversation per vendor against its S2S emulator, whose scripted agent ma
 expected calls and says its reply (benchmarks/conversation_truth.py's agent, unperturbed). Every
 turn must come back ok with tool use, golden facts and turn-taking passing: what a perfect agent
 scores on the imported scenario, so a mapping rule no agent can satisfy shows here. Without PATH
-nothing is measured (the peer's files are not part of voxwatch).
+nothing is measured (the peer's files are not part of voxwatch): `--quick` instead imports the small
+benchmark in aiewf-eval's layout that tests/test_scenario_peer_import.py builds (3 short turns,
+tests/support/aiewf_layout.py; spoken by eSpeak NG) and holds it against the OpenAI Realtime emulator
+alone: the same code path in seconds.
 
 Last line: one JSON object with `import_target_met` and `turns_target_met`.
 """
@@ -42,14 +45,24 @@ def failures(run) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", type=Path, required=True, help="aiewf-eval: a bare mirror, clone or export")
+    parser.add_argument("--source", type=Path, help="aiewf-eval: a bare mirror, clone or export")
     parser.add_argument("--benchmark", default="aiwf_medium_context")
     parser.add_argument("--commit", help="for an exported folder: the peer's commit")
     parser.add_argument("--vendors", default=",".join(MODELS))
+    parser.add_argument("--quick", action="store_true",
+                        help="no --source: the tests' small aiewf-eval layout, against the OpenAI emulator (seconds)")
     args = parser.parse_args()
+    if (args.source is None) == (not args.quick):
+        parser.error("give --source PATH (aiewf-eval as published), or --quick (the tests' small layout)")
     registry = Registry.default()
     with tempfile.TemporaryDirectory(prefix="peer-import-") as tmp:
-        root = Path(tmp)
+        if args.quick:  # the tests' fixture: importable from a checkout (python -m benchmarks.peer_import)
+            from tests.support.aiewf_layout import BENCH, COMMIT, aiewf_layout
+
+            args.source, args.benchmark, args.commit = aiewf_layout(Path(tmp) / "aiewf", speech=True), BENCH, COMMIT
+            args.vendors = "openai"
+        root = Path(tmp) / "scenarios"
+        root.mkdir()
         started = time.perf_counter()
         done = import_peer(args.source, root, ScenarioCatalog([root]), args.benchmark, args.commit)
         import_s = time.perf_counter() - started

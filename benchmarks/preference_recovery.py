@@ -29,6 +29,9 @@ coverage 92-97 % (`coverage_target_met`: the method's interval), the full bootst
 ratings under 2 minutes, the engines' Spearman >= 0.99 (the source's figure).
 
     python -m benchmarks.preference_recovery [--trials 30] [--resamples 400] [--speed-resamples 1000] [--seed 1]
+
+`--quick`: 1 study, 20 resamples, a 10-resample timed board (seconds; the same code path, too few to
+judge a target).
 """
 
 from __future__ import annotations
@@ -156,7 +159,10 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=400, help="resamples per bootstrap in the coverage study")
     parser.add_argument("--speed-resamples", type=int, default=1000, help="resamples of the timed board (default 1000)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="1 study, 20 resamples, a 10-resample timed board (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.trials, args.resamples, args.speed_resamples = 1, 20, 10
     started = time.perf_counter()
     cov = coverage(args.trials, args.resamples, args.seed)
     fast = speed(args.speed_resamples, args.seed)

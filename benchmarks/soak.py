@@ -19,7 +19,9 @@ the worker's clock error.
 Targets: clock error p99 <= 2 ms in every window (on an idle machine); RSS flat: the last
 window's RSS within 10 % of the first window's, the first window being the warm-up (imports,
 connection pools, caches fill). `--load N` soaks again with N CPU-bound processes beside it (on every
-core) and prints both (the same targets, under `loaded_` names). Last line: one JSON object.
+core) and prints both (the same targets, under `loaded_` names). `--quick`: 6 s of 4 streams, each kind's
+first vendor protocol only (the same code path in seconds; too short to judge a target). Last line:
+one JSON object.
 """
 
 from __future__ import annotations
@@ -120,8 +122,10 @@ class Window:
                 "rss_mb": round(rss_mb(), 1), "emulators_rss_mb": round(sum(rss_mb(p) for p in emulator_pids), 1)}
 
 
-def soak(registry: Registry, seconds: float, n_streams: int, kinds: list[str]) -> tuple[list[dict], bool]:
-    rigs = {kind: [rig(registry, PROTOCOLS[name]) for name in KINDS[kind]] for kind in kinds}
+def soak(registry: Registry, seconds: float, n_streams: int, kinds: list[str],
+         protocols: int | None = None) -> tuple[list[dict], bool]:
+    """`protocols`: each kind's first so many vendor protocols (None: all)."""
+    rigs = {kind: [rig(registry, PROTOCOLS[name]) for name in KINDS[kind][:protocols]] for kind in kinds}
     every = [r for kind in rigs.values() for r in kind]
     most = min((r.most_streams for r in every if r.most_streams is not None), default=n_streams)
     if n_streams > most:
@@ -189,7 +193,8 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], bool]:
     cores are given back after, so that a second run (--load) pins afresh."""
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     try:
-        return soak(Registry.default(), args.minutes * 60, args.streams, args.kinds.split(","))
+        return soak(Registry.default(), args.minutes * 60, args.streams, args.kinds.split(","),
+                    1 if args.quick else None)
     finally:
         if cores:
             os.sched_setaffinity(0, cores)
@@ -236,8 +241,12 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0, help="how long to measure (fractions allowed)")
     parser.add_argument("--streams", type=int, default=64, help="concurrent streams per wave")
     parser.add_argument("--kinds", default=",".join(KINDS), help="the stream kinds the waves take in turn")
+    parser.add_argument("--quick", action="store_true",
+                        help="6 s of 4 streams, each kind's first vendor protocol only (seconds)")
     add_load_argument(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.minutes, args.streams = 0.1, 4
     kinds = args.kinds.split(",")
     if args.minutes <= 0 or args.streams < 1 or not set(kinds) <= set(KINDS):
         parser.error(f"--minutes must be > 0, --streams >= 1, --kinds from {', '.join(KINDS)}")

@@ -4,6 +4,7 @@ leaderboard and family page query times, and storage per row with the growth it 
     python -m benchmarks.store_scale [--rows 200000] [--writers 2] [--url postgresql://postgres@127.0.0.1:5432/postgres]
     python -m benchmarks.store_scale --year --rows 100000000     # a year of 50 models x 20 datasets x 5 regions
     python -m benchmarks.store_scale --models 40                 # one ranking of 40 STT models, 30 days
+    python -m benchmarks.store_scale --quick                     # seconds: 2,000 rows of a small shape
 
 Works in a fresh database (voxwatch_bench_<random>, dropped at the end unless --keep). Synthetic
 rows look like real ones (by default 20 models x 8 datasets x 3 regions over the last 30 days; with
@@ -20,6 +21,10 @@ on one dataset in one region over 30 days of the default schedule (every 30 minu
 what a tick's end and a reader cost at that size: the refresh of the ranking's paired comparisons
 (seconds and peak memory of the process that runs it, as a worker does), the comparison views'
 refresh, and the render of the STT board page and the streaming STT comparison page after a write.
+
+`--quick` is the default run's code path on small data (a few seconds; tests/test_benchmarks_quick.py):
+2,000 rows of a shape of 4 models x 2 datasets x 1 region, one writer, each read timed 3 times.
+Its figures say nothing about scale.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ SHAPES = {  # (models, datasets, regions, days)
               ("us-east", "eu-west", "ap-south"), 30),
     "year": (_models(25, 10, 15), _STARTER + tuple(f"set-{k:02d}" for k in range(14)),
              ("us-east", "eu-west", "ap-south", "us-west", "eu-north"), 365),
+    "quick": (_models(2, 1, 1), _STARTER[:2], ("us-east",), 30),  # --quick: the same path, 8 series
 }
 MODELS, DATASETS, REGIONS, _ = SHAPES["month"]
 RANKING_DATASET = f"{FAMILY}-clean"
@@ -238,8 +244,9 @@ def _ms(seconds: list[float]) -> dict:
     return {"median_ms": round(1000 * statistics.median(seconds), 1), "max_ms": round(1000 * max(seconds), 1)}
 
 
-def ingest_methods(url: str, rows: list[Observation]) -> dict[str, float]:
-    """Rows/s of executemany vs COPY by batch size (store.add with the threshold forced)."""
+def ingest_methods(url: str, rows: list[Observation], least: int = 2000) -> dict[str, float]:
+    """Rows/s of executemany vs COPY by batch size (store.add with the threshold forced), each size over
+    at least `least` rows (as many as `rows` holds)."""
     from voxwatch.store import postgres
 
     out: dict[str, float] = {}
@@ -251,7 +258,7 @@ def ingest_methods(url: str, rows: list[Observation]) -> dict[str, float]:
             store._connect().execute(_EMPTY)
             postgres.SMALL_BATCH, saved = threshold, postgres.SMALL_BATCH
             try:
-                batch = rows[: max(size * 20, 2000)] if size < 1000 else rows[: size * 5]  # distinct rows
+                batch = rows[: max(size * 20, least)] if size < 1000 else rows[: size * 5]  # distinct rows
                 start = time.perf_counter()
                 for i in range(0, len(batch), size):
                     store.add(batch[i:i + size], refresh=False)
@@ -531,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=50_000, help="rows per add() during the ingest")
     p.add_argument("--writers", type=int, default=2, help="processes writing at once during the ingest, as workers do")
     p.add_argument("--keep", action="store_true", help="keep the scratch database")
+    p.add_argument("--quick", action="store_true",
+                   help="seconds, small data: 2,000 rows of 4 models x 2 datasets x 1 region, one writer, 3 reads each")
     p.add_argument("--fill", action="store_true",
                    help=f"write only the oldest {TEMPLATE_TICKS} ticks and the newest --timed-rows through the writers; "
                         "the server copies the oldest to make the rest (for --rows 100000000: minutes, not hours)")
@@ -545,17 +554,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.models < 2:
             p.error("--models: a ranking needs at least 2 models")
         return ranking(args)
+    if args.quick:
+        args.rows, args.writers, args.batch = 2_000, 1, 500
+    repeats = 3 if args.quick else 20  # each timed read and write
     now = time.time()
     name, url = _fresh_database(args.url)
-    shape = "year" if args.year else "month"
+    shape = "quick" if args.quick else "year" if args.year else "month"
     models, datasets, regions, days = SHAPES[shape]
     result: dict = {"rows": args.rows, "shape": f"{len(models)} models x {len(datasets)} datasets x {len(regions)} "
                     f"regions over {days} days", "database": name, "calibration_ms_before": calibration_ms()}
     try:
         store = PostgresStore(url)
         db = store._connect()
-        sample = [r for tick in synthetic(50_000, now, seed=99) for r in tick]
-        result["ingest_methods_rows_per_s"] = {k: round(v) for k, v in ingest_methods(url, sample).items()}
+        sample = [r for tick in synthetic(2_000 if args.quick else 50_000, now, seed=99) for r in tick]
+        result["ingest_methods_rows_per_s"] = {k: round(v) for k, v in
+                                               ingest_methods(url, sample, 40 if args.quick else 2000).items()}
 
         ticks = (0, None)
         if args.fill:  # the oldest ticks by the writers, the middle by the server, the newest timed on top
@@ -592,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
 
         rng = np.random.default_rng(3)
         fresh, only_refresh = [], []
-        for k in range(20):
+        for k in range(repeats):
             model_id, board, protocol = models[int(rng.integers(len(models)))]
             dataset, region = datasets[int(rng.integers(len(datasets)))], regions[int(rng.integers(len(regions)))]
             row = _row(f"live{k}", model_id, board, protocol, region, dataset, 1, "call me back tomorrow",
@@ -605,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
             only_refresh.append(time.perf_counter() - start)
         result["write_to_current"] = _ms(fresh)
         result["refresh_one_series"] = _ms(only_refresh)
-        plan = [line for (line,) in db.execute("EXPLAIN (ANALYZE) " + aggregates._FETCH, {
+        plan = [line for (line,) in db.execute("EXPLAIN (ANALYZE) " + aggregates.FETCH_SQL, {
             "model_id": models[0][0], "dataset": datasets[0], "region": regions[0], "method_version": METHOD_VERSION,
             "since": time.time() - 30 * DAY})]
         result["series_read"] = {"by_key": any("Index Scan using obs_facts_" in line and "_pkey" in line for line in plan),
@@ -613,13 +626,13 @@ def main(argv: list[str] | None = None) -> int:
 
         registry = Registry.default()
         reads = []
-        for _ in range(20):
+        for _ in range(repeats):
             start = time.perf_counter()
             board = leaderboard.from_store(store, "30d", registry)
             reads.append(time.perf_counter() - start)
         result["leaderboard_30d"] = {**_ms(reads), "rows": len(board)}
         one, reads = RowFilter(boards=("stt",), datasets=(f"{FAMILY}-clean",)), []
-        for _ in range(20):
+        for _ in range(repeats):
             start = time.perf_counter()
             board = leaderboard.from_store(store, "30d", registry, one)  # what a board page's dataset table reads
             reads.append(time.perf_counter() - start)
@@ -630,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         result["family_refresh"] = {"s": round(time.perf_counter() - start, 2), "views": kept,
                                     "rows": len(family_rows(db, FAMILY, time.time() - 30 * DAY))}
         source, pages = PostgresSource(parse_store_url(url), registry), []
-        for _ in range(20):
+        for _ in range(repeats):
             start = time.perf_counter()
             view = family_view(source, FAMILY, "30d")  # the family page's (and /api/v1/families') whole read
             pages.append(time.perf_counter() - start)
@@ -642,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
         viewed = compare_refresh.refresh(store, registry)  # what the runs finishing together cost one worker
         result["compare_refresh"] = {"s": round(time.perf_counter() - start, 2), "views": viewed}
         source, pages = PostgresSource(parse_store_url(url), registry), []
-        for _ in range(20):
+        for _ in range(repeats):
             start = time.perf_counter()
             doc = comparison_document(source, registry, "stt-stream", "30d", None)  # the page's (and its API's) read
             pages.append(time.perf_counter() - start)

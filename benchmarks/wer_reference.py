@@ -4,7 +4,8 @@
 Hypotheses are made from the bundled references with seeded word edits (substitutions,
 deletions, insertions), heavier on short clips than long ones, so the pooled WER and the mean of
 per-clip WERs differ, as they do on real traffic. voxwatch's pooled WER must equal jiwer's
-corpus WER over the same normalised texts. Target: >= 1,000 clips per second. Last line: JSON.
+corpus WER over the same normalised texts (`equal_to_jiwer_target_met`). Target: >= 1,000 clips per
+second (`speed_target_met`). `--quick`: 2 passes over the texts (seconds). Last line: JSON.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ def make_set(copies: int, rng: np.random.Generator) -> list[tuple[str, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--copies", type=int, default=30, help="passes over the bundled texts")
+    parser.add_argument("--quick", action="store_true", help="2 passes over the bundled texts (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.copies = 2
     pairs = make_set(args.copies, np.random.default_rng(11))
     start = time.perf_counter()
     parts = [word_errors(ref, hyp) for ref, hyp in pairs]
@@ -70,7 +74,8 @@ def main() -> None:
     print(f"speed: {speed:,.0f} clips/s, normaliser included (target >= 1,000)")
     print(json.dumps({"benchmark": "wer_reference", "clips": len(pairs), "pooled_wer": ours, "clips_compared": len(kept),
                       "pooled_wer_compared": ours_kept, "jiwer_wer": direct,
-                      "equal_to_jiwer": abs(ours_kept - direct) < 1e-12, "mean_of_clip_wers": mean_of_clips,
+                      "equal_to_jiwer": abs(ours_kept - direct) < 1e-12,
+                      "equal_to_jiwer_target_met": abs(ours_kept - direct) < 1e-12, "mean_of_clip_wers": mean_of_clips,
                       "clips_per_second": round(speed), "speed_target_met": speed >= 1000}))
 
 

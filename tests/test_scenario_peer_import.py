@@ -12,94 +12,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 import soundfile as sf
 
+from support.aiewf_layout import BENCH, COMMIT, KB, SYSTEM, TOOLS, aiewf_layout
 from support.processes import cli_in_process
 from voxwatch.conversations.peer_aiewf import DEFAULT_RESULT, args_of, facts_of, reply_of
 from voxwatch.conversations.scenario_file import load
 from voxwatch.foundation.integrity import file_sha256
-
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
-BENCH = "tiny_context"
-KB = "# Tiny Fair 2025\n\n## Meals\n- Lunch: 12:00pm - 1:00pm, Grand Hall\n"
-TURNS = '''turns = [{'input': 'When is lunch?',
-  'golden_text': 'Lunch is from **12:00 PM** to 1:00 PM\\n\\nin the Grand Hall on June 4th.',
-  'required_function_call': None,
-  'audio_file': 'turns_audio/turn_000.wav'},
- {'input': 'My name is Ada Byron and I am vegan.',
-  'golden_text': 'Thank you, Ada. I have submitted your vegan request for session 941249.',
-  'required_function_call': {'name': 'submit_dietary_request',
-                             'args': {'name': 'Ada Byron', 'dietary_preference': 'vegan'}},
-  'function_call_response': {'status': 'queued'},
-  'audio_file': 'turn_001.wav'},
- {'input': 'That is all, goodbye.',
-  'golden_text': 'Goodbye!',
-  'required_function_call': {'name': 'end_session', 'args': {}},
-  'audio_file': 'turns_audio/turn_002.wav'}]
-'''
-TOOLS = '''from pipecat.adapters.schemas.function_schema import FunctionSchema
-from pipecat.adapters.schemas.tools_schema import ToolsSchema
-
-end_session_function = FunctionSchema(name="end_session", description="End the session.", properties={}, required=[])
-dietary_function = FunctionSchema(
-    name="submit_dietary_request",
-    description="Submit a dietary request.",
-    properties={"name": {"type": "string"}, "dietary_preference": {"type": "string"}},
-    required=["name", "dietary_preference"],
-)
-ToolsSchemaForTest = ToolsSchema(standard_tools=[dietary_function, end_session_function])
-'''
-SYSTEM = '''"""System instruction."""
-from pathlib import Path
-
-_PREAMBLE = """
-Today is June 2, 2025. You are the fair's voice assistant.
-### KNOWLEDGE BASE
-"""
-_TOOLS_SECTION = """### AVAILABLE TOOLS
-Call submit_dietary_request when asked."""
-
-
-def _load_knowledge_base() -> str:
-    return (Path(__file__).parent.parent / "data" / "knowledge_base.txt").read_text(encoding="utf-8")
-
-
-system_instruction = _PREAMBLE + _load_knowledge_base() + _TOOLS_SECTION
-'''
-CONFIG = '''"""Configuration."""
-from benchmarks._shared import turns, ToolsSchemaForTest
-
-
-class BenchmarkConfig:
-    name = "tiny_context"
-    description = "A tiny benchmark"
-    turns = turns
-'''
-
-
-def _tone(path: Path, rate: int, seconds: float = 0.6) -> None:
-    t = np.arange(int(rate * seconds)) / rate
-    sf.write(str(path), (0.2 * np.sin(2 * np.pi * 220 * t) * 32767).astype("<i2"), rate, subtype="PCM_16")
-
-
-def _aiewf(root: Path, **replace: str) -> Path:
-    """A benchmark in aiewf-eval's source layout; `replace` swaps a file's text (by its key)."""
-    texts = {"turns": TURNS, "tools": TOOLS, "system": SYSTEM, "config": CONFIG, "kb": KB,
-             "readme": "# tiny\n\n## License\n\nMIT\n"} | replace
-    bench, shared = root / "benchmarks" / BENCH, root / "benchmarks" / "_shared"
-    for folder in (shared / "audio", bench / "prompts", bench / "data"):
-        folder.mkdir(parents=True, exist_ok=True)
-    for key, path in (("turns", shared / "turns.py"), ("tools", shared / "tools.py"), ("config", bench / "config.py"),
-                      ("system", bench / "prompts" / "system.py"), ("kb", bench / "data" / "knowledge_base.txt"),
-                      ("readme", root / "README.md")):
-        if texts[key]:
-            path.write_text(texts[key], encoding="utf-8")
-    for i, rate in enumerate((24_000, 16_000, 24_000)):
-        _tone(shared / "audio" / f"turn_{i:03d}.wav", rate)
-    _tone(shared / "audio" / "turn_001-short-yes.wav", 24_000)
-    return root
 
 
 def _import(tmp_path: Path, *args: str):
@@ -113,7 +33,7 @@ def _nothing_imported(tmp_path: Path) -> bool:
 
 
 def test_the_aiewf_layout_imports_by_the_stated_mapping(tmp_path: Path):
-    root = _aiewf(tmp_path / "aiewf")
+    root = aiewf_layout(tmp_path / "aiewf")
     done = _import(tmp_path, str(root), "--benchmark", BENCH, "--commit", COMMIT)
     assert done.returncode == 0, done.stderr
     assert "imported aiewf-tiny_context version 1 (3 turns" in done.stdout
@@ -161,7 +81,7 @@ def test_the_aiewf_layout_imports_by_the_stated_mapping(tmp_path: Path):
 
 
 def test_a_clone_and_its_bare_mirror_give_their_commit_and_the_same_scenario(tmp_path: Path):
-    root = _aiewf(tmp_path / "clone")
+    root = aiewf_layout(tmp_path / "clone")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
     subprocess.run([*git, "init", "-q", str(root)], check=True)
     subprocess.run([*git, "-C", str(root), "add", "-A"], check=True)
@@ -192,7 +112,7 @@ MARKER = "ran.marker"
 ])
 def test_python_that_is_not_plain_data_is_refused_without_running_it(tmp_path: Path, key, text, expected):
     marker = tmp_path / MARKER
-    root = _aiewf(tmp_path / "aiewf", **{key: text.replace("{marker!r}", repr(str(marker)))})
+    root = aiewf_layout(tmp_path / "aiewf", **{key: text.replace("{marker!r}", repr(str(marker)))})
     done = _import(tmp_path, str(root), "--benchmark", BENCH, "--commit", COMMIT)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert expected in done.stderr
@@ -220,7 +140,7 @@ def _unknown_tool(root: Path) -> None:
     (("--benchmark", BENCH, "--commit", COMMIT, "--synthesize"), None, "--synthesize is for voxwatch scenario folders"),
 ])
 def test_a_bad_layout_is_one_line_and_imports_nothing(tmp_path: Path, args, change, expected):
-    root = _aiewf(tmp_path / "aiewf")
+    root = aiewf_layout(tmp_path / "aiewf")
     if change is not None:
         change(root)
     done = _import(tmp_path, str(root), *args)
