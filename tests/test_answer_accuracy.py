@@ -37,6 +37,8 @@ from voxwatch.store import open_store
 from voxwatch.store.series_data import group
 from voxwatch.store.sqlite import SCHEMA_VERSION, _column
 
+from support.both_stores import holding
+from support.migration_replay import replay_migration
 from support.postgres import fresh_postgres
 from support.processes import REPO, run_cli
 
@@ -243,26 +245,11 @@ def test_an_older_sqlite_store_gains_the_column_and_keeps_its_rows_null(tmp_path
 
 
 def test_migration_21_adds_the_column_and_keeps_older_rows_null():
+    before = seeded()[:3]
     with fresh_postgres() as url:
-        store = open_store(url)
-        assert 21 in store.migrated
-        before = seeded()[:3]
-        store.add(before)
-        conn = store.connection()
-        conn.execute("DROP VIEW observations CASCADE")  # the store as migration 20 left it
-        conn.execute("ALTER TABLE obs_facts DROP COLUMN answer_correct")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 21")
-        store.close()
-        again = open_store(url)
-        try:
-            assert again.migrated == [21]
-            newer = [replace(r, run_id="new") for r in before]
-            again.add(newer)
-            back = {(r.run_id, r.clip_id): r.answer_correct for r in again.observations()}
-            assert [back[(r.run_id, r.clip_id)] for r in before] == [None] * 3
-            assert [back[(r.run_id, r.clip_id)] for r in newer] == [r.answer_correct for r in newer]
-        finally:
-            again.close()
+        old, newer, applied = replay_migration(url, 21, ("answer_correct",), before, lambda r: r.answer_correct)
+        assert applied == [21] and old == [None] * 3
+        assert newer == [r.answer_correct for r in before]
         assert "schema up to date" in run_cli("db", "upgrade", "--store", url).stdout
 
 
@@ -305,15 +292,8 @@ def two_models() -> list[Observation]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.e2e)])
 def store_of(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'voxwatch.sqlite'}"
-        _stored(url, two_models())
+    with holding(request.param, two_models(), tmp_path) as url:
         yield url
-    else:
-        with fresh_postgres() as url:
-            run_cli("db", "upgrade", "--store", url)
-            _stored(url, two_models())
-            yield url
 
 
 def _mean_mos(rows: list[Observation]) -> float:

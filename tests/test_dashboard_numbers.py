@@ -256,6 +256,21 @@ def _ttfa_table(conn, rows, tally):
         tally.same(row["silence_share"], share, (s, "silence_share"))
 
 
+@check("voxwatch-ttfa", "Playback stalls per series", na=True)
+def _stalls_table(conn, rows, tally):
+    dashboard = load("ttfa-components.json")
+    got = {(r["model"], r["dataset"], r["region"], r["method"]): r
+           for r in run_panel(conn, dashboard, "Playback stalls per series", variables_of(conn, dashboard))}
+    expected = {s: _any(m) for s, m in _statistics(_in_range(rows), "tts").items() if _any(m).stall_clips}
+    assert set(got) == set(expected) and any(m.stall_share for m in expected.values())
+    for s, m in expected.items():
+        row = got[s]
+        tally.same(row["clips"], m.stall_clips, (s, "clips"))
+        tally.same(row["stalled_share"], m.stall_share, (s, "stalled_share"))
+        tally.same(row["stall_total_p50"], m.stall_ms_p50, (s, "stall_total_p50"))
+        tally.same(row["stall_total_p95"], m.stall_ms_p95, (s, "stall_total_p95"))
+
+
 # ---------------------------------------------------------------- WER per dataset
 
 @check("voxwatch-wer", "Pooled WER over time", na=True)

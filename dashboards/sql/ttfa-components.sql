@@ -50,3 +50,20 @@ WHERE {{chosen(o, 'tts')}}
   AND o.ttfa_ms IS NOT NULL AND o.ttfb_ms IS NOT NULL AND o.leading_silence_ms IS NOT NULL
 GROUP BY o.model_id, o.dataset, o.region, o.method_version
 ORDER BY o.model_id, o.dataset, o.region, o.method_version
+
+-- target: 4 A
+-- Playback stalls per series over the time range (docs/METHOD.md "TTS: playback stalls"), over the ok
+-- rows measured for them: the share of clips that stalled at least once (a stall total above 0; n/a
+-- under MIN_N clips) and the p50 and p95 of the clips' stall totals, zeros included (p95 needs 100).
+SELECT
+  o.model_id AS model, o.dataset, o.region, o.method_version AS method,
+  count(*) AS clips,
+  {{share(o.stall_ms > 0)}} AS stalled_share,
+  {{percentile(50, o.stall_ms)}} AS stall_total_p50,
+  {{percentile(95, o.stall_ms)}} AS stall_total_p95
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, 'tts')}}
+  AND o.status = 'ok'
+  AND o.stall_ms IS NOT NULL
+GROUP BY o.model_id, o.dataset, o.region, o.method_version
+ORDER BY o.model_id, o.dataset, o.region, o.method_version

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from voxwatch.foundation.observation import Observation
 from voxwatch.store import open_store
@@ -19,3 +20,27 @@ def seeded(rows: Sequence[Observation], postgres_url: str, folder: Path) -> dict
         finally:
             store.close()
     return urls
+
+
+@contextmanager
+def holding(kind: str, rows: Sequence[Observation], folder: Path) -> Iterator[str]:
+    """The url of a store of `kind` ("sqlite" in `folder`, or a fresh Postgres migrated as a user
+    migrates one: `voxwatch db upgrade`) holding `rows`, for a fixture parametrized on both stores."""
+    if kind == "sqlite":
+        yield _filled(f"sqlite:///{folder / 'voxwatch.sqlite'}", rows)
+        return
+    from support.postgres import fresh_postgres
+    from support.processes import run_cli
+
+    with fresh_postgres() as url:
+        run_cli("db", "upgrade", "--store", url)
+        yield _filled(url, rows)
+
+
+def _filled(url: str, rows: Sequence[Observation]) -> str:
+    store = open_store(url)
+    try:
+        store.add(rows)
+    finally:
+        store.close()
+    return url

@@ -102,6 +102,7 @@ def _tts_and_s2s_rows(rng: np.random.Generator) -> list[Observation]:
                     utterance_id=f"p{i:02d}", connect_ms=float(rng.uniform(5, 40)),
                     ttfb_ms=float(ttfb) if ok else None, leading_silence_ms=float(silence) if ok else None,
                     ttfa_ms=float(ttfb + silence + late) if ok else None, substitutions=1 if ok else None,
+                    stall_count=int(late > 0) if ok else None, stall_ms=float(late) if ok else None,
                     deletions=0 if ok else None, insertions=0 if ok else None, ref_words=9 if ok else None,
                     instrument_id=INSTRUMENT, method_version="3"))
         for i, utt in enumerate(UTTERANCES):
@@ -148,7 +149,9 @@ def _dense_rows(rng: np.random.Generator) -> list[Observation]:
                 rtf=float(latency / 2500.0) if ok and protocol == "stt-batch" else None,
                 ttfb_ms=float(ttfb) if ok and board == "tts" else None,
                 leading_silence_ms=float(silence) if ok and board == "tts" else None,
-                ttfa_ms=float(ttfb + silence + rng.choice([0.0, 30.0])) if ok and board == "tts" else None,
+                ttfa_ms=float(ttfb + silence + (late := rng.choice([0.0, 30.0]))) if ok and board == "tts" else None,
+                stall_count=int(late > 0) if ok and board == "tts" else None,
+                stall_ms=float(late) if ok and board == "tts" else None,
                 v2v_ms=float(rng.gamma(5, 120)) if ok and board == "s2s" else None,
                 substitutions=None if errs[0] is None else int(errs[0]),
                 deletions=None if errs[1] is None else int(errs[1]),

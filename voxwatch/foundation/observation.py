@@ -59,6 +59,10 @@ class Observation:
     v2v_ms: float | None = None
     audio_duration_s: float | None = None
     pacing_error_ms: float | None = None
+    # TTS playback stalls (METHOD "TTS: playback stalls"): the waits of at least 1 ms for late audio after
+    # the audible onset under TTFA's playout model, and their total (ms); None when not measured
+    stall_count: int | None = None
+    stall_ms: float | None = None
     # the clock witness (METHOD "Clock witness"): the longest time the worker could not observe around the
     # stamps the row's latencies read (ms; None: not watched), and which clock took its arrival stamps
     # ("kernel": the socket's receive time; "user": the worker's read)
@@ -107,7 +111,7 @@ _REQUIRED = {f.name for f in fields(Observation) if f.default is MISSING}
 _TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
 _INT64 = 2 ** 63
 _AT_LEAST = {"attempt": 1, "clock_uncertainty_ms": 0, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
-             "entities_missed": 0, "retry_after_s": 0,
+             "entities_missed": 0, "retry_after_s": 0, "stall_count": 0, "stall_ms": 0,
              "started_at": 0}
 _VOCABULARY = {"status": STATUSES, "board": BOARDS, "arrival_stamp": ("kernel", "user")}
 

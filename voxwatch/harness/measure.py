@@ -29,6 +29,7 @@ from voxwatch.datasets.manifest import Clip, Prompt, file_stem
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.onset import ONSET_VERSION, levels
 from voxwatch.metrics.peer_anchor import peer_speech_end
+from voxwatch.metrics.stalls import playout_stalls
 from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
                                        stt_stream_metrics, tts_metrics)
 from voxwatch.metrics.v2v import call_recording, caller_speech_end_s, v2v_from_recording, write_recording
@@ -51,7 +52,8 @@ from voxwatch.harness.pacer import paced_send
 
 TRIM_AFTER_SPEECH_S = 0.1
 CLOCK_FIELDS = ("connect_ms", "ttfs_ms", "ttfs_peer_ms", "first_partial_ms", "first_partial_from_t0_ms", "latency_ms",
-                "rtf", "ttfa_ms", "ttfb_ms", "leading_silence_ms", "synthesis_ms", "v2v_ms", "pacing_error_ms")
+                "rtf", "ttfa_ms", "ttfb_ms", "leading_silence_ms", "synthesis_ms", "v2v_ms", "pacing_error_ms",
+                "stall_count", "stall_ms")
 
 
 class Inaudible(Exception):
@@ -248,6 +250,8 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
             lv = levels(stream.samples)
             raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
         row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
+        stalls = playout_stalls(stream, m.onset)
+        row.stall_count, row.stall_ms = stalls.count, stalls.total_ms
         asked = timeline.first(REQUEST_SENT)
         _witnessed(row, audio_witness(timeline, asked, asked.t_ns + m.ttfa_ms * 1e6), ctx)
         _http_facts(row, timeline)

@@ -9,7 +9,8 @@ Floors: a statistic is n/a (None) below its floor. Means, max and standard devia
 MIN_N values, and so does p50; a tail percentile q also needs at least TAIL_N values beyond it
 (p95: 100, p99: 500), since a p95 of 20 values is their largest but one. Rates need MIN_ATTEMPTS
 attempts; pooled WER needs MIN_N scored clips, the entity error rate MIN_N scored clips with tags,
-answer accuracy MIN_N replies scored for an answer.
+answer accuracy MIN_N replies scored for an answer, the share of clips that stalled MIN_N clips
+measured for stalls (their stall totals' percentiles have each percentile's floor).
 Intervals (95 %) respect how the rows were drawn:
 they cluster by utterance and tick (voxwatch/metrics/clustered.py), never treating rows as independent,
 and need rows from MIN_CLUSTERS ticks and utterances.
@@ -112,6 +113,11 @@ class MetricRow:
     answer_accuracy: float | None = None  # S2S: the share of scored ok replies that said the answer (METHOD "Answer accuracy")
     answer_clips: int = 0  # the ok replies scored for an answer
     answer_accuracy_ci: tuple[float, float] | None = None
+    stall_share: float | None = None  # TTS: the share of ok clips that stalled at least once (METHOD "TTS: playback stalls")
+    stall_clips: int = 0  # the ok clips measured for stalls
+    stall_share_ci: tuple[float, float] | None = None
+    stall_ms_p50: float | None = None  # TTS: the percentiles of each ok clip's stall total (ms)
+    stall_ms_p95: float | None = None
 
 
 def flat(row: MetricRow) -> dict:
@@ -212,6 +218,7 @@ class SeriesData:
     entities_total: Sequence[int | None] = ()  # both empty, or one entry per row (None: untagged or not scored)
     quality: Sequence[float | None] = ()  # empty, or one entry per row (None: not scored)
     answers: Sequence[bool | None] = ()  # empty, or one entry per row: answer_correct (None: not scored)
+    stalls: Sequence[float | None] = ()  # empty, or one entry per row: stall_ms (None: not measured)
 
 
 def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -286,7 +293,8 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
         wer_ci=_wer_ci(wer, errors, words, everything.subset(scored)),
         clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
         clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None,
-        **speech_quality(statuses, data.quality, everything), **answer_accuracy(statuses, data.answers, everything))
+        **speech_quality(statuses, data.quality, everything), **answer_accuracy(statuses, data.answers, everything),
+        **playback_stalls(statuses, data.stalls, everything))
 
     out = []
     for spec in for_protocol(protocol, headline_only=True):
@@ -326,6 +334,23 @@ def answer_accuracy(statuses: np.ndarray, answers: Sequence[bool | None], d: Des
     share = float(hits.mean()) if hits.size >= MIN_N else None
     return dict(answer_accuracy=share, answer_clips=int(hits.size),
                 answer_accuracy_ci=rate_ci(hits, d.subset(scored)) if share is not None else None)
+
+
+def playback_stalls(statuses: np.ndarray, stalls: Sequence[float | None], d: Design) -> dict:
+    """A series' playback stalls (METHOD "TTS: playback stalls"), over its ok rows measured for them: the
+    share of clips that stalled at least once (a stall total above 0), n/a below MIN_N clips, with a
+    share's interval (rate_ci, as answer accuracy's); and the p50 and p95 of the clips' stall totals
+    (ms, zeros included), each under its percentile's floor n/a."""
+    if not len(stalls):
+        return {}
+    column = np.asarray(stalls, dtype=np.float64)  # None becomes NaN: not measured
+    measured = (statuses == "ok") & ~np.isnan(column)
+    totals = column[measured]
+    stalled = (totals > 0).astype(np.float64)
+    share = float(stalled.mean()) if totals.size >= MIN_N else None
+    return dict(stall_share=share, stall_clips=int(totals.size),
+                stall_share_ci=rate_ci(stalled, d.subset(measured)) if share is not None else None,
+                stall_ms_p50=percentile(totals, 50), stall_ms_p95=percentile(totals, 95))
 
 
 def _clustered_enough(d: Design) -> bool:

@@ -22,7 +22,7 @@ Support = tuple[float, float]
 
 SHARE: Support = (0.0, 1.0)
 """A proportion of counted things: rates over attempts, missed over tagged entities, verdicts passed,
-replies that said the answer."""
+replies that said the answer, clips that stalled."""
 NON_NEGATIVE: Support = (0.0, math.inf)
 """A duration, a real-time factor, or pooled WER (insertions can take it past 1)."""
 SIGNED: Support = (-math.inf, math.inf)
@@ -33,6 +33,7 @@ MOS: Support = (1.0, 5.0)
 _SIGNED = frozenset(m.name for m in METRICS if m.signed)
 _FIELDS: dict[str, Support] = {
     "error_rate_ci": SHARE, "timeout_rate_ci": SHARE, "entity_error_rate_ci": SHARE, "answer_accuracy_ci": SHARE,
+    "stall_share_ci": SHARE,
     "wer_ci": NON_NEGATIVE, "quality_mos_ci": MOS,
 }
 

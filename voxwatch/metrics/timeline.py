@@ -144,6 +144,7 @@ class TTSMetrics:
     synthesis_ms: float
     audio_duration_s: float
     stream: AudioStream  # the audio as received, for the inaudible report and the instrument
+    onset: int | None = None  # the first audible sample (metrics.stalls counts from it)
 
 
 def tts_metrics(timeline: Timeline) -> TTSMetrics:
@@ -163,4 +164,5 @@ def tts_metrics(timeline: Timeline) -> TTSMetrics:
         synthesis_ms=_ms(int(stream.chunk_arrivals_ns.max()) - t0),
         audio_duration_s=stream.samples.size / stream.sample_rate,
         stream=stream,
+        onset=onset,
     )

@@ -47,7 +47,8 @@ def pooled(parts: Mapping[str, SeriesData]) -> SeriesData:
                       utterances=[f"{d}/{u}" for d in names for u in parts[d].utterances],
                       ticks=joined("ticks"), values=values, errors=joined("errors"), words=joined("words"),
                       entities_missed=optional("entities_missed"), entities_total=optional("entities_total"),
-                      quality=optional("quality"), answers=optional("answers"))
+                      quality=optional("quality"), answers=optional("answers"),
+                      stalls=optional("stalls"))
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,14 @@ def _answer_correct(cur: psycopg.Cursor) -> None:
     cur.execute(f"ALTER TABLE obs_facts ADD COLUMN IF NOT EXISTS answer_correct {dict(columns(Observation))['answer_correct']}")
 
 
+def _stalls(cur: psycopg.Cursor) -> None:
+    """Migration 24: a TTS row's playback stalls (obs_facts.stall_count, obs_facts.stall_ms); the rows
+    stored before keep them null (not measured). The view gains them when `upgrade` redraws it."""
+    types = dict(columns(Observation))
+    for name in ("stall_count", "stall_ms"):
+        cur.execute(f"ALTER TABLE obs_facts ADD COLUMN IF NOT EXISTS {name} {types[name]}")
+
+
 MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (1, ";\n".join([
         _table("observations", list(columns(Observation)), f"PRIMARY KEY ({', '.join(KEY)})"),
@@ -239,6 +247,8 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (20, _turn_quality),
     # answer accuracy: whether an S2S single turn's reply said its question's answer (_answer_correct)
     (21, _answer_correct),
+    # TTS playback stalls: each row's count of stalls after the audible onset and their total (_stalls)
+    (24, _stalls),
 ]
 
 

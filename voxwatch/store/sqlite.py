@@ -23,11 +23,12 @@ def _column(f) -> str:
     return f"{f.name} " + {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(base, "TEXT")
 
 
-SCHEMA_VERSION = 9  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference);
+SCHEMA_VERSION = 10  # 4: the conversation tables; 5: the preference board's (voxwatch.store.preference);
 # 6: its fitted snapshots (voxwatch.store.preference_fits); 7: conversation turns' speech quality (the
 # columns _table adds to an older store's conversation_turns, its turns' null); 8: observations'
 # answer_correct (added by _migrate to an older store's observations, its rows' null); 9: the clock
-# witness (clock_uncertainty_ms, arrival_stamp), added the same way
+# witness (clock_uncertainty_ms, arrival_stamp), added the same way; 10: TTS playback stalls
+# (stall_count, stall_ms), added the same way
 
 
 class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_fits.PreferenceFits):

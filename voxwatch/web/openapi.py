@@ -174,6 +174,11 @@ def document() -> dict:
             "answer_accuracy": {**_NULLABLE_NUMBER, "description": "S2S: the share of the ok replies to spoken questions "
                                 "scored for an answer in which the instrument heard it (higher is better); null under 5 "
                                 "scored (answer_clips) (METHOD \"Answer accuracy (S2S single turn)\")"},
+            "stall_share": {**_NULLABLE_NUMBER, "description": "TTS: the share of the ok clips measured for playback "
+                            "stalls that stalled at least once after the first audible sample (lower is better); null "
+                            "under 5 clips (stall_clips) (METHOD \"TTS: playback stalls\")"},
+            "stall_ms_p50": {**_NULLABLE_NUMBER, "description": "TTS: the median of the clips' stall totals (ms, zeros "
+                             "included); stall_ms_p95 the 95th percentile (null under 100 clips)"},
             "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "

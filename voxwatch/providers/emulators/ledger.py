@@ -18,8 +18,12 @@ import json
 import time
 from typing import Any, Mapping
 
+import numpy as np
+
 from voxwatch.foundation.events import CHUNK_SENT, REQUEST_SENT, Timeline
 from voxwatch.metrics.as_sent import sent_at_ns
+from voxwatch.metrics.stalls import Stalls, playout_stalls
+from voxwatch.metrics.timeline import AudioStream
 
 
 def record(emulator, key: str, what: str, at: int | None = None) -> None:
@@ -110,6 +114,33 @@ def truth_as_sent(metric: str, sent: Mapping[str, int], timeline: Timeline, *, s
     if metric == "v2v_ms":
         return (heard() - written(speech_end_ms)) / 1e6
     raise ValueError(f"no send-side truth for {metric!r}")
+
+
+def sent_key(chunk: int) -> str:
+    """The ledger record of a TTS reply's chunk `chunk` going out (every chunk's, when a scenario injects stalls)."""
+    return f"sent:{chunk}"
+
+
+def stalls_as_sent(sent: Mapping[str, int], chunk_ms: float, onset_chunk: int, after: bool = False) -> Stalls:
+    """A reply's playback stalls (metrics.stalls) from the emulator's own send stamps of every chunk
+    (`sent`: sent_key(i) -> ns, as a drained ledger holds one stream's; chunks of `chunk_ms`, the onset
+    in chunk `onset_chunk`): the truth as sent, which leaves out the emulator's own lateness (a chunk
+    it sent late stalls the listener too). `after`: from the stamps taken once each write is done
+    (AFTER), the other end of the span in which the write went out."""
+    n = sum(1 for what in sent if what.startswith("sent:") and what[5:].isdigit())  # not AFTER's records
+    if n == 0 or any(sent_key(i) not in sent for i in range(n)):
+        raise ValueError("the ledger lacks some of the reply's chunk sends")
+    stamps = [sent.get(sent_key(i) + AFTER, sent[sent_key(i)]) if after else sent[sent_key(i)] for i in range(n)]
+    stream = AudioStream(np.zeros(0), 1_000_000, np.array(stamps, dtype=np.int64),
+                         np.array([round(i * chunk_ms * 1000) for i in range(n)], dtype=np.int64))
+    return playout_stalls(stream, int(stream.chunk_offsets[onset_chunk]))
+
+
+def stall_error_ms(measured: float, sent: Mapping[str, int], chunk_ms: float, onset_chunk: int) -> float:
+    """How far a measured stall total lies outside the totals as sent (from the stamps before the
+    writes and from those after them): 0 inside, as truth_as_sent's span is read (benchmarks/rig.py)."""
+    low, high = sorted(stalls_as_sent(sent, chunk_ms, onset_chunk, after).total_ms for after in (False, True))
+    return measured - min(max(measured, low), high)
 
 
 def caller_late_ms(metric: str, timeline: Timeline, *, speech_start_ms: float = 0.0, speech_end_ms: float = 0.0,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import AsyncIterator, Awaitable, Callable
 
 from voxwatch.foundation.clock import sleep_until
+from voxwatch.metrics.stalls import STALL_MIN_MS
 
 from voxwatch.providers.emulators.faults import break_off, breaks, check
 from voxwatch.providers.emulators.ledger import record
@@ -121,14 +122,27 @@ class TTSScenario:
     api_key: str = "emulator-key"
     fault: str | None = None  # see faults.py
     voice: str = "tone"  # "tone": a sharp-onset 220 Hz tone; "espeak": the transcript spoken by eSpeak NG
+    # playback stalls (METHOD "TTS: playback stalls"): (k, ms) holds the speech's k-th chunk after its first
+    # (k >= 1, within the reply) until `ms` after the chunks before it would have played out on the
+    # emulator's own clock, the chunks after it following on the usual cadence
+    stalls: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
         check(self.fault)
+        if any(k < 1 or ms < 0 for k, ms in self.stalls) or len({k for k, _ in self.stalls}) < len(self.stalls):
+            raise ValueError(f"stalls: each (k, ms) needs a distinct k >= 1 and ms >= 0, got {self.stalls!r}")
+
+    @property
+    def stalled(self) -> dict[int, float]:
+        """The injected stalls, speech chunk k (counted after the first) -> ms."""
+        return dict(self.stalls)
 
     def truth(self, transcript: str) -> dict[str, float]:
         ttfb = self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)
+        counted = [ms for ms in self.stalled.values() if ms >= STALL_MIN_MS]
         return {"ttfb_ms": ttfb, "leading_silence_ms": self.leading_silence_ms,
-                "ttfa_ms": ttfb + max(self.leading_silence_ms, self.gaming_delay_ms)}
+                "ttfa_ms": ttfb + max(self.leading_silence_ms, self.gaming_delay_ms),
+                "stall_count": len(counted), "stall_ms": float(sum(counted))}
 
     def send_times(self, arrived_ns: int, transcript: str, n: int, first_speech: int) -> list[int]:
         """When each of a reply's n chunks goes out (ns): the first `ttfb_ms` (+ jitter) after the
@@ -136,8 +150,22 @@ class TTSScenario:
         chunk `first_speech` on) that much after the silence."""
         first_at = arrived_ns + int((self.ttfb_ms + jitter_ms(transcript, self.jitter_ms)) * 1e6)
         every, held = int(self.send_every_ms * 1e6), int(self.gaming_delay_ms * 1e6)
-        return [first_at + held + (i - first_speech) * every if held and i >= first_speech else first_at + i * every
-                for i in range(n)]
+        times = [first_at + held + (i - first_speech) * every if held and i >= first_speech else first_at + i * every
+                 for i in range(n)]
+        return self._stalled_times(times, first_speech)
+
+    def _stalled_times(self, times: list[int], first_speech: int) -> list[int]:
+        """`times` with each injected stall (`stalls`): the chunk held until `ms` after its playout time
+        under TTFA's playout model of the sends before it, and every later chunk that much later."""
+        chunk = self.chunk_ms * 1e6
+        for k, ms in sorted(self.stalls):
+            i = first_speech + k
+            if i >= len(times):
+                continue
+            start = max(t - j * chunk for j, t in enumerate(times[:i]))  # when chunk 0 would have played
+            shift = max(0, int(start + i * chunk + ms * 1e6) - times[i])
+            times[i:] = [t + shift for t in times[i:]]
+        return times
 
 
 @dataclass(frozen=True)

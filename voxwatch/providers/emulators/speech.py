@@ -10,7 +10,7 @@ import numpy as np
 
 from voxwatch.foundation.clock import sleep_until
 from voxwatch.providers.emulators.faults import break_off, breaks
-from voxwatch.providers.emulators.ledger import record
+from voxwatch.providers.emulators.ledger import record, sent_key
 
 
 def speech_pcm(text: str, rate: int, voice: str = "tone", speech_ms: float = 600.0,
@@ -77,7 +77,8 @@ async def paced(emulator, ws, scenario, text: str, n: int, first_speech: int, ar
                 malformed: str) -> AsyncIterator[int]:
     """A TTS reply of `n` chunks over a WebSocket, on the scenario's schedule (`send_times` from the
     request's arrival): yields each chunk's index when it is due, for the caller to send, with the
-    ledger's records made just before (first_audio, first_speech). The stream faults happen here:
+    ledger's records made just before (first_audio, first_speech; every chunk's, ledger.sent_key, when the
+    scenario injects stalls). The stream faults happen here:
     `malformed` (the text given, a message broken off) goes before the second chunk; a drop or a
     `close:<code>` ends the reply at the third, and the generator with it (the caller sends nothing
     after it: `breaks(fault)` with n > 2)."""
@@ -92,6 +93,8 @@ async def paced(emulator, ws, scenario, text: str, n: int, first_speech: int, ar
             record(emulator, text, "first_audio")
         if i == first_speech:
             record(emulator, text, "first_speech")
+        if scenario.stalls:
+            record(emulator, text, sent_key(i))
         yield i
 
 

@@ -38,7 +38,7 @@ import websockets
 from voxwatch.foundation.clock import sleep_until
 
 from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
-from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.ledger import record, saw, sent_key
 from voxwatch.providers.emulators.replay import Expect, Send
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario, scenario_for, send_partials
 from voxwatch.providers.emulators.speech import b64, warmed
@@ -213,6 +213,8 @@ class CartesiaEmulator:
                     record(self, transcript, "first_audio")
                 if i == first_speech:
                     record(self, transcript, "first_speech")
+                if s.stalls:
+                    record(self, transcript, sent_key(i))
                 await ws.send(json.dumps({"type": "chunk", "data": data, "done": False, "status_code": 206,
                                           "step_time": 1, "context_id": context}))
             if s.fault != "no_final":

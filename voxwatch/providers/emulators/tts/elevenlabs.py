@@ -43,7 +43,7 @@ from voxwatch.foundation.clock import sleep_until
 from voxwatch.providers.tts.elevenlabs import TTS_LANGUAGES
 
 from voxwatch.providers.emulators.faults import break_off, breaks, http_refusal
-from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.ledger import record, saw, sent_key
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario, scenario_for
 from voxwatch.providers.emulators.speech import ChunkCache, b64
 from voxwatch.providers.emulators.stamped_h11 import record_at_write
@@ -122,11 +122,14 @@ class ElevenLabsEmulator:
 
     def _record(self, text: str, i: int, first_speech: int, note: Callable[[object, str, str], None] = record) -> None:
         """Calibration (emulators/ledger.py): the first chunk and the first speech chunk go out now (`note`:
-        `record_at_write` where the server library writes the chunk, stamped at its socket write)."""
+        `record_at_write` where the server library writes the chunk, stamped at its socket write), and each
+        chunk (ledger.sent_key) when the scenario injects stalls."""
         if i == 0:
             note(self, text, "first_audio")
         if i == first_speech:
             note(self, text, "first_speech")
+        if self.tts.stalls:
+            note(self, text, sent_key(i))
 
     # --- TTS: stream-input WebSocket ---
 
