@@ -29,7 +29,9 @@ from voxwatch.metrics import conversation_aggregate as conv
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.conversation import ConversationScore
 from voxwatch.metrics.series import WINDOWS, MetricRow, availability, pooled_wer, summarize
-from voxwatch.metrics.specs import METRICS
+from voxwatch.metrics.hour_of_day import HourCell, by_hour
+from voxwatch.metrics.specs import METRICS, for_protocol
+from voxwatch.store.series_data import group, series_key
 from voxwatch.foundation.observation import Observation
 from voxwatch.grafana.panel_sql import panels
 from voxwatch.providers.registry import Registry
@@ -210,6 +212,34 @@ def _regions(conn, rows, tally):
         tally.same(row["timeout_rate"], m.timeout_rate, (key, "timeout_rate"))
         tally.same(row["vs_best_region"], None if a is None else a - best[key[:3]], (key, "vs_best_region"))
     assert any(r["vs_best_region"] and r["vs_best_region"] < 0 for r in got.values()), "no region compared below another"
+
+
+@check("voxwatch-provider", "Hour of day (UTC): ${metric} p50 and p95", na=True)
+def _hours(conn, rows, tally):
+    dashboard = load("provider-detail.json")
+    variables = variables_of(conn, dashboard)
+    registry = Registry.default()
+    got = {(r["model"], r["dataset"], r["method"], r["region"], r["metric"], r["hour"]): r
+           for r in run_panel(conn, dashboard, "Hour of day (UTC): ${metric} p50 and p95", variables)}
+    shown = [r for r in _in_range(rows) if r.board in variables.values["board"]]
+    expected: dict[tuple, HourCell] = {}
+    for key, data in group(shown).items():
+        started = [r.started_at for r in shown if series_key(r) == key]
+        info = registry.models.get(key.model_id)  # a model the registry does not know has no exclusion
+        for spec in for_protocol(key.protocol, headline_only=True):
+            if spec.unit != "ms" or spec.name not in variables.values["metric"] or (info and info.excluded(spec.name)):
+                continue
+            for c in by_hour(key, data, started, spec.name):
+                at = (key.model_id, key.dataset, key.method_version, key.region, spec.name, c.hour)
+                assert at not in expected, f"{at}: two series (instruments) in one row of the panel"
+                if c.n:
+                    expected[at] = c
+    assert set(got) == set(expected), set(got) ^ set(expected)
+    for at, c in expected.items():
+        assert got[at]["n"] == c.n, at
+        tally.same(got[at]["p50"], c.p50, (at, "p50"))
+        tally.same(got[at]["p95"], c.p95, (at, "p95"))
+    assert any(c.p95 is not None for c in expected.values()), "the seed should put some hour past the p95's floor"
 
 
 # ---------------------------------------------------------------- TTFA components

@@ -214,6 +214,7 @@ def test_the_api_matches_its_openapi_document(server):
     calls = {"/api/v1/leaderboard": "/api/v1/leaderboard?board=tts&window=7d",
              "/api/v1/models": "/api/v1/models",
              "/api/v1/models/{model_id}/history": "/api/v1/models/deepgram/nova-3/history?dataset=stt-starter-clean",
+             "/api/v1/models/{model_id}/hours": "/api/v1/models/deepgram/nova-3/hours",  # test_hour_of_day.py: its numbers
              "/api/v1/alerts": "/api/v1/alerts", "/api/v1/health": "/api/v1/health",
              "/api/v1/openapi.json": "/api/v1/openapi.json", "/api/v1/conversations": "/api/v1/conversations?window=7d",
              "/api/v1/preference": "/api/v1/preference?by=model",

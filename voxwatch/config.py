@@ -127,6 +127,29 @@ def _regions(v: Any) -> tuple[str, ...]:
     return tuple(_name_part(x) for x in v)
 
 
+def _time_zones(v: Any) -> tuple[tuple[str, str], ...]:
+    """Each region's IANA time zone, as "region=Area/City" (the hour-of-day views read its local hours
+    in it; a region with none is read in UTC). Checked against the zone database now, not at a page."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not isinstance(v, list):
+        raise ValueError('expected a list of "region=Area/City" (an IANA time zone)')
+    out: dict[str, str] = {}
+    for item in v:
+        region, sep, zone = _text(item).partition("=")
+        if not sep:
+            raise ValueError(f'{item!r}: expected "region=Area/City" (an IANA time zone)')
+        region, zone = _name_part(region.strip()), zone.strip()
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{region}: {zone!r} is not an IANA time zone (e.g. Europe/Dublin)") from None
+        if region in out:
+            raise ValueError(f"{region}: given twice")
+        out[region] = zone
+    return tuple(sorted(out.items()))
+
+
 def _names(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) and x.strip() for x in v):
         raise ValueError("expected a list of strings")
@@ -256,7 +279,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
             "concurrency": _positive_int, "stall_bound_ms": _bound_ms, "clock_nice": _clock_nice,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text,
             "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
-    "schedule": {"every_minutes": _positive_int, "regions": _regions},
+    "schedule": {"every_minutes": _positive_int, "regions": _regions, "time_zones": _time_zones},
     "broker": {"url": _broker_url, "queue_prefix": _name_part, "visibility_timeout_s": _positive_int,
                "soft_time_limit_s": _positive_int, "time_limit_s": _positive_int,
                "conversation_soft_time_limit_s": _positive_int, "conversation_time_limit_s": _positive_int},
@@ -334,6 +357,7 @@ class Config:
     source: str
     broker: Broker = Broker()
     schedule_regions: tuple[str, ...] = ()  # regions beat plans for; empty means [worker] region
+    region_zones: tuple[tuple[str, str], ...] = ()  # (region, IANA time zone); a region not named is read in UTC
     alerts: Alerts = Alerts()
     panel_size: int = 24  # the sentinel panel: utterances per family every tick measures beside its draw
     reconcile_after_s: float = 7200.0  # a run still short of rows this long after its start is finished from them
@@ -553,6 +577,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         source=source,
         broker=_broker(values["broker"], [where[("broker", k)] for k in _BROKER_LIMITS if ("broker", k) in where]),
         schedule_regions=values["schedule"]["regions"],
+        region_zones=values["schedule"]["time_zones"],
         alerts=Alerts(**values["alerts"]),
         panel_size=values["run"].get("panel_size", 24),
         reconcile_after_s=values["run"]["reconcile_after_s"],

@@ -110,3 +110,24 @@ FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
 WHERE {{chosen(o, ${board:sqlstring})}}
 GROUP BY o.model_id, o.dataset, o.method_version, o.region
 ORDER BY o.model_id, o.dataset, o.method_version, o.region
+
+-- target: 7 A
+-- The chosen latency metrics by hour of day in UTC (0-23) per series over the time range: each hour's n,
+-- p50 and p95 over its `ok` rows, as voxwatch/metrics/hour_of_day.py summarizes an hour (the floors of
+-- voxwatch/metrics/series.py: p95 needs 100 values); the web's /model/<id>/hours reads local time too.
+SELECT
+  o.model_id AS model, o.dataset, o.method_version AS method, o.region, m.metric,
+  (floor(o.started_at / 3600)::bigint % 24)::int AS hour,
+  count(m.value) AS n,
+  {{percentile(50, m.value)}} AS p50,
+  {{percentile(95, m.value)}} AS p95
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+CROSS JOIN LATERAL (VALUES {{metric_values(o)}}) AS m (metric, value)
+WHERE {{chosen(o, ${board:sqlstring})}}
+  AND o.status = 'ok'
+  AND m.metric IN (${metric:sqlstring})
+  AND m.metric IN ({{metrics_in_unit(ms)}})
+  AND m.value IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM registry_exclusions e WHERE e.model_id = o.model_id AND e.metric = m.metric)
+GROUP BY 1, 2, 3, 4, 5, 6
+ORDER BY 1, 2, 3, 4, 5, 6

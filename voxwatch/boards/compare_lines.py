@@ -24,9 +24,9 @@ from voxwatch.store.series_data import group
 
 EVERY = "*"
 """from_series' `only` for the lines of every use case."""
-VIEW_FORMAT = 3
+VIEW_FORMAT = 4
 """The kept view's format: 2 gave each line its preliminary reason, 3 made S2S single turn's accuracy its
-answer accuracy (2's was the speech quality). A view kept in an older format is not read (the page
+answer accuracy (2's was the speech quality), 4 put the latency's p95 beside its p50. A view kept in an older format is not read (the page
 computes its lines from the rows, as SQLite's do) rather than shown without a warning or as another figure."""
 
 
@@ -51,6 +51,8 @@ class Line:
     preliminary_reason: str | None = None  # metrics.preliminary's, of the pooled series or the conversations
     accuracy_passed: int | None = None  # where the accuracy is a share of items (adherence): how many passed
     not_judged: tuple[str, ...] = ()  # dimensions others on the table were judged on and this line was not
+    latency_p95: float | None = None  # beside the p50 (n/a under p95's floor, 100 values)
+    latency_p95_ci: tuple[float, float] | None = None
 
     @property
     def key(self) -> str:
@@ -73,50 +75,57 @@ class CompareView:
     cases: list[UseCase]
     lines: dict[str, CaseLines]
     computed_at: float
+    statistic: str = "p50"  # the latency statistic ranks, the frontier and the order read
 
 
-def ordered(lines: Iterable[Line]) -> list[Line]:
-    """Ranked lines first, each part by latency p50 (the ranked estimate; n/a last), ties by model id:
-    no line stands above one with a lower p50 (metrics.ranking.rank_order)."""
-    return sorted(lines, key=lambda x: (x.rank is None, x.latency_p50 is None, x.latency_p50 or 0.0,
+def ordered(lines: Iterable[Line], statistic: str = "p50") -> list[Line]:
+    """Ranked lines first, each part by the latency statistic (the ranked estimate, p50 unless a page
+    asks for p95; n/a last), ties by model id: no line stands above one with a lower figure
+    (metrics.ranking.rank_order)."""
+    def figure(x: Line) -> float | None:
+        return getattr(x, f"latency_{statistic}")
+
+    return sorted(lines, key=lambda x: (x.rank is None, figure(x) is None, figure(x) or 0.0,
                                         x.model_id, x.region, x.instrument))
 
 
 def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case: UseCase,
-               registry: Registry | None) -> CaseLines:
-    """The lines of a use case from the board's series of the window."""
-    c = pooled_comparison(series, board, case, registry)
+               registry: Registry | None, statistic: str = "p50") -> CaseLines:
+    """The lines of a use case from the board's series of the window, ranked on the latency `statistic`."""
+    c = pooled_comparison(series, board, case, registry, statistic)
     lines = []
     for r in c.rows:
         if r.metric != board.latency:
             continue
         sid = series_id(r)
         figure, interval, counted = accuracy_of(r, board)
-        lines.append(Line(r.model_id, r.region, r.instrument or "", rank_text(c.ranks.get(sid)), why_unranked(r, METHOD_VERSION),
+        lines.append(Line(r.model_id, r.region, r.instrument or "", rank_text(c.ranks.get(sid)),
+                          why_unranked(r, METHOD_VERSION, statistic),
                           r.n, r.p50, r.p50_ci, counted, figure, interval, sid in c.on_frontier,
                           quality_n=r.quality_clips, quality=r.quality_mos, quality_ci=r.quality_mos_ci,
-                          preliminary_reason=row_reason(r)))
+                          preliminary_reason=row_reason(r), latency_p95=r.p95, latency_p95_ci=r.p95_ci))
     left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
-    return CaseLines(case, ordered(lines), left_out)
+    return CaseLines(case, ordered(lines, statistic), left_out)
 
 
 def from_series(series: Mapping[SeriesKey, SeriesData], datasets: Mapping[str, tuple[str | None, str | None]],
                 board: CompareBoard, window: str, registry: Registry | None, at: float,
-                only: str | None = EVERY) -> CompareView:
+                only: str | None = EVERY, statistic: str = "p50") -> CompareView:
     """The view of a window from the board's series and their datasets' (condition, language): the
     lines of every use case (only=EVERY, what is kept), or of the one a page asks for (None: the
-    first; a ValueError naming the choices for an unknown one)."""
+    first; a ValueError naming the choices for an unknown one), ranked on the latency `statistic`."""
     cases = use_cases_of({d: datasets[d] for d in {k.dataset for k in series}})
     chosen = cases if only == EVERY else [u for u in [chosen_use_case(cases, only)] if u is not None]
-    return CompareView(board.id, window, cases, {u.id: case_lines(series, board, u, registry) for u in chosen}, at)
+    return CompareView(board.id, window, cases,
+                       {u.id: case_lines(series, board, u, registry, statistic) for u in chosen}, at, statistic)
 
 
 def from_rows(rows: Iterable[Observation], board: CompareBoard, window: str, registry: Registry | None, at: float,
-              only: str | None = EVERY) -> CompareView:
+              only: str | None = EVERY, statistic: str = "p50") -> CompareView:
     """The view of a window from its rows (the board's protocol and current method are kept)."""
     mine = board_rows(rows, board)
     return from_series(group(mine), {r.dataset: (r.condition, r.language) for r in mine}, board, window, registry,
-                       at, only)
+                       at, only, statistic)
 
 
 def to_json(view: CompareView) -> dict:
@@ -136,7 +145,8 @@ def from_json(data: dict) -> CompareView:
         return UseCase(u["id"], u["title"], tuple(u["datasets"]))
 
     def line(x: dict) -> Line:
-        pairs = {k: tuple(x[k]) if x.get(k) is not None else None for k in ("latency_p50_ci", "accuracy_ci", "quality_ci")}
+        pairs = {k: tuple(x[k]) if x.get(k) is not None else None for k in ("latency_p50_ci", "accuracy_ci", "quality_ci",
+                                                                                "latency_p95_ci")}
         rank = x.get("rank")  # a view kept before ranks were ranges holds an int
         return Line(**{**x, **pairs, "rank": None if rank is None else str(rank),
                        "not_judged": tuple(x.get("not_judged", ()))})

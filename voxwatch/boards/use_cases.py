@@ -19,7 +19,7 @@ from voxwatch.foundation.languages import is_english
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
-from voxwatch.metrics.paired import Comparison, compare
+from voxwatch.metrics.paired import Comparison, compare, compare_tail
 from voxwatch.metrics.ranking import RANK_RULE, Rank, comparable, ranked_metric, ranks, series_id
 from voxwatch.metrics.series import MetricRow, SeriesData, series_rows
 from voxwatch.metrics.use_case import Point, frontier, told_apart, use_case_series
@@ -68,6 +68,10 @@ RANKS_NOTE = (f"Ranks per use case and region by the headline latency's p50 over
               "The frontier reads the same verdicts: a model is off it only where another is shown better on one "
               "figure and is no worse on the other.")
 """What a comparison page's rank means (metrics.ranking over the pooled series)."""
+TAIL_RANKS_NOTE = (RANKS_NOTE.replace("latency's p50", "latency's p95").replace("ranked median", "ranked p95")
+                   + " On p95 the paired comparisons are of the two p95s on the shared clips (a clustered bootstrap); "
+                   "a model under 100 values has no p95 and no rank.")
+"""The same, on a page ranked on the latency's p95 (?statistic=p95)."""
 
 
 @dataclass(frozen=True)
@@ -136,15 +140,21 @@ def accuracy_of(row: MetricRow, board: CompareBoard) -> tuple[float | None, tupl
 
 
 def pooled_comparison(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, use_case: UseCase,
-                      registry: Registry | None) -> SeriesComparison:
+                      registry: Registry | None, statistic: str = "p50") -> SeriesComparison:
     """The comparison of a series board's models over a use case, from the board's series (a
-    window's, its protocol's and current method's only; those of other datasets are left out)."""
+    window's, its protocol's and current method's only; those of other datasets are left out).
+    Latency is compared on `statistic`: p50 (the paired medians, metrics.paired.compare), or p95
+    (the paired p95s of the latency metric, metrics.paired.compare_tail; WER still paired as ever):
+    ranks and the frontier read that statistic's estimates and verdicts."""
     pooled = use_case_series(series, use_case.id, use_case.datasets)
     metric_rows = exclude([m for key, data in pooled.series.items() for m in series_rows(key, data)], registry)
     comparisons = compare(pooled.series, comparable(metric_rows, METHOD_VERSION))
+    if statistic != "p50":
+        tail = compare_tail(pooled.series, comparable(metric_rows, METHOD_VERSION, statistic), [board.latency])
+        comparisons = [c for c in comparisons if c.statistic != board.latency] + tail
     baseline = registry.is_baseline if registry is not None else (lambda model_id: False)
-    points = [Point(series_id(r), r.p50, accuracy_of(r, board)[0], reference=baseline(r.model_id))
+    points = [Point(series_id(r), getattr(r, statistic), accuracy_of(r, board)[0], reference=baseline(r.model_id))
               for r in metric_rows if r.metric == board.latency]
     told = told_apart(comparisons, points, board.latency, board.accuracy == "pooled_wer")
-    return SeriesComparison(metric_rows, comparisons, ranks(metric_rows, METHOD_VERSION, comparisons),
+    return SeriesComparison(metric_rows, comparisons, ranks(metric_rows, METHOD_VERSION, comparisons, statistic),
                             {p.key for p in frontier(points, board.accuracy_lower_is_better, told)}, pooled.missing)

@@ -696,7 +696,7 @@ def cmd_serve(args) -> int:
     limits = Limits(renders=args.renders, queue_wait_s=args.queue_wait, fresh_within_s=args.fresh_within)
     return serve(url, args.host, args.port, limits, args.access_log, cfg.recordings_dir, cfg.store_url,
                  cfg.preference_outputs_dir, cfg.datasets_dir, Registry.default(files=cfg.registry_files),
-                 cfg.preference_prompts_dir, operator.token_from())
+                 cfg.preference_prompts_dir, operator.token_from(), dict(cfg.region_zones))
 
 
 def _region_config(args) -> config_mod.Config:

@@ -32,9 +32,9 @@ from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from voxwatch.metrics.clustered import Design, Variance, design, influence_variance, ratio_variance
+from voxwatch.metrics.clustered import Design, Variance, bootstrap_variance, design, influence_variance, ratio_variance
 from voxwatch.foundation.series_key import SeriesKey
-from voxwatch.metrics.series import MIN_CLUSTERS, MIN_N, SeriesData, scored_clips
+from voxwatch.metrics.series import MIN_CLUSTERS, MIN_N, SeriesData, percentile_floor, scored_clips
 
 FAMILY_LEVEL = 0.05
 """The family-wise error rate of one ranking's pairwise verdicts (Holm over its pairs)."""
@@ -313,6 +313,11 @@ def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKe
                 else:
                     tested = median_paired_difference(ca[statistic], cb[statistic])
                 families.setdefault((ranking_of(a), statistic), []).append((a, b, tested))
+    return _holm_verdicts(families)
+
+
+def _holm_verdicts(families: Mapping[tuple, list[tuple[SeriesKey, SeriesKey, Tested]]]) -> list[Comparison]:
+    """Each family's (ranking and statistic) pairs with Holm's verdicts, and intervals at Holm's levels."""
     out = []
     for (_, statistic), pairs in sorted(families.items()):
         p_values = [x.difference.p_value for _, _, x in pairs]
@@ -321,6 +326,69 @@ def compare(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKe
             out.append(Comparison(a, b, statistic, x.at_level(level, shown) if level is not None else x.difference,
                                   p_holm, shown))
     return out
+
+
+TAIL_Q = 95
+"""The tail percentile the comparison pages can compare on besides the median."""
+TAIL_RESAMPLES = 400
+"""Resamples per clustering of a tail comparison's bootstrap (utterance, tick and their cells: 1,200 draws)."""
+
+
+def weighted_percentile(sorted_values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Percentile q by linear interpolation of the values each repeated `weights` times (integer counts,
+    a bootstrap draw's), without repeating them: np.percentile of np.repeat(sorted_values, weights)."""
+    total = float(weights.sum())
+    if total <= 0:
+        return float("nan")
+    position = q / 100 * (total - 1)
+    below = np.floor(position)
+    ends = np.cumsum(weights)
+    lo, hi = np.searchsorted(ends, [below, min(below + 1, total - 1)], side="right")
+    return float(sorted_values[lo] + (position - below) * (sorted_values[hi] - sorted_values[lo]))
+
+
+def tail_paired_difference(a: Cells, b: Cells, q: float = TAIL_Q, resamples: int = TAIL_RESAMPLES) -> Tested:
+    """The percentile q of b's values minus a's over the cells both measured (latency: positive when b's
+    tail is slower on the same clips at the same ticks), each side's percentile beside it, with a
+    clustered bootstrap's variance: every draw resamples the shared cells' utterances, ticks or cells
+    (clustered.bootstrap_variance, multiway), and both sides' percentiles are recomputed on the same
+    draw, so what an utterance or a tick adds to both cancels. Student's t at Satterthwaite's degrees of
+    freedom gives the two-sided p-value and the interval at any level. None under the percentile's floor
+    (series.percentile_floor: 100 shared cells for p95) or with too few clusters."""
+    u, t, xa, xb = shared(a, b)
+    d = design(utterance=u, tick=t) if u.size else None
+    if d is None or u.size < percentile_floor(q) or not _enough(u.size, d):
+        return Tested(_empty(int(u.size), d), None)
+    order_a, order_b = np.argsort(xa, kind="stable"), np.argsort(xb, kind="stable")
+    sa, sb = xa[order_a], xb[order_b]
+
+    def difference(w: np.ndarray) -> float:
+        return weighted_percentile(sb, w[order_b], q) - weighted_percentile(sa, w[order_a], q)
+
+    pa, pb = float(np.percentile(xa, q, method="linear")), float(np.percentile(xb, q, method="linear"))
+    v = bootstrap_variance(d, difference, resamples)
+    return Tested(_finish(pa, pb, v, d), _t_interval(pb - pa, v))
+
+
+def compare_tail(series: Mapping[SeriesKey, SeriesData], eligible: Callable[[SeriesKey, str], bool],
+                 metrics: Sequence[str], q: float = TAIL_Q) -> list[Comparison]:
+    """`compare` on percentile q instead of the median, for the latency `metrics` only: every pair of a
+    ranking on each metric both are eligible for, tail_paired_difference with Holm's procedure per
+    ranking and metric. A Comparison's statistic is the metric's name, as the median's is; which
+    percentile it compared is the caller's (a comparison page's statistic)."""
+    families: dict[tuple, list[tuple[SeriesKey, SeriesKey, Tested]]] = {}
+    rankings: dict[tuple, list[SeriesKey]] = {}
+    for key in sorted(series):
+        rankings.setdefault(ranking_of(key), []).append(key)
+    for members in rankings.values():
+        prepared = {key: series_cells(series[key], codes)
+                    for key, codes in zip(members, label_codes([series[k] for k in members]))}
+        for a, b in combinations(members, 2):
+            for metric in metrics:
+                if metric in prepared[a] and metric in prepared[b] and eligible(a, metric) and eligible(b, metric):
+                    families.setdefault((ranking_of(a), metric), []).append(
+                        (a, b, tail_paired_difference(prepared[a][metric], prepared[b][metric], q)))
+    return _holm_verdicts(families)
 
 
 COLUMNS = ("board", "dataset", "protocol", "region", "method_version", "statistic", "model_a", "instrument_a",

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics.paired import Comparison, ranking_of
-from voxwatch.metrics.series import MetricRow
+from voxwatch.metrics.series import MetricRow, percentile_floor
 from voxwatch.metrics.specs import for_protocol
 
 PROTOCOL_NAMES = {"stt-stream": "streaming STT", "stt-batch": "batch STT", "tts-stream": "streaming TTS",
@@ -44,21 +44,25 @@ def ranked_metric(protocol: str) -> str | None:
     return specs[0].name if specs else None
 
 
-def rankable(r: MetricRow, method_version: str) -> bool:
-    """Whether a series' ranked-metric row can take a rank: current method, not excluded, an interval."""
-    return r.method_version == method_version and r.p50 is not None and r.p50_ci is not None and not r.note
+def rankable(r: MetricRow, method_version: str, statistic: str = "p50") -> bool:
+    """Whether a series' ranked-metric row can take a rank on `statistic` (p50, or p95 on a comparison
+    page): current method, not excluded, the statistic and its interval."""
+    return (r.method_version == method_version and getattr(r, statistic) is not None
+            and getattr(r, f"{statistic}_ci") is not None and not r.note)
 
 
-def comparable(rows: Iterable[MetricRow], method_version: str) -> Callable[[SeriesKey, str], bool]:
+def comparable(rows: Iterable[MetricRow], method_version: str,
+               statistic: str = "p50") -> Callable[[SeriesKey, str], bool]:
     """Which series metrics.paired.compare compares on which statistic: a latency metric where its
     row has a p50 interval, pooled WER where the series has a WER interval, current method only.
     Registry exclusions are the readers' (ranks leaves an excluded series unranked), so both
-    stores compare the same pairs."""
+    stores compare the same pairs. With statistic p95: a latency metric where its row has a p95 interval
+    (metrics.paired.compare_tail)."""
     latency, wer = set(), set()
     for r in rows:
         if r.method_version != method_version:
             continue
-        if r.p50_ci is not None:
+        if getattr(r, f"{statistic}_ci") is not None:
             latency.add((series_id(r), r.metric))
         if r.wer_ci is not None:
             wer.add(series_id(r))
@@ -107,11 +111,12 @@ def ahead(comparisons: Iterable[Comparison], members: set[SeriesKey], statistic:
     return out
 
 
-def ranks(rows: Iterable[MetricRow], method_version: str,
-          comparisons: Iterable[Comparison]) -> dict[SeriesKey, Rank | None]:
+def ranks(rows: Iterable[MetricRow], method_version: str, comparisons: Iterable[Comparison],
+          statistic: str = "p50") -> dict[SeriesKey, Rank | None]:
     """Every series' rank (None: not ranked) from its leaderboard rows and its ranking's paired
-    comparisons (metrics.paired.compare over the same window's rows): the range of places its
-    verdicts leave it, among the rankable series of its ranking."""
+    comparisons (metrics.paired.compare over the same window's rows; compare_tail's for p95, the
+    statistic a comparison page can rank on): the range of places its verdicts leave it, among the
+    rankable series of its ranking."""
     out: dict[SeriesKey, Rank | None] = {}
     estimate: dict[SeriesKey, float] = {}
     for r in rows:
@@ -119,8 +124,8 @@ def ranks(rows: Iterable[MetricRow], method_version: str,
             continue
         sid = series_id(r)
         out[sid] = None
-        if rankable(r, method_version):
-            estimate[sid] = float(r.p50)
+        if rankable(r, method_version, statistic):
+            estimate[sid] = float(getattr(r, statistic))
     behind = ordered_behind(ahead(comparisons, set(estimate), lambda key: ranked_metric(key.protocol), estimate))
     ahead_of = Counter(second for first in behind for second in behind[first])
     size = Counter(ranking_of(sid) for sid in estimate)
@@ -173,14 +178,16 @@ def ranking_note() -> str:
     return f"Ranks per dataset, protocol and region by the first metric: {RANK_RULE}."
 
 
-def why_unranked(r: MetricRow, method_version: str) -> str | None:
-    """Why a series has no rank, in words (None when it has one or it is not the ranked metric)."""
+def why_unranked(r: MetricRow, method_version: str, statistic: str = "p50") -> str | None:
+    """Why a series has no rank on `statistic`, in words (None when it has one or it is not the ranked metric)."""
     if r.method_version != method_version:
         return f"method v{r.method_version} is superseded by v{method_version}: shown, not ranked"
     if r.note:
         return f"excluded: {r.note}"
     if r.p50 is None or r.p50_ci is None:
         return "no interval yet (fewer than 5 samples, or all from one tick): not ranked"
+    if getattr(r, statistic) is None or getattr(r, f"{statistic}_ci") is None:
+        return f"no {statistic} interval yet (fewer than {percentile_floor(float(statistic[1:]))} samples, or all from one tick): not ranked"
     return None
 
 

@@ -15,7 +15,7 @@ from voxwatch.boards.leaderboard import WINDOWS
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.providers.registry import BOARDS
 
-from voxwatch.web import conversation_views, family_views, openapi, pages, preference_views, views
+from voxwatch.web import conversation_views, family_views, hour_views, openapi, pages, preference_views, views
 from voxwatch.web.params import choice, text
 from voxwatch.web.source import log
 
@@ -124,6 +124,7 @@ routes = [
     Route("/comparisons", comparisons),
     Route("/models", models),
     Route("/models/{model_id:path}/history", history),
+    Route("/models/{model_id:path}/hours", hour_views.api),
     Route("/alerts", alerts),
     Route("/conversations", conversations),
     Route("/conversations/{conversation_id}", conversation),

@@ -45,7 +45,7 @@ from voxwatch.preference.prompt_catalog import bundled_root as prompts_root
 from voxwatch.providers.registry import Registry
 from voxwatch.store import redact
 
-from voxwatch.web import api, formatting, pages, preference_views, rating, site_pages, views
+from voxwatch.web import api, formatting, hour_views, pages, preference_views, rating, site_pages, views
 from voxwatch.web.access_log import log_config as access_log_config
 from voxwatch.web.admission import Admission
 from voxwatch.web.cache import CachedPages, Pages
@@ -114,14 +114,16 @@ RECORDINGS = "/recording/"
 def create_app(store_url: str, registry: Registry | None = None, limits: Limits = Limits(),
                recordings_dir: Path | None = None, ratings_store_url: str | None = None,
                preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None,
-               preference_prompts_dir: Path | None = None, operator_token: str | None = None) -> Starlette:
+               preference_prompts_dir: Path | None = None, operator_token: str | None = None,
+               region_zones: dict[str, str] | None = None) -> Starlette:
     """The app for one store; nothing connects until the first request. `recordings_dir`, the folder
     a conversation row's `recording` is relative to: None shows no player and serves no recording.
     `ratings_store_url`: the store the rating pages write to (default: `store_url`), opened on first
     use; `preference_outputs_dir`: where the rated audio is (None: the rating pages play nothing);
     `datasets_dir`: the imported datasets, whose provenance the boards state beside the bundled ones';
     `preference_prompts_dir`: the imported prompt sets, whose audio a rater hears beside the bundled set's;
-    `operator_token`: what opens the raw ratings' export (operator.py; None: it is not served)."""
+    `operator_token`: what opens the raw ratings' export (operator.py; None: it is not served);
+    `region_zones`: each region's IANA time zone ([schedule] time_zones), the hour-of-day page's local hours."""
     preload.numerics()  # the first page must not wait on scipy's import
     registry = registry or Registry.default()
     watermark = demo_store.WATERMARK if demo_store.note(store_url) is not None else None  # a demo store's rows
@@ -150,6 +152,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
             Route("/board/stt/family/{family}", pages.family_page),
             Route("/compare/{board}", pages.compare_page),
             Route("/bakeoff", pages.bakeoff_page),
+            Route("/model/{model_id:path}/hours", hour_views.page),  # before /model/{model_id}
             Route("/model/{model_id:path}", pages.model_page),
             Route("/alerts", pages.alerts_page),
             Route("/method", site_pages.method_page),
@@ -176,6 +179,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     app.state.ratings = RatingStore(ratings_store_url or store_url)
     app.state.preference_outputs_dir = preference_outputs_dir
     app.state.operator_token = operator_token
+    app.state.region_zones = dict(region_zones or {})
     app.state.prompt_sets = PromptCatalog([prompts_root()] + ([preference_prompts_dir] if preference_prompts_dir else []))
     return app
 
@@ -184,7 +188,7 @@ def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), acces
           recordings_dir: Path | None = None, ratings_store_url: str | None = None,
           preference_outputs_dir: Path | None = None, datasets_dir: Path | None = None,
           registry: Registry | None = None, preference_prompts_dir: Path | None = None,
-          operator_token: str | None = None) -> int:
+          operator_token: str | None = None, region_zones: dict[str, str] | None = None) -> int:
     """Run the app until interrupted; the log names the store with its password hidden. No Server
     header: nothing tells a visitor what runs the site. No line per request unless `access_log`: it
     costs about as much CPU as serving a cached page (a proxy in front usually logs them anyway)."""
@@ -192,7 +196,7 @@ def serve(store_url: str, host: str, port: int, limits: Limits = Limits(), acces
     app = create_app(store_url, registry, limits=limits, recordings_dir=recordings_dir,
                      ratings_store_url=ratings_store_url, preference_outputs_dir=preference_outputs_dir,
                      datasets_dir=datasets_dir, preference_prompts_dir=preference_prompts_dir,
-                     operator_token=operator_token)
+                     operator_token=operator_token, region_zones=region_zones)
     log.info("serving the leaderboard of %s on http://%s:%d/", redact(store_url), host, port)
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", server_header=False, access_log=access_log,

@@ -222,10 +222,10 @@ def ranked_sections(rows: list[MetricRow], comparisons: list[Comparison], f: Fil
     return list(sections.values())
 
 
-def price_chart(metric: str, unit: str, priced: list[Point]) -> str:
-    """A latency metric's p50 against each priced model's price in its board's unit (a board's
-    ranking, a comparison page): cost beside speed."""
-    head = metric_head(metric)
+def price_chart(metric: str, unit: str, priced: list[Point], statistic: str = "p50") -> str:
+    """A latency metric's p50 (or the comparison page's chosen statistic) against each priced model's
+    price in its board's unit (a board's ranking, a comparison page): cost beside speed."""
+    head = metric_head(metric, statistic)
     return scatter(f"{head} against price", f"{head}, lower is better", unit, priced, dollars=True)
 
 

@@ -19,7 +19,7 @@ from voxwatch.boards import leaderboard
 from voxwatch.boards.compare_lines import Line, from_json, from_rows, is_current, ordered
 from voxwatch.boards.marks import FIELDS as MARK_FIELDS, NOT_JUDGED, model_marks, not_judged
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, price_fields
-from voxwatch.boards.use_cases import COMPARE_BOARDS, RANKS_NOTE, CompareBoard, UseCase, chosen_use_case
+from voxwatch.boards.use_cases import COMPARE_BOARDS, RANKS_NOTE, TAIL_RANKS_NOTE, CompareBoard, UseCase, chosen_use_case
 from voxwatch.conversations.records import score_of
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.conversation_aggregate import decided_dimensions, instruction_adherence, speech_quality, v2v_per_turn
@@ -66,19 +66,24 @@ def _conversation_lines(source: Source, registry: Registry, window: str,
 
 
 def _series_lines(source: Source, registry: Registry, board: CompareBoard, window: str,
-                  use_case: str | None) -> tuple[list[UseCase], UseCase | None, list[Line], list[str]]:
-    """The kept view of the window (Postgres, refreshed as ticks finish), or one computed from its rows."""
-    kept = source.compare_view(board.id, window)
+                  use_case: str | None, statistic: str) -> tuple[list[UseCase], UseCase | None, list[Line], list[str]]:
+    """The kept view of the window (Postgres, refreshed as ticks finish: the p50's), or one computed
+    from its rows (SQLite, and any view ranked on p95)."""
+    kept = source.compare_view(board.id, window) if statistic == "p50" else None
     if kept is not None and is_current(kept):
         view = from_json(kept)
     else:
         rows = source.observations(RowFilter(since=leaderboard.since(window), boards=(board.board,)))
-        view = from_rows(rows, board, window, registry, time.time(), only=use_case)
+        view = from_rows(rows, board, window, registry, time.time(), only=use_case, statistic=statistic)
     chosen = chosen_use_case(view.cases, use_case)
     if chosen is None:
         return view.cases, None, [], []
     lines = view.lines[chosen.id]
     return view.cases, chosen, lines.lines, lines.left_out
+
+
+STATISTICS = ("p50", "p95")
+"""The latency statistics a comparison ranks and draws its frontier on (p95: METHOD "Paired comparisons")."""
 
 
 def _marked(lines: list[Line], board: CompareBoard, registry: Registry) -> list[Line]:
@@ -90,28 +95,31 @@ def _marked(lines: list[Line], board: CompareBoard, registry: Registry) -> list[
 
 
 def comparison_document(source: Source, registry: Registry, board_id: str, window: str,
-                        use_case: str | None) -> dict:
-    """The comparison of a board over a use case, at the API's precision (a ValueError for an
-    unknown use case: the caller's 400)."""
+                        use_case: str | None, statistic: str = "p50") -> dict:
+    """The comparison of a board over a use case, its latency ranked on `statistic` (p50 or p95), at
+    the API's precision (a ValueError for an unknown use case, or p95 on the conversations: the caller's 400)."""
     board = COMPARE_BOARDS[board_id]
     if board_id == CONVERSATIONS:
+        if statistic != "p50":
+            raise ValueError("statistic p95 is not offered for conversations: V2V per turn is compared by its p50")
         cases, chosen, lines, left_out = _conversation_lines(source, registry, window, use_case)
     else:
-        cases, chosen, lines, left_out = _series_lines(source, registry, board, window, use_case)
+        cases, chosen, lines, left_out = _series_lines(source, registry, board, window, use_case, statistic)
     unit = UNITS.get(board.latency, "ms")
     accuracy_unit = "fraction" if board.accuracy_is_rate else "score"
     return {
         "board": board_id, "title": board.title, "window": window, "generated_at": when(time.time()),
         "method_version": METHOD_VERSION,
         "use_case": _case(chosen), "use_cases": [_case(u) for u in cases],
-        "latency": {"metric": board.latency, "statistic": "p50", "unit": unit, "lower_is_better": True},
+        "latency": {"metric": board.latency, "statistic": statistic, "unit": unit, "lower_is_better": True},
         "accuracy": {"figure": board.accuracy, "title": board.accuracy_title, "unit": accuracy_unit,
                      "lower_is_better": board.accuracy_lower_is_better},
-        "ranks": NO_PAIRED if board_id == CONVERSATIONS else RANKS_NOTE,
+        "ranks": NO_PAIRED if board_id == CONVERSATIONS else RANKS_NOTE if statistic == "p50" else TAIL_RANKS_NOTE,
         "rows": [{"model_id": x.model_id, "region": x.region, "instrument": x.instrument or None, "rank": x.rank,
                   "unranked": x.unranked if x.rank is None else None,
                   "latency_n": x.latency_n, "latency_p50": rounded(x.latency_p50, unit),
                   "latency_p50_ci": rounded(x.latency_p50_ci, unit),
+                  "latency_p95": rounded(x.latency_p95, unit), "latency_p95_ci": rounded(x.latency_p95_ci, unit),
                   "accuracy_n": x.accuracy_n, "accuracy": rounded(x.accuracy, "fraction"),
                   "accuracy_ci": rounded(x.accuracy_ci, "fraction"), "on_frontier": x.on_frontier,
                   "quality_n": x.quality_n, "quality_mos": rounded(x.quality, "fraction"),
@@ -127,7 +135,8 @@ def _case(u: UseCase | None) -> dict | None:
 
 
 CSV_COLUMNS = ("board", "use_case", "window", "method_version", "model_id", "region", "instrument", "rank",
-               "latency_metric", "latency_n", "latency_p50", "latency_p50_low", "latency_p50_high", "accuracy_figure",
+               "latency_metric", "latency_statistic", "latency_n", "latency_p50", "latency_p50_low", "latency_p50_high",
+               "latency_p95", "latency_p95_low", "latency_p95_high", "accuracy_figure",
                "accuracy_n", "accuracy_passed", "accuracy", "accuracy_low", "accuracy_high", "on_frontier", "quality_n",
                "quality_mos", "quality_mos_low", "quality_mos_high", *MARK_FIELDS, NOT_JUDGED) + PRICE_FIELDS
 
@@ -139,13 +148,15 @@ def to_csv(doc: dict) -> str:
     w.writeheader()
     for r in doc["rows"]:
         lat, acc = r["latency_p50_ci"] or (None, None), r["accuracy_ci"] or (None, None)
+        tail = r["latency_p95_ci"] or (None, None)
         mos = r["quality_mos_ci"] or (None, None)
-        w.writerow({**{k: r[k] for k in ("model_id", "region", "instrument", "rank", "latency_n", "latency_p50",
+        w.writerow({**{k: r[k] for k in ("model_id", "region", "instrument", "rank", "latency_n", "latency_p50", "latency_p95",
                                          "accuracy_n", "accuracy_passed", "accuracy", "on_frontier", "quality_n",
                                          "quality_mos", *MARK_FIELDS)},
                     NOT_JUDGED: " ".join(r[NOT_JUDGED]), **{k: r[k] for k in PRICE_FIELDS}, "board": doc["board"],
                     "use_case": doc["use_case"]["id"] if doc["use_case"] else None, "window": doc["window"],
                     "method_version": doc["method_version"], "latency_metric": doc["latency"]["metric"],
+                    "latency_statistic": doc["latency"]["statistic"], "latency_p95_low": tail[0], "latency_p95_high": tail[1],
                     "latency_p50_low": lat[0], "latency_p50_high": lat[1], "accuracy_figure": doc["accuracy"]["figure"],
                     "accuracy_low": acc[0], "accuracy_high": acc[1], "quality_mos_low": mos[0], "quality_mos_high": mos[1]})
     return out.getvalue()

@@ -134,6 +134,18 @@ def history_url(model_id: str) -> str:
     return "/api/v1/models/" + quote(model_id, safe="/:@") + "/history"
 
 
+def hours_page_url(model_id: str, **query: str | None) -> str:
+    """A model's hour-of-day heat map (the route before the model page's takes the id's rest of the path)."""
+    params = {k: v for k, v in query.items() if v}
+    return "/model/" + quote(model_id, safe="/:@") + "/hours" + (f"?{urlencode(params)}" if params else "")
+
+
+def hours_url(model_id: str, **query: str | None) -> str:
+    """The API's hours document of a model (?format=csv: its CSV)."""
+    params = {k: v for k, v in query.items() if v}
+    return "/api/v1/models/" + quote(model_id, safe="/:@") + "/hours" + (f"?{urlencode(params)}" if params else "")
+
+
 def query(**params: str | None) -> str:
     """A query string of the non-empty parameters (links that keep the page's filters)."""
     kept = {k: v for k, v in params.items() if v}
@@ -147,5 +159,5 @@ def metric_label(metric: str) -> str:
 FILTERS = {"metric_label": metric_label, "metric_head": metric_head, "points": points, "points_interval": points_interval, "signed_ms": signed_ms, "value": value, "interval": interval, "pct": pct, "wer": wer, "wer_interval": wer_interval, "rate_interval": rate_interval, "when": when, "age": age,
            "alert_value": alert_value, "p_value": p_value, "stat": stat, "stat_interval": stat_interval,
            "verdict": verdict, "mark": mark, "model_name": model_name, "mos": mos}
-GLOBALS = {"model_url": model_url, "history_url": history_url, "query": query, "conversation_url": conversation_url,
+GLOBALS = {"model_url": model_url, "history_url": history_url, "hours_url": hours_url, "hours_page_url": hours_page_url, "query": query, "conversation_url": conversation_url,
            "recording_url": recording_url}

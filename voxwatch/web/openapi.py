@@ -17,6 +17,7 @@ from voxwatch.store.conversation_rows import ANCHORS, ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Percentiles, Rate, Transcription
 from voxwatch.web.bakeoff_views import SET_FIELDS as BAKEOFF_SET_FIELDS
 from voxwatch.metrics.degradation import Degradation
+from voxwatch.metrics.hour_of_day import HourCell
 from voxwatch.metrics.paired import COLUMNS
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
 from voxwatch.metrics.series import WINDOWS, MetricRow
@@ -132,7 +133,10 @@ def _compare_schemas() -> dict:
                     "over the use case ('2', or '1-4' where it is not told apart from some); null: not ranked "
                     "(unranked says why)"},
            "unranked": _NULLABLE_STRING, "latency_n": {"type": "integer"}, "latency_p50": _NULLABLE_NUMBER,
-           "latency_p50_ci": pair, "accuracy_n": {"type": "integer"},
+           "latency_p50_ci": pair,
+           "latency_p95": {**_NULLABLE_NUMBER, "description": "the latency's p95 over the pooled ok rows, beside the "
+                           "p50 (null under 100 values, and on the conversations board)"},
+           "latency_p95_ci": pair, "accuracy_n": {"type": "integer"},
            "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, answer accuracy (S2S single turn) or "
                         "instruction adherence"},
            "accuracy_ci": pair, "on_frontier": {"type": "boolean"},
@@ -151,7 +155,9 @@ def _compare_schemas() -> dict:
             "board": {"type": "string", "enum": list(COMPARE_BOARDS)}, "title": _STRING,
             "window": {"type": "string", "enum": list(WINDOWS)}, "generated_at": _GENERATED, "method_version": _STRING,
             "use_case": {"anyOf": [_ref("UseCase"), {"type": "null"}]}, "use_cases": _array(_ref("UseCase")),
-            "latency": _obj({"metric": _STRING, "statistic": _STRING, **axis}),
+            "latency": _obj({"metric": _STRING, "statistic": {"type": "string", "enum": ["p50", "p95"],
+                                                                "description": "what ranks, the frontier and the "
+                                                                               "order read (?statistic=)"}, **axis}),
             "accuracy": _obj({"figure": _STRING, "title": _STRING, **axis}), "ranks": _STRING,
             "rows": _array(_ref("CompareRow")), "left_out": _array(_STRING)}),
     }
@@ -272,6 +278,7 @@ def document() -> dict:
                          "figures": {**_array(_ref("HistoryFigureSeries")), "description": "each series' daily "
                                      "attempts, rates (null under 5 attempts) and pooled WER"},
                          "excluded": _array(_ref("Exclusion"))}),
+        **_hour_schemas(),
         "Alert": _dataclass_schema(Alert),
         "Alerts": _obj({"available": {"type": "boolean"}, "reason": _NULLABLE_STRING, "alerts": _array(_ref("Alert"))}),
         "Health": _obj({"status": {"type": "string", "enum": ["ok", "unavailable"]},
@@ -315,6 +322,20 @@ def document() -> dict:
               "description": "the exact model id; its '/' stays unescaped, e.g. /api/v1/models/deepgram/nova-3/history"},
              _query("metric", "only this headline metric", {"type": "string", "enum": headline}), dataset],
             {**bad, "404": _json(_ref("Error"), "No such model.")}),
+        "/api/v1/models/{model_id}/hours": {"get": {
+            "summary": "A model's headline metric by hour of day (0-23) and region, on UTC and on each region's local "
+                       "time (its IANA zone, [schedule] time_zones; UTC where none is stated): per hour its n, p50 and "
+                       "p95 with their 95 % intervals (null under 5 and 100 values), attempts and pooled WER (METHOD "
+                       "'Hour of day and region'); current method, one dataset",
+            "parameters": [{"name": "model_id", "in": "path", "required": True, "schema": _STRING,
+                            "description": "the exact model id; its '/' stays unescaped, e.g. "
+                                           "/api/v1/models/deepgram/nova-3/hours"},
+                           _query("metric", "the headline metric (default: the one the model is ranked by)",
+                                  {"type": "string", "enum": headline}),
+                           _query("dataset", "the dataset (default: the one with most rows in the window)", _STRING),
+                           window, _csv_format("one line per clock, series and hour, intervals as _low and _high")],
+            "responses": {**_json_or_csv("Hours", "The model's hours."), **_ERRORS, **bad,
+                          "404": _json(_ref("Error"), "No such model: neither registered nor measured in the window.")}}},
         "/api/v1/families/{family}": {"get": {
             "summary": "A dataset family's clean against degraded conditions: per STT series (model, region, method "
                        "version) and degraded condition, pooled WER on the utterances measured in both, their "
@@ -337,6 +358,9 @@ def document() -> dict:
                             "description": "the comparison board"},
                            _query("use_case", "the use case's id (default: clean audio, or the first); the "
                                   "document lists them with their datasets", _STRING), window,
+                           _query("statistic", "the latency statistic ranks and the frontier read: p50 (the paired "
+                                  "medians) or p95 (the paired p95s, METHOD 'Paired comparisons'; not on the "
+                                  "conversations board)", {"type": "string", "enum": ["p50", "p95"], "default": "p50"}),
                            _query("format", "csv: one line per model, intervals as _low and _high",
                                   {"type": "string", "enum": ["json", "csv"], "default": "json"})],
             "responses": {"200": {"description": "The comparison.", "content": {
@@ -418,6 +442,37 @@ def _ratings_paths() -> dict:
                       "401": _json(_ref("Error"), "No operator token, or not this server's."),
                       "404": _json(_ref("Error"), "This server has no operator token: the export is not served."),
                       **_ERRORS}}} for fmt, (kind, description) in kinds.items()}
+
+
+def _csv_format(what: str) -> dict:
+    """The `format` parameter of a document that is also served as CSV."""
+    return _query("format", f"csv: {what}", {"type": "string", "enum": ["json", "csv"], "default": "json"})
+
+
+def _json_or_csv(schema: str, description: str) -> dict:
+    """A 200 answer that is the named schema as JSON, or its CSV text."""
+    return {"200": {"description": description, "content": {"application/json": {"schema": _ref(schema)},
+                                                            "text/csv": {"schema": {"type": "string"}}}}}
+
+
+def _hour_schemas() -> dict:
+    """The hours document (web/hour_views.py): each series' hours on each clock, each hour a HourCell."""
+    row = _obj({"region": _STRING, "instrument": _NULLABLE_STRING,
+                "time_zone": {"type": "string", "description": "the IANA zone the hours are read in"},
+                "time_zone_stated": {"type": "boolean", "description": "false: no zone is stated for the region "
+                                     "([schedule] time_zones), and its local hours are UTC's"},
+                "hours": {**_array(_ref("HourCell")), "description": "the hours that have rows, in order"}})
+    return {
+        "HourCell": _obj({f.name: _field_schema(str(f.type)) for f in fields(HourCell) if f.name not in ("region", "zone")}),
+        "HourRow": row,
+        "Hours": _obj({"model_id": _STRING, "board": _STRING, "protocol": _STRING,
+                       "window": {"type": "string", "enum": list(WINDOWS)}, "since": _TIME, "generated_at": _GENERATED,
+                       "method_version": _STRING, "dataset": _NULLABLE_STRING, "datasets": _array(_STRING),
+                       "metric": _STRING, "metrics": _array(_STRING), "unit": _STRING, "excluded": _NULLABLE_STRING,
+                       "floors": _obj({"p50": {"type": "integer"}, "p95": {"type": "integer"},
+                                       "pooled_wer": {"type": "integer"}}),
+                       "utc": _array(_ref("HourRow")), "local": _array(_ref("HourRow"))}),
+    }
 
 
 def _conversation_schemas() -> dict:

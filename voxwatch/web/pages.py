@@ -200,9 +200,10 @@ def requested_comparison(request: Request) -> dict:
     if board not in COMPARE_BOARDS:
         raise HTTPException(404, f"no comparison board {board!r}: the boards are {', '.join(COMPARE_BOARDS)}")
     window = choice(request, "window", WINDOWS, "30d")
+    statistic = choice(request, "statistic", compare_views.STATISTICS, "p50")
     try:
         return compare_views.comparison_document(request.app.state.source, request.app.state.registry, board, window,
-                                                 text(request, "use_case"))
+                                                 text(request, "use_case"), statistic)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
 
@@ -214,29 +215,37 @@ def _line_key(r: dict) -> str:
 def _compare_point(r: dict, number: int, y: float) -> Point:
     """A comparison line as a chart's point: its number (its line in the table, on every chart of the
     page) and its marks (boards.marks, from the document's fields)."""
-    return Point(f"{r['model_id']} ({r['region']})", _line_key(r), r["latency_p50"], y, number, Marks.of(r).words)
+    return Point(f"{r['model_id']} ({r['region']})", _line_key(r), r[_latency(r)], y, number, Marks.of(r).words)
+
+
+def _latency(r: dict) -> str:
+    """The document row's field of the latency statistic the page ranks on (latency_p50 or latency_p95)."""
+    return "latency_" + r["statistic"]
 
 
 def compare_chart(doc: dict) -> str | None:
     """The document's latency-against-accuracy chart (the lines that have both figures), or None."""
     lat, acc = doc["latency"], doc["accuracy"]
-    points = [replace(_compare_point(r, i, r["accuracy"]), x_ci=r["latency_p50_ci"], y_ci=r["accuracy_ci"],
+    rows = [{**r, "statistic": lat["statistic"]} for r in doc["rows"]]
+    points = [replace(_compare_point(r, i, r["accuracy"]), x_ci=r[_latency(r) + "_ci"], y_ci=r["accuracy_ci"],
                       on_frontier=r["on_frontier"])
-              for i, r in enumerate(doc["rows"], 1) if r["latency_p50"] is not None and r["accuracy"] is not None]
+              for i, r in enumerate(rows, 1) if r[_latency(r)] is not None and r["accuracy"] is not None]
     if not points:
         return None
     better = {True: "lower is better", False: "higher is better"}
-    return frontier_chart(f"{views.metric_head(lat['metric'])} against {acc['title']}",
-                          f"{views.metric_head(lat['metric'])}, {better[True]}",
+    head = views.metric_head(lat["metric"], lat["statistic"])
+    return frontier_chart(f"{head} against {acc['title']}",
+                          f"{head}, {better[True]}",
                           f"{acc['title']}, {better[acc['lower_is_better']]}", points, acc["unit"] == "fraction")
 
 
 def compare_price_chart(doc: dict, unit: str) -> str | None:
     """The document's headline latency against each priced model's price (the price column's figure),
     or None when no model shown has a price: cost beside speed on the page where a person chooses."""
-    priced = [_compare_point(r, i, r["price"]) for i, r in enumerate(doc["rows"], 1)
-              if r["latency_p50"] is not None and r.get("price") is not None]
-    return board_views.price_chart(doc["latency"]["metric"], unit, priced) if priced else None
+    rows = [{**r, "statistic": doc["latency"]["statistic"]} for r in doc["rows"]]
+    priced = [_compare_point(r, i, r["price"]) for i, r in enumerate(rows, 1)
+              if r[_latency(r)] is not None and r.get("price") is not None]
+    return board_views.price_chart(doc["latency"]["metric"], unit, priced, doc["latency"]["statistic"]) if priced else None
 
 
 def keyless_others(registry: Registry, doc: dict) -> list[str]:
@@ -256,7 +265,7 @@ def compare_page(request: Request) -> Response:
     return _render(request, "compare.html", doc=doc, chart=compare_chart(doc), windows=list(WINDOWS),
                    price_chart=compare_price_chart(doc, price_unit), boards=COMPARE_BOARDS, price_unit=price_unit,
                    others=keyless_others(request.app.state.registry, doc) if len(doc["rows"]) < 2 else [],
-                   descriptions=views.DESCRIPTIONS)
+                   descriptions=views.DESCRIPTIONS, statistics=compare_views.STATISTICS)
 
 
 def requested_bakeoff(request: Request) -> dict:
