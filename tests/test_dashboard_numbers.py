@@ -28,6 +28,7 @@ from voxwatch.store.conversation_rows import ConversationRow
 from voxwatch.metrics import conversation_aggregate as conv
 from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.metrics.conversation import ConversationScore
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, wer_field
 from voxwatch.metrics.series import WINDOWS, MetricRow, availability, pooled_wer, summarize
 from voxwatch.metrics.hour_of_day import HourCell, by_hour
 from voxwatch.metrics.specs import METRICS, for_protocol
@@ -321,6 +322,20 @@ def _wer_table(conn, rows, tally):
         for column, value in (("clips", m.wer_clips), ("words", m.wer_words), ("pooled_wer", m.pooled_wer),
                               ("clip_wer_p50", m.clip_wer_p50), ("clip_wer_p95", m.clip_wer_p95),
                               ("clip_wer_max", m.clip_wer_max)):
+            tally.same(got[s][column], value, (s, column))
+
+
+@check("voxwatch-wer", "Pooled WER at the deadline", na=True)
+def _wer_at_deadline(conn, rows, tally):
+    dashboard = load("wer-per-dataset.json")
+    got = {(r["model"], r["dataset"], r["region"], r["method"]): r
+           for r in run_panel(conn, dashboard, "Pooled WER at the deadline", variables_of(conn, dashboard))}
+    expected = {s: _any(m) for s, m in _statistics(_in_range(rows), "stt").items()
+                if _any(m).protocol == "stt-stream" and _any(m).deadline_clips > 0}
+    assert set(got) == set(expected) and expected
+    for s, m in expected.items():
+        for column, value in (("clips", m.deadline_clips), ("final_wer", m.pooled_wer),
+                              *((wer_field(d), getattr(m, wer_field(d))) for d in DEADLINES_MS)):
             tally.same(got[s][column], value, (s, column))
 
 

@@ -25,7 +25,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from voxwatch.boards import compare_refresh
-from voxwatch.boards.use_cases import COMPARE_BOARDS
+from voxwatch.boards.use_cases import COMPARE_BOARDS, accuracy_of
 from voxwatch.conversations.records import score_of
 from voxwatch.foundation.store_url import POSTGRES, store_kind
 from voxwatch.metrics.conversation_aggregate import instruction_adherence, speech_quality, v2v_per_turn
@@ -99,8 +99,7 @@ def test_every_use_case_holds_the_pooled_figures_of_the_rows(client, board):
             r = got[model]
             assert r["latency_n"] == row.n and r["latency_p50"] == rounded(row.p50, "ms")
             assert r["latency_p50_ci"] == rounded(list(row.p50_ci), "ms")
-            figure, interval, counted = ((row.answer_accuracy, row.answer_accuracy_ci, row.answer_clips) if board == "s2s"
-                                         else (row.pooled_wer, row.wer_ci, row.wer_clips))
+            figure, interval, counted = accuracy_of(row, COMPARE_BOARDS[board])  # WER, answer accuracy, WER at a deadline
             assert r["accuracy"] == rounded(figure, "fraction") and r["accuracy_ci"] == rounded(list(interval), "fraction")
             assert r["accuracy_n"] == counted > 0
             if board in ("tts", "s2s"):  # speech quality beside a voice's intelligibility, a reply's answer accuracy

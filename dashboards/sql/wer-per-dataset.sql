@@ -72,3 +72,24 @@ SELECT
 FROM pair
 GROUP BY model_id, clean_dataset, degraded_dataset, condition, region, method_version
 ORDER BY model_id, clean_dataset, degraded_dataset, region, method_version
+
+-- target: 4 A
+-- Pooled WER at the agent's deadline (METHOD "WER at the deadline"): each streaming series' transcript as it
+-- stood 0, 250, 500 and 1000 ms after the end of speech, pooled as the final's WER is over the ok rows scored
+-- at the deadlines, with the series' pooled WER of the final beside it; each n/a under MIN_N scored clips.
+SELECT
+  o.model_id AS model, o.dataset, o.region, o.method_version AS method,
+  count(o.errors_at_0ms) AS clips,
+  {{pooled_wer(o.substitutions + o.deletions + o.insertions, o.ref_words)}} AS final_wer,
+  {{wer_at_deadline(o.errors_at_0ms, o.ref_words)}} AS wer_at_0ms,
+  {{wer_at_deadline(o.errors_at_250ms, o.ref_words)}} AS wer_at_250ms,
+  {{wer_at_deadline(o.errors_at_500ms, o.ref_words)}} AS wer_at_500ms,
+  {{wer_at_deadline(o.errors_at_1000ms, o.ref_words)}} AS wer_at_1000ms
+FROM observations_during($__unixEpochFrom(), $__unixEpochTo()) o
+WHERE {{chosen(o, 'stt')}}
+  AND o.protocol = 'stt-stream'
+  AND o.status = 'ok'
+  AND o.ref_words IS NOT NULL
+GROUP BY o.model_id, o.dataset, o.region, o.method_version
+HAVING bool_or(o.errors_at_0ms IS NOT NULL)
+ORDER BY o.model_id, o.dataset, o.region, o.method_version

@@ -21,6 +21,7 @@ import numpy as np
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, errors_field
 from voxwatch.metrics.paired import compare
 from voxwatch.metrics.ranking import comparable, rank_text, ranks
 from voxwatch.metrics.series import MetricRow, series_rows
@@ -51,6 +52,14 @@ BOARDS = {
         "openai/gpt-realtime-2025-08-28": (700.0, 3.4), "openai/gpt-realtime-2.1-mini": (600.0, 3.0),
         "gemini/gemini-3.8-live": (800.0, 3.8), "xai/grok-voice-think-fast-2.0": (900.0, 3.1)}),
 }
+DEADLINE_BOARDS = {f"stt-stream-at-{d}ms": BOARDS["stt-stream"] for d in DEADLINES_MS}
+"""The streaming STT boards ranked on WER at a deadline: the same rows as stt-stream's (not seeded again)."""
+SEEDED = tuple(BOARDS)
+BOARDS = {**BOARDS, **DEADLINE_BOARDS}
+LATE_SHARE = {"deepgram/nova-3": 0.05, "assemblyai/universal-streaming-english": 0.5,
+              "speechmatics/standard-en": 0.2, "openai/gpt-4o-transcribe:realtime": 0.8}
+"""Each streaming STT model's share of a clip's words not yet in its transcript at 0 ms after the end of speech
+(falling to none by 1000 ms): its rows' errors_at_<D>ms."""
 S2S_ANSWERED = {"openai/gpt-realtime-2025-08-28": 0.85, "openai/gpt-realtime-2.1-mini": 0.6,
                 "gemini/gemini-3.8-live": 0.9, "xai/grok-voice-think-fast-2.0": 0.7}
 """Each S2S model's chance of answering a spoken question right (its rows' answer_correct)."""
@@ -88,6 +97,11 @@ def _row(rng: np.random.Generator, board: str, protocol: str, model: str, datase
     words = int(rng.integers(8, 16))
     errors = int(rng.binomial(words, min(0.9, accuracy * (2.0 if condition == "noise" else 1.0))))
     row = replace(row, substitutions=errors, deletions=0, insertions=0, ref_words=words)
+    if protocol == "stt-stream":  # the transcript at each deadline, drawn apart from rng (the other draws stay)
+        spread = zlib.crc32(f"{model}|{name}|{tick}|{clip}|deadline".encode()) % 1000 / 1000
+        row = replace(row, **{errors_field(d): min(words, errors + round(words * LATE_SHARE.get(model, 0.0) * spread
+                                                                          * (1 - d / 1000)))
+                              for d in DEADLINES_MS})
     if board == "tts":  # a voice's speech quality beside its intelligibility, drawn apart from rng (the other draws stay)
         spread = zlib.crc32(f"{model}|{name}|{tick}|{clip}".encode()) % 1000 / 1000
         row = replace(row, quality_mos=2.0 + (base % 7) / 7 + spread, quality_instrument="dnsmos-p835@seed")
@@ -97,7 +111,8 @@ def _row(rng: np.random.Generator, board: str, protocol: str, model: str, datase
 def seeded_rows() -> list[Observation]:
     rng = np.random.default_rng(20261205)
     rows = []
-    for compare_id, (board, protocol, datasets, models) in BOARDS.items():
+    for compare_id in SEEDED:
+        board, protocol, datasets, models = BOARDS[compare_id]
         for model, (base, accuracy) in models.items():
             for dataset in datasets.values():
                 rows += [_row(rng, board, protocol, model, dataset, t, c, base, accuracy)

@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, errors_field
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.store.conversation_rows import ConversationRow, TurnRow
 from voxwatch.foundation.observation import Observation
@@ -294,12 +295,23 @@ PEER_ANCHOR_LATER_MS = 134.0
 SEEDED_CONVERSATIONS = _conversations(np.random.default_rng(20261130))
 
 
+def _deadline_errors(rows: list[Observation], rng: np.random.Generator) -> None:
+    """The streaming rows' word errors at each deadline after the end of speech (more words missing the
+    earlier the deadline), on their own draws; the older run's rows were stored before they were measured."""
+    for r in rows:
+        if r.protocol == "stt-stream" and r.status == "ok" and r.ref_words is not None and not r.run_id.startswith("r-old"):
+            missing = int(rng.integers(0, r.ref_words + 1))
+            for d in DEADLINES_MS:
+                setattr(r, errors_field(d), r.substitutions + r.deletions + r.insertions + round(missing * (1 - d / 1000)))
+
+
 @pytest.fixture(scope="module")
 def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     """The store, migrated by `voxwatch db upgrade` and filled through PostgresStore.add, and its rows."""
     rng = np.random.default_rng(20261129)
     rows = _stt_rows(rng) + _batch_rows(rng) + _tts_and_s2s_rows(rng) + _dense_rows(rng) + _sparse_rows(rng) + _emulator_rows()
     rows += _paired_rows(np.random.default_rng(20261204))
+    _deadline_errors(rows, np.random.default_rng(20261208))
     for r in rows:  # the peers' anchor (Silero, padded) falls after the shared VAD's end: a shorter TTFS
         r.ttfs_peer_ms = r.ttfs_ms - PEER_ANCHOR_LATER_MS if r.ttfs_ms is not None else None
     store = open_store(postgres_store_url)

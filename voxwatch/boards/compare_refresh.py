@@ -23,9 +23,13 @@ def refresh(store, registry: Registry | None, now: float | None = None) -> int:
     """Recompute every series comparison board's views in every window; returns the views written."""
     at = time.time() if now is None else now
     written = 0
+    read: dict[tuple[str, str], object] = {}  # one read of a protocol's series serves each board of it
     for board_id in SERIES_BOARDS:
         board = COMPARE_BOARDS[board_id]
-        found = store.board_series(board.board, board.protocol, METHOD_VERSION, at - max(WINDOWS.values()))
+        if (board.board, board.protocol) not in read:
+            read[board.board, board.protocol] = store.board_series(board.board, board.protocol, METHOD_VERSION,
+                                                                   at - max(WINDOWS.values()))
+        found = read[board.board, board.protocol]
         views = [(window, to_json(from_series(found.series(at - span, board.protocol), found.datasets, board, window,
                                               registry, at)))
                  for window, span in WINDOWS.items()]

@@ -14,6 +14,7 @@ from dataclasses import fields, replace
 from typing import Collection, Iterable, Mapping
 
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, wer_field
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.published import PLACES
 from voxwatch.metrics.preliminary import row_reason
@@ -94,6 +95,9 @@ ANSWER_HEADER = ("answer accuracy [95% CI]",)
 """The S2S board's accuracy column, where the others show pooled WER and entity errors: an S2S reply
 has no reference words, but a reply to a spoken question has an answer (METHOD "Answer accuracy")."""
 _ACCURACY_AT = TABLE_HEADER.index("pooled WER [95% CI]")
+DEADLINE_HEADER = (f"WER at {' / '.join(str(d) for d in DEADLINES_MS)} ms",)
+"""The STT board's last column: a streaming series' pooled WER of the transcript as it stood at each
+deadline after the end of speech (METHOD "WER at the deadline"); their intervals are in the API and CSV."""
 
 
 def wide_header(board: str) -> tuple[str, ...]:
@@ -101,7 +105,14 @@ def wide_header(board: str) -> tuple[str, ...]:
     the speech quality last on the boards whose models send audio."""
     header = TABLE_HEADER if board != "s2s" else \
         TABLE_HEADER[:_ACCURACY_AT] + ANSWER_HEADER + TABLE_HEADER[_ACCURACY_AT + 2:]
-    return header + (QUALITY_HEADER if board in QUALITY_BOARDS else ())
+    return header + (QUALITY_HEADER if board in QUALITY_BOARDS else ()) + (DEADLINE_HEADER if board == "stt" else ())
+
+
+def deadline_cell(r: MetricRow) -> str:
+    """A streaming series' pooled WER at each deadline as the CLI shows it, with the clips scored there."""
+    if not r.deadline_clips:
+        return "n/a"
+    return " / ".join(_num(getattr(r, wer_field(d)), True) for d in DEADLINES_MS) + f" ({r.deadline_clips} clips)"
 
 
 def answer_cell(r: MetricRow) -> str:
@@ -191,7 +202,7 @@ def wide_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
               languages: Mapping[str, str | None]) -> list[tuple[str, ...] | str]:
     """A board's every column (`--wide`): the header, then each ranking's heading (a str) and its
     series' metric rows."""
-    quality, answers = mine[0].board in QUALITY_BOARDS, mine[0].board == "s2s"
+    quality, answers, deadlines = mine[0].board in QUALITY_BOARDS, mine[0].board == "s2s", mine[0].board == "stt"
     table: list[tuple[str, ...] | str] = [wide_header(mine[0].board)]
     mine = _ordered(mine, ranked)
     for i, r in enumerate(mine):
@@ -213,7 +224,8 @@ def wide_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
                       _num(r.max, places=places),
                       *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True),
                          *accuracy, price.cell() if price else "-") if first else ("",) * (4 + len(accuracy))),
-                      *(((quality_cell(r) if first else ""),) if quality else ())))
+                      *(((quality_cell(r) if first else ""),) if quality else ()),
+                      *(((deadline_cell(r) if first else ""),) if deadlines else ())))
     return table
 
 

@@ -18,6 +18,7 @@ from voxwatch.boards.leaderboard import exclude
 from voxwatch.foundation.languages import is_english
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, wer_field
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.paired import Comparison, compare, compare_tail
 from voxwatch.metrics.ranking import RANK_RULE, Rank, comparable, ranked_metric, ranks, series_id
@@ -46,6 +47,8 @@ class CompareBoard:
 
 COMPARE_BOARDS: dict[str, CompareBoard] = {b.id: b for b in (
     CompareBoard("stt-stream", "Streaming STT", "stt", "stt-stream", "pooled_wer", "pooled WER", True),
+    *(CompareBoard(f"stt-stream-at-{d}ms", f"Streaming STT, WER at {d} ms", "stt", "stt-stream", wer_field(d),
+                   f"WER {d} ms after the end of speech", True) for d in DEADLINES_MS),
     CompareBoard("stt-batch", "Batch STT", "stt", "stt-batch", "pooled_wer", "pooled WER", True),
     CompareBoard("tts", "Streaming TTS", "tts", "tts-stream", "pooled_wer", "pooled WER", True),  # the instrument's
     CompareBoard("s2s", "S2S single turn", "s2s", "s2s", "answer_accuracy", "answer accuracy", False),
@@ -129,8 +132,10 @@ def board_rows(rows: Iterable[Observation], board: CompareBoard) -> list[Observa
             and r.method_version == METHOD_VERSION and not r.emulator]
 
 
-ACCURACY_FIELDS = {"pooled_wer": ("wer_ci", "wer_clips"), "answer_accuracy": ("answer_accuracy_ci", "answer_clips")}
-"""A series board's accuracy figure -> the MetricRow fields of its interval and of the items it counts."""
+ACCURACY_FIELDS = {"pooled_wer": ("wer_ci", "wer_clips"), "answer_accuracy": ("answer_accuracy_ci", "answer_clips"),
+                   **{wer_field(d): (f"{wer_field(d)}_ci", "deadline_clips") for d in DEADLINES_MS}}
+"""A series board's accuracy figure -> the MetricRow fields of its interval and of the items it counts (WER at a
+deadline after the end of speech: the streaming STT boards that rank on what an agent has when it acts)."""
 
 
 def accuracy_of(row: MetricRow, board: CompareBoard) -> tuple[float | None, tuple[float, float] | None, int]:

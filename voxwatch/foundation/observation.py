@@ -77,6 +77,13 @@ class Observation:
     deletions: int | None = None
     insertions: int | None = None
     ref_words: int | None = None
+    # WER at the agent's deadline (METHOD "WER at the deadline"): S + D + I of the streaming transcript as it
+    # stood 0 / 250 / 500 / 1000 ms after the end of speech, against the same reference (ref_words); None when
+    # not measured (batch STT, TTS, S2S, a failed row)
+    errors_at_0ms: int | None = None
+    errors_at_250ms: int | None = None
+    errors_at_500ms: int | None = None
+    errors_at_1000ms: int | None = None
     # entity accuracy (per clip, METHOD "Entity accuracy"): the clip's tagged entities and those missed;
     # None when the clip has no tags or was not scored
     entities_total: int | None = None
@@ -111,7 +118,7 @@ _REQUIRED = {f.name for f in fields(Observation) if f.default is MISSING}
 _TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
 _INT64 = 2 ** 63
 _AT_LEAST = {"attempt": 1, "clock_uncertainty_ms": 0, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
-             "entities_missed": 0, "retry_after_s": 0, "stall_count": 0, "stall_ms": 0,
+             "entities_missed": 0, "errors_at_0ms": 0, "errors_at_250ms": 0, "errors_at_500ms": 0, "errors_at_1000ms": 0, "retry_after_s": 0, "stall_count": 0, "stall_ms": 0,
              "started_at": 0}
 _VOCABULARY = {"status": STATUSES, "board": BOARDS, "arrival_stamp": ("kernel", "user")}
 

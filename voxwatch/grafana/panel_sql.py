@@ -101,6 +101,12 @@ def has_pooled_wer(words: str) -> str:
     return f"count({words}) >= {MIN_N} AND sum({words}) > 0"
 
 
+def wer_at_deadline(errors: str, words: str) -> str:
+    """metrics.series.wer_at_deadlines: pooled WER of the transcript at a deadline (its S + D + I in
+    `errors`, NULL where the row was not scored at the deadlines) over the rows scored there."""
+    return pooled_wer(errors, f"CASE WHEN {errors} IS NOT NULL THEN {words} END")
+
+
 def clip_wer(errors: str, words: str) -> str:
     """One clip's own WER (none for a clip without reference words): distributions only."""
     return f"({errors})::float8 / NULLIF({words}, 0)"
@@ -208,7 +214,7 @@ def window_seconds(window: str) -> str:
 
 FRAGMENTS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
     percentile, has_percentile, floor_of, mean, maximum, has_n, share, attempts, rate, availability, has_rate, pooled_wer,
-    has_pooled_wer, clip_wer, chosen, chosen_alerts, metric_values, metrics_in_unit, window_seconds,
+    has_pooled_wer, wer_at_deadline, clip_wer, chosen, chosen_alerts, metric_values, metrics_in_unit, window_seconds,
     decided_rate, has_decided_rate, adherence_rate, has_adherence_rate, silence_gap, has_silence_gap, dimension_values, dimension_rates, dimension_columns,
     conversation_series, chosen_conversations)}
 CONSTANTS = {"MIN_N": str(MIN_N), "MIN_ATTEMPTS": str(MIN_ATTEMPTS)}

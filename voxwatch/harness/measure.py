@@ -35,6 +35,7 @@ from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms,
 from voxwatch.metrics.v2v import call_recording, caller_speech_end_s, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, SpeechAnchors
 from voxwatch.metrics.answers import answer_correct
+from voxwatch.metrics.deadline_wer import SEGMENT, errors_at_deadlines, errors_field
 from voxwatch.metrics.entities import entity_errors
 from voxwatch.metrics.wer import scorer_for, word_errors
 from voxwatch.metrics.witness import Witness, audio_witness, batch_witness, caller_turn_witness, stt_stream_witness
@@ -212,7 +213,17 @@ async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, r
                                                                            m.first_partial_from_t0_ms)
         row.ttfs_peer_ms = m.ttfs_peer_ms
         _score(row, clip.text, m.hypothesis, clip.entities)
+        _score_deadlines(row, timeline, clip, getattr(adapter, "partial_scope", SEGMENT))
     return compute
+
+
+def _score_deadlines(row: Observation, timeline: Timeline, clip: Clip, partial_scope: str) -> None:
+    """The word errors of the transcript as it stood at each deadline after the end of speech (TTFS's
+    anchor), scored as the final is (METHOD "WER at the deadline")."""
+    parts = errors_at_deadlines(timeline, clip.speech_end, clip.text, row.language, sample_rate=clip.sample_rate,
+                                partial_scope=partial_scope)
+    for deadline, errors in parts.items():
+        setattr(row, errors_field(deadline), errors.errors)
 
 
 async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation,

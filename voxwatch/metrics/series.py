@@ -26,6 +26,7 @@ import numpy as np
 
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import support
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, errors_field, wer_field
 from voxwatch.metrics.clustered import (Design, count_rate_interval, design, proportion_interval, quantile_interval,
                                          rate_interval, ratio_variance, t_interval)
 from voxwatch.metrics.specs import for_protocol
@@ -118,6 +119,17 @@ class MetricRow:
     stall_share_ci: tuple[float, float] | None = None
     stall_ms_p50: float | None = None  # TTS: the percentiles of each ok clip's stall total (ms)
     stall_ms_p95: float | None = None
+    # STT streams: pooled WER of the transcript as it stood D ms after the end of speech (METHOD "WER at the
+    # deadline"), over the ok rows scored at the deadlines (deadline_clips), with pooled WER's interval
+    wer_at_0ms: float | None = None
+    wer_at_250ms: float | None = None
+    wer_at_500ms: float | None = None
+    wer_at_1000ms: float | None = None
+    wer_at_0ms_ci: tuple[float, float] | None = None
+    wer_at_250ms_ci: tuple[float, float] | None = None
+    wer_at_500ms_ci: tuple[float, float] | None = None
+    wer_at_1000ms_ci: tuple[float, float] | None = None
+    deadline_clips: int = 0
 
 
 def flat(row: MetricRow) -> dict:
@@ -219,6 +231,10 @@ class SeriesData:
     quality: Sequence[float | None] = ()  # empty, or one entry per row (None: not scored)
     answers: Sequence[bool | None] = ()  # empty, or one entry per row: answer_correct (None: not scored)
     stalls: Sequence[float | None] = ()  # empty, or one entry per row: stall_ms (None: not measured)
+    errors_at_0ms: Sequence[int | None] = ()  # each empty, or one entry per row: S + D + I at the deadline
+    errors_at_250ms: Sequence[int | None] = ()  # (None: not measured)
+    errors_at_500ms: Sequence[int | None] = ()
+    errors_at_1000ms: Sequence[int | None] = ()
 
 
 def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -294,7 +310,7 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
         clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
         clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None,
         **speech_quality(statuses, data.quality, everything), **answer_accuracy(statuses, data.answers, everything),
-        **playback_stalls(statuses, data.stalls, everything))
+        **playback_stalls(statuses, data.stalls, everything), **wer_at_deadlines(statuses, data, everything))
 
     out = []
     for spec in for_protocol(protocol, headline_only=True):
@@ -351,6 +367,21 @@ def playback_stalls(statuses: np.ndarray, stalls: Sequence[float | None], d: Des
     return dict(stall_share=share, stall_clips=int(totals.size),
                 stall_share_ci=rate_ci(stalled, d.subset(measured)) if share is not None else None,
                 stall_ms_p50=percentile(totals, 50), stall_ms_p95=percentile(totals, 95))
+def wer_at_deadlines(statuses: np.ndarray, data: SeriesData, d: Design) -> dict:
+    """A series' pooled WER at each deadline after the end of speech (METHOD "WER at the deadline"):
+    sum(S + D + I at D) / sum(N) over its ok rows scored at the deadlines, n/a below MIN_N such rows,
+    with pooled WER's interval (_wer_ci: clusters resampled, never rows)."""
+    out: dict = {}
+    for deadline in DEADLINES_MS:
+        column = getattr(data, errors_field(deadline))
+        if not len(column):
+            continue
+        scored, errors, words = scored_clips(statuses, column, data.words)
+        wer = pooled_wer(errors, words)
+        name = wer_field(deadline)
+        out[name], out[f"{name}_ci"] = wer, _wer_ci(wer, errors, words, d.subset(scored))
+        out["deadline_clips"] = max(out.get("deadline_clips", 0), int(words.size))
+    return out
 
 
 def _clustered_enough(d: Design) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from voxwatch.metrics.deadline_wer import WER_FIELDS
 from voxwatch.metrics.specs import METRICS
 
 Support = tuple[float, float]
@@ -35,6 +36,7 @@ _FIELDS: dict[str, Support] = {
     "error_rate_ci": SHARE, "timeout_rate_ci": SHARE, "entity_error_rate_ci": SHARE, "answer_accuracy_ci": SHARE,
     "stall_share_ci": SHARE,
     "wer_ci": NON_NEGATIVE, "quality_mos_ci": MOS,
+    **{f"{name}_ci": NON_NEGATIVE for name in WER_FIELDS},  # pooled WER at a deadline, as pooled WER
 }
 
 

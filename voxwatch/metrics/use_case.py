@@ -25,6 +25,7 @@ from typing import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.ranking import ahead
+from voxwatch.metrics.deadline_wer import ERRORS_FIELDS
 from voxwatch.metrics.series import SeriesData
 
 
@@ -48,7 +49,7 @@ def pooled(parts: Mapping[str, SeriesData]) -> SeriesData:
                       ticks=joined("ticks"), values=values, errors=joined("errors"), words=joined("words"),
                       entities_missed=optional("entities_missed"), entities_total=optional("entities_total"),
                       quality=optional("quality"), answers=optional("answers"),
-                      stalls=optional("stalls"))
+                      stalls=optional("stalls"), **{name: optional(name) for name in ERRORS_FIELDS})
 
 
 @dataclass(frozen=True)

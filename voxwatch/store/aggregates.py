@@ -21,6 +21,7 @@ from typing import Callable, Mapping, NamedTuple
 import psycopg
 
 from voxwatch.foundation.series_key import RowsKey, SeriesKey
+from voxwatch.metrics.deadline_wer import ERRORS_FIELDS
 from voxwatch.metrics.series import WINDOWS, MetricRow, SeriesData, flat, series_rows
 from voxwatch.metrics.specs import for_protocol
 from voxwatch.store.layout import SERIES, series_sql
@@ -35,7 +36,7 @@ Public: store.board_series reads a board's series the same narrow way."""
 _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _PER_ROW = {"errors": "f.substitutions + f.deletions + f.insertions", "words": "f.ref_words",
             "entities_missed": "f.entities_missed", "entities_total": "f.entities_total", "quality": "f.quality_mos",
-            "answers": "f.answer_correct", "stalls": "f.stall_ms"}
+            "answers": "f.answer_correct", "stalls": "f.stall_ms", **{name: f"f.{name}" for name in ERRORS_FIELDS}}
 """The SeriesData columns a fetched row ends with (after the headline metrics), and the SQL of each."""
 _PER_ROW_AT = {name: 5 + len(HEADLINE) + i for i, name in enumerate(_PER_ROW)}
 _LONGEST = max(WINDOWS.values())

@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 import psycopg
 
 from voxwatch.store.conversation_rows import CONVERSATION_KEY, TURN_KEY, ConversationRow, TurnRow
+from voxwatch.metrics.deadline_wer import ERRORS_FIELDS
 from voxwatch.metrics.series import MetricRow
 from voxwatch.metrics.specs import METRICS
 from voxwatch.foundation.observation import FIELDS, KEY, Observation, RunRecord
@@ -167,12 +168,14 @@ def _answer_correct(cur: psycopg.Cursor) -> None:
     cur.execute(f"ALTER TABLE obs_facts ADD COLUMN IF NOT EXISTS answer_correct {dict(columns(Observation))['answer_correct']}")
 
 
-def _stalls(cur: psycopg.Cursor) -> None:
-    """Migration 24: a TTS row's playback stalls (obs_facts.stall_count, obs_facts.stall_ms); the rows
-    stored before keep them null (not measured). The view gains them when `upgrade` redraws it."""
-    types = dict(columns(Observation))
-    for name in ("stall_count", "stall_ms"):
-        cur.execute(f"ALTER TABLE obs_facts ADD COLUMN IF NOT EXISTS {name} {types[name]}")
+def _facts(*names: str) -> Callable[[psycopg.Cursor], None]:
+    """A migration adding Observation fields to obs_facts; the rows stored before keep them null (not
+    measured), and the view gains them when `upgrade` redraws it."""
+    def add(cur: psycopg.Cursor) -> None:
+        types = dict(columns(Observation))
+        for name in names:
+            cur.execute(f"ALTER TABLE obs_facts ADD COLUMN IF NOT EXISTS {name} {types[name]}")
+    return add
 
 
 MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
@@ -247,8 +250,12 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     (20, _turn_quality),
     # answer accuracy: whether an S2S single turn's reply said its question's answer (_answer_correct)
     (21, _answer_correct),
-    # TTS playback stalls: each row's count of stalls after the audible onset and their total (_stalls)
-    (24, _stalls),
+    # WER at the agent's deadline: a streaming STT row's word errors at each deadline after the end of speech
+    # (obs_facts.errors_at_<D>ms, METHOD "WER at the deadline")
+    (22, _facts(*ERRORS_FIELDS)),
+    # TTS playback stalls: each row's count of stalls after the audible onset and their total (METHOD "TTS:
+    # playback stalls")
+    (24, _facts("stall_count", "stall_ms")),
 ]
 
 

@@ -12,6 +12,7 @@ from typing import Iterable, Mapping
 
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
+from voxwatch.metrics.deadline_wer import ERRORS_FIELDS
 from voxwatch.metrics.series import SeriesData
 from voxwatch.metrics.specs import for_protocol
 
@@ -65,17 +66,18 @@ def _cells(r: Observation, metrics: list[str], utterance: str, tick: str) -> tup
     return (r.status, utterance, tick, tuple(getattr(r, m) if ok else None for m in metrics),
             r.substitutions + r.deletions + r.insertions if scored else None, r.ref_words if scored else None,
             r.entities_missed if ok else None, r.entities_total if ok else None, r.quality_mos if ok else None,
-            r.answer_correct if ok else None, r.stall_ms if ok else None)
+            r.answer_correct if ok else None, r.stall_ms if ok else None,
+            tuple(getattr(r, name) if scored else None for name in ERRORS_FIELDS))
 
 
 def _series(metrics: list[str], rows: list[tuple]) -> SeriesData:
     """Rows' cells (`_cells`) as a series' columns."""
-    statuses, utterances, ticks, values, errors, words, missed, total, quality, answers, stalls = (
+    statuses, utterances, ticks, values, errors, words, missed, total, quality, answers, stalls, at_deadlines = (
         list(c) for c in zip(*rows))
     return SeriesData(statuses=statuses, utterances=utterances, ticks=ticks,
                       values={m: [v[i] for v in values] for i, m in enumerate(metrics)}, errors=errors, words=words,
                       entities_missed=missed, entities_total=total, quality=quality, answers=answers,
-                      stalls=stalls)
+                      stalls=stalls, **{name: [e[i] for e in at_deadlines] for i, name in enumerate(ERRORS_FIELDS)})
 
 
 def _columns(key: SeriesKey, members: list[Observation]) -> SeriesData:

@@ -36,6 +36,7 @@ from voxwatch.boards.use_cases import COMPARE_BOARDS
 from voxwatch.foundation import preload
 from voxwatch.datasets.catalog import Catalog, bundled_root
 from voxwatch.boards.marks import model_marks
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, wer_field
 from voxwatch.metrics import METHOD_VERSION, preliminary
 from voxwatch.metrics.ranking import RANK_RULE
 from voxwatch.store import demo as demo_store
@@ -140,6 +141,7 @@ def create_app(store_url: str, registry: Registry | None = None, limits: Limits 
     templates.env.globals.update(formatting.GLOBALS, method_version=METHOD_VERSION, rank_rule=RANK_RULE, watermark=watermark, verdict=board_comparisons.verdict,
                                  comparison_about=board_comparisons.ABOUT, quality_boards=QUALITY_BOARDS,
                                  compare_boards=COMPARE_BOARDS,
+                                 deadline_fields=[(d, wer_field(d)) for d in DEADLINES_MS],
                                  standing=lambda model_id: views.model_standing(registry, model_id),
                                  is_baseline=registry.is_baseline, preliminary=preliminary.row_reason,
                                  marks_of=lambda model_id, reason=None: model_marks(registry, model_id, reason),

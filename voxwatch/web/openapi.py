@@ -16,6 +16,7 @@ from voxwatch.foundation.scenario import DIMENSIONS
 from voxwatch.store.conversation_rows import ANCHORS, ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Percentiles, Rate, Transcription
 from voxwatch.web.bakeoff_views import SET_FIELDS as BAKEOFF_SET_FIELDS
+from voxwatch.metrics.deadline_wer import DEADLINES_MS, WER_FIELDS
 from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.hour_of_day import HourCell
 from voxwatch.metrics.paired import COLUMNS
@@ -137,8 +138,8 @@ def _compare_schemas() -> dict:
            "latency_p95": {**_NULLABLE_NUMBER, "description": "the latency's p95 over the pooled ok rows, beside the "
                            "p50 (null under 100 values, and on the conversations board)"},
            "latency_p95_ci": pair, "accuracy_n": {"type": "integer"},
-           "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, answer accuracy (S2S single turn) or "
-                        "instruction adherence"},
+           "accuracy": {**_NULLABLE_NUMBER, "description": "pooled WER, pooled WER at a deadline after the end of "
+                        "speech (stt-stream-at-<D>ms), answer accuracy (S2S single turn) or instruction adherence"},
            "accuracy_ci": pair, "on_frontier": {"type": "boolean"},
            "quality_n": {"type": "integer", "description": "clips with a speech quality score (0 where nothing was "
                          "scored)"},
@@ -185,6 +186,11 @@ def document() -> dict:
                             "under 5 clips (stall_clips) (METHOD \"TTS: playback stalls\")"},
             "stall_ms_p50": {**_NULLABLE_NUMBER, "description": "TTS: the median of the clips' stall totals (ms, zeros "
                              "included); stall_ms_p95 the 95th percentile (null under 100 clips)"},
+            **{name: {**_NULLABLE_NUMBER, "description": f"STT streaming: pooled WER of the transcript as it stood "
+                      f"{d} ms after the end of speech, over the ok rows scored at the deadlines (deadline_clips); "
+                      f"null under 5 (METHOD \"WER at the deadline\")"} for d, name in zip(DEADLINES_MS, WER_FIELDS)},
+            "deadline_clips": {"type": "integer", "description": "the ok rows scored at the deadlines after the end of "
+                               "speech (0: batch, TTS, S2S, or rows stored before method 17)"},
             "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "

@@ -24,6 +24,18 @@ def jitter_ms(key: bytes | str, spread_ms: float) -> float:
 
 
 @dataclass(frozen=True)
+class Scripted:
+    """One result of a scripted streaming STT schedule: sent `at_ms` after the end of speech (negative:
+    before it, on the emulator's clock, as `final_ms` is), a final or a partial, holding the stream's
+    transcript's words from the end of the last final up to word `upto` (None: all of them). A partial
+    is the current segment's interim text; a final closes the segment."""
+
+    at_ms: float
+    final: bool
+    upto: int | None = None
+
+
+@dataclass(frozen=True)
 class STTScenario:
     """Streaming STT: times are on the emulator's clock from the first audio chunk's arrival."""
 
@@ -44,9 +56,45 @@ class STTScenario:
     # Deepgram: a Finalize that finds no audio left (the final already sent) gets an empty
     # from_finalize final; False: no reply, which Deepgram does not guarantee then
     empty_finalize_reply: bool = True
+    # a scripted schedule of partials and finals (Deepgram's /v1/listen emulator), in place of the
+    # cadence above: the injected truth of the transcript at each moment (script_text_at); its last
+    # result is a final
+    script: tuple[Scripted, ...] = ()
 
     def __post_init__(self) -> None:
         check(self.fault)
+        if self.script and not self.script[-1].final:
+            raise ValueError("a script ends with a final")
+
+    def scripted(self, first_chunk: bytes, t0_ns: int) -> list[tuple[int, bool, str]]:
+        """(when, final?, text) of each scripted result of the stream whose first chunk arrived at `t0_ns`."""
+        _, speech_end = self.anchors_for(first_chunk)
+        at = t0_ns + int((speech_end * 1000 + jitter_ms(first_chunk, self.jitter_ms)) * 1e6)
+        return [(at + int(step.at_ms * 1e6), step.final, text)
+                for step, text in zip(self.script, self._script_texts(self.transcript_for(first_chunk)))]
+
+    def _script_texts(self, transcript: str) -> list[str]:
+        words, start, out = transcript.split(), 0, []
+        for step in self.script:
+            upto = len(words) if step.upto is None else min(step.upto, len(words))
+            out.append(" ".join(words[start:upto]))
+            if step.final:
+                start = upto
+        return out
+
+    def script_text_at(self, transcript: str, ms_after_end: float) -> str:
+        """The injected truth: what the script has said `ms_after_end` after the end of speech (the
+        finals sent by then, then the partial sent after the last of them, if any)."""
+        said, pending = [], ""
+        for step, text in zip(self.script, self._script_texts(transcript)):
+            if step.at_ms > ms_after_end:
+                break
+            if step.final:
+                said.append(text)
+                pending = ""
+            else:
+                pending = text
+        return " ".join(t for t in said + [pending] if t)
 
     def transcript_for(self, first_chunk: bytes) -> str:
         digest = hashlib.sha256(first_chunk).hexdigest()

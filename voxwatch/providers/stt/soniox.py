@@ -75,6 +75,7 @@ def error_from(data: dict) -> ProviderError:
 
 class SonioxSTT:
     sample_rate = 16000
+    partial_scope = "transcript"  # a PARTIAL holds every final token so far and the pending ones (metrics.deadline_wer)
     audio_format = "pcm_s16le"
     wire_encodings = tuple(ENCODINGS)
 

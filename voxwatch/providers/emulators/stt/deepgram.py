@@ -11,7 +11,9 @@ the final `final_ms` after the end of speech: `from_finalize` when a `Finalize` 
 `speech_final` (endpointing closed it). A `Finalize` that finds the final already sent (nothing
 left to process) gets an empty `from_finalize` final, or, with the scenario's
 `empty_finalize_reply` off, no reply at all: Deepgram documents that reply as usual but not
-guaranteed when no significant audio is left. `CloseStream` finishes what is pending (the final
+guaranteed when no significant audio is left. A scenario's `script` replaces the cadence: its
+partials and segment finals each at its time after the end of speech (Deepgram's finals come per
+segment, `is_final`; interim results hold the current segment). `CloseStream` finishes what is pending (the final
 goes at its scheduled time, unless a fault withholds it), then `Metadata` and a normal close.
 
 `/v1/speak` opens with a `Metadata` message; buffers `Speak` text; on `Flush` sends linear16
@@ -122,6 +124,9 @@ class DeepgramEmulator:
     async def _transcribe(self, ws, t0: int, first_chunk: bytes, finalized: asyncio.Event,
                           final_sent: asyncio.Event) -> None:
         s = self.stt
+        if s.script:
+            await self._scripted(ws, t0, first_chunk, finalized, final_sent)
+            return
         turn = s.turn(first_chunk, t0)
         async for k in turn.partials():
             if s.fault == "malformed":
@@ -137,6 +142,21 @@ class DeepgramEmulator:
         await sleep_until(turn.final_at)
         record(self, turn.transcript, "final")
         await ws.send(_results(turn.transcript, True, from_finalize=finalized.is_set()))
+        final_sent.set()
+
+    async def _scripted(self, ws, t0: int, first_chunk: bytes, finalized: asyncio.Event,
+                        final_sent: asyncio.Event) -> None:
+        """The scenario's scripted results, each at its time: interim `Results` for the current segment,
+        `is_final` ones closing it (the last `from_finalize` when a Finalize had arrived)."""
+        steps = self.stt.scripted(first_chunk, t0)
+        for i, (at, final, text) in enumerate(steps):
+            await sleep_until(at)
+            if i == 0:
+                record(self, self.stt.transcript_for(first_chunk), "first_partial")
+            last = i == len(steps) - 1
+            if last:
+                record(self, self.stt.transcript_for(first_chunk), "final")
+            await ws.send(_results(text, final, from_finalize=last and finalized.is_set()))
         final_sent.set()
 
     # --- /v1/speak ---
