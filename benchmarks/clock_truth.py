@@ -34,7 +34,7 @@ from voxwatch.foundation.clock import on_the_clock
 from voxwatch.harness.backpressure import Concurrency
 
 from .load import add_load_argument, print_runs
-from .rig import PROTOCOLS, TTS, Errors, Protocol, Rig, rig, streams, summary
+from .rig import PROTOCOLS, TTS, Errors, Protocol, Rig, chosen, rig, streams, summary
 
 LEVELS = (1, 16, 64)
 MOST_EXCLUDED = 0.05  # under load, at most this share of rows excluded as the worker's stall
@@ -187,10 +187,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.vendors, args.streams, args.levels = "deepgram,cartesia", 2, "1"
-    names = list(PROTOCOLS) if args.vendors == "all" else args.vendors.split(",")
-    unknown = [n for n in names if n not in PROTOCOLS]
-    if unknown:
-        parser.error(f"unknown vendor protocol(s) {unknown}; known: {', '.join(PROTOCOLS)}")
+    names = chosen(parser, args.vendors, PROTOCOLS, "vendor protocol")
     levels = [int(x) for x in args.levels.split(",")]
     print_runs(lambda: run(names, levels, args.streams), args.load, headline, loaded_targets)
 

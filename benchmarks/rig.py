@@ -86,6 +86,16 @@ PROTOCOLS = {p.name: p for p in (
 )}
 
 
+def chosen(parser, value: str, known, what: str) -> list[str]:
+    """A `--vendors` / `--protocols` argument: `all`, or a comma-separated list of `known` names
+    (argparse's error, naming the known ones, for any other)."""
+    names = list(known) if value == "all" else value.split(",")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown {what}(s) {unknown}; known: {', '.join(known)}")
+    return names
+
+
 class Errors:
     """Per metric: (clock error, error vs injected) pairs, in ms, over the rows published; and how many
     rows the witness excluded as the worker's stall (METHOD "Clock witness"), with the largest

@@ -462,6 +462,36 @@ def _comparisons(conn, rows, tally):
             assert row["shown"] == c.shown
 
 
+_EOT = ("eot_clips", "eot_false_cutoffs", "eot_false_cutoff_share", "eot_false_cutoff_share_ci", "eot_p50", "eot_p50_ci",
+        "eot_p95")
+
+
+@check("voxwatch-overview", "STT end of turn: false cut-offs against latency (rolling ${window})", na=True)
+def _end_of_turn(conn, rows, tally):
+    """Each streaming STT series' end-of-turn figures are metrics.series.eot_figures' over the window's rows."""
+    title = "STT end of turn: false cut-offs against latency (rolling ${window})"
+    dashboard = load("overview.json")
+    variables = variables_of(conn, dashboard)
+    for window, span in WINDOWS.items():
+        expected = {}
+        for m in leaderboard.build(_in_range(rows, NOW - span), Registry.default()):
+            if m.board == "stt" and m.protocol == "stt-stream":
+                expected.setdefault((m.model_id, m.dataset, m.region, m.method_version), m)
+        got = run_panel(conn, dashboard, title, variables.scoped("window", window))
+        assert [(r["model"], r["dataset"], r["region"], r["method"]) for r in got] == sorted(expected), window
+        assert any(r["eot_clips"] for r in got) and any(not r["eot_clips"] for r in got)  # the seed has both kinds
+        for row in got:
+            m = expected[(row["model"], row["dataset"], row["region"], row["method"])]
+            for name in _EOT:
+                value = getattr(m, name)
+                if name.endswith("_ci"):
+                    for i, end in enumerate(("low", "high")):
+                        tally.same(row[f"{name}_{end}"], value and value[i], (window, m.model_id, name))
+                else:
+                    tally.same(row[name], value, (window, m.model_id, m.dataset, name))
+            assert (row["note"] == "no end-of-turn events") == (m.eot_clips == 0)
+
+
 # ---------------------------------------------------------------- alert history (the alerts table)
 
 def _alerts_shown() -> list[tuple]:

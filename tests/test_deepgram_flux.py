@@ -16,7 +16,7 @@ from support.contract import (KEY, REGISTRY, STT_FAULTS, failure_rows_test, meas
 
 from voxwatch.datasets.catalog import Catalog, bundled_root
 
-from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
+from voxwatch.foundation.events import END_OF_TURN, FINAL, PARTIAL, Timeline
 from voxwatch.harness.measure import audio_sent
 from voxwatch.providers.emulators.replay import Replay
 from voxwatch.providers.emulators.scenario import STTScenario
@@ -124,3 +124,5 @@ def test_the_documented_turn_lifecycle_replayed_through_the_adapter(monkeypatch)
         "Hi I", "Hi I need to", "Hi I need to cancel my subscription.", "Hi I need to cancel my subscription.",
         "Hi I need to cancel my subscription please", PLEASE, PLEASE, PLEASE]
     assert [e.text for e in timeline.of(FINAL)] == [PLEASE]
+    # the EndOfTurn with `"trigger": "model"` is Flux's own end of turn, stamped with the final; no eager one is
+    assert [e.t_ns for e in timeline.of(END_OF_TURN)] == [timeline.of(FINAL)[0].t_ns]

@@ -277,6 +277,7 @@ SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "store": {"url": _store_url, "spool_dir": _text, "spool_fallback_dir": _text_or_empty},
     "run": {"sample_size": _positive_int, "panel_size": _nonnegative_int, "seed": _seed, "timeout_s": _positive_float, "chunk_ms": _positive_int,
             "concurrency": _positive_int, "stall_bound_ms": _bound_ms, "clock_nice": _clock_nice,
+            "eot_wait_s": _nonnegative_float,
             "max_retry_after_s": _positive_float, "backoff_s": _positive_float, "recordings_dir": _text,
             "reconcile_after_s": _positive_float, "reconcile_every_s": _positive_float},
     "schedule": {"every_minutes": _positive_int, "regions": _regions, "time_zones": _time_zones},
@@ -365,6 +366,7 @@ class Config:
     concurrency: int = 1  # `voxwatch run`: measurements at once, at most (fewer while the worker stalls: harness.backpressure)
     clock_nice: int = -10  # the measuring thread's priority while on the clock (foundation.priority); 0: left alone
     stall_bound_ms: float | None = None  # the clock witness: a row less sure of its clocks is excluded; None: METHOD's
+    eot_wait_s: float = 0.0  # a caller stays on the line this long for an STT's own end of turn (METHOD "STT end of turn")
     scenarios_dir: Path = Path("var/scenarios")  # where `voxwatch scenarios import` writes
     noises_dir: Path = Path("var/noises")  # where `voxwatch scenarios noise import` writes
     preference_prompts_dir: Path = Path("var/preference/prompts")  # where `voxwatch preference prompts import` writes
@@ -563,6 +565,7 @@ def load(path: str | Path | None = None, environ: Mapping[str, str] | None = Non
         chunk_ms=values["run"]["chunk_ms"],
         concurrency=values["run"]["concurrency"],
         stall_bound_ms=values["run"]["stall_bound_ms"],
+        eot_wait_s=values["run"]["eot_wait_s"],
         clock_nice=values["run"]["clock_nice"],
         max_retry_after_s=values["run"]["max_retry_after_s"],
         default_backoff_s=values["run"]["backoff_s"],

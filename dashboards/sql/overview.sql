@@ -76,3 +76,24 @@ WHERE c.time_window = ${window:sqlstring}
   AND (c.model_a IN (${model:sqlstring}) OR c.model_b IN (${model:sqlstring}))
 ORDER BY c.board, c.dataset, c.protocol, c.region, c.method_version, c.statistic, c.model_a, c.instrument_a, c.model_b,
          c.instrument_b
+
+-- target: 5 A
+-- The STT's own end of turn (docs/METHOD.md "STT end of turn"), per streaming series: the share of the clips
+-- it ended the turn in while the caller was still speaking (false cut-offs; the noisegap datasets hold a 0.5 s
+-- mid-turn pause) beside the ms from the end of speech to its end of turn (p50, p95), each with its 95 %
+-- interval: the trade-off a turn detector makes. From the aggregates table: voxwatch/metrics/series.py's
+-- eot_figures, computed in Python when the series' rows were written. eot_clips 0: the model emits no
+-- end-of-turn events (the registry's end_of_turn), said in the note.
+SELECT DISTINCT ON (a.model_id, a.dataset, a.region, a.method_version)
+  a.model_id AS model, a.dataset, a.region, a.method_version AS method,
+  a.eot_false_cutoff_share, a.eot_false_cutoff_share_ci_low, a.eot_false_cutoff_share_ci_high,
+  a.eot_p50, a.eot_p50_ci_low, a.eot_p50_ci_high, a.eot_p95, a.eot_clips, a.eot_false_cutoffs,
+  CASE WHEN a.eot_clips = 0 THEN 'no end-of-turn events' END AS note
+FROM aggregates a
+WHERE a.board = 'stt' AND a.protocol = 'stt-stream'
+  AND a.time_window = ${window:sqlstring}
+  AND a.newest_at >= extract(epoch FROM now()) - {{window_seconds(${window:sqlstring})}}
+  AND a.model_id IN (${model:sqlstring})
+  AND a.dataset IN (${dataset:sqlstring})
+  AND a.region IN (${region:sqlstring})
+ORDER BY a.model_id, a.dataset, a.region, a.method_version, a.metric_order

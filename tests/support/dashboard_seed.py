@@ -305,6 +305,10 @@ def _deadline_errors(rows: list[Observation], rng: np.random.Generator) -> None:
                 setattr(r, errors_field(d), r.substitutions + r.deletions + r.insertions + round(missing * (1 - d / 1000)))
 
 
+SPARSE_NO_EOT = GPT_STT
+"""A streaming model of the seed whose rows carry no end-of-turn figures (its protocol has none)."""
+
+
 @pytest.fixture(scope="module")
 def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     """The store, migrated by `voxwatch db upgrade` and filled through PostgresStore.add, and its rows."""
@@ -314,6 +318,10 @@ def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     _deadline_errors(rows, np.random.default_rng(20261208))
     for r in rows:  # the peers' anchor (Silero, padded) falls after the shared VAD's end: a shorter TTFS
         r.ttfs_peer_ms = r.ttfs_ms - PEER_ANCHOR_LATER_MS if r.ttfs_ms is not None else None
+    for i, r in enumerate(rows):  # the STT's own end of turn (METHOD "STT end of turn") on the streaming rows
+        if r.protocol == "stt-stream" and r.status == "ok" and r.model_id != SPARSE_NO_EOT:
+            r.eot_ms = r.ttfs_ms + 40.0 + i % 7 if i % 11 else None  # a few rows with no end of turn after speech
+            r.eot_false_cutoffs = 1 + i % 2 if i % 5 == 0 else 0
     store = open_store(postgres_store_url)
     try:
         assert store.add(rows) == len(rows)

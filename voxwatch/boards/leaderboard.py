@@ -27,7 +27,7 @@ from voxwatch.foundation.observation import Observation
 from voxwatch.boards.marks import ROW_FIELDS as MARK_FIELDS, model_marks
 from voxwatch.boards.prices import FIELDS as PRICE_FIELDS, ShownPrice, price_fields, shown_price
 from voxwatch.metrics.price import BOARD_FIGURE_UNIT
-from voxwatch.boards import kept_off
+from voxwatch.boards import end_of_turn, kept_off
 from voxwatch.boards.listing import fitted, prose
 from voxwatch.providers.lifecycle import CHECK_MAX_AGE_DAYS, Standing
 from voxwatch.providers.registry import ModelInfo, Registry, RegistryError
@@ -189,6 +189,12 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
         held_off = kept_off.stalled_line({m: n for m, n in (stalled or {}).items() if m in {r.model_id for r in mine}},
                                          where)
         lines.extend(prose(n, width, "  ") for n in notes + [held_off] * bool(held_off) + [price_legend(board)])
+        eot = end_of_turn.eot_lines(mine, registry)
+        if eot:
+            lines.append(f"\n{board.upper()} board, end of turn (streaming): false cut-offs against the latency at the end")
+            lines.extend(fitted([end_of_turn.HEADER, *(end_of_turn.cells(e) for e in eot)], width,
+                                right={3, 4, 5, 6}, rule=True))
+            lines.append(prose(end_of_turn.LEGEND, width, "  "))
     lines.append(prose("\n" + ranking_note() + " '-' is not ranked (superseded method, or no interval yet: n < 5 or "
                        "one tick). Intervals [95% CI] are each series' own (`voxwatch compare` shows the pairs).\nn/a: "
                        f"under the statistic's floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. "

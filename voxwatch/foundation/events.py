@@ -25,6 +25,7 @@ AUDIO = "audio"
 RESPONSE = "response"
 CLOSED = "closed"
 CLEARED = "cleared"  # a deployed agent dropped the audio it had queued (Twilio Media Streams `clear`)
+END_OF_TURN = "end_of_turn"  # a streaming STT's own end-of-turn (or end-of-utterance) message, not one voxwatch forced
 
 
 @dataclass(frozen=True)

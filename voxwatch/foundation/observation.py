@@ -50,6 +50,10 @@ class Observation:
     ttfs_peer_ms: float | None = None  # TTFS on the peers' end-of-speech anchor (METHOD "The peers' anchor")
     first_partial_ms: float | None = None
     first_partial_from_t0_ms: float | None = None
+    # the STT's own end of turn (METHOD "STT end of turn"; streaming models whose protocol has one, else None):
+    # its first end-of-turn event after the end of speech's write (ms), and its end-of-turn events inside the speech
+    eot_ms: float | None = None
+    eot_false_cutoffs: int | None = None
     latency_ms: float | None = None
     rtf: float | None = None
     ttfa_ms: float | None = None
@@ -119,6 +123,7 @@ _TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
 _INT64 = 2 ** 63
 _AT_LEAST = {"attempt": 1, "clock_uncertainty_ms": 0, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
              "entities_missed": 0, "errors_at_0ms": 0, "errors_at_250ms": 0, "errors_at_500ms": 0, "errors_at_1000ms": 0, "retry_after_s": 0, "stall_count": 0, "stall_ms": 0,
+             "eot_false_cutoffs": 0,
              "started_at": 0}
 _VOCABULARY = {"status": STATUSES, "board": BOARDS, "arrival_stamp": ("kernel", "user")}
 

@@ -28,6 +28,8 @@ from voxwatch.datasets.catalog import Dataset
 from voxwatch.datasets.manifest import Clip, Prompt, file_stem
 from voxwatch.metrics import METHOD_VERSION
 from voxwatch.metrics.onset import ONSET_VERSION, levels
+from voxwatch.metrics.as_sent import sent_at_ns
+from voxwatch.metrics.end_of_turn import end_of_turn
 from voxwatch.metrics.peer_anchor import peer_speech_end
 from voxwatch.metrics.stalls import playout_stalls
 from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
@@ -44,17 +46,18 @@ from voxwatch.foundation.text import safe_text
 from voxwatch.foundation.languages import is_english
 from voxwatch.providers.base import HarnessFault, ProviderError, in_language, on_wire
 from voxwatch.providers.session.close_codes import closed
-from voxwatch.foundation.events import CHUNK_SENT, CONNECT_START, CONNECTED, REQUEST_SENT, RESPONSE, Clock, Timeline
+from voxwatch.foundation.events import (CHUNK_SENT, CONNECT_START, CONNECTED, END_OF_TURN, REQUEST_SENT, RESPONSE,
+                                        Clock, Timeline)
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.local.dnsmos_quality import INSTRUMENT_ID as QUALITY_INSTRUMENT
 from voxwatch.providers.registry import ModelInfo
 
-from voxwatch.harness.pacer import paced_send
+from voxwatch.harness.pacer import paced_send, paced_silence
 
 TRIM_AFTER_SPEECH_S = 0.1
 CLOCK_FIELDS = ("connect_ms", "ttfs_ms", "ttfs_peer_ms", "first_partial_ms", "first_partial_from_t0_ms", "latency_ms",
                 "rtf", "ttfa_ms", "ttfb_ms", "leading_silence_ms", "synthesis_ms", "v2v_ms", "pacing_error_ms",
-                "stall_count", "stall_ms")
+                "stall_count", "stall_ms", "eot_ms", "eot_false_cutoffs")
 
 
 class Inaudible(Exception):
@@ -92,6 +95,9 @@ class MeasureContext:
     recordings_dir: Path | None = None  # S2S call recordings; a temporary file when None
     on_timeline: Callable[[Timeline], None] | None = None  # calibration: sees each timeline as it is made
     stall_bound_ms: float | None = None  # the clock witness's bound ([run] stall_bound_ms); None: the method's
+    # a streaming STT that emits end-of-turn events: how long the caller stays on the line in silence after the
+    # clip, until the STT's own end of turn (METHOD "STT end of turn"); 0: it ends the stream as every caller does
+    eot_wait_s: float = 0.0
 
 
 def _timeline(ctx: MeasureContext) -> Timeline:
@@ -178,10 +184,12 @@ def audio_sent(dataset: Dataset, clip: Clip) -> bytes:
 
 
 async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, ctx: MeasureContext,
-                       wait) -> tuple[bytes, Timeline]:
+                       wait, stays_s: float = 0.0) -> tuple[bytes, Timeline]:
     """What a caller does (STT stream and S2S alike): connect, speak the clip in real time, end the
     turn, then wait (`wait(session)`) for the provider's answer within the time limit. A dataset with
-    a wire format (the phone line's mu-law) is sent in it; the PCM is returned either way."""
+    a wire format (the phone line's mu-law) is sent in it; the PCM is returned either way. `stays_s`:
+    before it ends the turn, the caller stays on the line in silence up to that long, until the STT's
+    own end of turn after the end of speech (END_OF_TURN)."""
     pcm = audio_sent(dataset, clip)
     wire = dataset.wire
     sent, bytes_per_sample = (pcm, 2) if wire is None else \
@@ -190,6 +198,10 @@ async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, 
     session = await _connect(adapter.connect(timeline), timeline, row, ctx)
     try:
         await paced_send(session, sent, clip.sample_rate, ctx.chunk_ms, timeline, bytes_per_sample)
+        if stays_s > 0:
+            spoken = sent_at_ns(timeline, clip.speech_end * clip.sample_rate, clip.sample_rate)
+            await paced_silence(session, timeline, clip.sample_rate, ctx.chunk_ms, b"\xff" if wire else b"\x00\x00",
+                                stays_s, lambda: any(e.t_ns >= spoken for e in timeline.of(END_OF_TURN)))
         row.pacing_error_ms = pacing_error_ms(timeline)
         await session.end_audio()
         await asyncio.wait_for(wait(session), ctx.timeout_s)
@@ -201,7 +213,8 @@ async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, 
 
 async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation,
                       ctx: MeasureContext) -> After:
-    _, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final())
+    _, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final(),
+                                     ctx.eot_wait_s if model.end_of_turn else 0.0)
 
     async def compute() -> None:
         m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end, peer_end(dataset, clip),
@@ -212,6 +225,9 @@ async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, r
         row.ttfs_ms, row.first_partial_ms, row.first_partial_from_t0_ms = (m.ttfs_ms, m.first_partial_ms,
                                                                            m.first_partial_from_t0_ms)
         row.ttfs_peer_ms = m.ttfs_peer_ms
+        if model.end_of_turn:
+            turn = end_of_turn(timeline, clip.speech_start, clip.speech_end, sample_rate=clip.sample_rate)
+            row.eot_ms, row.eot_false_cutoffs = turn.eot_ms, turn.false_cutoffs
         _score(row, clip.text, m.hypothesis, clip.entities)
         _score_deadlines(row, timeline, clip, getattr(adapter, "partial_scope", SEGMENT))
     return compute

@@ -86,3 +86,26 @@ async def paced_send(session, pcm16: bytes, sample_rate: int, chunk_ms: int, tim
             timeline.mark(CHUNK_SENT, at_ns=await _written(session, chunk, timeline.clock),
                           n_samples=len(chunk) // bytes_per_sample, deadline_ns=deadline)
     return len(chunks)
+
+
+async def paced_silence(session, timeline: Timeline, sample_rate: int, chunk_ms: int, silence: bytes, most_s: float,
+                        done) -> int:
+    """Go on after the audio with silence on the same deadline grid (a caller who has stopped talking
+    and stays on the line), one chunk of `silence` (one sample's bytes, repeated) a period, until
+    `done()` or `most_s` seconds of it; returns the chunks written. Each is a CHUNK_SENT like the audio's."""
+    last = [e for e in timeline.of(CHUNK_SENT) if e.deadline_ns is not None]
+    if not last or most_s <= 0:
+        return 0
+    period = chunk_ms * 1_000_000
+    samples = sample_rate * chunk_ms // 1000
+    chunk = silence * samples
+    written = 0
+    while written * chunk_ms < most_s * 1000 and not done():
+        deadline = last[-1].deadline_ns + (written + 1) * period
+        await sleep_until(deadline, timeline.clock)
+        if done():
+            break
+        timeline.mark(CHUNK_SENT, at_ns=await _written(session, chunk, timeline.clock), n_samples=samples,
+                      deadline_ns=deadline)
+        written += 1
+    return written

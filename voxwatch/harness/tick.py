@@ -289,7 +289,7 @@ async def measure_task(config: Config, task: Task, adapter, run_id: str, seed: i
                          chunk_ms=config.chunk_ms, recordings_dir=config.recordings_dir, instrument=instrument if heard(task) else None,
                          instrument_id=instrument_id, secrets=secrets, emulator=getattr(adapter, "emulator", False),
                          quality=speech_quality if task.model.board in ("tts", "s2s") else None,
-                         stall_bound_ms=config.stall_bound_ms)
+                         stall_bound_ms=config.stall_bound_ms, eot_wait_s=config.eot_wait_s)
     if isinstance(adapter, Exception):
         return failed_observation(task.model, task.dataset, task.item, ctx, "error",
                                   f"adapter unavailable: {adapter}")

@@ -19,8 +19,9 @@ P_DIGITS = 3
 
 IN_UNIT = ("mean", "p50", "p95", "p99", "max", "std", "p50_ci", "p95_ci", "mean_ci")
 """A leaderboard row's statistics in its metric's unit; its other floats are fractions (but IN_MS's)."""
-IN_MS = ("stall_ms_p50", "stall_ms_p95")
-"""A leaderboard row's series figures in ms whatever its metric: a TTS series' stall totals."""
+IN_MS = ("stall_ms_p50", "stall_ms_p95", "eot_p50", "eot_p95", "eot_p50_ci", "eot_p95_ci")
+"""A leaderboard row's series figures in ms whatever its metric: a TTS series' stall totals, an STT series'
+end-of-turn latencies (METHOD "STT end of turn")."""
 
 
 def signed(v: float, places: int) -> str:
@@ -50,7 +51,7 @@ def metric_record(record: Mapping, unit: str) -> dict:
     for name, value in record.items():
         if isinstance(value, float) or (isinstance(value, (tuple, list)) and value
                                         and all(isinstance(v, float) for v in value)):
-            out[name] = rounded(value, unit if name in IN_UNIT else "ms" if name in IN_MS else "fraction")
+            out[name] = rounded(value, "ms" if name in IN_MS else unit if name in IN_UNIT else "fraction")
     return out
 
 

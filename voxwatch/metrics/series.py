@@ -130,6 +130,15 @@ class MetricRow:
     wer_at_500ms_ci: tuple[float, float] | None = None
     wer_at_1000ms_ci: tuple[float, float] | None = None
     deadline_clips: int = 0
+    # streaming STT, models with end-of-turn events (METHOD "STT end of turn"; metrics.end_of_turn): None when not scored
+    eot_clips: int = 0  # the ok rows scored for end of turn (0: the model emits no end-of-turn events)
+    eot_p50: float | None = None
+    eot_p95: float | None = None
+    eot_p50_ci: tuple[float, float] | None = None
+    eot_p95_ci: tuple[float, float] | None = None
+    eot_false_cutoffs: int = 0  # end-of-turn events inside the speech, over the scored rows
+    eot_false_cutoff_share: float | None = None
+    eot_false_cutoff_share_ci: tuple[float, float] | None = None
 
 
 def flat(row: MetricRow) -> dict:
@@ -235,6 +244,8 @@ class SeriesData:
     errors_at_250ms: Sequence[int | None] = ()  # (None: not measured)
     errors_at_500ms: Sequence[int | None] = ()
     errors_at_1000ms: Sequence[int | None] = ()
+    eot: Sequence[float | None] = ()  # empty, or one entry per row: eot_ms (None: none, or not scored)
+    cutoffs: Sequence[int | None] = ()  # empty, or one entry per row: eot_false_cutoffs (None: not scored)
 
 
 def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -310,7 +321,8 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
         clip_wer_p50=percentile(per_clip, 50), clip_wer_p95=percentile(per_clip, 95),
         clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None,
         **speech_quality(statuses, data.quality, everything), **answer_accuracy(statuses, data.answers, everything),
-        **playback_stalls(statuses, data.stalls, everything), **wer_at_deadlines(statuses, data, everything))
+        **playback_stalls(statuses, data.stalls, everything), **wer_at_deadlines(statuses, data, everything),
+        **eot_figures(statuses, data, everything))
 
     out = []
     for spec in for_protocol(protocol, headline_only=True):
@@ -367,6 +379,8 @@ def playback_stalls(statuses: np.ndarray, stalls: Sequence[float | None], d: Des
     return dict(stall_share=share, stall_clips=int(totals.size),
                 stall_share_ci=rate_ci(stalled, d.subset(measured)) if share is not None else None,
                 stall_ms_p50=percentile(totals, 50), stall_ms_p95=percentile(totals, 95))
+
+
 def wer_at_deadlines(statuses: np.ndarray, data: SeriesData, d: Design) -> dict:
     """A series' pooled WER at each deadline after the end of speech (METHOD "WER at the deadline"):
     sum(S + D + I at D) / sum(N) over its ok rows scored at the deadlines, n/a below MIN_N such rows,
@@ -382,6 +396,25 @@ def wer_at_deadlines(statuses: np.ndarray, data: SeriesData, d: Design) -> dict:
         out[name], out[f"{name}_ci"] = wer, _wer_ci(wer, errors, words, d.subset(scored))
         out["deadline_clips"] = max(out.get("deadline_clips", 0), int(words.size))
     return out
+
+
+def eot_figures(statuses: np.ndarray, data: SeriesData, d: Design) -> dict:
+    """A series' end-of-turn figures (METHOD "STT end of turn"): eot latency p50 / p95 over the ok rows
+    scored for end of turn that have one, and the share of those rows with a false cut-off, each with
+    its clustered interval (the floors and intervals of every percentile and rate here)."""
+    if not len(data.cutoffs):
+        return {}
+    counted = np.asarray(data.cutoffs, dtype=np.float64)  # None becomes NaN: not scored
+    scored = (statuses == "ok") & ~np.isnan(counted)
+    latency = np.asarray(data.eot if len(data.eot) else [None] * statuses.size, dtype=np.float64)
+    timed = scored & ~np.isnan(latency)
+    x, on = latency[timed], d.subset(timed)
+    hits = (counted[scored] > 0).astype(np.float64)
+    share = float(hits.mean()) if hits.size >= MIN_ATTEMPTS else None
+    return dict(eot_clips=int(scored.sum()), eot_p50=percentile(x, 50), eot_p95=percentile(x, 95),
+                eot_p50_ci=quantile_ci(x, 50, on), eot_p95_ci=quantile_ci(x, 95, on),
+                eot_false_cutoffs=int(counted[scored].sum()), eot_false_cutoff_share=share,
+                eot_false_cutoff_share_ci=rate_ci(hits, d.subset(scored)) if share is not None else None)
 
 
 def _clustered_enough(d: Design) -> bool:

@@ -49,7 +49,8 @@ def pooled(parts: Mapping[str, SeriesData]) -> SeriesData:
                       ticks=joined("ticks"), values=values, errors=joined("errors"), words=joined("words"),
                       entities_missed=optional("entities_missed"), entities_total=optional("entities_total"),
                       quality=optional("quality"), answers=optional("answers"),
-                      stalls=optional("stalls"), **{name: optional(name) for name in ERRORS_FIELDS})
+                      stalls=optional("stalls"), **{name: optional(name) for name in ERRORS_FIELDS},
+                      eot=optional("eot"), cutoffs=optional("cutoffs"))
 
 
 @dataclass(frozen=True)

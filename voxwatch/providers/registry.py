@@ -94,6 +94,7 @@ class ModelInfo:
     baseline: bool = False  # a reference voxwatch built (a script, no model): labelled "baseline" wherever it shows
     transport: str | None = None  # a deployed agent's (vendor "agent"): TRANSPORTS
     sample_rate: int | None = None  # a pcm-ws agent's audio rate, both ways
+    end_of_turn: bool = False  # a streaming STT whose adapter stamps the vendor's own end-of-turn events (METHOD "STT end of turn")
 
     def price_stale(self, day: dt.date) -> bool:
         """Its price was checked longer ago than a check is trusted (CHECK_MAX_AGE_DAYS)."""
@@ -139,10 +140,11 @@ _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": s
            "checked": dt.date, "source": str, "deprecated": dt.date, "shutdown": dt.date, "successor": str,
            "session_limit_s": int, "undated": str, "session_limit_unknown": str, "description": str,
            "price_usd": object, "price_output_usd": object, "price_unit": str, "price_source": str,
-           "price_checked": dt.date, "baseline": bool, "transport": str, "sample_rate": int}  # a price's numbers are checked by metrics.price.problem
+           "price_checked": dt.date, "baseline": bool, "transport": str, "sample_rate": int,
+           "end_of_turn": bool}  # a price's numbers are checked by metrics.price.problem
 _PRICE = ("price_usd", "price_output_usd", "price_unit", "price_source", "price_checked")
 _OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
-             "session_limit_unknown", "description", "baseline", "transport", "sample_rate", *_PRICE}
+             "session_limit_unknown", "description", "baseline", "transport", "sample_rate", "end_of_turn", *_PRICE}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
 _VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str,
                   "speaks": str, "base_url": str, "key_env": str}
@@ -194,6 +196,8 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
     if entry["board"] == "s2s" and (limit is None) == (unknown is None):
         raise RegistryError(f"{where}: {mid} needs either session_limit_s (the vendor's longest session, which "
                             "conversations rotate before) or session_limit_unknown (why the vendor documents none)")
+    if entry.get("end_of_turn") and entry["protocol"] != "stt-stream":
+        raise RegistryError(f"{where}: end_of_turn is a streaming STT's; {mid} is {entry['protocol']}")
     exclusions = []
     for ex in entry.get("exclusions", []):
         if set(ex) != {"metric", "reason"}:
@@ -205,7 +209,8 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
                      successor=entry.get("successor"), session_limit_s=limit, undated=entry.get("undated"),
                      session_limit_unknown=unknown, description=entry.get("description"),
                      price=_price(entry, f"{where} ({mid})"), baseline=entry.get("baseline", False),
-                     transport=entry.get("transport"), sample_rate=entry.get("sample_rate"))
+                     transport=entry.get("transport"), sample_rate=entry.get("sample_rate"),
+                     end_of_turn=entry.get("end_of_turn", False))
 
 
 def _price(entry: dict[str, Any], where: str) -> Price | None:

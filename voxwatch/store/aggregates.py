@@ -36,7 +36,8 @@ Public: store.board_series reads a board's series the same narrow way."""
 _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headline metric sits in a fetched row
 _PER_ROW = {"errors": "f.substitutions + f.deletions + f.insertions", "words": "f.ref_words",
             "entities_missed": "f.entities_missed", "entities_total": "f.entities_total", "quality": "f.quality_mos",
-            "answers": "f.answer_correct", "stalls": "f.stall_ms", **{name: f"f.{name}" for name in ERRORS_FIELDS}}
+            "answers": "f.answer_correct", "stalls": "f.stall_ms", **{name: f"f.{name}" for name in ERRORS_FIELDS},
+            "eot": "f.eot_ms", "cutoffs": "f.eot_false_cutoffs"}
 """The SeriesData columns a fetched row ends with (after the headline metrics), and the SQL of each."""
 _PER_ROW_AT = {name: 5 + len(HEADLINE) + i for i, name in enumerate(_PER_ROW)}
 _LONGEST = max(WINDOWS.values())

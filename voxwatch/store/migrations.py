@@ -256,6 +256,9 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # TTS playback stalls: each row's count of stalls after the audible onset and their total (METHOD "TTS:
     # playback stalls")
     (24, _facts("stall_count", "stall_ms")),
+    # a streaming STT's own end of turn: its latency after the end of speech and its false cut-offs (METHOD
+    # "STT end of turn")
+    (25, _facts("eot_ms", "eot_false_cutoffs")),
 ]
 
 

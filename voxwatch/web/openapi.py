@@ -191,6 +191,12 @@ def document() -> dict:
                       f"null under 5 (METHOD \"WER at the deadline\")"} for d, name in zip(DEADLINES_MS, WER_FIELDS)},
             "deadline_clips": {"type": "integer", "description": "the ok rows scored at the deadlines after the end of "
                                "speech (0: batch, TTS, S2S, or rows stored before method 17)"},
+            "eot_clips": {"type": "integer", "description": "streaming STT: the ok rows scored for the STT's own end "
+                          "of turn; 0 for a model that emits no end-of-turn events (METHOD \"STT end of turn\")"},
+            "eot_p50": {**_NULLABLE_NUMBER, "description": "streaming STT: the median ms from the end of speech's write "
+                        "to the STT's first end-of-turn event after it; null under 5 rows with one"},
+            "eot_false_cutoff_share": {**_NULLABLE_NUMBER, "description": "streaming STT: the share of the scored rows "
+                                       "in which the STT ended the turn inside the speech (a false cut-off); null under 5"},
             "model_status": {**_STATUS, "description": "the model's status on status_date: retired from its vendor's "
                              "shutdown date (its rows stay); null for an id the registry no longer has"},
             "model_notice": {**_NULLABLE_STRING, "description": "'retired 2027-01-20; successor ...', or 'retiring "

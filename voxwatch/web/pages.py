@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from voxwatch.boards import kept_off, leaderboard
+from voxwatch.boards import end_of_turn, kept_off, leaderboard
 from voxwatch.boards.marks import Marks, model_marks
 from voxwatch.metrics.preliminary import row_reason
 from voxwatch.foundation.scenario import DIMENSIONS
@@ -116,9 +116,10 @@ def board_page(request: Request) -> Response:
     alerts = {series_id(e.row).rows_key: e.alerts for e in entries if e.alerts}
     conversations = conversation_views.conversation_board(source, window) if board == "s2s" else None
     stalled = kept_off.stalled_line(source.stalled(board, leaderboard.since(window)), f"in the last {window}")
+    eot = [(end_of_turn.cells(line), line.emits) for line in end_of_turn.eot_lines(shown, request.app.state.registry)]
     return _render(request, "board.html", **context, board=board, dataset=f.dataset, tables=tables,
                    series_alerts=alerts, conversations=conversations, stalled=stalled,
-                   stat_lines=conversation_views.stat_lines)
+                   stat_lines=conversation_views.stat_lines, eot=eot, eot_header=end_of_turn.HEADER)
 
 
 def stored_conversation(request: Request) -> Conversation:

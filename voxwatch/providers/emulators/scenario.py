@@ -60,6 +60,14 @@ class STTScenario:
     # cadence above: the injected truth of the transcript at each moment (script_text_at); its last
     # result is a final
     script: tuple[Scripted, ...] = ()
+    # the STT's own end of turn (METHOD "STT end of turn"): where a protocol's end of turn is a message of
+    # its own (Speechmatics' EndOfUtterance), it goes `eot_ms` after the end of speech (+ jitter; None:
+    # with the final, final_ms); where it is the final itself (Flux's EndOfTurn, AssemblyAI's end-of-turn
+    # Turn, Deepgram's speech_final) it is the final. `cutoffs_s`: seconds after the first chunk's arrival
+    # (on the anchors' clock) at which the emulator ends the turn mid-speech, the injected false cut-offs
+    # (spoken by the Flux and Speechmatics emulators; the others ignore them)
+    eot_ms: float | None = None
+    cutoffs_s: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         check(self.fault)
@@ -105,16 +113,24 @@ class STTScenario:
         return next(((a, b) for key, a, b in self.anchors if key == digest), (self.speech_start_s, self.speech_end_s))
 
     def truth(self, first_chunk: bytes) -> dict[str, float]:
+        """The injected truth: first partial, TTFS and the end of turn (ms, from the anchors as the
+        emulator reckons them), and how many cut-offs fall inside the speech."""
         j = jitter_ms(first_chunk, self.jitter_ms)
-        return {"first_partial_ms": self.first_partial_ms + j, "ttfs_ms": self.final_ms + j}
+        start, end = self.anchors_for(first_chunk)
+        return {"first_partial_ms": self.first_partial_ms + j, "ttfs_ms": self.final_ms + j,
+                "eot_ms": (self.final_ms if self.eot_ms is None else self.eot_ms) + j,
+                "eot_false_cutoffs": sum(1 for c in self.cutoffs_s if start <= c < end)}
 
     def turn(self, first_chunk: bytes, t0_ns: int) -> Turn:
         """The schedule of one stream whose first audio chunk (`first_chunk`) arrived at `t0_ns`."""
         j = jitter_ms(first_chunk, self.jitter_ms)
         speech_start, speech_end = self.anchors_for(first_chunk)
         transcript = self.transcript_for(first_chunk)
+        eot_ms = self.final_ms if self.eot_ms is None else self.eot_ms
         return Turn(transcript, transcript.split(), t0_ns + int((speech_start * 1000 + self.first_partial_ms + j) * 1e6),
-                    t0_ns + int((speech_end * 1000 + self.final_ms + j) * 1e6), int(self.partial_every_ms * 1e6))
+                    t0_ns + int((speech_end * 1000 + self.final_ms + j) * 1e6), int(self.partial_every_ms * 1e6),
+                    eot_at=t0_ns + int((speech_end * 1000 + eot_ms + j) * 1e6),
+                    cutoffs_at=tuple(sorted(t0_ns + int(c * 1e9) for c in self.cutoffs_s)))
 
 
 @dataclass(frozen=True)
@@ -127,24 +143,43 @@ class Turn:
     first_partial_at: int
     final_at: int
     every_ns: int
+    eot_at: int | None = None  # the STT's own end of turn, where it is a message of its own
+    cutoffs_at: tuple[int, ...] = ()  # mid-speech ends of turn (ns), in order
 
-    async def partials(self) -> AsyncIterator[int]:
-        """Wait for each partial's deadline, then yield how many words it holds (1, 2, ...)."""
+    async def partials(self, cutoffs: bool = False) -> AsyncIterator[int]:
+        """Wait for each partial's deadline, then yield how many words it holds (1, 2, ...); with
+        `cutoffs`, each cut-off (`cutoffs_at`) before the final is yielded in its place in time as minus
+        the words said by then (0 or less)."""
         at, k = self.first_partial_at, 1
+        cutoffs = [c for c in self.cutoffs_at if c < self.final_at] if cutoffs else []
         while at < self.final_at:
+            while cutoffs and cutoffs[0] < at:
+                await sleep_until(cutoffs.pop(0))
+                yield -(k - 1)
             await sleep_until(at)
             yield k
             k, at = min(k + 1, len(self.words)), at + self.every_ns
+        for cutoff in cutoffs:
+            await sleep_until(cutoff)
+            yield -k
 
 
 async def send_partials(emulator, ws, turn: Turn, fault: str | None, broken: str,
-                        send: Callable[[int], Awaitable[None]]) -> bool:
+                        send: Callable[[int], Awaitable[None]],
+                        cut_off: Callable[[int], Awaitable[None]] | None = None) -> bool:
     """A streaming STT emulator's partials: `send(k)` sends the partial of the turn's first k words on
     the turn's cadence (the first recorded in the ledger), with the stream faults committed on the way:
     `broken` (a message that breaks the vendor's protocol) before each partial under `malformed`, and a
     drop or a close in place of the first under `disconnect` / `close:<code>`. False when a fault ended
-    the stream (nothing more is owed to it)."""
-    async for k in turn.partials():
+    the stream (nothing more is owed to it). `cut_off(k)`, where the emulator speaks them, ends the turn
+    mid-speech with k words said at each of the turn's cut-offs (each recorded as `cutoff:<n>`)."""
+    cut = 0
+    async for k in turn.partials(cutoffs=cut_off is not None):
+        if k <= 0:
+            cut += 1
+            record(emulator, turn.transcript, f"cutoff:{cut}")
+            await cut_off(-k)
+            continue
         if fault == "malformed":
             await ws.send(broken)
         elif breaks(fault):

@@ -24,6 +24,12 @@ Protocol facts followed (AssemblyAI streaming AsyncAPI spec and the assemblyai-p
   it is not requested, and if one ever arrives it is ignored (the turn already has its final).
 - A clip may hold several turns; each turn's final is a FINAL event, so the hypothesis is the
   joined turns and TTFS the last turn's final.
+- End of turn (METHOD "STT end of turn"): AssemblyAI's own end of a turn is a Turn with
+  `end_of_turn: true`, decided by its turn detector (`end_of_turn_confidence_threshold`,
+  `min_end_of_turn_silence_when_confident` 400 ms and `max_turn_silence` 1280 ms by default:
+  assemblyai.com/docs/api-reference/streaming-api/streaming-api). One that arrives before voxwatch
+  sent ForceEndpoint is stamped END_OF_TURN beside its FINAL; after it, the protocol cannot tell the
+  model's from the forced one, so none is.
 - `{"type": "ForceEndpoint"}` ends the open turn now; `{"type": "Terminate"}` makes the server flush
   what it has, send `Termination` and close. `{"type": "Error", "error": ..}` (or a bare `error`)
   and close codes (4001 not authorized, 4102/3009 stream or concurrency limits, 3005/1011 server
@@ -49,7 +55,7 @@ import websockets
 from voxwatch.providers.base import HarnessFault, ProviderError, takes_language
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
-from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
+from voxwatch.foundation.events import END_OF_TURN, FINAL, PARTIAL, Timeline
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.stamped import received
 from voxwatch.providers.session.ws_session import ReaderSession, malformed
@@ -168,6 +174,8 @@ class AssemblyAISession(ReaderSession):
             self._finalized.add(order)
             self._open_turn = False
             self.timeline.mark(FINAL, at, text=transcript)
+            if not self._forced:
+                self.timeline.mark(END_OF_TURN, at)
             if self._forced:
                 self._final_after_force.set()
         else:

@@ -9,6 +9,11 @@ close-stream.mdx):
   `channel.alternatives[0].transcript`; `is_final` marks a finalized segment (finals come per
   segment: the hypothesis is the joined segments, TTFS the last worded one's arrival), interim
   results otherwise; `speech_final` marks the segment Deepgram's endpointing closed.
+- End of turn (METHOD "STT end of turn"): endpointing "is enabled by default and set to 10
+  milliseconds": when its VAD hears that much silence after speech, the segment's final comes with
+  `speech_final: true` (developers.deepgram.com/docs/endpointing). Such a final, unless it is
+  Finalize's reply (`from_finalize: true`), is stamped END_OF_TURN beside its FINAL. `UtteranceEnd`
+  needs `utterance_end_ms` (developers.deepgram.com/docs/utterance-end), not asked for here: none comes.
 - `{"type": "Finalize"}` flushes: Deepgram processes what audio it still holds and the final
   comes back with `from_finalize: true`. That reply is not guaranteed when no significant audio
   is left to process, which is the usual case here: the clip ends 100 ms after the last word,
@@ -34,7 +39,7 @@ from urllib.parse import urlencode
 
 from voxwatch.providers.base import ProviderError, language_copy
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
-from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
+from voxwatch.foundation.events import END_OF_TURN, FINAL, PARTIAL, Timeline
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.stamped import received
 from voxwatch.providers.session.ws_session import ReaderSession
@@ -101,6 +106,8 @@ class DeepgramSession(ReaderSession):
             if kind == "Results":
                 text = data["channel"]["alternatives"][0]["transcript"]
                 self.timeline.mark(FINAL if data.get("is_final") else PARTIAL, at, text=text)
+                if data.get("speech_final") is True and not data.get("from_finalize"):
+                    self.timeline.mark(END_OF_TURN, at)
                 if data.get("from_finalize"):
                     self._done.set()
             elif kind == "Metadata":

@@ -28,6 +28,12 @@ Protocol facts followed (read 2026-12-07; docs/vendor-notes/stt-deepgram-flux.md
   docs/flux/force-end-turn, changelog 2026-08-28) ends the active turn with an `EndOfTurn` whose
   `trigger` is `"manual"` (`"model"` for a native one).
 
+- End of turn (METHOD "STT end of turn"): an `EndOfTurn` with `"trigger": "model"` is Flux's own
+  end-of-turn detection ("Automatic ... EndOfTurn carries "trigger": "model""; a ForceEndTurn's
+  carries `"manual"`: docs/flux/force-end-turn, changelog 2026-08-28), stamped END_OF_TURN beside its
+  FINAL; an EndOfTurn without `trigger` (before the field existed) counts as the model's unless
+  ForceEndTurn had been sent. EagerEndOfTurn is a guess Flux may withdraw: not an end of turn.
+
 So `end_audio` sends ForceEndTurn, then CloseStream: the last turn is final at the forced (or the
 model's own, if it came first) EndOfTurn, and the turn ends when Flux closes after CloseStream. TTFS
 is the arrival of the last EndOfTurn with words: the forced one, a choice recorded here because a
@@ -40,7 +46,7 @@ from __future__ import annotations
 import copy
 from urllib.parse import urlencode
 
-from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
+from voxwatch.foundation.events import END_OF_TURN, FINAL, PARTIAL, Timeline
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.close_codes import closed
@@ -87,6 +93,7 @@ class FluxSession(ReaderSession):
     def __init__(self, ws, timeline: Timeline) -> None:
         self.timeline = timeline
         self._closing = False  # CloseStream sent: Flux's close is the end of the results
+        self._forced = False  # ForceEndTurn sent: an EndOfTurn with no trigger may be the forced one
         super().__init__(ws)
 
     async def _read(self) -> None:
@@ -103,6 +110,8 @@ class FluxSession(ReaderSession):
                 raise TypeError("a TurnInfo transcript is not a string")
             if event == "EndOfTurn":
                 self.timeline.mark(FINAL, at, text=text)
+                if data.get("trigger", "manual" if self._forced else "model") == "model":
+                    self.timeline.mark(END_OF_TURN, at)
             elif event in INTERIM:
                 if text:
                     self.timeline.mark(PARTIAL, at, text=text)
@@ -116,6 +125,7 @@ class FluxSession(ReaderSession):
 
     async def end_audio(self) -> None:
         """ForceEndTurn (the last turn's EndOfTurn, forced), then CloseStream (Flux closes when done)."""
+        self._forced = True
         await self._send_event({"type": "ForceEndTurn"})
         await self._close_stream()
 

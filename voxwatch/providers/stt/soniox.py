@@ -24,8 +24,10 @@ Protocol facts followed (read 2026-12-07 from stored copies of the vendor's page
 - `{"type": "finalize"}` finalizes everything sent so far: the server returns the remaining tokens
   as final, then the marker token `<fin>` (soniox.com/docs/stt/real-time-API/manual-finalization).
   That is the forced final, sent at the end of the caller's audio. `<end>` is the endpoint-detection
-  marker (soniox.com/docs/stt/rt/endpoint-detection); endpoint detection is not requested.
-  Markers are not words: they never reach a transcript.
+  marker (soniox.com/docs/stt/rt/endpoint-detection: with `enable_endpoint_detection`, "a special
+  <end> token is returned", always final, once at the end of the segment); endpoint detection is
+  not requested, so none is expected, but one that comes is stamped END_OF_TURN (METHOD "STT end of
+  turn"; the registry says these models emit none). Markers are not words: they never reach a transcript.
 - End of audio is an empty *text* frame `""` (soniox-js `finish()`; soniox/soniox-python
   tests/realtime/cases.py @ 10edf2da: "The final `""` is the FINISH control message"); the server
   sends what remains, a last message with `"finished": true`, and closes.
@@ -49,7 +51,7 @@ import json
 
 import websockets
 
-from voxwatch.foundation.events import FINAL, PARTIAL, Stamp, Timeline
+from voxwatch.foundation.events import END_OF_TURN, FINAL, PARTIAL, Stamp, Timeline
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.close_codes import closed
@@ -133,6 +135,8 @@ class SonioxSession(ReaderSession):
                 raise TypeError("a token's text or is_final is of the wrong type")
             if text in MARKERS:
                 marker = True
+                if text == "<end>":  # endpoint detection's end of an utterance (METHOD "STT end of turn")
+                    self.timeline.mark(END_OF_TURN, at)
             elif is_final:
                 final += text
             else:

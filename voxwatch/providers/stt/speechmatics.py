@@ -31,8 +31,16 @@ protocol guides, and the speechmatics-python-sdk `rt` client):
 - `Error` (`type`, `reason`) ends the session, followed by a close (4001 not authorised,
   4005 quota, 4013 job error, 1011 internal error, 1003 protocol error).
 
+- End of utterance (docs.speechmatics.com/speech-to-text/realtime/turn-detection): with
+  `conversation_config.end_of_utterance_silence_trigger` in `transcription_config` (0 to 2 s; the
+  docs' example is 0.5, taken here), "if the configured interval passes without another word being
+  detected ... the server sends a final transcript message to the client, followed by an extra
+  EndOfUtterance message". One that comes before voxwatch sent ForceEndOfUtterance is the server's
+  own end of utterance, stamped END_OF_TURN (METHOD "STT end of turn"); after it, the forced one
+  cannot be told from it, so none is.
+
 Settings measured: `max_delay` 0.7 s (the minimum, in Speechmatics' low-latency configuration)
-with `max_delay_mode` flexible and partials on.
+with `max_delay_mode` flexible and partials on; end-of-utterance detection after 0.5 s of silence.
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ from voxwatch.foundation.languages import primary
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
-from voxwatch.foundation.events import FINAL, PARTIAL, Timeline
+from voxwatch.foundation.events import END_OF_TURN, FINAL, PARTIAL, Timeline
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.stamped import received
 from voxwatch.providers.session.ws_session import ReaderSession, malformed
@@ -58,6 +66,7 @@ GLOBAL_URL = "wss://global.rt.speechmatics.com"
 REGIONAL_URLS = {"eu": "wss://eu.rt.speechmatics.com", "europe": "wss://eu.rt.speechmatics.com",
                  "us": "wss://us.rt.speechmatics.com"}  # a worker region's first word -> its endpoint
 MAX_DELAY_S = 0.7
+EOU_SILENCE_S = 0.5  # end_of_utterance_silence_trigger: the docs' example value
 CLOSE_WAIT_S = 2.0
 # Error.type -> row status; any other type is an "error"
 ERROR_STATUS = {"not_authorised": "auth_error", "quota_exceeded": "rate_limited", "timelimit_exceeded": "rate_limited",
@@ -121,7 +130,8 @@ class SpeechmaticsSTT:
                 "message": "StartRecognition",
                 "audio_format": {"type": "raw", "encoding": self.encoding, "sample_rate": self.sample_rate},
                 "transcription_config": {"language": self.language, "model": self.model_name, "enable_partials": True,
-                                         "max_delay": MAX_DELAY_S, "max_delay_mode": "flexible"}}))
+                                         "max_delay": MAX_DELAY_S, "max_delay_mode": "flexible",
+                                         "conversation_config": {"end_of_utterance_silence_trigger": EOU_SILENCE_S}}}))
             while True:
                 message = await ws.recv()
                 ws.arrivals.popleft()  # keep the arrival stamps in step with the messages
@@ -168,6 +178,8 @@ class SpeechmaticsSession(ReaderSession):
             elif kind == "EndOfUtterance":
                 if self._forced:
                     self._utterance_ended.set()
+                else:
+                    self.timeline.mark(END_OF_TURN, at)
             elif kind == "EndOfTranscript":
                 break
             elif kind == "Error":

@@ -202,6 +202,7 @@ class AssemblyAIEmulator:
         if s.fault == "no_final":
             return
         await sleep_until(turn.final_at)
+        record(self, stream.transcript, "end_of_turn")  # the turn detector's own end of turn (METHOD "STT end of turn")
         await self._final(ws, stream)
         await asyncio.sleep(FORMAT_DELAY_MS / 1000)
         await self._formatted(ws, stream)

@@ -141,6 +141,8 @@ class DeepgramEmulator:
             return
         await sleep_until(turn.final_at)
         record(self, turn.transcript, "final")
+        if not finalized.is_set():  # endpointing's speech_final: the end of turn (METHOD "STT end of turn")
+            record(self, turn.transcript, "end_of_turn")
         await ws.send(_results(turn.transcript, True, from_finalize=finalized.is_set()))
         final_sent.set()
 

@@ -18,6 +18,9 @@ What it speaks:
   active turn": an EndOfTurn not yet due is sent only when ForceEndTurn had asked for it (and the
   scenario does not withhold it), otherwise the turn is dropped with one trailing `Update`; then the
   server closes "without sending a WebSocket close status code" (an empty close frame: 1005).
+- End of turn: the EndOfTurn above is the model's own (`trigger` `model`) unless ForceEndTurn came
+  first; each of the scenario's cut-offs (`cutoffs_s`) is an EndOfTurn (`model`) mid-speech with the
+  turn's words so far, and the words after it make the next turn (`turn_index` + 1, transcripts reset).
 - Faults (faults.py): the handshake ones (through the Deepgram emulator); `malformed`, `disconnect`,
   `close:<code>` at the first partial; `no_final` (no EndOfTurn ever; CloseStream still closes).
   An unknown client message gets a fatal `Error` and a close 1011 (the code is not documented).
@@ -27,7 +30,9 @@ https://developers.deepgram.com/docs/flux/state.md, read 2026-12-07), quoted eve
 omits `type`, `request_id` and `sequence_id` and elides most `words` arrays as `[...]`: the replay adds
 `"type": "TurnInfo"`, one request id, sequence ids counting from 1 after `Connected` (whose shape is the
 asyncapi's, deepgram/deepgram-api-specs asyncapi.yml @ 4ba987c), and an empty list for each elided
-`words`. Everything else is the page's. No official SDK fixture with a TurnInfo sequence exists
+`words`, and to the EndOfTurn the `"trigger": "model"` that, since Deepgram's changelog of 2026-08-28
+("Flexible turn-taking control for Flux": "EndOfTurn events carry "trigger": "model""), marks Flux's own
+end of turn. Everything else is the page's. No official SDK fixture with a TurnInfo sequence exists
 (deepgram-python-sdk @ 7da415d tests only the URL).
 """
 
@@ -58,9 +63,10 @@ _REQUEST = "b7f3c9a2-4d1e-4f6a-9c8b-2e5d7a1f0c3b"  # the replay's request id (th
 
 def _turn_info(n: int, event: str, window: tuple[float, float], transcript: str, words: list,
                eot: float) -> dict:
+    trigger = {"trigger": "model"} if event == "EndOfTurn" else {}  # the changelog of 2026-08-28 (below)
     return {"type": "TurnInfo", "request_id": _REQUEST, "sequence_id": n, "event": event, "turn_index": 0,
             "audio_window_start": window[0], "audio_window_end": window[1], "transcript": transcript,
-            "words": words, "end_of_turn_confidence": eot}
+            "words": words, "end_of_turn_confidence": eot, **trigger}
 
 
 _HI_I = [{"word": "Hi", "confidence": 0.95, "start": 0.42, "end": 0.56},
@@ -111,6 +117,8 @@ class _Turn:
         self.forced = False  # ForceEndTurn arrived
         self.ended = False  # the EndOfTurn was sent
         self.said = ""  # the turn's transcript so far
+        self.index = 0  # turn_index: a cut-off ends a turn and the words after it are the next one's
+        self.base = 0  # the words the turns before this one held
         self.audio = bytearray()
         self.speaker: asyncio.Task | None = None
 
@@ -118,7 +126,7 @@ class _Turn:
         self.sequence += 1
         self.said = transcript
         return json.dumps({"type": "TurnInfo", "request_id": "emulated", "sequence_id": self.sequence,
-                           "event": event, "turn_index": 0, "audio_window_start": 0.0, "audio_window_end": 0.0,
+                           "event": event, "turn_index": self.index, "audio_window_start": 0.0, "audio_window_end": 0.0,
                            "transcript": transcript, "words": words or [], "end_of_turn_confidence": 0.1,
                            **extra})
 
@@ -165,16 +173,24 @@ async def _speak(emulator, s: STTScenario, ws, t0: int, first_chunk: bytes, turn
     schedule = s.turn(first_chunk, t0)
 
     async def partial(k: int) -> None:
-        await ws.send(turn.message("StartOfTurn" if k == 1 else "Update", " ".join(schedule.words[:k])))
+        await ws.send(turn.message("StartOfTurn" if k == turn.base + 1 else "Update",
+                                   " ".join(schedule.words[turn.base:k])))
 
-    if not await send_partials(emulator, ws, schedule, s.fault, '{"type": "TurnInfo", "event": ', partial) \
-            or s.fault == "no_final":
+    async def cut_off(k: int) -> None:  # the model ends the turn mid-speech; the words after it are a new turn
+        await ws.send(turn.message("EndOfTurn", " ".join(schedule.words[turn.base:k]), trigger="model"))
+        turn.index, turn.base, turn.said = turn.index + 1, k, ""
+
+    if not await send_partials(emulator, ws, schedule, s.fault, '{"type": "TurnInfo", "event": ', partial,
+                               cut_off) or s.fault == "no_final":
         return
     await sleep_until(schedule.final_at)
     start, end = s.anchors_for(first_chunk)
     step = (end - start) / max(1, len(schedule.words))
     words = [{"word": w, "confidence": 0.97, "start": round(start + i * step, 3),
-              "end": round(start + (i + 1) * step, 3)} for i, w in enumerate(schedule.words)]
+              "end": round(start + (i + 1) * step, 3)} for i, w in enumerate(schedule.words)][turn.base:]
     record(emulator, schedule.transcript, "final")
+    if not turn.forced:
+        record(emulator, schedule.transcript, "end_of_turn")
     turn.ended = True
-    await ws.send(turn.message("EndOfTurn", schedule.transcript, words, trigger="manual" if turn.forced else "model"))
+    await ws.send(turn.message("EndOfTurn", " ".join(schedule.words[turn.base:]), words,
+                               trigger="manual" if turn.forced else "model"))

@@ -12,6 +12,14 @@ after the end of speech. `ForceEndOfUtterance` is answered with `EndOfUtterance`
 (at once, with an empty `AddTranscript` first, once the final is out); `EndOfStream` notes the
 audio_format and every byte received (ledger `seen:stream`), flushes a final not yet sent, then
 `EndOfTranscript` and a normal close.
+
+End of utterance (docs.speechmatics.com/speech-to-text/realtime/turn-detection): with
+`transcription_config.conversation_config.end_of_utterance_silence_trigger` set, the server's own
+end of utterance is "a final transcript message ... followed by an extra EndOfUtterance message":
+here the final as above, then `EndOfUtterance` at the scenario's end of turn (`eot_ms` after the end
+of speech, not before the final) unless ForceEndOfUtterance came first (the forced one is answered as
+above); each of the scenario's cut-offs (`cutoffs_s`) is an `AddTranscript` of the words not yet final
+and an `EndOfUtterance` mid-speech. Without the setting no EndOfUtterance comes unasked.
 """
 
 from __future__ import annotations
@@ -77,6 +85,7 @@ class _Stream:
         self.finalized = 0  # words already sent in an AddTranscript
         self.final_sent = False
         self.forced = False
+        self.utterances = False  # end-of-utterance detection asked for (conversation_config)
         self.speaker: asyncio.Task | None = None
 
 
@@ -114,6 +123,8 @@ class SpeechmaticsEmulator:
                                                              "English", "word_delimiter": " ",
                                                              "writing_direction": "left-to-right"}}))
             fmt, audio = start["audio_format"], bytearray()
+            conversation = start["transcription_config"].get("conversation_config")
+            stream.utterances = isinstance(conversation, dict) and "end_of_utterance_silence_trigger" in conversation
             async for message in ws:
                 if isinstance(message, bytes):
                     audio += message
@@ -170,7 +181,15 @@ class SpeechmaticsEmulator:
         stream.transcript, stream.words = turn.transcript, turn.words
         words = turn.words
         split = len(words) // 2 if len(words) >= MIN_SEGMENT_WORDS else 0
-        async for k in turn.partials():
+        cut = 0
+        async for k in turn.partials(cutoffs=stream.utterances):
+            if k <= 0:  # a cut-off: what is said so far is final, and the utterance has ended
+                cut += 1
+                record(self, stream.transcript, f"cutoff:{cut}")
+                await ws.send(_transcript("AddTranscript", words[stream.finalized:-k]))
+                stream.finalized = max(stream.finalized, -k)
+                await ws.send(_end_of_utterance(0.0))
+                continue
             if s.fault == "malformed":
                 await ws.send('{"message": "AddPartialTranscript", "metadata": ')
             elif breaks(s.fault):
@@ -186,3 +205,8 @@ class SpeechmaticsEmulator:
             return
         await sleep_until(turn.final_at)
         await self._final(ws, stream)
+        if stream.utterances and not stream.forced:
+            await sleep_until(max(turn.eot_at, turn.final_at))
+            if not stream.forced:
+                record(self, stream.transcript, "end_of_turn")
+                await ws.send(_end_of_utterance(0.0))
