@@ -10,8 +10,8 @@ def test_the_packaged_default_is_the_embedded_setup():
     assert cfg.store_url == "sqlite:///var/voxwatch.sqlite"
     assert cfg.region == "local" and cfg.sample_size == 10
     assert "pocketsphinx/en-us@5.1.1" in cfg.boards["stt"].models
-    assert cfg.boards["stt"].datasets == ("stt-recorded-clean", "stt-recorded-phonecodec")
-    assert cfg.boards["tts"].datasets == ("tts-prompts",)
+    assert cfg.boards["stt"].datasets == ("stt-recorded-clean", "stt-recorded-phonecodec", "stt-nonspeech")
+    assert cfg.boards["tts"].datasets == ("tts-prompts", "tts-empty")
 
 
 def test_a_file_overrides_only_what_it_names(tmp_path: Path):

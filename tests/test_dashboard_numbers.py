@@ -316,8 +316,9 @@ def _wer_table(conn, rows, tally):
     dashboard = load("wer-per-dataset.json")
     got = {(r["model"], r["dataset"], r["region"], r["method"]): r
            for r in run_panel(conn, dashboard, "Pooled WER per dataset", variables_of(conn, dashboard))}
-    expected = {s: _any(m) for s, m in _statistics(_in_range(rows), "stt").items()}
-    assert set(got) == set(expected)
+    expected = {s: _any(m) for s, m in _statistics(_in_range(rows), "stt").items()
+                if _any(m).wer_clips}  # a series with no scored clip (the clips without speech) has no row
+    assert set(got) == set(expected) and any(s[1] == "stt-nonspeech" for s in _statistics(_in_range(rows), "stt"))
     for s, m in expected.items():
         for column, value in (("clips", m.wer_clips), ("words", m.wer_words), ("pooled_wer", m.pooled_wer),
                               ("clip_wer_p50", m.clip_wer_p50), ("clip_wer_p95", m.clip_wer_p95),
@@ -422,6 +423,31 @@ def _latencies(conn, rows, tally):
 def _real_time_factor(conn, rows, tally):
     _leaderboard(conn, rows, tally, "Real-time factor (rolling ${window})", "x")
     assert "rtf" in UNIT_OF and UNIT_OF["rtf"] == "x"
+
+
+@check("voxwatch-overview", "Hallucination on non-speech (rolling ${window})", na=True)
+def _hallucination(conn, rows, tally):
+    """Each series heard on clips without speech, its hallucination figures metrics.series' (one row a series)."""
+    dashboard = load("overview.json")
+    variables = variables_of(conn, dashboard)
+    title = "Hallucination on non-speech (rolling ${window})"
+    for window, span in WINDOWS.items():
+        expected = [m for m in leaderboard.build(_in_range(rows, NOW - span), Registry.default())
+                    if m.hallucination_clips and m.metric == METRICS_ORDER[m.protocol]]
+        got = run_panel(conn, dashboard, title, variables.scoped("window", window))
+        assert [(r["board"], r["model"], r["dataset"], r["region"], r["method"]) for r in got] == \
+            [(m.board, m.model_id, m.dataset, m.region, m.method_version) for m in expected] and expected, window
+        for row, m in zip(got, expected):
+            for name in ("hallucination_rate", "hallucination_clips", "invented_words", "invented_words_per_min",
+                         "invented_audio_ms"):
+                tally.same(row[name], getattr(m, name), (window, m.model_id, name))
+            for name in ("hallucination_rate_ci", "invented_words_per_min_ci"):
+                for i, end in enumerate(("low", "high")):
+                    tally.same(row[f"{name}_{end}"], getattr(m, name) and getattr(m, name)[i], (window, m.model_id, name))
+
+
+METRICS_ORDER = {p: for_protocol(p, headline_only=True)[0].name for p in ("stt-stream", "stt-batch", "tts-stream")}
+"""The first metric of each protocol: the row a series' own figures are read from."""
 
 
 @check("voxwatch-overview", "Freshness", na=False)

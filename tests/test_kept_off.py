@@ -96,7 +96,8 @@ def test_a_run_against_an_emulator_says_what_it_kept_off_and_how_many_are_stored
     from voxwatch.providers.emulators.server import serve
 
     with serve("cartesia", TTSScenario(ttfb_ms=70.0, api_key="emu-key")) as url:
-        proc = run_cli("run", "--models", "cartesia/sonic-3.5-2026-05-04", "--sample-size", "3", "--store", store_url,
+        proc = run_cli("run", "--models", "cartesia/sonic-3.5-2026-05-04", "--datasets", "tts-prompts", "--sample-size", "3",
+                       "--store", store_url,
                        "--no-progress", env={"VOXWATCH_CARTESIA_BASE_URL": url, "VOXWATCH_CARTESIA_API_KEY": "emu-key"})
     lines = proc.stdout.splitlines()
     assert "3 of 3 observations are kept off the boards: 3 measured against an emulator (a loopback server" in proc.stdout

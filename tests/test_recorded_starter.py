@@ -108,7 +108,7 @@ def test_boards_label_recorded_and_synthesized_sets_and_the_default_board_is_rec
     assert starter.origin == "synthesized" and "synthesized" in starter.text
     noisy = describe(catalog.load(f"{FAMILY}-noise", verify=False).info)
     assert "recorded human speech" in noisy.text and "noise transform" in noisy.text
-    assert load(environ={}).boards["stt"].datasets == (f"{FAMILY}-clean", f"{FAMILY}-phonecodec")
+    assert load(environ={}).boards["stt"].datasets == (f"{FAMILY}-clean", f"{FAMILY}-phonecodec", "stt-nonspeech")
 
 
 def test_datasets_list_says_which_sets_are_recorded(cli):

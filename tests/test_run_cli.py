@@ -43,11 +43,16 @@ def _board(store_url: str) -> list[dict]:
 def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str, tmp_path: Path):
     one_turn = {"VOXWATCH_BOARDS_S2S_CONVERSATION_TURNS": "1", "VOXWATCH_RUN_RECORDINGS_DIR": str(tmp_path)}
     first = run_cli("run", "--sample-size", "2", "--seed", "11", "--store", store_url, "--no-progress", env=one_turn)
-    assert "succeeded: 10 observations" in first.stdout
+    assert "succeeded: 16 observations" in first.stdout  # and 2 clips without speech a model, 2 empty prompts
     assert "STT board" in first.stdout and "TTS board" in first.stdout
     assert "S2S conversation board: local/cascade-scripted-baseline" in first.stdout  # and the board's conversations
-    rows = _export(store_url)
-    assert len(rows) == 10 and {r["status"] for r in rows} == {"ok"}
+    every = _export(store_url)
+    assert len(every) == 16 and {r["status"] for r in every} == {"ok"}
+    silent = [r for r in every if r["dataset"] in ("stt-nonspeech", "tts-empty")]
+    assert len(silent) == 6 and all(r["invented_words"] is not None or r["invented_audio_ms"] is not None
+                                    for r in silent)  # scored for what was made of nothing, with no clock
+    assert all(r["ttfs_ms"] is None and r["latency_ms"] is None and r["ttfa_ms"] is None for r in silent)
+    rows = [r for r in every if r not in silent]
     by_model = {m: [r for r in rows if r["model_id"] == m] for m in (PS, WHISPER, ESPEAK)}
     assert all(r["ttfs_ms"] is not None and r["first_partial_ms"] is not None and r["connect_ms"] is not None
                for r in by_model[PS])
@@ -72,7 +77,7 @@ def test_a_tick_measures_every_board_and_a_second_tick_adds_a_run(store_url: str
     run_cli("run", "--sample-size", "2", "--store", store_url, "--no-progress",
             env={"VOXWATCH_BOARDS_S2S_CONVERSATION_MODELS": ""})  # no conversation: [boards.s2s] lists none
     rows = _export(store_url)
-    assert len(rows) == 20 and len({r["run_id"] for r in rows}) == 2
+    assert len(rows) == 32 and len({r["run_id"] for r in rows}) == 2
     board = _board(store_url)
     ttfs = next(b for b in board
                 if b["model_id"] == PS and b["dataset"] == "stt-recorded-clean" and b["metric"] == "ttfs_ms")
@@ -186,8 +191,10 @@ def test_a_cloud_model_against_its_emulator_end_to_end(store_url: str):
     with serve("cartesia", TTSScenario(ttfb_ms=70.0, api_key="emu-key")) as url:
         run_cli("run", "--models", "cartesia/sonic-3.5-2026-05-04", "--sample-size", "3", "--store", store_url, "--no-progress",
                 env={"VOXWATCH_CARTESIA_BASE_URL": url, "VOXWATCH_CARTESIA_API_KEY": "emu-key"})
-    rows = _export(store_url)
-    assert len(rows) == 3 and all(r["status"] == "ok" and r["emulator"] for r in rows)
+    every = _export(store_url)
+    assert len(every) == 5 and all(r["status"] == "ok" and r["emulator"] for r in every)  # 2 empty prompts too
+    rows = [r for r in every if r["dataset"] == "tts-prompts"]
+    assert len(rows) == 3 and all(r["invented_audio_ms"] > 0 for r in every if r["dataset"] == "tts-empty")
     # the definition (from the request), not precision (the contract tests' and clock_truth's): the best row on time
     assert min(abs(r["ttfb_ms"] - 70.0) for r in rows) < RIG_MS
     assert _board(store_url) == []

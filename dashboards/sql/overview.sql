@@ -97,3 +97,25 @@ WHERE a.board = 'stt' AND a.protocol = 'stt-stream'
   AND a.dataset IN (${dataset:sqlstring})
   AND a.region IN (${region:sqlstring})
 ORDER BY a.model_id, a.dataset, a.region, a.method_version, a.metric_order
+
+-- target: 6 A
+-- Hallucination on non-speech (docs/METHOD.md "Hallucination on non-speech"), as `voxwatch leaderboard` prints it:
+-- per series heard on clips without speech (STT) or empty prompts (TTS), the share with any invented word
+-- (or audible audio) and its 95 % interval, the words invented per minute heard (STT) and the mean audible
+-- ms (TTS); the aggregates table's figures, computed by voxwatch/metrics/series.py when the rows were
+-- written (one row per series: its figures repeat on each metric's row; n/a under MIN_N scored).
+SELECT
+  a.board, a.model_id AS model, a.dataset, a.region, a.method_version AS method,
+  a.hallucination_rate, a.hallucination_rate_ci_low, a.hallucination_rate_ci_high, a.hallucination_clips,
+  a.invented_words, a.invented_words_per_min, a.invented_words_per_min_ci_low, a.invented_words_per_min_ci_high,
+  a.invented_audio_ms
+FROM aggregates a
+WHERE a.board IN (${board:sqlstring})
+  AND a.time_window = ${window:sqlstring}
+  AND a.metric_order = 0
+  AND a.hallucination_clips > 0
+  AND a.newest_at >= extract(epoch FROM now()) - {{window_seconds(${window:sqlstring})}}
+  AND a.model_id IN (${model:sqlstring})
+  AND a.dataset IN (${dataset:sqlstring})
+  AND a.region IN (${region:sqlstring})
+ORDER BY a.board, a.model_id, a.dataset, a.region, a.method_version, NULLIF(a.instrument, '')

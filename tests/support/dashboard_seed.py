@@ -161,6 +161,28 @@ def _dense_rows(rng: np.random.Generator) -> list[Observation]:
     return rows
 
 
+def _nonspeech_rows(rng: np.random.Generator) -> list[Observation]:
+    """Clips without speech (METHOD "Hallucination on non-speech"): a streaming STT series per region over two
+    ticks of six clips, each with its invented words and no clock, a timeout among them; and a batch one of
+    three clips, under the floor."""
+    rows = []
+    for model, protocol, regions, clips in ((POCKET, "stt-stream", REGIONS, 6), (WHISPER, "stt-batch", REGIONS[:1], 3)):
+        for region in regions:
+            for run, age in (("r-new", 3 * HOUR), ("r-old", 28 * HOUR)):
+                for i in range(clips):
+                    status = "timeout" if (run, i) == ("r-new", 5) else "ok"
+                    ok = status == "ok"
+                    rows.append(Observation(
+                        run_id=f"{run}-{region}", model_id=model, dataset="stt-nonspeech", clip_id=f"ns{i}", attempt=1,
+                        board="stt", vendor=model.split("/")[0], protocol=protocol, region=region,
+                        started_at=NOW - age + 60 * i + 30, status=status, reason=None if ok else "timeout here",
+                        condition="nonspeech", family="stt-nonspeech", utterance_id=f"ns{i}", reference="",
+                        hypothesis="thank you" if ok else None,
+                        invented_words=int(rng.integers(0, 3)) * int(rng.integers(0, 2)) if ok else None,
+                        audio_duration_s=2.0 if ok else None, method_version="3"))
+    return rows
+
+
 def _sparse_rows(rng: np.random.Generator) -> list[Observation]:
     """An hour under every floor: an STT series with two ok values of three attempts, a degraded STT
     dataset of three utterances (three pairs with the clean one) and a TTS dataset of three prompts."""
@@ -299,7 +321,8 @@ def _deadline_errors(rows: list[Observation], rng: np.random.Generator) -> None:
     """The streaming rows' word errors at each deadline after the end of speech (more words missing the
     earlier the deadline), on their own draws; the older run's rows were stored before they were measured."""
     for r in rows:
-        if r.protocol == "stt-stream" and r.status == "ok" and r.ref_words is not None and not r.run_id.startswith("r-old"):
+        if (r.protocol == "stt-stream" and r.status == "ok" and r.ref_words is not None and r.substitutions is not None
+                and not r.run_id.startswith("r-old")):
             missing = int(rng.integers(0, r.ref_words + 1))
             for d in DEADLINES_MS:
                 setattr(r, errors_field(d), r.substitutions + r.deletions + r.insertions + round(missing * (1 - d / 1000)))
@@ -314,12 +337,12 @@ def seeded(postgres_store_url: str) -> Iterator[tuple[str, list[Observation]]]:
     """The store, migrated by `voxwatch db upgrade` and filled through PostgresStore.add, and its rows."""
     rng = np.random.default_rng(20261129)
     rows = _stt_rows(rng) + _batch_rows(rng) + _tts_and_s2s_rows(rng) + _dense_rows(rng) + _sparse_rows(rng) + _emulator_rows()
-    rows += _paired_rows(np.random.default_rng(20261204))
+    rows += _paired_rows(np.random.default_rng(20261204)) + _nonspeech_rows(np.random.default_rng(20261208))
     _deadline_errors(rows, np.random.default_rng(20261208))
     for r in rows:  # the peers' anchor (Silero, padded) falls after the shared VAD's end: a shorter TTFS
         r.ttfs_peer_ms = r.ttfs_ms - PEER_ANCHOR_LATER_MS if r.ttfs_ms is not None else None
     for i, r in enumerate(rows):  # the STT's own end of turn (METHOD "STT end of turn") on the streaming rows
-        if r.protocol == "stt-stream" and r.status == "ok" and r.model_id != SPARSE_NO_EOT:
+        if r.protocol == "stt-stream" and r.status == "ok" and r.model_id != SPARSE_NO_EOT and r.ttfs_ms is not None:
             r.eot_ms = r.ttfs_ms + 40.0 + i % 7 if i % 11 else None  # a few rows with no end of turn after speech
             r.eot_false_cutoffs = 1 + i % 2 if i % 5 == 0 else 0
     store = open_store(postgres_store_url)

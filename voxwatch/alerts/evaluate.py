@@ -38,7 +38,8 @@ from voxwatch.alerts.store import CONVERSATION_TURN_COLUMNS, Alert, Conversation
 
 _STARTED, _STATUS, _INSTRUMENT, _ERRORS, _WORDS, _TICK, _UTTERANCE, _PANEL, _FIRST_LATENCY = range(9)
 """store.series_rows' columns, with _PANEL (the clip's ref there) made a bool: a sentinel panel row."""
-WHAT = {"adherence_drop": "instruction adherence drop", "conversation_latency": "conversation V2V regression"}
+WHAT = {"adherence_drop": "instruction adherence drop", "conversation_latency": "conversation V2V regression",
+        "hallucination": "hallucination spike"}
 """How a summary names the conversation kinds; a rate kind is a spike, any other kind a regression."""
 
 
@@ -166,7 +167,7 @@ def judge_conversations(c: ConversationSeries, turns: list[tuple], recent_from: 
 def _series_checks(conn: psycopg.Connection, s: Series, latency: list[str], rows: list[tuple], recent_from: float,
                    rules: Alerts, panel_size: int) -> Iterator[Check]:
     """store.series_rows' rows, as columns (the clip refs made panel flags), judged by `judge`."""
-    columns = list(zip(*rows)) if rows else [()] * (_FIRST_LATENCY + len(latency))
+    columns = list(zip(*rows)) if rows else [()] * (_FIRST_LATENCY + len(latency) + 1)
     columns[_PANEL] = panel_flags(store.clip_utterances(conn, set(columns[_PANEL])), columns[_PANEL], panel_size)
     yield from judge(s, latency, columns, recent_from, rules)
 
@@ -195,6 +196,7 @@ def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_fro
     recent = started >= recent_from
     ticks, utterances = _codes(columns[_TICK]), _codes(columns[_UTTERANCE])  # labels as integers, once
     ok = status == "ok"
+    yield from _hallucination_check(s, latency, columns, ok, recent, ticks, utterances, rules)
     in_panel = np.asarray(columns[_PANEL], dtype=bool) if len(columns[_PANEL]) else np.zeros(status.size, dtype=bool)
     if factorise(ticks[in_panel & ~recent])[0].size >= rules.min_baseline_observations:
         yield from judge_panel(s, latency, columns, in_panel & attempt, recent, rules, status, ticks, utterances)
@@ -217,6 +219,28 @@ def judge(s: Series, latency: list[str], columns: Sequence[Sequence], recent_fro
 
         yield Check("wer", "wer", s, wer_shift(window(scored & recent), window(scored & ~recent), rules))
     yield from _rate_checks(s, status, attempt, recent, ticks, utterances, rules)
+
+
+def _hallucination_check(s: Series, latency: list[str], columns: Sequence[Sequence], ok: np.ndarray, recent: np.ndarray,
+                         ticks: np.ndarray, utterances: np.ndarray, rules: Alerts) -> Iterator[Check]:
+    """A series heard on clips without speech (its rows' invented words, the column after the latencies
+    where store.series_rows reads it): the share of its scored clips with any invented word (METHOD
+    "Hallucination on non-speech"), up by rate_increase_points and significantly, as a rate's spike
+    (rules.rate_spike: clustered by utterance and tick). Every tick measures every such clip, so the
+    window rule judges them whether or not they are the family's sentinel panel."""
+    at = _FIRST_LATENCY + len(latency)
+    if len(columns) <= at or not len(columns[at]):
+        return
+    words = np.asarray(columns[at], dtype=np.float64)  # None (not a clip without speech) becomes NaN
+    scored = ok & ~np.isnan(words)
+    if not (scored & recent).any():
+        return
+    hits = np.nan_to_num(words) > 0
+    now, before = scored & recent, scored & ~recent
+    quick = immaterial_rate(hits[now], hits[before], rules, "hallucination share")
+    yield Check("hallucination", "hallucination_rate", s, quick if quick is not None else rate_spike(
+        hits[now], design(utterance=utterances[now], tick=ticks[now]), hits[before],
+        design(utterance=utterances[before], tick=ticks[before]), rules, "hallucination share"))
 
 
 def judge_panel(s: Series, latency: list[str], columns: Sequence[Sequence], panel_rows: np.ndarray,

@@ -174,10 +174,12 @@ def conversation_turns(conn: psycopg.Connection, s: ConversationSeries, since: f
 def series_sql(latency: list[MetricSpec], include_emulator: bool) -> str:
     """The read of one series' rows in [since, until): started_at, status, instrument_id, S + D + I, N,
     the row's tick (its run) and utterance (its clip), as interned refs (the rules only group by
-    them), its clip's obs_clips ref (clip_utterances names it: the panel), then each latency metric; by key, run by run, as the aggregates' refresh reads
+    them), its clip's obs_clips ref (clip_utterances names it: the panel), then each latency metric, then
+    its invented words (a clip without speech's); by key, run by run, as the aggregates' refresh reads
     (layout.series_sql)."""
     cols = ", ".join(["f.started_at", "f.status", "c.instrument_id", "f.substitutions + f.deletions + f.insertions",
-                      "f.ref_words", "f.run_id_ref", "f.clip_id_ref", "f.clip_ref"] + [f"f.{m.name}" for m in latency])
+                      "f.ref_words", "f.run_id_ref", "f.clip_id_ref", "f.clip_ref"] + [f"f.{m.name}" for m in latency]
+                     + ["f.invented_words"])
     return layout.series_sql(cols, until=True, emulator=include_emulator)
 
 

@@ -15,18 +15,20 @@ from voxwatch.boards.use_cases import (CompareBoard, UseCase, accuracy_of, board
 from voxwatch.foundation.observation import Observation
 from voxwatch.foundation.series_key import SeriesKey
 from voxwatch.metrics import METHOD_VERSION
+from voxwatch.metrics.hallucination import EMPTY_PROMPT, NONSPEECH
 from voxwatch.metrics.preliminary import row_reason
 from voxwatch.metrics.ranking import rank_text, series_id, why_unranked
-from voxwatch.metrics.series import SeriesData
+from voxwatch.metrics.series import MetricRow, SeriesData, series_rows
 from voxwatch.providers.registry import Registry
 from voxwatch.store.series_data import group
 
 
 EVERY = "*"
 """from_series' `only` for the lines of every use case."""
-VIEW_FORMAT = 4
+VIEW_FORMAT = 5
 """The kept view's format: 2 gave each line its preliminary reason, 3 made S2S single turn's accuracy its
-answer accuracy (2's was the speech quality), 4 put the latency's p95 beside its p50. A view kept in an older format is not read (the page
+answer accuracy (2's was the speech quality), 4 put the latency's p95 beside its p50, 5 gave each line its
+hallucination figures. A view kept in an older format is not read (the page
 computes its lines from the rows, as SQLite's do) rather than shown without a warning or as another figure."""
 
 
@@ -53,6 +55,13 @@ class Line:
     not_judged: tuple[str, ...] = ()  # dimensions others on the table were judged on and this line was not
     latency_p95: float | None = None  # beside the p50 (n/a under p95's floor, 100 values)
     latency_p95_ci: tuple[float, float] | None = None
+    # hallucination on non-speech (METHOD "Hallucination on non-speech"): the model's figures on the window's
+    # clips without speech (STT) or empty prompts (TTS), whatever the use case: a model invents words alike on any
+    hallucination_n: int = 0
+    hallucination: float | None = None
+    hallucination_ci: tuple[float, float] | None = None
+    invented_words_per_min: float | None = None
+    invented_audio_ms: float | None = None
 
     @property
     def key(self) -> str:
@@ -89,21 +98,45 @@ def ordered(lines: Iterable[Line], statistic: str = "p50") -> list[Line]:
                                         x.model_id, x.region, x.instrument))
 
 
+NOTHING_SAID = (NONSPEECH, EMPTY_PROMPT)
+"""The conditions of the datasets with nothing to say: no use case of their own (they have no latency or
+accuracy), their figures beside every use case's lines."""
+
+
+def heard_nothing(series: Mapping[SeriesKey, SeriesData],
+                  datasets: Mapping[str, tuple[str | None, str | None]]) -> dict[tuple[str, str], MetricRow]:
+    """Each (model, region)'s series on a dataset with nothing to say, as metrics.series summarizes it (its
+    first row: the hallucination figures are the series'); one such dataset a board. Not by instrument: an
+    empty prompt's row is heard by none (a TTS line's instrument scores its speech, not its silence)."""
+    out = {}
+    for key, data in series.items():
+        if datasets.get(key.dataset, (None, None))[0] in NOTHING_SAID:
+            out[(key.model_id, key.region)] = series_rows(key, data)[0]
+    return out
+
+
 def case_lines(series: Mapping[SeriesKey, SeriesData], board: CompareBoard, case: UseCase,
-               registry: Registry | None, statistic: str = "p50") -> CaseLines:
-    """The lines of a use case from the board's series of the window, ranked on the latency `statistic`."""
+               registry: Registry | None, statistic: str = "p50",
+               nothing: Mapping[tuple[str, str], MetricRow] | None = None) -> CaseLines:
+    """The lines of a use case from the board's series of the window, ranked on the latency `statistic`,
+    each with its model's figures on the clips with nothing to say (`nothing`: heard_nothing's)."""
     c = pooled_comparison(series, board, case, registry, statistic)
     lines = []
     for r in c.rows:
         if r.metric != board.latency:
             continue
         sid = series_id(r)
+        silent = (nothing or {}).get((r.model_id, r.region))
+        invented = {} if silent is None else dict(
+            hallucination_n=silent.hallucination_clips, hallucination=silent.hallucination_rate,
+            hallucination_ci=silent.hallucination_rate_ci, invented_words_per_min=silent.invented_words_per_min,
+            invented_audio_ms=silent.invented_audio_ms)
         figure, interval, counted = accuracy_of(r, board)
         lines.append(Line(r.model_id, r.region, r.instrument or "", rank_text(c.ranks.get(sid)),
                           why_unranked(r, METHOD_VERSION, statistic),
                           r.n, r.p50, r.p50_ci, counted, figure, interval, sid in c.on_frontier,
                           quality_n=r.quality_clips, quality=r.quality_mos, quality_ci=r.quality_mos_ci,
-                          preliminary_reason=row_reason(r), latency_p95=r.p95, latency_p95_ci=r.p95_ci))
+                          preliminary_reason=row_reason(r), latency_p95=r.p95, latency_p95_ci=r.p95_ci, **invented))
     left_out = [f"{k.model_id} ({k.region}): not measured on {', '.join(ds)}" for k, ds in c.missing.items()]
     return CaseLines(case, ordered(lines, statistic), left_out)
 
@@ -114,10 +147,12 @@ def from_series(series: Mapping[SeriesKey, SeriesData], datasets: Mapping[str, t
     """The view of a window from the board's series and their datasets' (condition, language): the
     lines of every use case (only=EVERY, what is kept), or of the one a page asks for (None: the
     first; a ValueError naming the choices for an unknown one), ranked on the latency `statistic`."""
-    cases = use_cases_of({d: datasets[d] for d in {k.dataset for k in series}})
+    cases = use_cases_of({d: datasets[d] for d in {k.dataset for k in series} if datasets[d][0] not in NOTHING_SAID})
     chosen = cases if only == EVERY else [u for u in [chosen_use_case(cases, only)] if u is not None]
+    nothing = heard_nothing(series, datasets)
     return CompareView(board.id, window, cases,
-                       {u.id: case_lines(series, board, u, registry, statistic) for u in chosen}, at, statistic)
+                       {u.id: case_lines(series, board, u, registry, statistic, nothing) for u in chosen}, at,
+                       statistic)
 
 
 def from_rows(rows: Iterable[Observation], board: CompareBoard, window: str, registry: Registry | None, at: float,
@@ -145,8 +180,8 @@ def from_json(data: dict) -> CompareView:
         return UseCase(u["id"], u["title"], tuple(u["datasets"]))
 
     def line(x: dict) -> Line:
-        pairs = {k: tuple(x[k]) if x.get(k) is not None else None for k in ("latency_p50_ci", "accuracy_ci", "quality_ci",
-                                                                                "latency_p95_ci")}
+        pairs = {k: tuple(x[k]) if x.get(k) is not None else None
+                 for k in ("latency_p50_ci", "accuracy_ci", "quality_ci", "latency_p95_ci", "hallucination_ci")}
         rank = x.get("rank")  # a view kept before ranks were ranges holds an int
         return Line(**{**x, **pairs, "rank": None if rank is None else str(rank),
                        "not_judged": tuple(x.get("not_judged", ()))})

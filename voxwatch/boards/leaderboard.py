@@ -122,6 +122,33 @@ def answer_cell(r: MetricRow) -> str:
     return _num(r.answer_accuracy, True) + _ci(r.answer_accuracy_ci, True) + f" ({r.answer_clips} replies)"
 
 
+HALLUCINATION_HEADER = ("hallucination [95% CI]",)
+"""The STT and TTS boards' column for a series heard on clips without speech (or empty prompts): the share
+that made words (or sound) from nothing, and how much (METHOD "Hallucination on non-speech"); shown
+where a board has such a series."""
+
+
+def hallucination_cell(r: MetricRow, short: bool = False) -> str:
+    """A series' hallucination figures as the CLI shows them: the share of clips without speech with any
+    invented word and the invented words per minute (STT), or the share of empty prompts with audible
+    audio and its mean audible ms (TTS); '' for a series not heard on any."""
+    if not r.hallucination_clips:
+        return ""
+    if r.hallucination_rate is None:
+        return f"n/a ({r.hallucination_clips} scored)"
+    share = _short_rate(r.hallucination_rate, r.hallucination_rate_ci) if short else \
+        _num(r.hallucination_rate, True) + _ci(r.hallucination_rate_ci, True)
+    if r.board == "tts":
+        return f"{share}, {_num(r.invented_audio_ms, places=0)} ms" + ("" if short else f" ({r.hallucination_clips} prompts)")
+    per_min = _num(r.invented_words_per_min, places=1) + ("" if short else _ci(r.invented_words_per_min_ci, places=1))
+    return f"{share}, {per_min}/min" + ("" if short else f" ({r.invented_words} words, {r.hallucination_clips} clips)")
+
+
+def _hallucinated(rows: list[MetricRow]) -> bool:
+    """Whether a board's rows hold a series heard on clips without speech (its column is shown then)."""
+    return any(r.hallucination_clips for r in rows)
+
+
 def quality_cell(r: MetricRow) -> str:
     """A series' speech quality as the CLI shows it: the mean MOS, its interval, the clips scored."""
     if r.quality_mos is None:
@@ -200,7 +227,8 @@ def format_table(rows: list[MetricRow], window: str, registry: Registry | None =
                        f"under the statistic's floor (n < {MIN_N}; p95 needs n >= {percentile_floor(95)}) or excluded. "
                        "Latencies in ms; rtf in x real time; rates over attempts; WER is pooled over the scored clips; "
                        "speech quality (TTS, S2S) is the mean DNSMOS P.835 OVRL (1-5, higher is better) of the audio "
-                       "the model sent" + (ANSWER_LEGEND if any(r.board == "s2s" for r in shown) else "") + "." + ("" if width is None else FITTED_LEGEND), width))
+                       "the model sent" + (ANSWER_LEGEND if any(r.board == "s2s" for r in shown) else "")
+                       + (HALLUCINATION_LEGEND if _hallucinated(shown) else "") + "." + ("" if width is None else FITTED_LEGEND), width))
     return "\n".join(lines).lstrip("\n")
 
 
@@ -209,7 +237,8 @@ def wide_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
     """A board's every column (`--wide`): the header, then each ranking's heading (a str) and its
     series' metric rows."""
     quality, answers, deadlines = mine[0].board in QUALITY_BOARDS, mine[0].board == "s2s", mine[0].board == "stt"
-    table: list[tuple[str, ...] | str] = [wide_header(mine[0].board)]
+    invented = _hallucinated(mine)
+    table: list[tuple[str, ...] | str] = [wide_header(mine[0].board) + (HALLUCINATION_HEADER if invented else ())]
     mine = _ordered(mine, ranked)
     for i, r in enumerate(mine):
         first = i == 0 or series_id(mine[i - 1]) != series_id(r)
@@ -231,13 +260,18 @@ def wide_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
                       *((_num(r.error_rate, True), _num(r.timeout_rate, True), _num(r.inaudible_rate, True),
                          *accuracy, price.cell() if price else "-") if first else ("",) * (4 + len(accuracy))),
                       *(((quality_cell(r) if first else ""),) if quality else ()),
-                      *(((deadline_cell(r) if first else ""),) if deadlines else ())))
+                      *(((deadline_cell(r) if first else ""),) if deadlines else ()),
+                      *(((hallucination_cell(r) if first else ""),) if invented else ())))
     return table
 
 
 ANSWER_LEGEND = ("; answer accuracy (S2S) is the share of replies to spoken questions in which the instrument heard "
                  "the answer (higher is better)")
 """The board legend's words on answer accuracy."""
+HALLUCINATION_LEGEND = ("; hallucination: on clips without speech (STT), the share with any word transcribed and the "
+                        "words invented per minute heard; on empty prompts (TTS), the share answered with audible audio "
+                        "and its mean audible ms (lower is better; no latency is measured on either)")
+"""The board legend's words on hallucination on non-speech."""
 
 
 RANK_WIDTH = 5
@@ -261,7 +295,7 @@ def fitted_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
     """A board's most useful columns (FITTED_HEADERS), each ranking headed by its dataset and region,
     intervals to the precision a reader compares them at; and its notes: the counts its pooled
     figures are over, and a list price that has no figure in the board's unit."""
-    header = FITTED_HEADERS[mine[0].board]
+    header = FITTED_HEADERS[mine[0].board] + (("hallucination",) if _hallucinated(mine) else ())
     table: list[tuple[str, ...] | str] = [header]
     counts: dict[str, list[int]] = {}
     notes: dict[str, None] = {}  # in order, each once
@@ -299,7 +333,8 @@ def _series_cells(r: MetricRow, rank: int | str | None, price: ShownPrice | None
             "entity errors": _short_rate(r.entity_error_rate, r.entity_error_rate_ci),
             "answer accuracy": _short_rate(r.answer_accuracy, r.answer_accuracy_ci),
             "price": "-" if price is None else "see below" if price.figure is None else price.cell(),
-            "MOS": "n/a" if r.quality_mos is None else _num(r.quality_mos, places=2) + _ci(r.quality_mos_ci, places=2)}
+            "MOS": "n/a" if r.quality_mos is None else _num(r.quality_mos, places=2) + _ci(r.quality_mos_ci, places=2),
+            "hallucination": hallucination_cell(r, short=True)}
 
 
 def _short_rate(value: float | None, ci: tuple[float, float] | None) -> str:

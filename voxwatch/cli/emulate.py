@@ -8,7 +8,9 @@ loopback over Twilio Media Streams and raw PCM, with its state endpoint (emulato
 local eSpeak NG engine. OpenAI Realtime's emulator answers a spoken question with known answers (the
 bundled s2s-questions) by saying its first accepted answer, except every `WRONG_EVERY`-th question,
 which it does not answer: an emulated answer accuracy known in advance, as the STT transcripts' WER
-is. Rows measured against them are labelled `emulator` and never reach a board.
+is. On the clips without speech (stt-nonspeech) the emulated STT says "Thank you." on every `INVENT_EVERY`-th
+clip and nothing on the others: an emulated hallucination known in advance. Rows measured against them
+are labelled `emulator` and never reach a board.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from typing import Iterator
 
 from voxwatch.conversations.backend import Backend
 from voxwatch.conversations.scenario_file import LoadedScenario
-from voxwatch.datasets.catalog import Catalog
+from voxwatch.datasets.catalog import Catalog, Dataset
+from voxwatch.datasets.manifest import Clip
+from voxwatch.metrics.hallucination import NONSPEECH
 from voxwatch.providers.agents.line import url_variable
 from voxwatch.providers.emulators.agents.reference import PCM, STATE, TWILIO, AgentScenario
 from voxwatch.providers.emulators.scenario import S2SScenario, Scenarios, STTScenario, TTSScenario
@@ -38,6 +42,8 @@ EMULATOR_KEY = "emulator-key"
 ERROR_EVERY = 9
 WRONG_EVERY = 4
 NO_ANSWER = "I am not sure about that one."
+INVENT_EVERY = 3
+INVENTED = "Thank you."
 VENDORS = ("deepgram", "cartesia", "assemblyai", "speechmatics", "elevenlabs", "openai", "gemini", "qwen", "xai",
            "zhipu", "soniox", "revai", "gladia", "smallest", "inworld",
            "together", "mistral", "groq", "lmnt", "fishaudio", "minimax", "speechify", "murf", "rime",
@@ -61,8 +67,37 @@ def emulated_reply(answers: tuple[str, ...], index: int, every: int = WRONG_EVER
     return NO_ANSWER if (index + 1) % every == 0 else answer_sentence(answers)
 
 
+def said(clip: Clip, index: int, nonspeech: bool, every: int = INVENT_EVERY) -> str:
+    """What the emulated STT transcribes of the index-th (from 0) clip of a dataset: its reference with
+    errors (with_errors); on a clip without speech, INVENTED on every `every`-th (the first included),
+    else nothing: an emulated hallucination share known in advance."""
+    if nonspeech:
+        return INVENTED if index % every == 0 else ""
+    return with_errors(clip.text)
+
+
+def stream_keys(ds: Dataset, clip: Clip, chunk_ms: int) -> tuple[tuple[str, ...], str]:
+    """How the emulators know a clip: the sha256 of a stream's first chunk as sent (16 kHz) and upsampled
+    to 24 kHz (OpenAI Realtime), and of the whole clip (a batch request)."""
+    pcm = audio_sent(ds, clip)
+    first = chunk_pcm(pcm, clip.sample_rate, chunk_ms)[0]
+    return tuple(hashlib.sha256(seen).hexdigest() for seen in (first, Upsampler().push(first))), \
+        hashlib.sha256(pcm).hexdigest()
+
+
+def transcripts_of(ds: Dataset, words: dict[str, str], chunk_ms: int) -> tuple[tuple[str, str], ...]:
+    """An STT scenario's per-stream transcripts (STTScenario.transcripts) that make the emulator say
+    words[clip id] of each clip of a dataset named there, streamed or sent whole: injected truth."""
+    out = []
+    for clip in ds.clips:
+        if clip.id in words:
+            streams, whole = stream_keys(ds, clip, chunk_ms)
+            out.extend((digest, words[clip.id]) for digest in (*streams, whole))
+    return tuple(out)
+
+
 def scenarios(catalog: Catalog, chunk_ms: int, key: str = EMULATOR_KEY) -> Scenarios:
-    """Default scenarios: per-clip anchors and transcripts for every audio dataset in the catalog,
+    """Default scenarios: per-clip anchors and transcripts for every audio dataset in the catalog (`said`),
     and an emulated reply to each spoken question with known answers."""
     anchors, transcripts, replies = [], [], []
     for name in catalog.names():
@@ -70,17 +105,14 @@ def scenarios(catalog: Catalog, chunk_ms: int, key: str = EMULATOR_KEY) -> Scena
         if ds.info.kind != "audio":
             continue
         for index, clip in enumerate(ds.clips):
-            pcm = audio_sent(ds, clip)
-            first = chunk_pcm(pcm, clip.sample_rate, chunk_ms)[0]
-            # how the emulators see a stream: its first chunk as sent (16 kHz), or upsampled to
-            # 24 kHz (OpenAI Realtime), or the whole clip (a batch request)
-            for seen in (first, Upsampler().push(first)):
-                digest = hashlib.sha256(seen).hexdigest()
+            streams, whole = stream_keys(ds, clip, chunk_ms)
+            text = said(clip, index, ds.info.condition == NONSPEECH)
+            for digest in streams:
                 anchors.append((digest, clip.speech_start, clip.speech_end))
-                transcripts.append((digest, with_errors(clip.text)))
+                transcripts.append((digest, text))
                 if clip.answers:
                     replies.append((digest, emulated_reply(clip.answers, index)))
-            transcripts.append((hashlib.sha256(pcm).hexdigest(), with_errors(clip.text)))
+            transcripts.append((whole, text))
     stt = STTScenario(transcript="hello", speech_start_s=0.2, speech_end_s=1.0, first_partial_ms=180.0,
                       final_ms=260.0, jitter_ms=40.0, api_key=key, anchors=tuple(anchors),
                       transcripts=tuple(transcripts))

@@ -102,6 +102,12 @@ class Observation:
     # S2S reply (hypothesis; instrument_id) says the spoken question's answer; None when not scored (no
     # answers for the clip, a failed row, or instrument_error says why)
     answer_correct: bool | None = None
+    # hallucination on non-speech (METHOD "Hallucination on non-speech"): on an STT clip without speech, the
+    # words its transcript (hypothesis) holds after the WER normalizer, over the clip's seconds heard
+    # (audio_duration_s); on a TTS empty prompt, the ms of audible audio sent (0: none, or a clean refusal).
+    # None on every other row, and on a failed one
+    invented_words: int | None = None
+    invented_audio_ms: float | None = None
     # versions
     method_version: str = ""
     runner_version: str = ""
@@ -123,7 +129,7 @@ _TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
 _INT64 = 2 ** 63
 _AT_LEAST = {"attempt": 1, "clock_uncertainty_ms": 0, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
              "entities_missed": 0, "errors_at_0ms": 0, "errors_at_250ms": 0, "errors_at_500ms": 0, "errors_at_1000ms": 0, "retry_after_s": 0, "stall_count": 0, "stall_ms": 0,
-             "eot_false_cutoffs": 0,
+             "eot_false_cutoffs": 0, "invented_words": 0, "invented_audio_ms": 0,
              "started_at": 0}
 _VOCABULARY = {"status": STATUSES, "board": BOARDS, "arrival_stamp": ("kernel", "user")}
 

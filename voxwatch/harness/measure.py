@@ -38,6 +38,7 @@ from voxwatch.metrics.v2v import call_recording, caller_speech_end_s, v2v_from_r
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, SpeechAnchors
 from voxwatch.metrics.answers import answer_correct
 from voxwatch.metrics.deadline_wer import SEGMENT, errors_at_deadlines, errors_field
+from voxwatch.metrics.hallucination import EMPTY_PROMPT, NONSPEECH, audible_ms, invented_words
 from voxwatch.metrics.entities import entity_errors
 from voxwatch.metrics.wer import scorer_for, word_errors
 from voxwatch.metrics.witness import Witness, audio_witness, batch_witness, caller_turn_witness, stt_stream_witness
@@ -46,8 +47,8 @@ from voxwatch.foundation.text import safe_text
 from voxwatch.foundation.languages import is_english
 from voxwatch.providers.base import HarnessFault, ProviderError, in_language, on_wire
 from voxwatch.providers.session.close_codes import closed
-from voxwatch.foundation.events import (CHUNK_SENT, CONNECT_START, CONNECTED, END_OF_TURN, REQUEST_SENT, RESPONSE,
-                                        Clock, Timeline)
+from voxwatch.foundation.events import (AUDIO, CHUNK_SENT, CONNECT_START, CONNECTED, END_OF_TURN, FINAL, REQUEST_SENT,
+                                        RESPONSE, Clock, Timeline)
 from voxwatch.providers.keys import Secret, scrub
 from voxwatch.providers.local.dnsmos_quality import INSTRUMENT_ID as QUALITY_INSTRUMENT
 from voxwatch.providers.registry import ModelInfo
@@ -160,6 +161,18 @@ def _score(row: Observation, reference: str, hypothesis: str, entities: Sequence
         row.entities_total, row.entities_missed = counted.total, counted.missed
 
 
+def _score_nonspeech(row: Observation, timeline: Timeline, seconds: float) -> None:
+    """A clip without speech (METHOD "Hallucination on non-speech"): its transcript (every final's words,
+    as WER reads a stream's or a batch reply's) and the words it holds after the WER normalizer, over
+    the seconds heard. No clock is kept, nor WER: there is no speech to time or to score against."""
+    text = " ".join((e.text or "").strip() for e in timeline.of(FINAL) if (e.text or "").strip())
+    row.hypothesis = safe_text(text)
+    row.invented_words = invented_words(row.hypothesis, row.language)
+    row.audio_duration_s = round(seconds, 4)
+    for name in CLOCK_FIELDS:
+        setattr(row, name, None)
+
+
 def _sent_samples(clip: Clip) -> int:
     """A caller speaks the clip up to 100 ms after the end of speech (METHOD "Shared VAD anchors")."""
     return int(round((clip.speech_end + TRIM_AFTER_SPEECH_S) * clip.sample_rate))
@@ -213,10 +226,12 @@ async def _caller_turn(adapter, dataset: Dataset, clip: Clip, row: Observation, 
 
 async def _stt_stream(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, row: Observation,
                       ctx: MeasureContext) -> After:
-    _, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final(),
-                                     ctx.eot_wait_s if model.end_of_turn else 0.0)
+    pcm, timeline = await _caller_turn(adapter, dataset, clip, row, ctx, lambda session: session.wait_final(),
+                                       ctx.eot_wait_s if model.end_of_turn else 0.0)
 
     async def compute() -> None:
+        if dataset.info.condition == NONSPEECH:
+            return _score_nonspeech(row, timeline, len(pcm) / 2 / clip.sample_rate)
         m = stt_stream_metrics(timeline, clip.speech_start, clip.speech_end, peer_end(dataset, clip),
                                sample_rate=clip.sample_rate)
         if m.ttfs_ms is None:
@@ -251,6 +266,8 @@ async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, ro
     timeline.settle()
 
     async def compute() -> None:
+        if dataset.info.condition == NONSPEECH:
+            return _score_nonspeech(row, timeline, len(pcm) / 2 / clip.sample_rate)
         m = batch_metrics(timeline, len(pcm) / 2 / clip.sample_rate)
         _witnessed(row, batch_witness(timeline), ctx)
         row.latency_ms, row.rtf = m.latency_ms, m.rtf
@@ -263,13 +280,22 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
                ctx: MeasureContext) -> After:
     timeline = _timeline(ctx)
     session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
+    empty = dataset.info.condition == EMPTY_PROMPT
     try:
         await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
+    except ProviderError as exc:
+        if not (empty and exc.status == "error"):
+            raise
+        refused = exc  # a clean refusal of an empty prompt is a fine answer to it (METHOD "Hallucination on non-speech")
+    else:
+        refused = None
     finally:
         timeline.settle()
         await session.aclose()
 
     async def compute() -> None:
+        if empty:
+            return _score_empty_prompt(row, timeline, refused, ctx)
         m = tts_metrics(timeline)
         row.ttfb_ms, row.synthesis_ms, row.audio_duration_s = m.ttfb_ms, m.synthesis_ms, m.audio_duration_s
         stream = m.stream
@@ -287,6 +313,22 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
         if text is not None:
             _score(row, prompt.text, text, prompt.entities)
     return compute
+
+
+def _score_empty_prompt(row: Observation, timeline: Timeline, refused: ProviderError | None,
+                        ctx: MeasureContext) -> None:
+    """An empty or whitespace-only prompt (METHOD "Hallucination on non-speech"): the ms of audible audio
+    the model sent for it, 0 when it sent none or refused the prompt with a clean error (said in the
+    row's reason); no clock is kept, nor WER or speech quality."""
+    for name in CLOCK_FIELDS:
+        setattr(row, name, None)
+    if refused is not None:
+        row.invented_audio_ms = 0.0
+        row.reason = scrub(f"refused the empty prompt: {refused}", list(ctx.secrets))[:500]
+        return
+    stream = collect_audio(timeline.of(AUDIO))
+    row.audio_duration_s = stream.samples.size / stream.sample_rate if stream.samples.size else 0.0
+    row.invented_audio_ms = round(audible_ms(stream.samples, stream.sample_rate), 1)
 
 
 async def _instrument_transcript(row: Observation, samples: np.ndarray, rate: int, ctx: MeasureContext,

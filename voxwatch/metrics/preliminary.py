@@ -37,7 +37,11 @@ def series_reason(n: int, utterances: int, ticks: int) -> str | None:
 
 def row_reason(row: MetricRow) -> str | None:
     """A leaderboard row's preliminary reason (None for a metric the registry excludes: it has none to show)."""
-    return None if row.note else series_reason(row.n, row.utterances, row.ticks)
+    if row.note:
+        return None
+    if row.hallucination_clips and not row.n:  # a series heard on non-speech alone: its figures are its clips'
+        return series_reason(row.hallucination_clips, row.utterances, row.ticks)
+    return series_reason(row.n, row.utterances, row.ticks)
 
 
 def scorecard_reason(conversations: int) -> str | None:

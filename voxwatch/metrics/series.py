@@ -10,7 +10,8 @@ MIN_N values, and so does p50; a tail percentile q also needs at least TAIL_N va
 (p95: 100, p99: 500), since a p95 of 20 values is their largest but one. Rates need MIN_ATTEMPTS
 attempts; pooled WER needs MIN_N scored clips, the entity error rate MIN_N scored clips with tags,
 answer accuracy MIN_N replies scored for an answer, the share of clips that stalled MIN_N clips
-measured for stalls (their stall totals' percentiles have each percentile's floor).
+measured for stalls (their stall totals' percentiles have each percentile's floor), the hallucination
+figures MIN_N clips without speech (or empty prompts) scored.
 Intervals (95 %) respect how the rows were drawn:
 they cluster by utterance and tick (voxwatch/metrics/clustered.py), never treating rows as independent,
 and need rows from MIN_CLUSTERS ticks and utterances.
@@ -139,6 +140,15 @@ class MetricRow:
     eot_false_cutoffs: int = 0  # end-of-turn events inside the speech, over the scored rows
     eot_false_cutoff_share: float | None = None
     eot_false_cutoff_share_ci: tuple[float, float] | None = None
+    # hallucination on non-speech (METHOD "Hallucination on non-speech"): STT, the share of the scored ok clips
+    # without speech with any invented word; TTS, the share of the scored ok empty prompts with audible audio
+    hallucination_rate: float | None = None
+    hallucination_clips: int = 0  # the ok clips without speech (or empty prompts) scored
+    hallucination_rate_ci: tuple[float, float] | None = None
+    invented_words: int = 0  # STT: the invented words over the scored clips
+    invented_words_per_min: float | None = None  # STT: invented words per minute of the scored clips, pooled
+    invented_words_per_min_ci: tuple[float, float] | None = None
+    invented_audio_ms: float | None = None  # TTS: the mean audible ms sent per scored empty prompt
 
 
 def flat(row: MetricRow) -> dict:
@@ -246,6 +256,11 @@ class SeriesData:
     errors_at_1000ms: Sequence[int | None] = ()
     eot: Sequence[float | None] = ()  # empty, or one entry per row: eot_ms (None: none, or not scored)
     cutoffs: Sequence[int | None] = ()  # empty, or one entry per row: eot_false_cutoffs (None: not scored)
+    # empty, or one entry per row (None: not scored): invented_words, invented_audio_ms, and the seconds of a
+    # clip without speech the invented words were heard over (audio_duration_s where invented_words is set)
+    invented_words: Sequence[int | None] = ()
+    invented_audio_ms: Sequence[float | None] = ()
+    heard_s: Sequence[float | None] = ()
 
 
 def rate_hits(statuses: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -322,17 +337,19 @@ def series_rows(key: SeriesKey, data: SeriesData) -> list[MetricRow]:
         clip_wer_max=float(per_clip.max()) if per_clip.size >= MIN_N else None,
         **speech_quality(statuses, data.quality, everything), **answer_accuracy(statuses, data.answers, everything),
         **playback_stalls(statuses, data.stalls, everything), **wer_at_deadlines(statuses, data, everything),
-        **eot_figures(statuses, data, everything))
+        **eot_figures(statuses, data, everything), **hallucination(statuses, data, everything))
 
     out = []
+    heard_nothing = everything.subset(hallucination_scored(statuses, data)[0])
     for spec in for_protocol(protocol, headline_only=True):
         column = np.asarray(data.values[spec.name], dtype=np.float64)
         has = ok & ~np.isnan(column)
         x, on = column[has], everything.subset(has)
+        clusters = on if on.rows or not heard_nothing.rows else heard_nothing  # no clock on non-speech: its clips
         out.append(MetricRow(
             board=board, model_id=model_id, dataset=dataset, region=region, method_version=method, metric=spec.name,
             **asdict(summarize(x)), **series, instrument=instrument or None, protocol=protocol,
-            utterances=on.sizes[0] if on.rows else 0, ticks=on.sizes[1] if on.rows else 0,
+            utterances=clusters.sizes[0] if clusters.rows else 0, ticks=clusters.sizes[1] if clusters.rows else 0,
             mean_ci=mean_ci(x, on, support.of_metric(spec.name)),
             p50_ci=quantile_ci(x, 50, on), p95_ci=quantile_ci(x, 95, on)))
     return out
@@ -417,6 +434,44 @@ def eot_figures(statuses: np.ndarray, data: SeriesData, d: Design) -> dict:
                 eot_false_cutoff_share_ci=rate_ci(hits, d.subset(scored)) if share is not None else None)
 
 
+def hallucination(statuses: np.ndarray, data: SeriesData, d: Design) -> dict:
+    """A series' hallucination figures (METHOD "Hallucination on non-speech"), over its ok rows scored
+    (hallucination_scored): the share with any invented word (STT) or any audible audio (TTS), a share's
+    interval as a rate's (rate_ci); STT's invented words per minute of the clips heard, pooled (sum of
+    words over sum of minutes), with a count rate's interval as pooled WER's (the words over the
+    minutes); TTS's mean audible ms per empty prompt. n/a below MIN_N scored rows."""
+    scored, ms = hallucination_scored(statuses, data)
+    if not scored.any():
+        return {}
+    on = d.subset(scored)
+    x = (ms if ms is not None else np.asarray(data.invented_words, dtype=np.float64))[scored]
+    share = float((x > 0).mean()) if x.size >= MIN_N else None
+    figures = dict(hallucination_rate=share, hallucination_clips=int(x.size),
+                   hallucination_rate_ci=rate_ci(x > 0, on) if share is not None else None)
+    if ms is not None:
+        return dict(figures, invented_audio_ms=float(x.mean()) if share is not None else None)
+    minutes = np.asarray(data.heard_s, dtype=np.float64)[scored] / 60
+    per_min = float(x.sum() / minutes.sum()) if share is not None else None
+    return dict(figures, invented_words=int(x.sum()), invented_words_per_min=per_min,
+                invented_words_per_min_ci=_count_ci(per_min, x, minutes, on))
+
+
+def hallucination_scored(statuses: np.ndarray, data: SeriesData) -> tuple[np.ndarray, np.ndarray | None]:
+    """Which rows count towards the hallucination figures: the ok rows with invented words and the
+    seconds heard (STT), else the ok rows with audible ms (TTS), and the audible ms column (None for STT)."""
+    ok = statuses == "ok"
+    if len(data.invented_words) and len(data.heard_s):
+        words = np.asarray(data.invented_words, dtype=np.float64)  # None becomes NaN: not scored
+        seconds = np.asarray(data.heard_s, dtype=np.float64)
+        scored = ok & ~np.isnan(words) & (np.nan_to_num(seconds) > 0)
+        if scored.any():
+            return scored, None
+    if len(data.invented_audio_ms):
+        ms = np.asarray(data.invented_audio_ms, dtype=np.float64)
+        return ok & ~np.isnan(ms), ms
+    return np.zeros(statuses.size, dtype=bool), None
+
+
 def _clustered_enough(d: Design) -> bool:
     return d.rows > 0 and min(d.sizes) >= MIN_CLUSTERS
 
@@ -425,10 +480,16 @@ def _wer_ci(wer: float | None, errors: np.ndarray, words: np.ndarray, d: Design)
     """Pooled WER's interval: errors per reference word as a count's rate (clustered.count_rate_interval),
     so it never crosses 0, has no upper limit (insertions can take WER past 1), and 0 errors get the
     exact upper bound of none in the words."""
-    if wer is None or not _clustered_enough(d):
+    return _count_ci(wer, errors, words, d)
+
+
+def _count_ci(rate: float | None, counts: np.ndarray, units: np.ndarray, d: Design) -> tuple[float, float] | None:
+    """A pooled count rate's interval (counts per unit: errors per reference word, invented words per
+    minute): clustered.count_rate_interval over the units, None without the rate or enough clusters."""
+    if rate is None or not _clustered_enough(d):
         return None
-    v = ratio_variance(d, errors, words)
-    return count_rate_interval(wer, v, float(np.sum(words))) if v is not None else None
+    v = ratio_variance(d, counts, units)
+    return count_rate_interval(rate, v, float(np.sum(units))) if v is not None else None
 
 
 def _share_ci(share: float | None, hits: np.ndarray, counted: np.ndarray, d: Design) -> tuple[float, float] | None:

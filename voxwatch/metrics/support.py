@@ -35,7 +35,7 @@ _SIGNED = frozenset(m.name for m in METRICS if m.signed)
 _FIELDS: dict[str, Support] = {
     "error_rate_ci": SHARE, "timeout_rate_ci": SHARE, "entity_error_rate_ci": SHARE, "answer_accuracy_ci": SHARE,
     "stall_share_ci": SHARE,
-    "wer_ci": NON_NEGATIVE, "quality_mos_ci": MOS,
+    "hallucination_rate_ci": SHARE, "wer_ci": NON_NEGATIVE, "invented_words_per_min_ci": NON_NEGATIVE, "quality_mos_ci": MOS,
     **{f"{name}_ci": NON_NEGATIVE for name in WER_FIELDS},  # pooled WER at a deadline, as pooled WER
 }
 

@@ -50,7 +50,9 @@ def pooled(parts: Mapping[str, SeriesData]) -> SeriesData:
                       entities_missed=optional("entities_missed"), entities_total=optional("entities_total"),
                       quality=optional("quality"), answers=optional("answers"),
                       stalls=optional("stalls"), **{name: optional(name) for name in ERRORS_FIELDS},
-                      eot=optional("eot"), cutoffs=optional("cutoffs"))
+                      eot=optional("eot"), cutoffs=optional("cutoffs"),
+                      invented_words=optional("invented_words"), invented_audio_ms=optional("invented_audio_ms"),
+                      heard_s=optional("heard_s"))
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,9 @@ _COLUMN = {name: 5 + i for i, name in enumerate(HEADLINE)}  # where each headlin
 _PER_ROW = {"errors": "f.substitutions + f.deletions + f.insertions", "words": "f.ref_words",
             "entities_missed": "f.entities_missed", "entities_total": "f.entities_total", "quality": "f.quality_mos",
             "answers": "f.answer_correct", "stalls": "f.stall_ms", **{name: f"f.{name}" for name in ERRORS_FIELDS},
-            "eot": "f.eot_ms", "cutoffs": "f.eot_false_cutoffs"}
+            "eot": "f.eot_ms", "cutoffs": "f.eot_false_cutoffs", "invented_words": "f.invented_words",
+            "invented_audio_ms": "f.invented_audio_ms",
+            "heard_s": "CASE WHEN f.invented_words IS NOT NULL THEN f.audio_duration_s END"}
 """The SeriesData columns a fetched row ends with (after the headline metrics), and the SQL of each."""
 _PER_ROW_AT = {name: 5 + len(HEADLINE) + i for i, name in enumerate(_PER_ROW)}
 _LONGEST = max(WINDOWS.values())

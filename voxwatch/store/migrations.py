@@ -253,6 +253,9 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # WER at the agent's deadline: a streaming STT row's word errors at each deadline after the end of speech
     # (obs_facts.errors_at_<D>ms, METHOD "WER at the deadline")
     (22, _facts(*ERRORS_FIELDS)),
+    # hallucination on non-speech: invented words on a clip without speech, audible audio on an empty prompt
+    # (obs_facts.invented_words, invented_audio_ms; METHOD "Hallucination on non-speech")
+    (23, _facts("invented_words", "invented_audio_ms")),
     # TTS playback stalls: each row's count of stalls after the audible onset and their total (METHOD "TTS:
     # playback stalls")
     (24, _facts("stall_count", "stall_ms")),

@@ -68,18 +68,20 @@ def _cells(r: Observation, metrics: list[str], utterance: str, tick: str) -> tup
             r.entities_missed if ok else None, r.entities_total if ok else None, r.quality_mos if ok else None,
             r.answer_correct if ok else None, r.stall_ms if ok else None,
             tuple(getattr(r, name) if scored else None for name in ERRORS_FIELDS),
-            r.eot_ms if ok else None, r.eot_false_cutoffs if ok else None)
+            r.eot_ms if ok else None, r.eot_false_cutoffs if ok else None,
+            r.invented_words if ok else None, r.invented_audio_ms if ok else None,
+            r.audio_duration_s if ok and r.invented_words is not None else None)
 
 
 def _series(metrics: list[str], rows: list[tuple]) -> SeriesData:
     """Rows' cells (`_cells`) as a series' columns."""
-    statuses, utterances, ticks, values, errors, words, missed, total, quality, answers, stalls, at_deadlines, eot, \
-        cutoffs = (list(c) for c in zip(*rows))
+    (statuses, utterances, ticks, values, errors, words, missed, total, quality, answers, stalls, at_deadlines, eot,
+     cutoffs, invented, invented_ms, heard) = (list(c) for c in zip(*rows))
     return SeriesData(statuses=statuses, utterances=utterances, ticks=ticks,
                       values={m: [v[i] for v in values] for i, m in enumerate(metrics)}, errors=errors, words=words,
                       entities_missed=missed, entities_total=total, quality=quality, answers=answers,
                       stalls=stalls, **{name: [e[i] for e in at_deadlines] for i, name in enumerate(ERRORS_FIELDS)},
-                      eot=eot, cutoffs=cutoffs)
+                      eot=eot, cutoffs=cutoffs, invented_words=invented, invented_audio_ms=invented_ms, heard_s=heard)
 
 
 def _columns(key: SeriesKey, members: list[Observation]) -> SeriesData:

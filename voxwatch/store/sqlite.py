@@ -28,9 +28,9 @@ SCHEMA_VERSION = 10  # 4: the conversation tables; 5: the preference board's (vo
 # columns _table adds to an older store's conversation_turns, its turns' null); 8: observations'
 # answer_correct (added by _migrate to an older store's observations, its rows' null); 9: the clock
 # witness (clock_uncertainty_ms, arrival_stamp), added the same way; 10: TTS playback stalls
-# (stall_count, stall_ms), added the same way; the end of turn's eot_ms and eot_false_cutoffs, and the
-# word errors at the deadlines (errors_at_<D>ms), are added the same way too (no version of their own:
-# _migrate adds any missing field)
+# (stall_count, stall_ms), and hallucination on non-speech (invented_words, invented_audio_ms), added the
+# same way; the end of turn's eot_ms and eot_false_cutoffs, and the word errors at the deadlines
+# (errors_at_<D>ms), are added the same way too (no version of their own: _migrate adds any missing field)
 
 
 class SQLiteStore(conv.ConversationReads, preference.PreferenceRows, preference_fits.PreferenceFits):

@@ -46,6 +46,7 @@ SORTS: dict[str, Callable[["Entry"], object]] = {
     "error_rate": lambda e: e.row.error_rate,
     "wer": lambda e: e.row.pooled_wer,
     "answers": lambda e: e.row.answer_accuracy,
+    "hallucination": lambda e: e.row.hallucination_rate,
     "mos": lambda e: e.row.quality_mos,
     "price": lambda e: e.price.figure if e.price else None,
 }

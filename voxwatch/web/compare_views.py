@@ -94,17 +94,27 @@ def _marked(lines: list[Line], board: CompareBoard, registry: Registry) -> list[
     return ordered([Line(**{**line.__dict__, "on_frontier": line.key in on}) for line in lines])
 
 
+ORDERS = ("rank", "hallucination")
+"""How a comparison's lines may be ordered: by rank (the default: boards.compare_lines.ordered), or by the
+hallucination share on the clips with nothing to say (lowest first, ties and n/a by rank's order)."""
+
+
 def comparison_document(source: Source, registry: Registry, board_id: str, window: str,
-                        use_case: str | None, statistic: str = "p50") -> dict:
+                        use_case: str | None, statistic: str = "p50", order: str = "rank") -> dict:
     """The comparison of a board over a use case, its latency ranked on `statistic` (p50 or p95), at
-    the API's precision (a ValueError for an unknown use case, or p95 on the conversations: the caller's 400)."""
+    the API's precision (a ValueError for an unknown use case or order, or p95 on the conversations: the
+    caller's 400)."""
     board = COMPARE_BOARDS[board_id]
+    if order not in ORDERS:
+        raise ValueError(f"no order {order!r}: the orders are {', '.join(ORDERS)}")
     if board_id == CONVERSATIONS:
         if statistic != "p50":
             raise ValueError("statistic p95 is not offered for conversations: V2V per turn is compared by its p50")
         cases, chosen, lines, left_out = _conversation_lines(source, registry, window, use_case)
     else:
         cases, chosen, lines, left_out = _series_lines(source, registry, board, window, use_case, statistic)
+    if order == "hallucination":  # a stable sort: rank's order among equals
+        lines = sorted(lines, key=lambda x: (x.hallucination is None, x.hallucination or 0.0))
     unit = UNITS.get(board.latency, "ms")
     accuracy_unit = "fraction" if board.accuracy_is_rate else "score"
     return {
@@ -115,6 +125,7 @@ def comparison_document(source: Source, registry: Registry, board_id: str, windo
         "accuracy": {"figure": board.accuracy, "title": board.accuracy_title, "unit": accuracy_unit,
                      "lower_is_better": board.accuracy_lower_is_better},
         "ranks": NO_PAIRED if board_id == CONVERSATIONS else RANKS_NOTE if statistic == "p50" else TAIL_RANKS_NOTE,
+        "order": order,
         "rows": [{"model_id": x.model_id, "region": x.region, "instrument": x.instrument or None, "rank": x.rank,
                   "unranked": x.unranked if x.rank is None else None,
                   "latency_n": x.latency_n, "latency_p50": rounded(x.latency_p50, unit),
@@ -124,6 +135,10 @@ def comparison_document(source: Source, registry: Registry, board_id: str, windo
                   "accuracy_ci": rounded(x.accuracy_ci, "fraction"), "on_frontier": x.on_frontier,
                   "quality_n": x.quality_n, "quality_mos": rounded(x.quality, "fraction"),
                   "quality_mos_ci": rounded(x.quality_ci, "fraction"), "accuracy_passed": x.accuracy_passed,
+                  "hallucination_n": x.hallucination_n, "hallucination": rounded(x.hallucination, "fraction"),
+                  "hallucination_ci": rounded(x.hallucination_ci, "fraction"),
+                  "invented_words_per_min": rounded(x.invented_words_per_min, "fraction"),
+                  "invented_audio_ms": rounded(x.invented_audio_ms, "ms"),
                   **model_marks(registry, x.model_id, x.preliminary_reason, not_judged=x.not_judged).fields(judged=True),
                   **price_fields(registry, x.model_id)} for x in lines],
         "left_out": left_out,
@@ -138,7 +153,8 @@ CSV_COLUMNS = ("board", "use_case", "window", "method_version", "model_id", "reg
                "latency_metric", "latency_statistic", "latency_n", "latency_p50", "latency_p50_low", "latency_p50_high",
                "latency_p95", "latency_p95_low", "latency_p95_high", "accuracy_figure",
                "accuracy_n", "accuracy_passed", "accuracy", "accuracy_low", "accuracy_high", "on_frontier", "quality_n",
-               "quality_mos", "quality_mos_low", "quality_mos_high", *MARK_FIELDS, NOT_JUDGED) + PRICE_FIELDS
+               "quality_mos", "quality_mos_low", "quality_mos_high", "hallucination_n", "hallucination", "hallucination_low",
+               "hallucination_high", "invented_words_per_min", "invented_audio_ms", *MARK_FIELDS, NOT_JUDGED) + PRICE_FIELDS
 
 
 def to_csv(doc: dict) -> str:
@@ -149,10 +165,12 @@ def to_csv(doc: dict) -> str:
     for r in doc["rows"]:
         lat, acc = r["latency_p50_ci"] or (None, None), r["accuracy_ci"] or (None, None)
         tail = r["latency_p95_ci"] or (None, None)
-        mos = r["quality_mos_ci"] or (None, None)
+        mos, hal = r["quality_mos_ci"] or (None, None), r["hallucination_ci"] or (None, None)
         w.writerow({**{k: r[k] for k in ("model_id", "region", "instrument", "rank", "latency_n", "latency_p50", "latency_p95",
                                          "accuracy_n", "accuracy_passed", "accuracy", "on_frontier", "quality_n",
-                                         "quality_mos", *MARK_FIELDS)},
+                                         "quality_mos", "hallucination_n", "hallucination", "invented_words_per_min",
+                                         "invented_audio_ms", *MARK_FIELDS)},
+                    "hallucination_low": hal[0], "hallucination_high": hal[1],
                     NOT_JUDGED: " ".join(r[NOT_JUDGED]), **{k: r[k] for k in PRICE_FIELDS}, "board": doc["board"],
                     "use_case": doc["use_case"]["id"] if doc["use_case"] else None, "window": doc["window"],
                     "method_version": doc["method_version"], "latency_metric": doc["latency"]["metric"],

@@ -17,6 +17,7 @@ from voxwatch.store.conversation_rows import ANCHORS, ConversationRow, TurnRow
 from voxwatch.metrics.conversation_aggregate import Quality, Scorecard, Percentiles, Rate, Transcription
 from voxwatch.web.bakeoff_views import SET_FIELDS as BAKEOFF_SET_FIELDS
 from voxwatch.metrics.deadline_wer import DEADLINES_MS, WER_FIELDS
+from voxwatch.web.compare_views import ORDERS as COMPARE_ORDERS
 from voxwatch.metrics.degradation import Degradation
 from voxwatch.metrics.hour_of_day import HourCell
 from voxwatch.metrics.paired import COLUMNS
@@ -148,6 +149,15 @@ def _compare_schemas() -> dict:
            "quality_mos_ci": pair,
            "accuracy_passed": {"type": ["integer", "null"], "description": "where the accuracy is a share of decided "
                                "items (instruction adherence): how many of accuracy_n passed; null otherwise"},
+           "hallucination_n": {"type": "integer", "description": "the model's clips without speech (STT) or empty "
+                               "prompts (TTS) scored in the window, whatever the use case (0: none)"},
+           "hallucination": {**_NULLABLE_NUMBER, "description": "the share of them in which the model transcribed any "
+                             "word (STT) or sent audible audio (TTS), lower is better; null under 5 (METHOD "
+                             "'Hallucination on non-speech')"},
+           "hallucination_ci": pair,
+           "invented_words_per_min": {**_NULLABLE_NUMBER, "description": "STT: the words invented per minute of the "
+                                      "clips without speech heard, pooled"},
+           "invented_audio_ms": {**_NULLABLE_NUMBER, "description": "TTS: the mean audible ms sent per empty prompt"},
            **_LINE_MARKS, **_NOT_JUDGED, **_PRICE_FIELDS}
     return {
         "UseCase": _obj({"id": _STRING, "title": _STRING, "datasets": _array(_STRING)}),
@@ -160,6 +170,8 @@ def _compare_schemas() -> dict:
                                                                 "description": "what ranks, the frontier and the "
                                                                                "order read (?statistic=)"}, **axis}),
             "accuracy": _obj({"figure": _STRING, "title": _STRING, **axis}), "ranks": _STRING,
+            "order": {"type": "string", "enum": list(COMPARE_ORDERS), "description": "the lines' order: by rank, or by "
+                      "the hallucination share (lowest first)"},
             "rows": _array(_ref("CompareRow")), "left_out": _array(_STRING)}),
     }
 
@@ -178,6 +190,12 @@ def document() -> dict:
             "ranked_by": {**_NULLABLE_STRING, "description": "the metric the series is ranked by"},
             "quality_mos": {**_NULLABLE_NUMBER, "description": "TTS and S2S: the mean DNSMOS P.835 OVRL (1-5, higher is "
                             "better) of the audio the model sent, over the ok rows scored; null under 5 (METHOD \"Speech quality\")"},
+            "hallucination_rate": {**_NULLABLE_NUMBER, "description": "a series heard on clips without speech (STT): "
+                                   "the share of the ok clips scored in which the model transcribed any word; on empty "
+                                   "prompts (TTS): the share answered with audible audio; lower is better, null under 5 "
+                                   "scored (hallucination_clips) (METHOD \"Hallucination on non-speech\")"},
+            "invented_words_per_min": {**_NULLABLE_NUMBER, "description": "STT: the words transcribed per minute of the "
+                                       "clips without speech, pooled (invented_words over their minutes)"},
             "answer_accuracy": {**_NULLABLE_NUMBER, "description": "S2S: the share of the ok replies to spoken questions "
                                 "scored for an answer in which the instrument heard it (higher is better); null under 5 "
                                 "scored (answer_clips) (METHOD \"Answer accuracy (S2S single turn)\")"},
@@ -373,6 +391,9 @@ def document() -> dict:
                            _query("statistic", "the latency statistic ranks and the frontier read: p50 (the paired "
                                   "medians) or p95 (the paired p95s, METHOD 'Paired comparisons'; not on the "
                                   "conversations board)", {"type": "string", "enum": ["p50", "p95"], "default": "p50"}),
+                           _query("order", "rank (the default) or hallucination: the lines by the share of clips "
+                                  "without speech (or empty prompts) they made words (or sound) from, lowest first",
+                                  {"type": "string", "enum": list(COMPARE_ORDERS), "default": "rank"}),
                            _query("format", "csv: one line per model, intervals as _low and _high",
                                   {"type": "string", "enum": ["json", "csv"], "default": "json"})],
             "responses": {"200": {"description": "The comparison.", "content": {

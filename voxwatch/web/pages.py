@@ -204,7 +204,7 @@ def requested_comparison(request: Request) -> dict:
     statistic = choice(request, "statistic", compare_views.STATISTICS, "p50")
     try:
         return compare_views.comparison_document(request.app.state.source, request.app.state.registry, board, window,
-                                                 text(request, "use_case"), statistic)
+                                                 text(request, "use_case"), statistic, text(request, "order") or "rank")
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
 
