@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.bench
 def test_the_quick_benchmark_meets_its_targets():
     proc = subprocess.run([sys.executable, "-m", "benchmarks.hallucination", "--quick"], cwd=REPO, capture_output=True,
                           text=True, timeout=600)

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.bench
 def test_the_tail_benchmark_runs_and_tells_a_slow_tail_from_noise():
     proc = subprocess.run([sys.executable, "-m", "benchmarks.tail_power", "--quick"], cwd=REPO, capture_output=True,
                           text=True, timeout=600)

@@ -2,7 +2,8 @@
 exit 0 and print, last, one JSON line with at least one `*_target_met` boolean.
 
 The discovery rule: every module `benchmarks/NAME.py` is a benchmark, found by listing the folder,
-unless NAME is in LIBRARIES (modules the benchmarks import, or the server one of them starts). So a
+unless NAME is in LIBRARIES (modules the benchmarks import, or the server one of them starts) or in
+OWN_TESTS (a test of its own runs its quick mode and asserts more). So a
 new benchmark is tested the day it lands, and one without `--quick` fails here (argparse refuses the
 flag). Quick modes run on small data and never read ../shared/data/speech (VOXWATCH_SPEECH_DIR points
 at an empty folder): their figures are not the benchmark's, so the targets are not asserted, except
@@ -37,7 +38,15 @@ LIBRARIES = {
     "independent_tts": "the independent HTTP server http_clock starts (it serves until stopped)",
 }
 """Modules in benchmarks/ that are not benchmarks, and what they are."""
-BENCHMARKS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem not in LIBRARIES)
+OWN_TESTS = {
+    "deadline_wer": "test_deadline_wer.py",
+    "hallucination": "test_bench_hallucination.py",
+    "stt_eot": "test_bench_stt_eot.py",
+    "tail_power": "test_bench_tail_power.py",
+    "tts_stream": "test_tts_stalls.py",
+}
+"""Benchmarks whose quick mode a test of their own runs (and asserts more of): run once, there, not here too."""
+BENCHMARKS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem not in {*LIBRARIES, *OWN_TESTS})
 SLOWEST_FIRST = ("agent_truth", "conversation_truth", "peer_import", "clock_truth", "web_load", "soak",
                  "store_scale", "make_run", "answer_accuracy", "http_clock")
 """Started first: each waits on real time (paced audio, servers starting) far more than it computes."""
@@ -86,6 +95,12 @@ def test_quick_mode_completes_and_prints_its_json_line_last(name: str, runs: dic
     assert all(isinstance(v, bool) for v in met.values()), met
     for key in MET_IN_QUICK.get(name, ()):
         assert met.get(key) is True, (key, met)
+
+
+def test_a_benchmark_left_to_its_own_test_is_run_there_in_its_quick_mode():
+    for name, test in OWN_TESTS.items():
+        assert (REPO / "benchmarks" / f"{name}.py").is_file(), f"benchmarks/{name}.py is gone: take it out of OWN_TESTS"
+        assert f'"benchmarks.{name}", "--quick"' in (REPO / "tests" / test).read_text(), (name, test)
 
 
 def test_the_library_modules_are_there_and_only_the_server_has_a_main():
