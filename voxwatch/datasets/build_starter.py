@@ -22,6 +22,7 @@ import numpy as np
 
 from voxwatch.foundation.integrity import file_sha256
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, speech_anchors
+from voxwatch.metrics.text_stream import STREAMED_TEXT_CONDITION
 from voxwatch.providers.local.espeak_engine import EspeakEngine
 
 from voxwatch.datasets import degrade, mulaw
@@ -174,6 +175,16 @@ def build_prompts(root: Path) -> None:
                     "tech support) and 5 longer agent passages"))
 
 
+def build_streamed_prompts(root: Path) -> None:
+    folder = root / "tts-streamed-text"
+    write_records(folder / "manifest.jsonl", [Prompt(id=p, text=t, category=c) for p, c, t in TTS_PROMPTS])
+    write_info(folder, DatasetInfo(
+        name="tts-streamed-text", kind="text", family="tts-streamed-text", condition=STREAMED_TEXT_CONDITION, recipe=RECIPE,
+        description="tts-prompts' prompts fed as an agent feeds them: word by word at an LLM's pace (a seeded "
+                    "schedule), the reply cancelled once audible; for the models whose registry entry says "
+                    "streamed_text"))
+
+
 def reanchor(root: Path) -> int:
     """Recompute the VAD anchors of the committed clips without re-synthesizing them.
 
@@ -235,6 +246,7 @@ def main() -> None:
         build_degraded(args.out, name, clean, audio)
     build_phone_line(args.out)
     build_prompts(args.out)
+    build_streamed_prompts(args.out)
     digest = hashlib.sha256(b"".join((args.out / d / "manifest.jsonl").read_bytes() for d in sorted(
         p.name for p in args.out.iterdir() if (p / "manifest.jsonl").is_file()))).hexdigest()
     print(f"built {len(clean)} utterances x {2 + len(degrade.TRANSFORMS)} conditions and {len(TTS_PROMPTS)} prompts "

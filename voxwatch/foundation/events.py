@@ -26,6 +26,9 @@ RESPONSE = "response"
 CLOSED = "closed"
 CLEARED = "cleared"  # a deployed agent dropped the audio it had queued (Twilio Media Streams `clear`)
 END_OF_TURN = "end_of_turn"  # a streaming STT's own end-of-turn (or end-of-utterance) message, not one voxwatch forced
+TEXT_SENT = "text_sent"  # a TTS adapter wrote one piece of streamed text (METHOD "TTS: streamed text and cancel")
+CANCEL_SENT = "cancel_sent"  # a TTS adapter wrote the vendor's cancel of the reply under way
+CANCEL_ACK = "cancel_ack"  # the vendor acknowledged that cancel (Deepgram's `Cleared`)
 
 
 @dataclass(frozen=True)

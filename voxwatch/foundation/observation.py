@@ -67,6 +67,14 @@ class Observation:
     # the audible onset under TTFA's playout model, and their total (ms); None when not measured
     stall_count: int | None = None
     stall_ms: float | None = None
+    # TTS fed streamed text (METHOD "TTS: streamed text and cancel"; the streamed-text dataset's rows only):
+    # TTFA from the first and from the last text piece's write (ms), and the cancel latency once audible:
+    # cancel_ms from the cancel's write to the last audio after it, or to the vendor's acknowledgement when
+    # no audio followed (cancel_end "audio" / "ack"; "none": neither came, cancel_ms null)
+    ttfa_first_text_ms: float | None = None
+    ttfa_last_text_ms: float | None = None
+    cancel_ms: float | None = None
+    cancel_end: str | None = None
     # the clock witness (METHOD "Clock witness"): the longest time the worker could not observe around the
     # stamps the row's latencies read (ms; None: not watched), and which clock took its arrival stamps
     # ("kernel": the socket's receive time; "user": the worker's read)
@@ -128,10 +136,11 @@ _REQUIRED = {f.name for f in fields(Observation) if f.default is MISSING}
 _TEXT = tuple(name for name, kind in _TYPES.items() if kind == "str")
 _INT64 = 2 ** 63
 _AT_LEAST = {"attempt": 1, "clock_uncertainty_ms": 0, "substitutions": 0, "deletions": 0, "insertions": 0, "ref_words": 0, "entities_total": 0,
-             "entities_missed": 0, "errors_at_0ms": 0, "errors_at_250ms": 0, "errors_at_500ms": 0, "errors_at_1000ms": 0, "retry_after_s": 0, "stall_count": 0, "stall_ms": 0,
+             "entities_missed": 0, "errors_at_0ms": 0, "errors_at_250ms": 0, "errors_at_500ms": 0, "errors_at_1000ms": 0, "retry_after_s": 0, "stall_count": 0, "stall_ms": 0, "ttfa_first_text_ms": 0, "cancel_ms": 0,
              "eot_false_cutoffs": 0, "invented_words": 0, "invented_audio_ms": 0,
              "started_at": 0}
-_VOCABULARY = {"status": STATUSES, "board": BOARDS, "arrival_stamp": ("kernel", "user")}
+_VOCABULARY = {"status": STATUSES, "board": BOARDS, "arrival_stamp": ("kernel", "user"),
+               "cancel_end": ("audio", "ack", "none")}
 
 
 def made_safe(row: Observation) -> Observation:

@@ -32,7 +32,9 @@ from voxwatch.metrics.as_sent import sent_at_ns
 from voxwatch.metrics.end_of_turn import end_of_turn
 from voxwatch.metrics.peer_anchor import peer_speech_end
 from voxwatch.metrics.stalls import playout_stalls
-from voxwatch.metrics.timeline import (batch_metrics, collect_audio, connect_ms, pacing_error_ms,
+from voxwatch.metrics.text_stream import (STREAMED_TEXT_CONDITION, cancel_latency, reply_audible, schedule_seed,
+                                          streamed_text_ttfa, text_schedule)
+from voxwatch.metrics.timeline import (TTSMetrics, batch_metrics, collect_audio, connect_ms, pacing_error_ms,
                                        stt_stream_metrics, tts_metrics)
 from voxwatch.metrics.v2v import call_recording, caller_speech_end_s, v2v_from_recording, write_recording
 from voxwatch.metrics.vad import VAD_NAME, VAD_PARAMS, VAD_VERSION, SpeechAnchors
@@ -58,7 +60,8 @@ from voxwatch.harness.pacer import paced_send, paced_silence
 TRIM_AFTER_SPEECH_S = 0.1
 CLOCK_FIELDS = ("connect_ms", "ttfs_ms", "ttfs_peer_ms", "first_partial_ms", "first_partial_from_t0_ms", "latency_ms",
                 "rtf", "ttfa_ms", "ttfb_ms", "leading_silence_ms", "synthesis_ms", "v2v_ms", "pacing_error_ms",
-                "stall_count", "stall_ms", "eot_ms", "eot_false_cutoffs")
+                "stall_count", "stall_ms", "eot_ms", "eot_false_cutoffs", "ttfa_first_text_ms", "ttfa_last_text_ms",
+                "cancel_ms", "cancel_end")
 
 
 class Inaudible(Exception):
@@ -279,10 +282,15 @@ async def _stt_batch(adapter, model: ModelInfo, dataset: Dataset, clip: Clip, ro
 async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row: Observation,
                ctx: MeasureContext) -> After:
     timeline = _timeline(ctx)
+    streamed = dataset.info.condition == STREAMED_TEXT_CONDITION
     session = await _connect(adapter.connect(timeline, model.voice), timeline, row, ctx)
     empty = dataset.info.condition == EMPTY_PROMPT
     try:
-        await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
+        if streamed:
+            pieces = [(p.text, p.at_ms) for p in text_schedule(prompt.text, schedule_seed(prompt.id))]
+            await asyncio.wait_for(session.synthesize_streamed(pieces, lambda: reply_audible(timeline)), ctx.timeout_s)
+        else:
+            await asyncio.wait_for(session.synthesize(prompt.text), ctx.timeout_s)
     except ProviderError as exc:
         if not (empty and exc.status == "error"):
             raise
@@ -303,11 +311,14 @@ async def _tts(adapter, model: ModelInfo, dataset: Dataset, prompt: Prompt, row:
             lv = levels(stream.samples)
             raise Inaudible(f"no audible onset (peak {lv.peak_dbfs:.1f} dBFS, RMS {lv.rms_dbfs:.1f} dBFS)")
         row.ttfa_ms, row.leading_silence_ms = m.ttfa_ms, m.leading_silence_ms
-        stalls = playout_stalls(stream, m.onset)
-        row.stall_count, row.stall_ms = stalls.count, stalls.total_ms
         asked = timeline.first(REQUEST_SENT)
         _witnessed(row, audio_witness(timeline, asked, asked.t_ns + m.ttfa_ms * 1e6), ctx)
         _http_facts(row, timeline)
+        if streamed:  # the reply was cancelled once audible: no stalls, quality or WER of a cut-off reply
+            _streamed_text(row, timeline, m)
+            return
+        stalls = playout_stalls(stream, m.onset)
+        row.stall_count, row.stall_ms = stalls.count, stalls.total_ms
         await _score_quality(row, stream.samples, stream.sample_rate, ctx)
         text = await _instrument_transcript(row, stream.samples, stream.sample_rate, ctx, "WER")
         if text is not None:
@@ -329,6 +340,15 @@ def _score_empty_prompt(row: Observation, timeline: Timeline, refused: ProviderE
     stream = collect_audio(timeline.of(AUDIO))
     row.audio_duration_s = stream.samples.size / stream.sample_rate if stream.samples.size else 0.0
     row.invented_audio_ms = round(audible_ms(stream.samples, stream.sample_rate), 1)
+
+
+def _streamed_text(row: Observation, timeline: Timeline, m: TTSMetrics) -> None:
+    """A streamed-text row's TTFA from its first and last piece, and its cancel latency (metrics.text_stream)."""
+    ttfa = streamed_text_ttfa(timeline, m.stream, m.onset)
+    row.ttfa_first_text_ms, row.ttfa_last_text_ms = ttfa.ttfa_first_text_ms, ttfa.ttfa_last_text_ms
+    cancel = cancel_latency(timeline)
+    if cancel is not None:
+        row.cancel_ms, row.cancel_end = cancel.cancel_ms, cancel.cancel_end
 
 
 async def _instrument_transcript(row: Observation, samples: np.ndarray, rate: int, ctx: MeasureContext,
@@ -476,6 +496,9 @@ async def measure_item(model: ModelInfo, adapter, dataset: Dataset, item: Clip |
         harness = HARNESSES.get(model.protocol)
         if harness is None:
             return _fail(row, "excluded", f"protocol {model.protocol} has no harness yet", ctx)
+        if dataset.info.condition == STREAMED_TEXT_CONDITION and not model.streamed_text:
+            return _fail(row, "excluded", f"{model.id} is not fed streamed text here (its registry entry does not "
+                                          f"say streamed_text); {dataset.name} is streamed text", ctx)
         if isinstance(item, Clip) and dataset.wire is not None:
             adapter = on_wire(adapter, dataset.wire)
             if adapter is None:

@@ -95,6 +95,7 @@ class ModelInfo:
     transport: str | None = None  # a deployed agent's (vendor "agent"): TRANSPORTS
     sample_rate: int | None = None  # a pcm-ws agent's audio rate, both ways
     end_of_turn: bool = False  # a streaming STT whose adapter stamps the vendor's own end-of-turn events (METHOD "STT end of turn")
+    streamed_text: bool = False  # a streaming TTS whose adapter can be fed streamed text and cancel (METHOD "TTS: streamed text and cancel")
 
     def price_stale(self, day: dt.date) -> bool:
         """Its price was checked longer ago than a check is trusted (CHECK_MAX_AGE_DAYS)."""
@@ -141,10 +142,11 @@ _FIELDS = {"id": str, "board": str, "vendor": str, "protocol": str, "adapter": s
            "session_limit_s": int, "undated": str, "session_limit_unknown": str, "description": str,
            "price_usd": object, "price_output_usd": object, "price_unit": str, "price_source": str,
            "price_checked": dt.date, "baseline": bool, "transport": str, "sample_rate": int,
-           "end_of_turn": bool}  # a price's numbers are checked by metrics.price.problem
+           "end_of_turn": bool, "streamed_text": bool}  # a price's numbers are checked by metrics.price.problem
 _PRICE = ("price_usd", "price_output_usd", "price_unit", "price_source", "price_checked")
 _OPTIONAL = {"voice", "exclusions", "deprecated", "shutdown", "successor", "session_limit_s", "undated",
-             "session_limit_unknown", "description", "baseline", "transport", "sample_rate", "end_of_turn", *_PRICE}
+             "session_limit_unknown", "description", "baseline", "transport", "sample_rate", "end_of_turn", "streamed_text",
+             *_PRICE}
 _REQUIRED = set(_FIELDS) - _OPTIONAL
 _VENDOR_FIELDS = {"name": str, "snapshots": str, "checked": dt.date, "source": str, "pattern": str, "note": str,
                   "speaks": str, "base_url": str, "key_env": str}
@@ -198,6 +200,8 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
                             "conversations rotate before) or session_limit_unknown (why the vendor documents none)")
     if entry.get("end_of_turn") and entry["protocol"] != "stt-stream":
         raise RegistryError(f"{where}: end_of_turn is a streaming STT's; {mid} is {entry['protocol']}")
+    if entry.get("streamed_text") and entry["protocol"] != "tts-stream":
+        raise RegistryError(f"{where}: streamed_text is a streaming TTS's; {mid} is {entry['protocol']}")
     exclusions = []
     for ex in entry.get("exclusions", []):
         if set(ex) != {"metric", "reason"}:
@@ -210,7 +214,7 @@ def _parse(entry: dict[str, Any], where: str) -> ModelInfo:
                      session_limit_unknown=unknown, description=entry.get("description"),
                      price=_price(entry, f"{where} ({mid})"), baseline=entry.get("baseline", False),
                      transport=entry.get("transport"), sample_rate=entry.get("sample_rate"),
-                     end_of_turn=entry.get("end_of_turn", False))
+                     end_of_turn=entry.get("end_of_turn", False), streamed_text=entry.get("streamed_text", False))
 
 
 def _price(entry: dict[str, Any], where: str) -> Price | None:

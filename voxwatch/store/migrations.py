@@ -262,6 +262,9 @@ MIGRATIONS: list[tuple[int, str | Callable[[psycopg.Cursor], None]]] = [
     # a streaming STT's own end of turn: its latency after the end of speech and its false cut-offs (METHOD
     # "STT end of turn")
     (25, _facts("eot_ms", "eot_false_cutoffs")),
+    # TTS fed streamed text: TTFA from the first and the last text piece's write, and the cancel latency once
+    # audible (METHOD "TTS: streamed text and cancel")
+    (27, _facts("ttfa_first_text_ms", "ttfa_last_text_ms", "cancel_ms", "cancel_end")),
 ]
 
 

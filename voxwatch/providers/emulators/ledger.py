@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from voxwatch.foundation.events import CHUNK_SENT, REQUEST_SENT, Timeline
+from voxwatch.foundation.events import CHUNK_SENT, REQUEST_SENT, TEXT_SENT, Timeline
 from voxwatch.metrics.as_sent import sent_at_ns
 from voxwatch.metrics.stalls import Stalls, playout_stalls
 from voxwatch.metrics.timeline import AudioStream
@@ -141,6 +141,50 @@ def stall_error_ms(measured: float, sent: Mapping[str, int], chunk_ms: float, on
     writes and from those after them): 0 inside, as truth_as_sent's span is read (benchmarks/rig.py)."""
     low, high = sorted(stalls_as_sent(sent, chunk_ms, onset_chunk, after).total_ms for after in (False, True))
     return measured - min(max(measured, low), high)
+
+
+CANCEL_ARRIVED = "cancel_arrived"  # the ledger record of a TTS reply's cancel arriving at the emulator
+CLEARED = "cleared"  # and of the emulator's acknowledgement of it going out (Deepgram's `Cleared`)
+
+
+def after_cancel_key(chunk: int) -> str:
+    """The ledger record of a TTS reply's chunk `chunk` going out after the reply's cancel arrived."""
+    return f"after_cancel:{chunk}"
+
+
+def streamed_ttfa_as_sent(sent: Mapping[str, int], timeline: Timeline,
+                          leading_silence_ms: float) -> tuple[float, float]:
+    """A streamed-text reply's TTFA from its first and from its last text piece's write (metrics.text_stream),
+    the reply's audible onset as the emulator sent it (truth_as_sent's playout model)."""
+    writes = timeline.of(TEXT_SENT)
+    first = truth_as_sent("ttfa_ms", sent, timeline, leading_silence_ms=leading_silence_ms)  # REQUEST_SENT: the first write
+    return first, first - (writes[-1].t_ns - writes[0].t_ns) / 1e6
+
+
+def before_and_after(sent: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """One stream's records as stamped before each write and as stamped after it (AFTER; a record with
+    one stamp in both)."""
+    before = {what: t for what, t in sent.items() if not what.endswith(AFTER)}
+    return before, {**before, **{what[:-len(AFTER)]: t for what, t in sent.items() if what.endswith(AFTER)}}
+
+
+def outside_span_ms(measured: float, before: float, after: float) -> float:
+    """How far `measured` lies outside the truth as sent, the span between a figure from the stamps
+    before the emulator's writes and from those after them (the write went out in between): 0 inside."""
+    low, high = sorted((before, after))
+    return measured - min(max(measured, low), high)
+
+
+def cancel_as_sent(sent: Mapping[str, int], cancel_written_ns: int) -> tuple[float | None, str]:
+    """A reply's cancel latency (metrics.text_stream.cancel_latency) from the emulator's own send stamps
+    (`sent`: one stream's drained records) and the client's write of the cancel: to the last chunk sent
+    after the cancel arrived, else to the acknowledgement (CLEARED), else none."""
+    after = [t for what, t in sent.items() if what.startswith("after_cancel:") and not what.endswith(AFTER)]
+    if after:
+        return (max(after) - cancel_written_ns) / 1e6, "audio"
+    if CLEARED in sent:
+        return (sent[CLEARED] - cancel_written_ns) / 1e6, "ack"
+    return None, "none"
 
 
 def caller_late_ms(metric: str, timeline: Timeline, *, speech_start_ms: float = 0.0, speech_end_ms: float = 0.0,

@@ -209,9 +209,14 @@ class TTSScenario:
     # (k >= 1, within the reply) until `ms` after the chunks before it would have played out on the
     # emulator's own clock, the chunks after it following on the usual cadence
     stalls: tuple[tuple[int, float], ...] = ()
+    # a reply's cancel (METHOD "TTS: streamed text and cancel"): the chunks due within cancel_ms of its
+    # arrival still go, none after; an acknowledgement (Deepgram's `Cleared`) goes cancel_ms after it
+    cancel_ms: float = 20.0
 
     def __post_init__(self) -> None:
         check(self.fault)
+        if self.cancel_ms < 0:
+            raise ValueError(f"cancel_ms must be >= 0, got {self.cancel_ms!r}")
         if any(k < 1 or ms < 0 for k, ms in self.stalls) or len({k for k, _ in self.stalls}) < len(self.stalls):
             raise ValueError(f"stalls: each (k, ms) needs a distinct k >= 1 and ms >= 0, got {self.stalls!r}")
 

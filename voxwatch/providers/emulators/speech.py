@@ -9,6 +9,7 @@ from typing import Any, AsyncIterator, Callable
 import numpy as np
 
 from voxwatch.foundation.clock import sleep_until
+from voxwatch.providers.emulators.cancel import Cancel
 from voxwatch.providers.emulators.faults import break_off, breaks
 from voxwatch.providers.emulators.ledger import record, sent_key
 
@@ -74,16 +75,23 @@ def b64(chunk: bytes) -> str:
 
 
 async def paced(emulator, ws, scenario, text: str, n: int, first_speech: int, arrived_ns: int,
-                malformed: str) -> AsyncIterator[int]:
+                malformed: str, cancel: Cancel | None = None) -> AsyncIterator[int]:
     """A TTS reply of `n` chunks over a WebSocket, on the scenario's schedule (`send_times` from the
     request's arrival): yields each chunk's index when it is due, for the caller to send, with the
     ledger's records made just before (first_audio, first_speech; every chunk's, ledger.sent_key, when the
     scenario injects stalls). The stream faults happen here:
     `malformed` (the text given, a message broken off) goes before the second chunk; a drop or a
     `close:<code>` ends the reply at the third, and the generator with it (the caller sends nothing
-    after it: `breaks(fault)` with n > 2)."""
+    after it: `breaks(fault)` with n > 2). A `cancel` that arrives ends it at the first chunk it cuts
+    (emulators.cancel)."""
     for i, at in enumerate(scenario.send_times(arrived_ns, text, n, first_speech)):
+        if cancel is not None and cancel.stops(at):
+            return
         await sleep_until(at)
+        if cancel is not None:
+            if cancel.stops(at):
+                return
+            cancel.sending(i)
         if scenario.fault == "malformed" and i == 1:
             await ws.send(malformed)
         elif breaks(scenario.fault) and i == 2:
@@ -99,10 +107,10 @@ async def paced(emulator, ws, scenario, text: str, n: int, first_speech: int, ar
 
 
 async def send_binary_reply(ws, emulator, text: str, chunks: list[bytes], first_speech: int, scenario, arrived_ns: int,
-                            malformed: str) -> bool:
-    """A reply's audio as binary WebSocket frames, `paced`; False when a fault ended the session."""
+                            malformed: str, cancel: Cancel | None = None) -> bool:
+    """A reply's audio as binary WebSocket frames, `paced`; False when a fault (or a `cancel`) ended it early."""
     sent = 0
-    async for i in paced(emulator, ws, scenario, text, len(chunks), first_speech, arrived_ns, malformed):
+    async for i in paced(emulator, ws, scenario, text, len(chunks), first_speech, arrived_ns, malformed, cancel):
         await ws.send(chunks[i])
         sent += 1
     return sent == len(chunks)

@@ -7,11 +7,16 @@ voice is part of the model name), auth `Authorization: Token <key>`. The client 
 as binary frames (linear16: little-endian int16, no header), `{"type": "Flushed", "sequence_id"}`
 once a flush's audio is out, and JSON `Metadata` (request_id, model_name, model_version,
 model_uuid), `Cleared` and `Warning` (description, code) messages.
+
+Streamed text (METHOD "TTS: streamed text and cancel"; docs/vendor-notes/tts-streamed-text.md): a
+`Speak` per piece, then `Flush`; once the reply is audible, `{"type": "Clear"}`, which the server
+answers with `Cleared` once it has stopped: the reply is read until then.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Sequence
 from urllib.parse import urlencode
 
 import websockets
@@ -19,9 +24,10 @@ import websockets
 from voxwatch.providers.base import ProviderError
 from voxwatch.providers.session.close_codes import closed
 from voxwatch.providers.session.endpoints import base_url, is_loopback, open_websocket, require_key
-from voxwatch.foundation.events import AUDIO, Timeline
+from voxwatch.foundation.events import AUDIO, CANCEL_ACK, CLOSED, Timeline
 from voxwatch.providers.registry import ModelInfo
 from voxwatch.providers.session.stamped import received
+from voxwatch.providers.session.text_feed import Audible, TextFeed
 from voxwatch.providers.session.ws_session import Reader
 
 VENDOR = "Deepgram"
@@ -49,13 +55,26 @@ class DeepgramAuraSession(Reader):
 
     def __init__(self, ws, timeline: Timeline) -> None:
         self.ws, self.timeline = ws, timeline
+        self._feed: TextFeed | None = None  # a streamed-text reply's writer and cancel
 
     async def synthesize(self, text: str) -> None:
         await self._request_reply([json.dumps({"type": "Speak", "text": text}), json.dumps({"type": "Flush"})])
 
+    async def synthesize_streamed(self, pieces: Sequence[tuple[str, float]], audible: Audible) -> None:
+        """A `Speak` per piece (text, ms after the first piece's write), then `Flush`; `Clear` once audible."""
+        self._feed = TextFeed(self.ws, self.timeline, audible, json.dumps({"type": "Clear"}))
+        self._feed.start([json.dumps({"type": "Speak", "text": text}) for text, _ in pieces], [at for _, at in pieces],
+                         then=[json.dumps({"type": "Flush"})])
+        try:
+            await self._read_reply()
+        finally:
+            await self._feed.finish()
+        self.timeline.mark(CLOSED)
+
     async def _read(self) -> None:
-        """Binary audio until `Flushed`; a warning with no audio at all is the reason for the failure."""
-        left, offset, warning, flushed = b"", 0, None, False
+        """Binary audio until `Flushed` (once a streamed reply is cancelled: until `Cleared`); a warning
+        with no audio at all is the reason for the failure."""
+        left, offset, warning, flushed, feed = b"", 0, None, False, self._feed
         async for message, at in received(self.ws):
             if isinstance(message, bytes):
                 data = left + message
@@ -65,12 +84,19 @@ class DeepgramAuraSession(Reader):
                     self.timeline.mark(AUDIO, at, sample_offset=offset, n_samples=len(pcm) // 2,
                                        sample_rate=SAMPLE_RATE, audio=pcm)
                     offset += len(pcm) // 2
+                    if feed is not None:
+                        await feed.heard_chunk()
                 continue
             data = json.loads(message)
             kind = data["type"]
-            if kind == "Flushed":
+            if kind == "Cleared" and feed is not None and feed.cancelled:
+                self.timeline.mark(CANCEL_ACK, at)
                 flushed = True
                 break
+            if kind == "Flushed":
+                flushed = True
+                if feed is None or not feed.cancelled:
+                    break
             if kind == "Warning":
                 warning = f"{data.get('code')}: {data.get('description')}"
             elif kind == "Error":

@@ -21,6 +21,10 @@ binary frames at the requested sample rate - leading silence, then the speech (a
 or eSpeak NG) - the first `ttfb_ms` after the Flush arrived and the rest every `send_every_ms`
 (the speech `gaming_delay_ms` after the silence, when set), then `{"type": "Flushed",
 "sequence_id"}`; `Clear` empties the buffer (`Cleared`); `Close` flushes and closes normally.
+A reply is sent while the socket is read, so `Speak` pieces may arrive one by one before the `Flush`
+(streamed text: the reply starts `ttfb_ms` after the Flush) and a `Clear` may cut a reply under way:
+the chunks due within the scenario's `cancel_ms` of its arrival still go, then `Cleared` goes
+`cancel_ms` after it (emulators.cancel; the ledger keys the cancel by the reply's text).
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ from voxwatch.providers.stt.deepgram import LANGUAGES
 
 from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
 from voxwatch.providers.emulators.stt.deepgram_flux import flux_session, handshake_problem
-from voxwatch.providers.emulators.ledger import record, saw
+from voxwatch.providers.emulators.cancel import Cancel
+from voxwatch.providers.emulators.ledger import CLEARED, record, saw
 from voxwatch.providers.emulators.scenario import STTScenario, TTSScenario, scenario_for
 from voxwatch.providers.emulators.speech import send_binary_reply, warmed
 
@@ -174,33 +179,51 @@ class DeepgramEmulator:
                                   "model_version": "emulator", "model_uuid": str(uuid.uuid4())}))
         parts: list[str] = []
         sequence = 0
-        async for message in ws:
-            arrived = time.perf_counter_ns()
-            kind = json.loads(message).get("type") if isinstance(message, str) else None
-            if kind == "Speak":
-                parts.append(str(json.loads(message).get("text", "")))
-            elif kind in ("Flush", "Close"):
-                if parts or kind == "Flush":
-                    if not await self._say(ws, arrived, "".join(parts), rate, sequence):
+        reply: asyncio.Task | None = None  # the reply under way, sent while the socket is read
+        cancel: Cancel | None = None  # its cancel
+        try:
+            async for message in ws:
+                arrived = time.perf_counter_ns()
+                kind = json.loads(message).get("type") if isinstance(message, str) else None
+                if kind == "Speak":
+                    parts.append(str(json.loads(message).get("text", "")))
+                elif kind in ("Flush", "Close"):
+                    if parts or kind == "Flush":
+                        if reply is not None and not await reply:
+                            return
+                        text = "".join(parts)
+                        cancel = Cancel(self, text, self.tts.cancel_ms)
+                        reply = asyncio.create_task(self._say(ws, arrived, text, rate, sequence, cancel))
+                        sequence += 1
+                    parts.clear()
+                    if kind == "Close":
+                        await reply if reply is not None else None
+                        await ws.close()
                         return
-                    sequence += 1
-                parts.clear()
-                if kind == "Close":
-                    await ws.close()
-                    return
-            elif kind == "Clear":
-                parts.clear()
-                await ws.send(json.dumps({"type": "Cleared", "sequence_id": sequence}))
-            else:
-                await ws.send(json.dumps({"type": "Warning", "code": "UNKNOWN_MESSAGE_TYPE",
-                                          "description": "Expected Speak, Flush, Clear or Close."}))
+                elif kind == "Clear":
+                    parts.clear()
+                    if cancel is not None and cancel.arrived is None:
+                        cancel.arrive()
+                        await reply
+                        await sleep_until(cancel.until_ns)
+                        record(self, cancel.key, CLEARED)
+                    await ws.send(json.dumps({"type": "Cleared", "sequence_id": sequence}))
+                else:
+                    await ws.send(json.dumps({"type": "Warning", "code": "UNKNOWN_MESSAGE_TYPE",
+                                              "description": "Expected Speak, Flush, Clear or Close."}))
+        finally:
+            if reply is not None:
+                reply.cancel()
 
-    async def _say(self, ws, arrived: int, text: str, rate: int, sequence: int) -> bool:
-        """One flush's audio, then `Flushed`; False when a fault ended the stream."""
+    async def _say(self, ws, arrived: int, text: str, rate: int, sequence: int, cancel: Cancel) -> bool:
+        """One flush's audio, then `Flushed` (none once cancelled); False when a fault ended the stream."""
         s = self.tts
         chunks, first_speech = self._chunks.get(text, rate)
-        if not await send_binary_reply(ws, self, text, chunks, first_speech, s, arrived, '{"type": "Flushed", '):
-            return False
+        if not await send_binary_reply(ws, self, text, chunks, first_speech, s, arrived, '{"type": "Flushed", ',
+                                       cancel):
+            return cancel.arrived is not None
+        if cancel.arrived is not None:
+            return True
         if s.fault != "no_final":
             await ws.send(json.dumps({"type": "Flushed", "sequence_id": sequence}))
         return True

@@ -8,7 +8,11 @@ TTS: checks that a request's
 `language` (English when absent) is an ISO 639-1 code; for each generation request sends base64 `pcm_s16le` `chunk` messages at the requested sample rate - leading silence,
 then the speech (a sharp-onset tone, or eSpeak NG saying the transcript) - the first `ttfb_ms` after the request arrived and the rest
 every `send_every_ms` (faster than real time; the speech `gaming_delay_ms` after the silence, when
-set), then a `done` message for the context.
+set), then a `done` message for the context. Streamed text: inputs with `continue: true` are
+buffered per context (transcripts concatenated verbatim) until its input with `continue: false`,
+whose arrival starts the reply; replies go while the socket is read, so `{"context_id", "cancel":
+true}` cuts one under way: the chunks due within the scenario's `cancel_ms` of its arrival still go,
+then nothing, not even `done` (no acknowledgement of a cancel was found documented).
 
 STT (Ink; sources: those of stt/cartesia.py): the query's `model` (ink-2, ink-whisper,
 ink-whisper-2025-06-04), `encoding` (of the SDK's STTEncoding, this emulator speaks pcm_s16le and
@@ -37,11 +41,12 @@ import websockets
 
 from voxwatch.foundation.clock import sleep_until
 
-from voxwatch.providers.emulators.faults import break_off, breaks, websocket_refusal
-from voxwatch.providers.emulators.ledger import record, saw, sent_key
+from voxwatch.providers.emulators.faults import websocket_refusal
+from voxwatch.providers.emulators.cancel import Cancel
+from voxwatch.providers.emulators.ledger import record, saw
 from voxwatch.providers.emulators.replay import Expect, Send
 from voxwatch.providers.emulators.scenario import Scenarios, STTScenario, TTSScenario, scenario_for, send_partials
-from voxwatch.providers.emulators.speech import b64, warmed
+from voxwatch.providers.emulators.speech import b64, paced, warmed
 
 
 STT_MODELS = ("ink-2", "ink-whisper", "ink-whisper-2025-06-04")
@@ -184,38 +189,56 @@ class CartesiaEmulator:
     # --- TTS ---
 
     async def _serve(self, ws) -> None:
-        async for message in ws:
-            arrived = time.perf_counter_ns()
-            request = json.loads(message)
-            context = request.get("context_id")
-            try:
-                rate = int(request["output_format"]["sample_rate"])
-                transcript = str(request["transcript"])
-                language = request.get("language", "en")
-                if not (isinstance(language, str) and language.isalpha() and 2 <= len(language) <= 3):
-                    raise ValueError("language")
-            except (KeyError, TypeError, ValueError):
-                await ws.send(json.dumps({"type": "error", "done": True, "status_code": 400, "context_id": context,
-                                          "title": "Invalid request",
-                                          "message": "missing transcript or output_format, or a language that is "
-                                                     "not an ISO 639-1 code"}))
-                continue
-            s = self.scenario
-            chunks, first_speech = await asyncio.to_thread(self._chunks.get, transcript, rate)
-            for i, (data, at) in enumerate(zip(chunks, s.send_times(arrived, transcript, len(chunks), first_speech))):
-                await sleep_until(at)
-                if s.fault == "malformed" and i == 1:
-                    await ws.send('{"type": "chunk", "data": ')
-                elif breaks(s.fault) and i == 2:
-                    await break_off(ws, s.fault)
-                    return
-                if i == 0:
-                    record(self, transcript, "first_audio")
-                if i == first_speech:
-                    record(self, transcript, "first_speech")
-                if s.stalls:
-                    record(self, transcript, sent_key(i))
-                await ws.send(json.dumps({"type": "chunk", "data": data, "done": False, "status_code": 206,
-                                          "step_time": 1, "context_id": context}))
-            if s.fault != "no_final":
-                await ws.send(json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": context}))
+        """Generation inputs, each context's buffered until its input with `continue: false`, whose
+        reply is then sent while the socket is read (one reply after another); a cancel cuts its
+        context's reply (emulators.cancel)."""
+        pending: dict[str, list[str]] = {}  # a continued context's transcripts so far
+        cancels: dict[str, Cancel] = {}
+        reply: asyncio.Task | None = None
+        try:
+            async for message in ws:
+                arrived = time.perf_counter_ns()
+                request = json.loads(message)
+                context = request.get("context_id")
+                if request.get("cancel") is True:
+                    if context in cancels and cancels[context].arrived is None:
+                        cancels[context].arrive()
+                    pending.pop(context, None)
+                    continue
+                try:
+                    rate = int(request["output_format"]["sample_rate"])
+                    transcript = str(request["transcript"])
+                    language = request.get("language", "en")
+                    if not (isinstance(language, str) and language.isalpha() and 2 <= len(language) <= 3):
+                        raise ValueError("language")
+                except (KeyError, TypeError, ValueError):
+                    await ws.send(json.dumps({"type": "error", "done": True, "status_code": 400, "context_id": context,
+                                              "title": "Invalid request",
+                                              "message": "missing transcript or output_format, or a language that is "
+                                                         "not an ISO 639-1 code"}))
+                    continue
+                if request.get("continue") is True:
+                    pending.setdefault(context, []).append(transcript)
+                    continue
+                transcript = "".join(pending.pop(context, [])) + transcript
+                cancels[context] = Cancel(self, transcript, self.scenario.cancel_ms)
+                reply = asyncio.create_task(self._reply(ws, reply, arrived, context, transcript, rate, cancels[context]))
+        finally:
+            if reply is not None:
+                reply.cancel()
+
+    async def _reply(self, ws, before: asyncio.Task | None, arrived: int, context: str, transcript: str, rate: int,
+                     cancel: Cancel) -> None:
+        """One context's audio chunks, then `done` (none once cancelled: Cartesia sends nothing for a cancel)."""
+        if before is not None:
+            await before
+        s = self.scenario
+        chunks, first_speech = await asyncio.to_thread(self._chunks.get, transcript, rate)
+        sent = 0
+        async for i in paced(self, ws, s, transcript, len(chunks), first_speech, arrived,
+                             '{"type": "chunk", "data": ', cancel):
+            await ws.send(json.dumps({"type": "chunk", "data": chunks[i], "done": False, "status_code": 206,
+                                      "step_time": 1, "context_id": context}))
+            sent += 1
+        if sent == len(chunks) and cancel.arrived is None and s.fault != "no_final":
+            await ws.send(json.dumps({"type": "done", "done": True, "status_code": 206, "context_id": context}))
