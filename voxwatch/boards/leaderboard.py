@@ -18,7 +18,7 @@ from voxwatch.metrics.deadline_wer import DEADLINES_MS, wer_field
 from voxwatch.metrics.paired import Comparison
 from voxwatch.metrics.published import PLACES
 from voxwatch.metrics.preliminary import row_reason
-from voxwatch.metrics.ranking import rank_order, ranked_metric, ranking_note, ranking_title, ranks, series_id
+from voxwatch.metrics.ranking import PROTOCOL_NAMES, rank_order, ranked_metric, ranking_note, ranking_title, ranks, series_id
 from voxwatch.metrics.series import MIN_N, WINDOWS, MetricRow, failure_rate, flat, percentile_floor, series_rows
 from voxwatch.metrics.specs import METRICS
 from voxwatch.metrics.wer import CHARACTER, scorer_for
@@ -302,8 +302,11 @@ def fitted_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
     mine = _ordered(mine, ranked, by_region=True)
     for i, r in enumerate(mine):
         before = mine[i - 1] if i else None
+        if _nothing_said(r) and before is not None and series_id(before) == series_id(r):
+            continue  # a clip without speech (an empty prompt) keeps no clock: its series' one line says what it made
         if before is None or (before.dataset, before.protocol, before.region) != (r.dataset, r.protocol, r.region):
-            title = _language_title(ranking_title(r.dataset, r.protocol), languages.get(r.dataset))
+            title = (f"{r.dataset}, {PROTOCOL_NAMES.get(r.protocol, r.protocol)}: nothing to say, no clock kept"
+                     if _nothing_said(r) else _language_title(ranking_title(r.dataset, r.protocol), languages.get(r.dataset)))
             table.append(f"-- {title}; region {r.region}")
         places = max(0, _PLACES.get(r.metric, 1) - 1)
         cells = {"metric": r.metric, "n": str(r.n), "p50 [95% CI]": _num(r.p50, places=places) + _ci(r.p50_ci, places=places)}
@@ -323,6 +326,12 @@ def fitted_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
                         for what, c in counts.items())
     counted_line = [f"  counted per series: {counted}; `--wide` shows each series' count"] if counts else []
     return table, counted_line + list(notes)
+
+
+def _nothing_said(r: MetricRow) -> bool:
+    """A series of clips without speech or of empty prompts (METHOD "Hallucination on non-speech"): scored
+    for what it made from nothing, never timed."""
+    return bool(r.hallucination_clips) and r.n == 0
 
 
 def _series_cells(r: MetricRow, rank: int | str | None, price: ShownPrice | None) -> dict[str, str]:
