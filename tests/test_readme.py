@@ -11,7 +11,7 @@ from benchmarks import make_run
 from voxwatch.boards import leaderboard
 from voxwatch.cli import parser
 from voxwatch.store.comparisons import compute
-from voxwatch.boards.leaderboard import FITTED_HEADERS, wide_header
+from voxwatch.boards.leaderboard import FITTED_HALLUCINATION, FITTED_HEADERS, HALLUCINATION_HEADER, wide_header
 from voxwatch.boards.listing import WIDTH
 from voxwatch.foundation.observation import Observation
 from voxwatch.metrics import METHOD_VERSION
@@ -23,10 +23,16 @@ RECORD = (REPO / "docs" / "make_run.txt").read_text()
 NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
 
 
-def _a_board(width: int | None = None) -> str:
+def _a_board(width: int | None = None, nothing_said: bool = False) -> str:
     """A board the code prints now (fitted to `width`, or every column), from rows of the current
-    method (two ticks of five clips)."""
-    rows = [Observation(run_id=f"tick{t}", model_id="pocketsphinx/en-us@5.1.1", dataset="stt-starter-clean",
+    method (two ticks of five clips; with nothing_said, of clips without speech too)."""
+    silent = [Observation(run_id=f"tick{t}", model_id="pocketsphinx/en-us@5.1.1", dataset="stt-nonspeech",
+                          clip_id=f"n{c}", attempt=1, board="stt", vendor="pocketsphinx", protocol="stt-stream",
+                          region="local", started_at=time.time() - 60, status="ok", condition="nonspeech",
+                          invented_words=c % 2, audio_duration_s=2.0, method_version=METHOD_VERSION, hypothesis="",
+                          reference="", emulator=False)
+              for t in range(2) for c in range(5)] if nothing_said else []
+    rows = silent + [Observation(run_id=f"tick{t}", model_id="pocketsphinx/en-us@5.1.1", dataset="stt-starter-clean",
                         clip_id=f"u{c}", attempt=1, board="stt", vendor="pocketsphinx", protocol="stt-stream",
                         region="local", started_at=time.time() - 60, status="ok", ttfs_ms=100.0 + 10 * c + t,
                         first_partial_ms=50.0, substitutions=1, deletions=0, insertions=0, ref_words=10,
@@ -52,9 +58,12 @@ def test_the_recorded_board_is_of_the_current_method_and_layout():
     columns = {title.split()[0].lower(): re.split(r"\s{2,}", header.strip())
                for title, header in re.findall(r"^(\w+ board - .*)\n( ?rank  model.*)$", board, re.M)}
     # `make run` prints the fitted layout; a record made before it (method 12's) shows every column (--wide)
-    width = None if all(c == list(wide_header(b)) for b, c in columns.items()) else WIDTH
-    assert columns and (width is None or all(c == list(FITTED_HEADERS[b]) for b, c in columns.items()))
-    legend = _a_board(width).split("\n\n")[-1]
+    # a board scored on clips without speech (or empty prompts) ends in its hallucination column
+    width = None if all(c in (list(wide_header(b)), list(wide_header(b) + HALLUCINATION_HEADER))
+                        for b, c in columns.items()) else WIDTH
+    assert columns and (width is None or all(c in (list(FITTED_HEADERS[b]), list(FITTED_HEADERS[b] + FITTED_HALLUCINATION))
+                                             for b, c in columns.items()))
+    legend = _a_board(width, nothing_said="hallucination" in board).split("\n\n")[-1]
     assert legend.startswith("Ranks per dataset") and legend in board
 
 

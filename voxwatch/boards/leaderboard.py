@@ -123,6 +123,8 @@ def answer_cell(r: MetricRow) -> str:
 
 
 HALLUCINATION_HEADER = ("hallucination [95% CI]",)
+FITTED_HALLUCINATION = ("hallucination",)
+"""The fitted board's last column, where a series of the board was scored on clips without speech."""
 """The STT and TTS boards' column for a series heard on clips without speech (or empty prompts): the share
 that made words (or sound) from nothing, and how much (METHOD "Hallucination on non-speech"); shown
 where a board has such a series."""
@@ -295,7 +297,7 @@ def fitted_rows(mine: list[MetricRow], ranked: dict, registry: Registry | None,
     """A board's most useful columns (FITTED_HEADERS), each ranking headed by its dataset and region,
     intervals to the precision a reader compares them at; and its notes: the counts its pooled
     figures are over, and a list price that has no figure in the board's unit."""
-    header = FITTED_HEADERS[mine[0].board] + (("hallucination",) if _hallucinated(mine) else ())
+    header = FITTED_HEADERS[mine[0].board] + (FITTED_HALLUCINATION if _hallucinated(mine) else ())
     table: list[tuple[str, ...] | str] = [header]
     counts: dict[str, list[int]] = {}
     notes: dict[str, None] = {}  # in order, each once
