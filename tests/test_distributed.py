@@ -252,8 +252,9 @@ def test_a_key_counted_again_after_its_counter_died_before_the_record_finishes_t
 def test_beat_plans_every_board_dataset_and_region_on_slots_aligned_to_the_epoch():
     cfg = replace(load(environ={"VOXWATCH_SCHEDULE_EVERY_MINUTES": "30"}), schedule_regions=("eu-west", "us-east"))
     entries = beat_schedule(cfg)
-    # stt: clean, phonecodec; tts: prompts; s2s has no single-turn models but its conversations; the reconciler
-    assert len(entries) == 2 * (3 + 1 + 1)
+    # stt: clean, phonecodec, nonspeech; tts: prompts, empty; s2s has no single-turn models but its conversations;
+    # the reconciler
+    assert len(entries) == 2 * (3 + 2 + 1 + 1)
     assert entries["runs reconcile @us-east"]["task"] == "voxwatch.runs.reconcile"
     assert entries["runs reconcile @us-east"]["options"]["queue"] == "voxwatch.us-east"
     entry = entries["stt stt-recorded-phonecodec @us-east"]

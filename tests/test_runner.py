@@ -36,7 +36,8 @@ class RefusingStore:
 def _setup(tmp_path: Path, n: int = 3):
     config = load(environ={"VOXWATCH_STORE_SPOOL_DIR": str(tmp_path / "spool")})
     registry = Registry.default()
-    plan = plan_tick(config, registry, Catalog([bundled_root()]), models=[ESPEAK], sample_size=n, seed=4)
+    plan = plan_tick(config, registry, Catalog([bundled_root()]), models=[ESPEAK], datasets=["tts-prompts"],
+                     sample_size=n, seed=4)
     return config, registry, plan
 
 

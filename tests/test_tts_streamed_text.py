@@ -29,7 +29,10 @@ from voxwatch.providers.emulators.ledger import before_and_after, cancel_as_sent
 from voxwatch.providers.emulators.scenario import TTSScenario
 from voxwatch.store import open_store
 
-TOLERANCE_MS = 2.0  # the target: each stored figure within 2 ms of the emulator's truth
+TOLERANCE_MS = 15.0
+"""Each stored figure against the emulator's truth: the 2 ms target is the benchmark's (benchmarks/tts_text_stream.py);
+here what a wrong piece, anchor or definition would break (a piece is 30-50 ms from the next), and no
+busy machine's stall (CI once read 2.8 ms beside two CPU-bound processes)."""
 RATE = 1000  # samples per second in the hand-built timelines: one sample a millisecond
 
 
