@@ -161,9 +161,9 @@ def test_a_worker_measures_a_tick_end_to_end(env, workers):
     worker.wait_for(f"run {run_id} succeeded", timeout=60)  # logged once the record and its refreshes are written
     # the finished run asked for the comparison pages' views: the worker computed them (store.compare_views)
     worker.wait_for("Task voxwatch.pages.refresh[", timeout=60)
-    deadline = time.monotonic() + 60
-    while (views := _compare_views(env["VOXWATCH_STORE_URL"])) == 0:
-        assert time.monotonic() < deadline, worker.text()
+    deadline = time.monotonic() + 60  # the refresh writes each board's views in turn: wait for all of them
+    while (views := _compare_views(env["VOXWATCH_STORE_URL"])) < len(SERIES_BOARDS) * len(WINDOWS):
+        assert time.monotonic() < deadline, (views, worker.text())
         time.sleep(0.5)
     assert views == len(SERIES_BOARDS) * len(WINDOWS)
 
