@@ -161,6 +161,7 @@ def _nonspeech(rows: list[Observation]) -> list[Observation]:
     return [r for r in rows if r.dataset == "stt-nonspeech"]
 
 
+@pytest.mark.e2e  # its fixture measures two emulated models over every clip: the slow tier
 def test_each_row_stores_the_injected_words_exactly_and_no_clock(measured):
     rows = _nonspeech(measured)
     assert len(rows) == 40
@@ -204,6 +205,7 @@ def shown(request, tmp_path, measured):
         yield url
 
 
+@pytest.mark.e2e
 def test_every_reader_agrees_with_the_series_and_the_hallucinating_model_shows(shown, measured):
     """The acceptance: a board with two emulated STT models, one hallucinating on silence, shows it in
     its columns and on the comparison page; every reader's figure is metrics.series'."""
