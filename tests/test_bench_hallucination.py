@@ -4,23 +4,14 @@ injected truth counted by hand, and no clip without speech may keep a clock or a
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from support.bench import quick_run
 
 
 @pytest.mark.bench
 def test_the_quick_benchmark_meets_its_targets():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.hallucination", "--quick"], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    out = json.loads(lines[-1])
+    lines, out = quick_run("hallucination")
     assert out["rows"] == 20 and out["quick"] is True
     assert {k: v for k, v in out.items() if k.endswith("_target_met")} == {
         "hallucination_counts_exact_target_met": True, "hallucination_share_exact_target_met": True,

@@ -6,23 +6,16 @@ definition would break: a row without its end of turn, or a cut-off miscounted."
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from support.bench import quick_run
+
 ANCHOR_MS = 50.0  # a stream that read the wrong anchor is off by a whole clip's speech, 0.3 s and more
 
 
 @pytest.mark.e2e
 def test_the_quick_run_compares_every_row_with_what_was_sent():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.stt_eot", "--quick"], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.splitlines()[-1])
+    _, out = quick_run("stt_eot")
     assert out["every_row_has_its_end_of_turn"] and out["cutoffs_injected_inside_speech"] > 0
     assert out["false_cutoff_counts_exact_target_met"] is True
     for name, s in out["results"]["1"].items():

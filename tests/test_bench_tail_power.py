@@ -4,23 +4,14 @@ tells identical models apart. The shares' precision is the full run's business."
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from support.bench import quick_run
 
 
 @pytest.mark.bench
 def test_the_tail_benchmark_runs_and_tells_a_slow_tail_from_noise():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.tail_power", "--quick"], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    out = json.loads(lines[-1])
+    lines, out = quick_run("tail_power")
     assert out["quick"] and {"identical_models_target_met", "slow_tail_target_met"} <= set(out)
     assert any(line.startswith("slow tail") for line in lines)
     tail, null = out["results"]["slow_tail_20ticks"], out["identical_p95_apart"]

@@ -100,7 +100,7 @@ def test_quick_mode_completes_and_prints_its_json_line_last(name: str, runs: dic
 def test_a_benchmark_left_to_its_own_test_is_run_there_in_its_quick_mode():
     for name, test in OWN_TESTS.items():
         assert (REPO / "benchmarks" / f"{name}.py").is_file(), f"benchmarks/{name}.py is gone: take it out of OWN_TESTS"
-        assert f'"benchmarks.{name}", "--quick"' in (REPO / "tests" / test).read_text(), (name, test)
+        assert f'quick_run("{name}"' in (REPO / "tests" / test).read_text(), (name, test)
 
 
 def test_the_library_modules_are_there_and_only_the_server_has_a_main():

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import replace
-import json
-import subprocess
-import sys
 
 import pytest
+from support.bench import quick_run
 from support.contract import KEY, measure_stream, serve, starter_clean
-from support.processes import REPO
 
 from voxwatch.foundation.events import CHUNK_SENT, FINAL, PARTIAL, Event, Timeline
 from voxwatch.foundation.observation import FIELDS, Observation, from_record
@@ -217,10 +214,7 @@ def test_migration_22_adds_the_columns_to_the_fact_table(postgres_store_url):
 def test_the_benchmark_runs_and_meets_its_targets():
     """benchmarks/deadline_wer.py --quick, so it cannot rot: three injected schedules, each stream's
     errors at every deadline exactly the truth, and the late finaliser worse at 0 and 250 ms."""
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.deadline_wer", "--quick"], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.splitlines()[-1])
+    _, out = quick_run("deadline_wer", timeout_s=300)
     assert out["wer_at_deadline_exact_target_met"] is True and out["late_finaliser_worse_target_met"] is True, out
     late = out["results"]["late final"]
     assert late["streams"] == late["exact"] == 1 and late["wer_at"]["0"]["truth"] > late["final_wer"]

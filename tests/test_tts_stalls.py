@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from support.bench import quick_run
 from support.both_stores import holding
 from support.contract import KEY, emulator_fixture, measure_stream
 from support.migration_replay import replay_migration
@@ -196,16 +197,7 @@ def vars_of(row: Observation) -> dict:
 @pytest.mark.realtime
 def test_the_benchmark_runs_quick_and_reads_each_clip_against_its_truth():
     """benchmarks/tts_stream.py --quick: its full run's figures are in docs/ACCURACY.md."""
-    import json
-    import subprocess
-    import sys
-
-    from support.processes import REPO
-
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.tts_stream", "--quick"], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.splitlines()[-1])
+    _, out = quick_run("tts_stream")
     [(name, result)] = out["results"].items()
     assert name == "cartesia@1" and result["clips"] + result["failed"] + result["excluded"] == 3, result
     assert result["injected"]["n"] == result["as_sent"]["n"] == result["clips"], result
